@@ -1,0 +1,221 @@
+/* uopjit: tensor computations written as micro-ops, fused into loops and
+ * compiled at run time.
+ *
+ * A worked example: y = relu(x + b) for a matrix x and a row vector b.
+ *
+ *   uj_graph_t* g = uj_graph_new();
+ *   uj_io_t x = uj_input(g, 2, UJ_F32);                    // [n, m]
+ *   uj_io_t b = uj_input(g, 1, UJ_F32);                    // [m]
+ *   const char* shape[] = {"dA0", "dA1"};                  // shape of x
+ *   const char* index[] = {"i1"};                          // out[i0,i1] = b[i1]
+ *   uj_io_t bb = uj_reindex(g, b, 2, shape, 1, &x, 1, index);
+ *   uj_io_t s = uj_binary(g, UJ_BINARY_ADD, x, bb);
+ *   uj_io_t zero = uj_const(g, 0.0);
+ *   uj_io_t y = uj_binary(g, UJ_BINARY_MAX, s, zero);
+ *   uj_io_t ins[] = {x, b};
+ *   uj_program_desc_t desc = {.input_count = 2, .inputs = ins,
+ *                             .output_count = 1, .outputs = &y};
+ *   uj_program_t* p;
+ *   if (uj_program_new(g, &desc, &p) != UJ_OK) puts(uj_last_error());
+ *   uj_graph_free(g);                       // the program keeps what it needs
+ *
+ *   float xv[6] = {...}, bv[3] = {...}, yv[6];
+ *   uj_tensor_t tx = {xv, UJ_F32, UJ_CPU, 2, {2, 3}};
+ *   uj_tensor_t tb = {bv, UJ_F32, UJ_CPU, 1, {3}};
+ *   uj_tensor_t ty = {yv, UJ_F32, UJ_CPU, 2, {2, 3}};
+ *   const uj_tensor_t* in[] = {&tx, &tb};
+ *   uj_tensor_t* out[] = {&ty};
+ *   uj_ctx_t* ctx = uj_ctx_new();
+ *   uj_status_t s = uj_program_run(ctx, p, UJ_FORWARD, in, 2, NULL, 0, out, 1);
+ *   uj_ctx_free(ctx);
+ *   uj_program_free(p);
+ *
+ * Conventions. Every function that can fail returns a uj_status_t (or a
+ * negative uj_io_t / NULL) and leaves a message for uj_last_error() naming the
+ * tensor, axis, parameter or column at fault and the expected vs actual value.
+ * Nothing aborts on bad input, and a failing call leaves every caller-owned
+ * buffer it was not asked to write untouched. Objects are made by *_new and
+ * released by *_free; *_free(NULL) does nothing. Tensors are borrowed: the
+ * library never keeps a pointer to caller memory past the call that got it.
+ */
+#ifndef UOPJIT_H
+#define UOPJIT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UJ_VERSION "0.1.0"
+#define UJ_MAX_DIMS 8
+
+/* ---- status ------------------------------------------------------------ */
+
+typedef enum {
+  UJ_OK = 0,
+  UJ_ERR_INVALID,     /* a bad argument: NULL handle, unknown name, wrong dtype */
+  UJ_ERR_PARSE,       /* malformed index expression or program source */
+  UJ_ERR_SHAPE,       /* shapes disagree, a [=] assertion failed, sizes overflow */
+  UJ_ERR_UNSUPPORTED, /* valid, but not (yet) supported by the chosen engine */
+  UJ_ERR_OOM,         /* an allocation failed */
+  UJ_ERR_COMPILE,     /* a JIT engine failed to compile a kernel */
+  UJ_ERR_DEVICE,      /* a GPU driver call failed */
+  UJ_ERR_IO           /* a file could not be read or written */
+} uj_status_t;
+
+/* A short static name for a status ("UJ_ERR_SHAPE"); never NULL. */
+const char* uj_status_str(uj_status_t s);
+/* The detail of the last failure on this thread; "" if none. The string is
+ * owned by the library and valid until the next failing call on this thread. */
+const char* uj_last_error(void);
+
+/* ---- tensors ------------------------------------------------------------ */
+
+typedef enum { UJ_F32, UJ_F64, UJ_I32 } uj_dtype_t;
+typedef enum { UJ_CPU, UJ_CUDA } uj_device_t;
+
+typedef struct {
+  void* data;           /* borrowed, contiguous row-major */
+  uj_dtype_t dtype;
+  uj_device_t device;
+  int ndim;             /* 0 (a scalar) .. UJ_MAX_DIMS */
+  int64_t dims[UJ_MAX_DIMS];
+} uj_tensor_t;
+
+/* Bytes per element of a dtype (4, 8 or 4); 0 for an unknown dtype. */
+int uj_dtype_size(uj_dtype_t dtype);
+/* "f32", "f64", "i32"; "?" for an unknown dtype. */
+const char* uj_dtype_name(uj_dtype_t dtype);
+
+/* ---- context -------------------------------------------------------------- */
+
+typedef struct uj_ctx uj_ctx_t;
+/* A context holds the engine choice (and, as engines arrive, their kernel
+ * caches). It reads UOPJIT_ENGINE (auto|interp|mir|c|cuda) at creation; an
+ * unknown value is ignored with the engine left at AUTO. NULL on out of
+ * memory. A context may be used from one thread at a time. */
+uj_ctx_t* uj_ctx_new(void);
+void uj_ctx_free(uj_ctx_t* ctx);
+
+typedef enum { UJ_ENGINE_AUTO, UJ_ENGINE_INTERP, UJ_ENGINE_MIR, UJ_ENGINE_C,
+               UJ_ENGINE_CUDA } uj_engine_t;
+/* 1 when engine e can run in this build and on this machine, else 0. AUTO
+ * and INTERP are always available. */
+int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e);
+/* Chooses the engine uj_program_run uses. UJ_ERR_UNSUPPORTED (and the context
+ * unchanged) when e is not available; UJ_ERR_INVALID for a NULL ctx or an
+ * engine value out of range. */
+uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e);
+/* The engine AUTO resolves to, or the one set. */
+uj_engine_t uj_ctx_engine(uj_ctx_t* ctx);
+/* "auto", "interp", "mir", "c", "cuda"; "?" when out of range. */
+const char* uj_engine_name(uj_engine_t e);
+
+/* ---- micro-ops -------------------------------------------------------------- */
+
+typedef enum { UJ_UNARY_NEG, UJ_UNARY_ABS, UJ_UNARY_EXP, UJ_UNARY_LOG, UJ_UNARY_SQRT,
+               UJ_UNARY_RSQRT, UJ_UNARY_RECIP, UJ_UNARY_SIN, UJ_UNARY_COS, UJ_UNARY_TANH,
+               UJ_UNARY_SIGMOID, UJ_UNARY_FLOOR } uj_unary_op_t;
+typedef enum { UJ_BINARY_ADD, UJ_BINARY_SUB, UJ_BINARY_MUL, UJ_BINARY_DIV, UJ_BINARY_POW,
+               UJ_BINARY_MAX, UJ_BINARY_MIN, UJ_BINARY_EQ, UJ_BINARY_NE, UJ_BINARY_LT,
+               UJ_BINARY_LE, UJ_BINARY_GT, UJ_BINARY_GE } uj_binary_op_t;
+typedef enum { UJ_REDUCE_SUM, UJ_REDUCE_PROD, UJ_REDUCE_MAX, UJ_REDUCE_MIN, UJ_REDUCE_MEAN,
+               UJ_REDUCE_ARGMAX, UJ_REDUCE_ARGMIN } uj_reduce_op_t;
+
+/* A graph is a scratch pad of uops. Each builder returns the new node's id
+ * (>= 0), or a negative value with uj_last_error() set when an argument is
+ * bad (a NULL graph, an unknown node, a dtype or rank mismatch, a malformed
+ * index expression). Sizes are symbolic while building: shapes are only
+ * checked against each other when a program runs (UJ_ERR_SHAPE then). */
+typedef struct uj_graph uj_graph_t;
+typedef int uj_io_t;
+uj_graph_t* uj_graph_new(void);              /* NULL on out of memory */
+void uj_graph_free(uj_graph_t* g);
+
+/* An input of rank ndim (0..8). Its sizes come from the tensor at run time. */
+uj_io_t uj_input(uj_graph_t* g, int ndim, uj_dtype_t dtype);
+/* A 0-d f32 constant; it takes the dtype of what it is combined with. */
+uj_io_t uj_const(uj_graph_t* g, double value);
+/* out[i0..] = x[index(i0..)], with shape[] giving out's sizes. Index and
+ * shape strings are index expressions (DESIGN.md section 4): iN is the N-th
+ * axis of out, dXn axis n of the X-th shape source (A = ss[0], B = ss[1], ...),
+ * $name a program parameter, dA1[=dB2] asserts dA1 == dB2 at run time.
+ * index_count must equal x's rank. Reads out of range give 0. The strings are
+ * copied. */
+uj_io_t uj_reindex(uj_graph_t* g, uj_io_t x, int shape_count, const char* const* shape,
+                   int ss_count, const uj_io_t* ss, int index_count, const char* const* index);
+/* Elementwise op. Float-only ops (all but neg, abs, floor) refuse i32. */
+uj_io_t uj_unary(uj_graph_t* g, uj_unary_op_t op, uj_io_t x);
+/* out = a op b with a's shape; b has a's shape or is 0-d. Both must share a
+ * dtype (a constant adopts the other side's). Comparisons give 1 or 0 in
+ * that dtype. i32 division and modulo round toward negative infinity; an i32
+ * division by zero gives 0. pow refuses i32. */
+uj_io_t uj_binary(uj_graph_t* g, uj_binary_op_t op, uj_io_t a, uj_io_t b);
+/* out = cond != 0 ? a : b with a's shape; cond and b have that shape or are 0-d. */
+uj_io_t uj_where(uj_graph_t* g, uj_io_t cond, uj_io_t a, uj_io_t b);
+/* Reduces the listed axes (negative counts from the end) to size 1. argmax
+ * and argmin give the first flat index over the reduced axes as i32; mean
+ * divides by the element count (floor division for i32). */
+uj_io_t uj_reduce(uj_graph_t* g, uj_reduce_op_t op, int axis_count, const int* axis, uj_io_t x);
+/* Gather along one axis: out has x's shape with that axis set to 1, index is
+ * an i32 tensor of out's shape, out[..,0,..] = x[.., index[..,0,..], ..].
+ * An index value out of range gives 0. */
+uj_io_t uj_select(uj_graph_t* g, int axis, uj_io_t x, uj_io_t index);
+/* Converts to dtype. Float to i32 truncates toward zero and saturates; NaN
+ * gives 0. */
+uj_io_t uj_cast(uj_graph_t* g, uj_dtype_t dtype, uj_io_t x);
+/* Names the gradient of x, for the ingrads and outgrads of a backward pass. */
+uj_io_t uj_grad(uj_graph_t* g, uj_io_t x);
+
+/* ---- programs ------------------------------------------------------------- */
+
+typedef struct uj_program uj_program_t;
+typedef struct {
+  int input_count;   const uj_io_t* inputs;
+  int param_count;   const char* const* params;   /* "$kh", ...: the order of values at run time */
+  int output_count;  const uj_io_t* outputs;
+  int ingrad_count;  const uj_io_t* ingrads;      /* backward inputs: uj_grad(output)s and forward tensors */
+  int outgrad_count; const uj_io_t* outgrads;     /* backward outputs: uj_grad(input)s */
+} uj_program_desc_t;
+
+/* Combines the graph into a program: the uops the outputs need, in
+ * topological order, emitted into loop IR. The graph may be freed or reused
+ * afterwards. Errors: UJ_ERR_INVALID for a NULL argument, an output or input
+ * that is not a node of g, an input listed twice, an uop that needs an input
+ * not listed, a $param used but not declared or declared twice (the message
+ * names it). *out is set only on success. */
+uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_program_t** out);
+/* Builds a program from the expression language; UJ_ERR_UNSUPPORTED until
+ * that front end is built. */
+uj_status_t uj_program_parse(const char* source, uj_program_t** out);
+void uj_program_free(uj_program_t* p);
+
+typedef enum { UJ_FORWARD, UJ_BACKWARD } uj_pass_t;
+/* The shape output output_index would have for these inputs and params:
+ * writes *ndim and dims[0..*ndim). Errors as uj_program_run's, for the
+ * inputs only. */
+uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                             const int64_t* params, int output_index, int* ndim, int64_t* dims);
+/* Runs the program. inputs[] and params[] follow the order of the
+ * description; each output tensor must have the inferred rank and sizes
+ * (UJ_ERR_SHAPE naming the tensor, the axis, expected and got otherwise).
+ * Every check happens before anything is written. */
+uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
+                           const uj_tensor_t* const* inputs, int input_count,
+                           const int64_t* params, int param_count,
+                           uj_tensor_t* const* outputs, int output_count);
+
+typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA } uj_dump_t;
+/* A printable form of the program: the loop IR as emitted (IR_RAW) or after
+ * the passes (IR); every block starts with a line beginning with "block".
+ * params may be NULL (then $params print by name). Returns a malloc'ed
+ * string the caller frees, or NULL with uj_last_error() set (UJ_DUMP_C,
+ * UJ_DUMP_MIR and UJ_DUMP_CUDA need their engines). */
+char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t what,
+                      const int64_t* params);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,100 @@
+/* rt/tensor.c: checks on the tensors callers hand to the library, and the
+ * overflow-safe size arithmetic those checks and the runtime share.
+ *
+ * The library promises never to abort on bad input and to leave caller
+ * buffers untouched when a call fails, so every caller tensor goes through
+ * rt_tensor_check before anything reads or writes it. Messages name the
+ * tensor, the axis and the expected vs actual value, because a shape error
+ * far from where the shape was built is otherwise hard to place. */
+#include <stdint.h>
+
+#include "rt.h"
+
+int uj_dtype_size(uj_dtype_t dtype) {
+  switch (dtype) {
+    case UJ_F32: return 4;
+    case UJ_F64: return 8;
+    case UJ_I32: return 4;
+  }
+  return 0;
+}
+
+const char* uj_dtype_name(uj_dtype_t dtype) {
+  switch (dtype) {
+    case UJ_F32: return "f32";
+    case UJ_F64: return "f64";
+    case UJ_I32: return "i32";
+  }
+  return "?";
+}
+
+int rt_mul_i64(int64_t a, int64_t b, int64_t* out) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return 0;
+  *out = r;
+  return 1;
+}
+
+uj_status_t rt_numel(const char* what, int ndim, const int64_t* dims, int64_t* out) {
+  if (ndim < 0 || ndim > UJ_MAX_DIMS)
+    return rt_error(UJ_ERR_SHAPE, "%s: rank %d is out of range 0..%d", what, ndim, UJ_MAX_DIMS);
+  /* Check every size for a negative value before multiplying, so that the
+   * message names the bad axis rather than a confusing overflow. */
+  for (int k = 0; k < ndim; k++)
+    if (dims[k] < 0)
+      return rt_error(UJ_ERR_SHAPE, "%s: axis %d has negative size %lld", what, k,
+                      (long long)dims[k]);
+  /* An empty tensor holds nothing however large its other sizes are. */
+  for (int k = 0; k < ndim; k++)
+    if (dims[k] == 0) {
+      *out = 0;
+      return UJ_OK;
+    }
+  int64_t n = 1;
+  for (int k = 0; k < ndim; k++) {
+    if (!rt_mul_i64(n, dims[k], &n))
+      return rt_error(UJ_ERR_SHAPE, "%s: the product of its sizes overflows int64 (at axis %d)",
+                      what, k);
+  }
+  *out = n;
+  return UJ_OK;
+}
+
+uj_status_t rt_tensor_check(const char* what, const uj_tensor_t* t, int ndim, uj_dtype_t dtype,
+                            const int64_t* dims) {
+  if (!t) return rt_error(UJ_ERR_INVALID, "%s: NULL tensor", what);
+  if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS)
+    return rt_error(UJ_ERR_SHAPE, "%s: rank %d is out of range 0..%d", what, t->ndim,
+                    UJ_MAX_DIMS);
+  if (t->device == UJ_CUDA)
+    return rt_error(UJ_ERR_UNSUPPORTED, "%s: is on the GPU; this engine runs on the CPU", what);
+  if (t->device != UJ_CPU)
+    return rt_error(UJ_ERR_INVALID, "%s: unknown device %d", what, (int)t->device);
+  if (t->ndim != ndim)
+    return rt_error(UJ_ERR_SHAPE, "%s: expected rank %d, got %d", what, ndim, t->ndim);
+  if (t->dtype != dtype) {
+    if (uj_dtype_size(t->dtype) == 0)
+      return rt_error(UJ_ERR_INVALID, "%s: unknown dtype %d, expected %s", what, (int)t->dtype,
+                      uj_dtype_name(dtype));
+    return rt_error(UJ_ERR_INVALID, "%s: dtype %s, expected %s", what, uj_dtype_name(t->dtype),
+                    uj_dtype_name(dtype));
+  }
+  int64_t numel;
+  uj_status_t s = rt_numel(what, t->ndim, t->dims, &numel);
+  if (s != UJ_OK) return s;
+  /* The byte count must be representable too: kernels index bytes. */
+  int64_t bytes;
+  if (!rt_mul_i64(numel, uj_dtype_size(t->dtype), &bytes))
+    return rt_error(UJ_ERR_SHAPE, "%s: %lld elements of %s overflow int64 bytes", what,
+                    (long long)numel, uj_dtype_name(t->dtype));
+  if (dims) {
+    for (int k = 0; k < ndim; k++)
+      if (t->dims[k] != dims[k])
+        return rt_error(UJ_ERR_SHAPE, "%s: axis %d has size %lld, expected %lld", what, k,
+                        (long long)t->dims[k], (long long)dims[k]);
+  }
+  if (!t->data && numel > 0)
+    return rt_error(UJ_ERR_INVALID, "%s: data is NULL but it holds %lld elements", what,
+                    (long long)numel);
+  return UJ_OK;
+}
