@@ -1,0 +1,339 @@
+/* ir/interp.c: the reference interpreter. It defines what the loop IR means;
+ * every engine is tested against it.
+ *
+ * The walk (the C, MIR and CUDA emitters follow the same shape):
+ *   for each block in order: run_loop(block, 0)
+ *   run_loop(b, k): for v in [start, end): set loop k's id to v; reset loop
+ *                   k's carried variables to their identity; run_loop(b, k+1);
+ *                   run loop k's statements in order.
+ *   a statement evaluates its whole value expression (both sides of a
+ *   where), then, if any checked access was out of range, does nothing.
+ *
+ * Arithmetic follows the expression's dtype: f32 results are rounded to
+ * float after every operation (double has enough bits that this gives the
+ * correctly rounded float result for + - * / and sqrt), i32 results wrap to
+ * 32 bits, and integer division and modulo round toward negative infinity
+ * with x/0 == x%0 == 0. max/min ignore a NaN operand (like fmax/fmin), and
+ * so do the max/min reductions. Float to i32 conversion truncates toward
+ * zero, saturates, and maps NaN to 0. */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "ir.h"
+
+typedef union {
+  double f;
+  int64_t i;
+} value_t;
+
+typedef struct {
+  value_t value;
+  int64_t arg;  /* argmax/argmin: the flat index of the best element */
+} carried_t;
+
+typedef struct {
+  ir_env_t env;
+  carried_t* carried;           /* by carried id */
+  const ir_carried_t** decl;    /* by carried id: its declaration */
+} interp_t;
+
+static int is_float(uj_dtype_t dt) { return dt == UJ_F32 || dt == UJ_F64; }
+static double round_to(uj_dtype_t dt, double x) { return dt == UJ_F32 ? (double)(float)x : x; }
+static int64_t wrap_i32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
+
+static int64_t float_to_i32(double x) {
+  if (x != x) return 0;
+  if (x >= 2147483647.0) return 2147483647;
+  if (x <= -2147483648.0) return -2147483647 - 1;
+  return (int64_t)x;
+}
+
+static value_t convert(uj_dtype_t from, uj_dtype_t to, value_t v) {
+  value_t r;
+  if (is_float(from) && is_float(to)) r.f = round_to(to, v.f);
+  else if (is_float(from)) r.i = float_to_i32(v.f);
+  else if (is_float(to)) r.f = round_to(to, (double)v.i);
+  else r.i = v.i;
+  return r;
+}
+
+/* Flat element offset of an access, or -1 when a checked axis is out of
+ * range (a proven axis out of range is a compiler bug). */
+static int64_t access_offset(const interp_t* in, const ir_access_t* acc, int* oob) {
+  const ir_buffer_t* buf = &in->env.buf[acc->tensor];
+  int64_t offset = 0;
+  for (int k = 0; k < acc->nidx; k++) {
+    int64_t v = ir_ix_eval(&in->env, acc->idx[k], oob);
+    if (v < 0 || v >= buf->dims[k]) {
+      assert((acc->check_mask & (1u << k)) && "a proven index is out of range");
+      *oob = 1;
+      return -1;
+    }
+    offset = offset * buf->dims[k] + v;
+  }
+  return *oob ? -1 : offset;
+}
+
+static value_t load(const interp_t* in, const ir_access_t* acc, int* oob) {
+  value_t r = {0};
+  int64_t off = access_offset(in, acc, oob);
+  if (off < 0) return r;
+  const void* data = in->env.buf[acc->tensor].data;
+  switch (in->env.f->tensors[acc->tensor].dtype) {
+    case UJ_F32: r.f = ((const float*)data)[off]; break;
+    case UJ_F64: r.f = ((const double*)data)[off]; break;
+    case UJ_I32: r.i = ((const int32_t*)data)[off]; break;
+  }
+  return r;
+}
+
+static void store(const interp_t* in, const ir_access_t* acc, int64_t off, value_t v, int add) {
+  void* data = in->env.buf[acc->tensor].data;
+  switch (in->env.f->tensors[acc->tensor].dtype) {
+    case UJ_F32: {
+      float* p = (float*)data + off;
+      *p = add ? (float)((double)*p + v.f) : (float)v.f;
+      break;
+    }
+    case UJ_F64: {
+      double* p = (double*)data + off;
+      *p = add ? *p + v.f : v.f;
+      break;
+    }
+    case UJ_I32: {
+      int32_t* p = (int32_t*)data + off;
+      *p = (int32_t)(add ? wrap_i32((int64_t)*p + v.i) : v.i);
+      break;
+    }
+  }
+}
+
+static double unary_float(uj_unary_op_t op, double x) {
+  switch (op) {
+    case UJ_UNARY_NEG: return -x;
+    case UJ_UNARY_ABS: return fabs(x);
+    case UJ_UNARY_EXP: return exp(x);
+    case UJ_UNARY_LOG: return log(x);
+    case UJ_UNARY_SQRT: return sqrt(x);
+    case UJ_UNARY_RSQRT: return 1.0 / sqrt(x);
+    case UJ_UNARY_RECIP: return 1.0 / x;
+    case UJ_UNARY_SIN: return sin(x);
+    case UJ_UNARY_COS: return cos(x);
+    case UJ_UNARY_TANH: return tanh(x);
+    case UJ_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case UJ_UNARY_FLOOR: return floor(x);
+  }
+  return x;
+}
+
+static int64_t unary_int(uj_unary_op_t op, int64_t x) {
+  switch (op) {
+    case UJ_UNARY_NEG: return wrap_i32(-x);
+    case UJ_UNARY_ABS: return wrap_i32(x < 0 ? -x : x);
+    default: return x; /* floor is the identity; float-only ops never reach i32 */
+  }
+}
+
+static double binary_float(uj_binary_op_t op, double a, double b) {
+  switch (op) {
+    case UJ_BINARY_ADD: return a + b;
+    case UJ_BINARY_SUB: return a - b;
+    case UJ_BINARY_MUL: return a * b;
+    case UJ_BINARY_DIV: return a / b;
+    case UJ_BINARY_POW: return pow(a, b);
+    case UJ_BINARY_MAX: return (a > b || b != b) ? a : b;
+    case UJ_BINARY_MIN: return (a < b || b != b) ? a : b;
+    case UJ_BINARY_EQ: return a == b;
+    case UJ_BINARY_NE: return a != b;
+    case UJ_BINARY_LT: return a < b;
+    case UJ_BINARY_LE: return a <= b;
+    case UJ_BINARY_GT: return a > b;
+    case UJ_BINARY_GE: return a >= b;
+  }
+  return 0;
+}
+
+static int64_t binary_int(uj_binary_op_t op, int64_t a, int64_t b) {
+  switch (op) {
+    case UJ_BINARY_ADD: return wrap_i32(a + b);
+    case UJ_BINARY_SUB: return wrap_i32(a - b);
+    case UJ_BINARY_MUL: return wrap_i32(a * b);
+    case UJ_BINARY_DIV: return wrap_i32(ir_floordiv(a, b));
+    case UJ_BINARY_POW: return float_to_i32(pow((double)a, (double)b));
+    case UJ_BINARY_MAX: return a > b ? a : b;
+    case UJ_BINARY_MIN: return a < b ? a : b;
+    case UJ_BINARY_EQ: return a == b;
+    case UJ_BINARY_NE: return a != b;
+    case UJ_BINARY_LT: return a < b;
+    case UJ_BINARY_LE: return a <= b;
+    case UJ_BINARY_GT: return a > b;
+    case UJ_BINARY_GE: return a >= b;
+  }
+  return 0;
+}
+
+static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
+  value_t r = {0};
+  switch (e->kind) {
+    case IR_EX_CONST:
+      if (is_float(e->dtype)) r.f = round_to(e->dtype, e->value);
+      else r.i = float_to_i32(e->value);
+      return r;
+    case IR_EX_LOAD: return load(in, &e->access, oob);
+    case IR_EX_CARRIED: {
+      const carried_t* c = &in->carried[e->carried];
+      uj_reduce_op_t op = in->decl[e->carried]->op;
+      if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) r.i = wrap_i32(c->arg);
+      else r = c->value;
+      return r;
+    }
+    case IR_EX_INDEX: {
+      int64_t v = ir_ix_eval(&in->env, e->ix, oob);
+      if (is_float(e->dtype)) r.f = round_to(e->dtype, (double)v);
+      else r.i = wrap_i32(v);
+      return r;
+    }
+    case IR_EX_UNARY: {
+      value_t a = eval(in, e->a, oob);
+      if (is_float(e->dtype)) r.f = round_to(e->dtype, unary_float((uj_unary_op_t)e->op, a.f));
+      else r.i = unary_int((uj_unary_op_t)e->op, a.i);
+      return r;
+    }
+    case IR_EX_BINARY: {
+      value_t a = eval(in, e->a, oob), b = eval(in, e->b, oob);
+      if (is_float(e->dtype)) r.f = round_to(e->dtype, binary_float((uj_binary_op_t)e->op, a.f, b.f));
+      else r.i = binary_int((uj_binary_op_t)e->op, a.i, b.i);
+      return r;
+    }
+    case IR_EX_WHERE: {
+      value_t c = eval(in, e->a, oob), a = eval(in, e->b, oob), b = eval(in, e->c, oob);
+      int take = is_float(e->a->dtype) ? c.f != 0.0 : c.i != 0;
+      return take ? a : b;
+    }
+    case IR_EX_CAST: return convert(e->a->dtype, e->dtype, eval(in, e->a, oob));
+  }
+  return r;
+}
+
+static void reset_carried(interp_t* in, const ir_carried_t* c) {
+  carried_t* v = &in->carried[c->id];
+  v->arg = 0;
+  int fl = is_float(c->dtype);
+  switch (c->op) {
+    case UJ_REDUCE_SUM:
+    case UJ_REDUCE_MEAN:
+      if (fl) v->value.f = 0.0;
+      else v->value.i = 0;
+      break;
+    case UJ_REDUCE_PROD:
+      if (fl) v->value.f = 1.0;
+      else v->value.i = 1;
+      break;
+    case UJ_REDUCE_MAX:
+    case UJ_REDUCE_ARGMAX:
+      if (fl) v->value.f = -INFINITY;
+      else v->value.i = INT32_MIN;
+      break;
+    case UJ_REDUCE_MIN:
+    case UJ_REDUCE_ARGMIN:
+      if (fl) v->value.f = INFINITY;
+      else v->value.i = INT32_MAX;
+      break;
+  }
+}
+
+static void accumulate(interp_t* in, const ir_stmt_t* s, value_t x, int64_t arg) {
+  const ir_carried_t* d = in->decl[s->carried];
+  carried_t* c = &in->carried[s->carried];
+  if (is_float(d->dtype)) {
+    double v = c->value.f;
+    switch (d->op) {
+      case UJ_REDUCE_SUM:
+      case UJ_REDUCE_MEAN: v = round_to(d->dtype, v + x.f); break;
+      case UJ_REDUCE_PROD: v = round_to(d->dtype, v * x.f); break;
+      case UJ_REDUCE_MAX: v = (x.f > v || v != v) ? x.f : v; break;
+      case UJ_REDUCE_MIN: v = (x.f < v || v != v) ? x.f : v; break;
+      case UJ_REDUCE_ARGMAX:
+        if (x.f > v) v = x.f, c->arg = arg;
+        break;
+      case UJ_REDUCE_ARGMIN:
+        if (x.f < v) v = x.f, c->arg = arg;
+        break;
+    }
+    c->value.f = v;
+  } else {
+    int64_t v = c->value.i;
+    switch (d->op) {
+      case UJ_REDUCE_SUM:
+      case UJ_REDUCE_MEAN: v = wrap_i32(v + x.i); break;
+      case UJ_REDUCE_PROD: v = wrap_i32(v * x.i); break;
+      case UJ_REDUCE_MAX: v = x.i > v ? x.i : v; break;
+      case UJ_REDUCE_MIN: v = x.i < v ? x.i : v; break;
+      /* the identity is a valid i32, so the first element must win on ties */
+      case UJ_REDUCE_ARGMAX:
+        if (x.i > v || arg == 0) v = x.i, c->arg = arg;
+        break;
+      case UJ_REDUCE_ARGMIN:
+        if (x.i < v || arg == 0) v = x.i, c->arg = arg;
+        break;
+    }
+    c->value.i = v;
+  }
+}
+
+static void run_stmt(interp_t* in, const ir_stmt_t* s) {
+  int oob = 0;
+  value_t v = eval(in, s->value, &oob);
+  switch (s->kind) {
+    case IR_ST_STORE:
+    case IR_ST_SCATTER_ADD: {
+      int64_t off = access_offset(in, &s->target, &oob);
+      if (!oob) store(in, &s->target, off, v, s->kind == IR_ST_SCATTER_ADD);
+      break;
+    }
+    case IR_ST_ACCUM: {
+      int64_t arg = s->arg_index ? ir_ix_eval(&in->env, s->arg_index, &oob) : 0;
+      if (!oob) accumulate(in, s, v, arg);
+      break;
+    }
+  }
+}
+
+static void run_loop(interp_t* in, const ir_block_t* b, int k) {
+  const ir_loop_t* l = &b->loops[k];
+  int oob = 0;
+  int64_t start = ir_ix_eval(&in->env, l->start, &oob);
+  int64_t end = ir_ix_eval(&in->env, l->end, &oob);
+  for (int64_t v = start; v < end; v++) {
+    in->env.loops[l->id] = v;
+    for (int c = 0; c < l->ncarried; c++) reset_carried(in, &l->carried[c]);
+    if (k + 1 < b->nloops) run_loop(in, b, k + 1);
+    for (int s = 0; s < l->nstmts; s++) run_stmt(in, &l->stmts[s]);
+  }
+}
+
+uj_status_t ir_interp_run(const ir_func_t* f, ir_buffer_t* buf, const int64_t* params) {
+  int nl = f->next_loop_id > 0 ? f->next_loop_id : 1;
+  int nc = f->next_carried_id > 0 ? f->next_carried_id : 1;
+  interp_t in = {{f, buf, params, calloc((size_t)nl, sizeof(int64_t))},
+                 calloc((size_t)nc, sizeof(carried_t)),
+                 calloc((size_t)nc, sizeof(const ir_carried_t*))};
+  uj_status_t status = UJ_OK;
+  if (!in.env.loops || !in.carried || !in.decl) {
+    status = rt_error(UJ_ERR_OOM, "interpreter: out of memory");
+    goto done;
+  }
+  for (int bi = 0; bi < f->nblocks; bi++)
+    for (int li = 0; li < f->blocks[bi].nloops; li++) {
+      const ir_loop_t* l = &f->blocks[bi].loops[li];
+      for (int c = 0; c < l->ncarried; c++) in.decl[l->carried[c].id] = &l->carried[c];
+    }
+  for (int bi = 0; bi < f->nblocks; bi++)
+    if (f->blocks[bi].nloops > 0) run_loop(&in, &f->blocks[bi], 0);
+done:
+  free(in.env.loops);
+  free(in.carried);
+  free(in.decl);
+  return status;
+}

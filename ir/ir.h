@@ -1,0 +1,325 @@
+/* ir: the loop IR (DESIGN.md section 3) and everything that reads or
+ * rewrites it: index expressions and their parser, the printer, the hash, the
+ * verifier, the interpreter that defines the IR's meaning, and the passes.
+ *
+ * Shape of a function:
+ *   function = tensors + blocks run in order
+ *   block    = one perfectly nested chain of loops, outermost first
+ *   loop     = id, range [start, end), carried variables, statements
+ * On each iteration of loop k: reset loop k's carried variables to their
+ * identity, run the inner chain k+1..n, then run loop k's statements.
+ *
+ * Every node lives in the function's arena and is freed with it. Passes build
+ * new nodes rather than mutate shared ones: index trees may be shared. */
+#ifndef UJ_IR_H
+#define UJ_IR_H
+
+#include "../rt/rt.h"
+
+typedef struct ir_ix ir_ix_t;
+typedef struct ir_expr ir_expr_t;
+typedef struct ir_access ir_access_t;
+
+/* ---- index expressions ---------------------------------------------------------- */
+
+typedef enum {
+  IR_IX_CONST,  /* value */
+  IR_IX_LOOP,   /* id: a loop id (while parsing: the output axis N of iN) */
+  IR_IX_DIM,    /* id, axis: size of axis `axis` of tensor `id` (while parsing: of shape source id) */
+  IR_IX_PARAM,  /* id: the parameter slot (-1 until bound), name: its name without '$' */
+  IR_IX_LOAD,   /* load: an i32 tensor element used as an index (select) */
+  IR_IX_NEG,    /* -a */
+  IR_IX_ADD, IR_IX_SUB, IR_IX_MUL,
+  IR_IX_DIV,    /* floor division; x / 0 == 0 */
+  IR_IX_MOD,    /* floor modulo (sign of the divisor); x % 0 == 0 */
+  IR_IX_MIN, IR_IX_MAX
+} ir_ix_kind_t;
+
+struct ir_ix {
+  ir_ix_kind_t kind;
+  int64_t value;
+  int id, axis;
+  const char* name;
+  ir_access_t* load;
+  ir_ix_t *a, *b;
+};
+
+/* ---- tensor accesses, value expressions and statements ---------------------------- */
+
+/* t[idx0, idx1, ...]. Bit k of check_mask set: axis k is not proven in range
+ * and must be checked at run time (out of range: the statement is skipped). */
+struct ir_access {
+  int tensor;
+  int nidx;
+  ir_ix_t* idx[UJ_MAX_DIMS];
+  uint32_t check_mask;
+};
+
+typedef enum {
+  IR_EX_CONST,    /* value */
+  IR_EX_LOAD,     /* access */
+  IR_EX_CARRIED,  /* carried variable `carried` (arg ops read as the i32 index) */
+  IR_EX_INDEX,    /* the integer value of ix, converted to dtype */
+  IR_EX_UNARY,    /* op: uj_unary_op_t, a */
+  IR_EX_BINARY,   /* op: uj_binary_op_t, a, b */
+  IR_EX_WHERE,    /* a != 0 ? b : c */
+  IR_EX_CAST      /* a converted to dtype */
+} ir_ex_kind_t;
+
+struct ir_expr {
+  ir_ex_kind_t kind;
+  uj_dtype_t dtype;
+  int op;
+  double value;
+  ir_access_t access;
+  int carried;
+  ir_ix_t* ix;
+  ir_expr_t *a, *b, *c;
+};
+
+typedef enum {
+  IR_ST_STORE,        /* target = value */
+  IR_ST_ACCUM,        /* carried op= value; arg ops also take arg_index */
+  IR_ST_SCATTER_ADD   /* target += value */
+} ir_stmt_kind_t;
+
+typedef struct {
+  ir_stmt_kind_t kind;
+  ir_access_t target;   /* STORE, SCATTER_ADD */
+  int carried;          /* ACCUM */
+  ir_expr_t* value;
+  ir_ix_t* arg_index;   /* ACCUM with argmax/argmin: the flat index of this element */
+} ir_stmt_t;
+
+/* A loop-carried reduction variable. op is a uj_reduce_op_t other than MEAN
+ * (mean is a sum divided when stored). dtype is the dtype of the reduced
+ * values; an arg op reads back as i32. */
+typedef struct {
+  int id;
+  uj_reduce_op_t op;
+  uj_dtype_t dtype;
+} ir_carried_t;
+
+typedef struct {
+  int id;
+  ir_ix_t *start, *end;
+  int ncarried, carried_cap;
+  ir_carried_t* carried;
+  int nstmts, stmt_cap;
+  ir_stmt_t* stmts;
+} ir_loop_t;
+
+typedef struct {
+  int nloops, loop_cap;
+  ir_loop_t* loops;
+} ir_block_t;
+
+typedef enum { IR_TENSOR_TEMP, IR_TENSOR_INPUT, IR_TENSOR_OUTPUT } ir_role_t;
+
+/* dims[k] is the size of axis k as an index expression over input sizes and
+ * $params, with [=]-asserted sizes replaced by one representative. An input's
+ * own size is DIM(itself, k) unless an assertion tied it to another. */
+typedef struct {
+  uj_dtype_t dtype;
+  int ndim;
+  ir_ix_t* dims[UJ_MAX_DIMS];
+  ir_role_t role;
+  int io_index;        /* slot among inputs or outputs */
+  int noalloc;         /* substituted away: never read or written */
+  const char* name;    /* for printing only; may be NULL */
+} ir_tensor_t;
+
+/* A run-time check that two sizes agree: a [=] assertion or operands of one
+ * elementwise uop. `what` says where it came from, for the error message. */
+typedef struct {
+  ir_ix_t *a, *b;
+  const char* what;
+} ir_assert_t;
+
+typedef struct {
+  rt_arena_t arena;
+  int ntensors, tensor_cap;
+  ir_tensor_t* tensors;
+  int nblocks, block_cap;
+  ir_block_t* blocks;
+  int next_loop_id, next_carried_id;
+  int nparams;
+  const char** param_names;   /* without '$' */
+  int nasserts, assert_cap;
+  ir_assert_t* asserts;
+} ir_func_t;
+
+/* ---- building (ir/ir.c) ----------------------------------------------------------- */
+
+ir_func_t* ir_func_new(void);
+void ir_func_free(ir_func_t* f);
+/* A deep copy (passes run on a copy so the raw IR stays printable). */
+ir_func_t* ir_func_clone(const ir_func_t* f);
+
+/* Each returns NULL (or -1) on out of memory. */
+int ir_add_tensor(ir_func_t* f, uj_dtype_t dtype, int ndim, ir_role_t role, int io_index);
+ir_block_t* ir_add_block(ir_func_t* f);
+/* Appends a loop [start, end) inside the block's innermost loop. */
+ir_loop_t* ir_add_loop(ir_func_t* f, ir_block_t* b, ir_ix_t* start, ir_ix_t* end);
+int ir_add_carried(ir_func_t* f, ir_loop_t* l, uj_reduce_op_t op, uj_dtype_t dtype);
+ir_stmt_t* ir_add_stmt(ir_func_t* f, ir_loop_t* l, ir_stmt_kind_t kind);
+int ir_add_assert(ir_func_t* f, ir_ix_t* a, ir_ix_t* b, const char* what);
+
+ir_ix_t* ir_ix_const(ir_func_t* f, int64_t v);
+ir_ix_t* ir_ix_loop(ir_func_t* f, int loop_id);
+ir_ix_t* ir_ix_dim(ir_func_t* f, int tensor, int axis);
+ir_ix_t* ir_ix_bin(ir_func_t* f, ir_ix_kind_t kind, ir_ix_t* a, ir_ix_t* b);
+
+ir_expr_t* ir_ex_const(ir_func_t* f, uj_dtype_t dtype, double v);
+ir_expr_t* ir_ex_load(ir_func_t* f, const ir_access_t* acc);
+ir_expr_t* ir_ex_carried(ir_func_t* f, int carried, uj_dtype_t dtype);
+ir_expr_t* ir_ex_index(ir_func_t* f, ir_ix_t* ix, uj_dtype_t dtype);
+ir_expr_t* ir_ex_unary(ir_func_t* f, uj_unary_op_t op, ir_expr_t* a);
+/* Comparisons keep the operands' dtype (1 or 0). */
+ir_expr_t* ir_ex_binary(ir_func_t* f, uj_binary_op_t op, ir_expr_t* a, ir_expr_t* b);
+ir_expr_t* ir_ex_where(ir_func_t* f, ir_expr_t* c, ir_expr_t* a, ir_expr_t* b);
+ir_expr_t* ir_ex_cast(ir_func_t* f, uj_dtype_t dtype, ir_expr_t* a);
+
+/* An access of every loop of the block in order: t[l0, l1, ...] (for a 0-d
+ * tensor, t[]). Axes start unchecked. */
+void ir_access_init(ir_access_t* acc, int tensor);
+
+/* Structural equality of index trees (loop ids, tensors and slots compared
+ * as numbers). */
+int ir_ix_equal(const ir_ix_t* a, const ir_ix_t* b);
+/* Rebuilds ix with each leaf replaced by fn(leaf) (fn returns the leaf itself
+ * to keep it). NULL on out of memory. */
+typedef ir_ix_t* (*ir_ix_leaf_fn)(void* ctx, const ir_ix_t* leaf);
+ir_ix_t* ir_ix_map(rt_arena_t* arena, const ir_ix_t* ix, ir_ix_leaf_fn fn, void* ctx);
+/* A deep copy of a value expression inside f's arena; NULL on OOM. */
+ir_expr_t* ir_expr_copy(ir_func_t* f, const ir_expr_t* e);
+/* Copies an index tree into another arena as is. */
+ir_ix_t* ir_ix_copy(rt_arena_t* arena, const ir_ix_t* ix);
+
+/* ---- index expression parser (ir/index.c) ----------------------------------------- */
+
+typedef struct {
+  ir_ix_t *dim, *equal_to;  /* both IR_IX_DIM in source terms */
+  int column;               /* 1-based column of the '[' */
+} ir_ix_assertion_t;
+
+#define IR_IX_MAX_ASSERTIONS 16
+#define IR_IX_MAX_DEPTH 64
+#define IR_IX_MAX_LENGTH 4096
+
+/* Parses one index expression (DESIGN.md section 4) into the arena: iN as
+ * IR_IX_LOOP with id N, dXn as IR_IX_DIM with id X-'A' and axis n, $name as
+ * IR_IX_PARAM (slot -1). Each [=dYm] adds to asserts (at most
+ * IR_IX_MAX_ASSERTIONS). On error: UJ_ERR_PARSE with
+ *   index expression "i0 + " at column 6: expected an operand
+ * (or UJ_ERR_OOM). Text longer than IR_IX_MAX_LENGTH or nested deeper than
+ * IR_IX_MAX_DEPTH is an error, never a stack overflow. */
+uj_status_t ir_ix_parse(rt_arena_t* arena, const char* text, ir_ix_t** out,
+                        ir_ix_assertion_t* asserts, int* nasserts);
+
+/* ---- evaluation (ir/eval.c) ----------------------------------------------------------- */
+
+/* What a function runs on: for each tensor its sizes and data. */
+typedef struct {
+  int64_t dims[UJ_MAX_DIMS];
+  int64_t numel;
+  void* data;
+} ir_buffer_t;
+
+typedef struct {
+  const ir_func_t* f;
+  ir_buffer_t* buf;        /* f->ntensors entries */
+  const int64_t* params;   /* f->nparams values */
+  int64_t* loops;          /* value of each loop id (f->next_loop_id entries) */
+} ir_env_t;
+
+/* Evaluates an index expression. IR_IX_LOAD reads an i32 element; *oob is set
+ * (and 0 returned) when a checked axis of such a load is out of range. */
+int64_t ir_ix_eval(const ir_env_t* env, const ir_ix_t* ix, int* oob);
+/* Floor division and modulo with x/0 == x%0 == 0, shared by every target. */
+int64_t ir_floordiv(int64_t a, int64_t b);
+int64_t ir_floormod(int64_t a, int64_t b);
+
+/* Given the inputs' dims in buf[0..ninputs), computes every other tensor's
+ * dims and every numel, then checks the assertions. UJ_ERR_SHAPE naming the
+ * tensor and axis for a negative or overflowing size, or the failed
+ * assertion with both values. */
+uj_status_t ir_func_sizes(const ir_func_t* f, const int64_t* params, ir_buffer_t* buf);
+
+/* ---- interpreter (ir/interp.c) -------------------------------------------------------- */
+
+/* Runs the function over the buffers (all allocated: inputs, outputs and
+ * temporaries; no-alloc tensors may have data NULL). Fails only on OOM. */
+uj_status_t ir_interp_run(const ir_func_t* f, ir_buffer_t* buf, const int64_t* params);
+
+/* ---- printer, hash, verifier (ir/print.c, ir/hash.c, ir/verify.c) ---------------------------- */
+
+enum {
+  IR_PRINT_CANONICAL = 1   /* no names, $params as slots: the text that is hashed */
+};
+/* The function as readable C-like loops; every block starts with a line
+ * "block N". params (may be NULL) folds $param values into the text.
+ * Returns a malloc'ed string or NULL on OOM. */
+char* ir_print(const ir_func_t* f, const int64_t* params, int flags);
+
+typedef struct {
+  uint64_t lo, hi;
+} ir_hash_t;
+/* 128-bit FNV-1a of the canonical text: equal for equal IR, different when
+ * anything but a name changes. */
+ir_hash_t ir_hash(const ir_func_t* f);
+ir_hash_t ir_hash_bytes(const void* data, size_t n);
+
+/* Checks the structural invariants (ids, ranks, scopes, dtypes). UJ_OK or
+ * UJ_ERR_INVALID with what is wrong: an internal error, never the user's. */
+uj_status_t ir_verify(const ir_func_t* f);
+
+/* ---- bounds (ir/bounds.c) ------------------------------------------------------------- */
+
+/* 1 when every value of idx, over the ranges of the block's loops
+ * 0..depth (inclusive), lies in [0, size). Interval arithmetic over affine
+ * forms of sizes and $params. */
+int ir_bounds_prove(const ir_func_t* f, const ir_block_t* b, int depth, const ir_ix_t* idx,
+                    const ir_ix_t* size);
+
+/* ---- deps (ir/deps.c) ------------------------------------------------------------- */
+
+/* Calls fn on every tensor access of a block: statement targets (writes; a
+ * scatter-add's target is also a read), loads in value expressions, and
+ * i32 loads inside index expressions (reads), with the level (loop depth) of
+ * the statement they belong to. */
+typedef void (*ir_access_fn)(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt);
+void ir_walk_accesses(ir_block_t* b, ir_access_fn fn, void* ctx);
+/* Calls fn on every load in a value expression (and in the index
+ * expressions inside it). */
+void ir_walk_expr_loads(ir_expr_t* e, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt);
+
+/* Per block the tensors it reads and writes; per tensor the blocks. */
+typedef struct {
+  int nblocks, ntensors;
+  unsigned char* reads;   /* [block * ntensors + tensor] */
+  unsigned char* writes;
+} ir_deps_t;
+/* NULL on OOM. */
+ir_deps_t* ir_deps_new(const ir_func_t* f);
+void ir_deps_free(ir_deps_t* d);
+int ir_deps_reads(const ir_deps_t* d, int block, int tensor);
+int ir_deps_writes(const ir_deps_t* d, int block, int tensor);
+/* 1 when the two blocks touch a common tensor and one of them writes it. */
+int ir_deps_conflict(const ir_deps_t* d, int a, int b);
+
+/* ---- passes (one file each) ------------------------------------------------------------ */
+
+/* Each rewrites f in place and returns UJ_OK, or UJ_ERR_OOM. */
+uj_status_t ir_pass_dce(ir_func_t* f);
+uj_status_t ir_pass_fuse(ir_func_t* f);
+uj_status_t ir_pass_subst(ir_func_t* f);
+uj_status_t ir_pass_bounds(ir_func_t* f);
+
+/* ---- pipeline (ir/pipeline.c) --------------------------------------------------------- */
+
+/* Runs the passes in order on a copy of raw into *out. UJ_ERR_OOM, or
+ * UJ_ERR_INVALID when a debug build's verifier finds a pass broke the IR. */
+uj_status_t ir_pipeline(const ir_func_t* raw, ir_func_t** out);
+
+#endif
