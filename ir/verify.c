@@ -1,0 +1,316 @@
+/* ir/verify.c: checks the structural invariants of a loop-IR function, the
+ * contract every pass, emitter and the interpreter rely on:
+ *
+ *   - tensors: valid dtype, rank and role; their size expressions mention no
+ *     loop; accesses name an existing, allocated tensor with one index per
+ *     axis, and check bits only on existing axes;
+ *   - scopes: an index may use loop iN only inside loop iN (statements of loop
+ *     k see loops 0..k of their block; the bounds of loop k see loops
+ *     0..k-1); carried variables are read and accumulated only inside the
+ *     loop that declares them; loop ids and carried ids are unique and below
+ *     next_loop_id / next_carried_id (the interpreter indexes arrays by them);
+ *   - sizes and parameters: DIM names an existing tensor axis, PARAM a slot
+ *     below nparams;
+ *   - dtypes: binary operands and result agree, where's branches agree with
+ *     the result, a load has its tensor's dtype, a carried read has the
+ *     carried dtype (i32 for argmax/argmin), stored values match their target,
+ *     float-only math is not applied to i32; ACCUM has arg_index exactly for
+ *     the arg ops; every block has at least one loop.
+ *
+ * Algorithm: one recursive walk; the first violation is reported with where
+ * it was found ("block 2 loop i5: load of t3 has 2 indices, tensor has rank
+ * 3 (statement 1)") and UJ_ERR_INVALID. Uniqueness is checked pairwise,
+ * which needs no memory: functions have few loops and carried variables.
+ * These are internal errors, never the user's. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "ir.h"
+
+typedef struct {
+  const ir_func_t* f;
+  const ir_block_t* block; /* NULL outside blocks (tensor sizes, asserts) */
+  int scope;               /* loops block->loops[0..scope] are visible; -1: none */
+  char where[96];          /* "block 2 loop i5: " */
+  char suffix[48];         /* " (statement 1)" */
+  uj_status_t status;
+} verifier_t;
+
+__attribute__((format(printf, 2, 3))) static int fail(verifier_t* v, const char* fmt, ...) {
+  if (v->status != UJ_OK) return 0;
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  v->status = rt_error(UJ_ERR_INVALID, "%s%s%s", v->where, what, v->suffix);
+  return 0;
+}
+
+static int dtype_valid(uj_dtype_t d) { return d == UJ_F32 || d == UJ_F64 || d == UJ_I32; }
+
+static const char* dtype_name(uj_dtype_t d) {
+  switch (d) {
+    case UJ_F32: return "f32";
+    case UJ_F64: return "f64";
+    case UJ_I32: return "i32";
+  }
+  return "an invalid dtype";
+}
+
+static int is_arg_op(uj_reduce_op_t op) { return op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN; }
+
+/* The declaration of carried `id` on a visible loop of the current block. */
+static const ir_carried_t* visible_carried(const verifier_t* v, int id) {
+  for (int k = 0; v->block && k <= v->scope; k++) {
+    const ir_loop_t* l = &v->block->loops[k];
+    for (int c = 0; c < l->ncarried; c++)
+      if (l->carried[c].id == id) return &l->carried[c];
+  }
+  return NULL;
+}
+
+static int check_access(verifier_t* v, const ir_access_t* acc, const char* what);
+
+static int check_ix(verifier_t* v, const ir_ix_t* ix) {
+  if (!ix) return fail(v, "missing index expression");
+  const ir_func_t* f = v->f;
+  switch (ix->kind) {
+    case IR_IX_CONST: return 1;
+    case IR_IX_LOOP:
+      for (int k = 0; v->block && k <= v->scope; k++)
+        if (v->block->loops[k].id == ix->id) return 1;
+      return fail(v, "i%d is not an enclosing loop", ix->id);
+    case IR_IX_DIM:
+      if (ix->id < 0 || ix->id >= f->ntensors)
+        return fail(v, "size d%d_%d names tensor t%d, function has %d tensors", ix->id, ix->axis,
+                    ix->id, f->ntensors);
+      if (ix->axis < 0 || ix->axis >= f->tensors[ix->id].ndim)
+        return fail(v, "size d%d_%d names axis %d, t%d has rank %d", ix->id, ix->axis, ix->axis,
+                    ix->id, f->tensors[ix->id].ndim);
+      return 1;
+    case IR_IX_PARAM:
+      if (ix->id < 0 || ix->id >= f->nparams)
+        return fail(v, "parameter $%s has slot %d, function has %d parameters",
+                    ix->name ? ix->name : "?", ix->id, f->nparams);
+      return 1;
+    case IR_IX_LOAD:
+      if (!ix->load) return fail(v, "index load without an access");
+      if (!check_access(v, ix->load, "index load")) return 0;
+      if (f->tensors[ix->load->tensor].dtype != UJ_I32)
+        return fail(v, "index load of t%d of dtype %s, must be i32", ix->load->tensor,
+                    dtype_name(f->tensors[ix->load->tensor].dtype));
+      return 1;
+    case IR_IX_NEG: return check_ix(v, ix->a);
+    case IR_IX_ADD:
+    case IR_IX_SUB:
+    case IR_IX_MUL:
+    case IR_IX_DIV:
+    case IR_IX_MOD:
+    case IR_IX_MIN:
+    case IR_IX_MAX: return check_ix(v, ix->a) && check_ix(v, ix->b);
+  }
+  return fail(v, "index expression of unknown kind %d", (int)ix->kind);
+}
+
+static int check_access(verifier_t* v, const ir_access_t* acc, const char* what) {
+  const ir_func_t* f = v->f;
+  if (acc->tensor < 0 || acc->tensor >= f->ntensors)
+    return fail(v, "%s of t%d, function has %d tensors", what, acc->tensor, f->ntensors);
+  const ir_tensor_t* t = &f->tensors[acc->tensor];
+  if (t->noalloc) return fail(v, "%s of t%d, which is no-alloc", what, acc->tensor);
+  if (acc->nidx != t->ndim)
+    return fail(v, "%s of t%d has %d indices, tensor has rank %d", what, acc->tensor, acc->nidx,
+                t->ndim);
+  if (acc->nidx < 32 && (acc->check_mask >> acc->nidx) != 0)
+    return fail(v, "%s of t%d has check mask 0x%x beyond its %d indices", what, acc->tensor,
+                (unsigned)acc->check_mask, acc->nidx);
+  for (int k = 0; k < acc->nidx; k++)
+    if (!check_ix(v, acc->idx[k])) return 0;
+  return 1;
+}
+
+/* Float-only math: an i32 operand has no meaningful exp or sqrt. neg, abs and
+ * floor are fine on integers. */
+static int unary_float_only(int op) {
+  return op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR;
+}
+
+static int check_expr(verifier_t* v, const ir_expr_t* e) {
+  if (!e) return fail(v, "missing value expression");
+  if (!dtype_valid(e->dtype)) return fail(v, "expression of kind %d has dtype %d", (int)e->kind, (int)e->dtype);
+  const ir_func_t* f = v->f;
+  switch (e->kind) {
+    case IR_EX_CONST: return 1;
+    case IR_EX_LOAD: {
+      if (!check_access(v, &e->access, "load")) return 0;
+      uj_dtype_t td = f->tensors[e->access.tensor].dtype;
+      if (e->dtype != td)
+        return fail(v, "load of t%d has dtype %s, tensor has %s", e->access.tensor,
+                    dtype_name(e->dtype), dtype_name(td));
+      return 1;
+    }
+    case IR_EX_CARRIED: {
+      const ir_carried_t* c = visible_carried(v, e->carried);
+      if (!c) return fail(v, "reads c%d, which no enclosing loop carries", e->carried);
+      uj_dtype_t want = is_arg_op(c->op) ? UJ_I32 : c->dtype;
+      if (e->dtype != want)
+        return fail(v, "read of c%d has dtype %s, must be %s", e->carried, dtype_name(e->dtype),
+                    dtype_name(want));
+      return 1;
+    }
+    case IR_EX_INDEX: return check_ix(v, e->ix);
+    case IR_EX_UNARY:
+      if (e->op < UJ_UNARY_NEG || e->op > UJ_UNARY_FLOOR) return fail(v, "unknown unary op %d", e->op);
+      if (!check_expr(v, e->a)) return 0;
+      if (e->a->dtype != e->dtype)
+        return fail(v, "unary op %d has dtype %s, operand has %s", e->op, dtype_name(e->dtype),
+                    dtype_name(e->a->dtype));
+      if (e->dtype == UJ_I32 && unary_float_only(e->op))
+        return fail(v, "unary op %d applied to i32", e->op);
+      return 1;
+    case IR_EX_BINARY:
+      if (e->op < UJ_BINARY_ADD || e->op > UJ_BINARY_GE) return fail(v, "unknown binary op %d", e->op);
+      if (!check_expr(v, e->a) || !check_expr(v, e->b)) return 0;
+      if (e->a->dtype != e->dtype || e->b->dtype != e->dtype)
+        return fail(v, "binary op %d has dtype %s, operands have %s and %s", e->op,
+                    dtype_name(e->dtype), dtype_name(e->a->dtype), dtype_name(e->b->dtype));
+      return 1;
+    case IR_EX_WHERE:
+      if (!check_expr(v, e->a) || !check_expr(v, e->b) || !check_expr(v, e->c)) return 0;
+      if (e->b->dtype != e->dtype || e->c->dtype != e->dtype)
+        return fail(v, "where has dtype %s, branches have %s and %s", dtype_name(e->dtype),
+                    dtype_name(e->b->dtype), dtype_name(e->c->dtype));
+      return 1;
+    case IR_EX_CAST: return check_expr(v, e->a);
+  }
+  return fail(v, "value expression of unknown kind %d", (int)e->kind);
+}
+
+static int check_stmt(verifier_t* v, const ir_stmt_t* s) {
+  switch (s->kind) {
+    case IR_ST_STORE:
+    case IR_ST_SCATTER_ADD: {
+      const char* what = s->kind == IR_ST_STORE ? "store" : "scatter-add";
+      if (!check_access(v, &s->target, what) || !check_expr(v, s->value)) return 0;
+      uj_dtype_t td = v->f->tensors[s->target.tensor].dtype;
+      if (s->value->dtype != td)
+        return fail(v, "%s of a %s value into t%d of dtype %s", what, dtype_name(s->value->dtype),
+                    s->target.tensor, dtype_name(td));
+      if (s->arg_index) return fail(v, "%s has an arg index", what);
+      return 1;
+    }
+    case IR_ST_ACCUM: {
+      const ir_carried_t* c = visible_carried(v, s->carried);
+      if (!c) return fail(v, "accumulates into c%d, which no enclosing loop carries", s->carried);
+      if (!check_expr(v, s->value)) return 0;
+      if (s->value->dtype != c->dtype)
+        return fail(v, "accumulates a %s value into c%d of dtype %s", dtype_name(s->value->dtype),
+                    s->carried, dtype_name(c->dtype));
+      if (is_arg_op(c->op) && !s->arg_index)
+        return fail(v, "accumulation into arg-reduction c%d has no arg index", s->carried);
+      if (!is_arg_op(c->op) && s->arg_index)
+        return fail(v, "accumulation into c%d has an arg index, but its op %d is not argmax/argmin",
+                    s->carried, (int)c->op);
+      return !s->arg_index || check_ix(v, s->arg_index);
+    }
+  }
+  return fail(v, "statement of unknown kind %d", (int)s->kind);
+}
+
+/* Whether loop id / carried id `id` appears before position (b, k[, c]) in
+ * the function: uniqueness without a side table. */
+static int loop_id_seen_before(const ir_func_t* f, int bi, int k, int id) {
+  for (int b = 0; b <= bi; b++)
+    for (int l = 0; l < (b == bi ? k : f->blocks[b].nloops); l++)
+      if (f->blocks[b].loops[l].id == id) return 1;
+  return 0;
+}
+
+static int carried_id_seen_before(const ir_func_t* f, int bi, int k, int ci, int id) {
+  for (int b = 0; b <= bi; b++)
+    for (int l = 0; l < (b == bi ? k + 1 : f->blocks[b].nloops); l++) {
+      const ir_loop_t* loop = &f->blocks[b].loops[l];
+      int n = (b == bi && l == k) ? ci : loop->ncarried;
+      for (int c = 0; c < n; c++)
+        if (loop->carried[c].id == id) return 1;
+    }
+  return 0;
+}
+
+static int check_loop(verifier_t* v, int bi, int k) {
+  const ir_func_t* f = v->f;
+  const ir_loop_t* l = &v->block->loops[k];
+  snprintf(v->where, sizeof v->where, "block %d loop i%d: ", bi, l->id);
+  v->suffix[0] = '\0';
+  if (l->id < 0 || l->id >= f->next_loop_id)
+    return fail(v, "loop id outside [0, %d)", f->next_loop_id);
+  if (loop_id_seen_before(f, bi, k, l->id)) return fail(v, "loop id used twice");
+
+  /* the bounds see the enclosing loops only */
+  v->scope = k - 1;
+  snprintf(v->suffix, sizeof v->suffix, " (start)");
+  if (!check_ix(v, l->start)) return 0;
+  snprintf(v->suffix, sizeof v->suffix, " (end)");
+  if (!check_ix(v, l->end)) return 0;
+  v->suffix[0] = '\0';
+
+  for (int c = 0; c < l->ncarried; c++) {
+    const ir_carried_t* cv = &l->carried[c];
+    if (cv->id < 0 || cv->id >= f->next_carried_id)
+      return fail(v, "carried c%d outside [0, %d)", cv->id, f->next_carried_id);
+    if (carried_id_seen_before(f, bi, k, c, cv->id)) return fail(v, "carried id c%d used twice", cv->id);
+    if ((int)cv->op < UJ_REDUCE_SUM || cv->op > UJ_REDUCE_ARGMIN || cv->op == UJ_REDUCE_MEAN)
+      return fail(v, "carried c%d has op %d (mean is a sum divided when stored)", cv->id, (int)cv->op);
+    if (!dtype_valid(cv->dtype)) return fail(v, "carried c%d has dtype %d", cv->id, (int)cv->dtype);
+  }
+
+  v->scope = k;
+  for (int s = 0; s < l->nstmts; s++) {
+    snprintf(v->suffix, sizeof v->suffix, " (statement %d)", s);
+    if (!check_stmt(v, &l->stmts[s])) return 0;
+  }
+  v->suffix[0] = '\0';
+  return 1;
+}
+
+static int check_tensors_and_asserts(verifier_t* v) {
+  const ir_func_t* f = v->f;
+  if (f->ntensors < 0 || (f->ntensors > 0 && !f->tensors)) return fail(v, "bad tensor table");
+  for (int t = 0; t < f->ntensors; t++) {
+    const ir_tensor_t* x = &f->tensors[t];
+    snprintf(v->where, sizeof v->where, "tensor t%d: ", t);
+    if (!dtype_valid(x->dtype)) return fail(v, "dtype %d", (int)x->dtype);
+    if (x->ndim < 0 || x->ndim > UJ_MAX_DIMS) return fail(v, "rank %d outside [0, %d]", x->ndim, UJ_MAX_DIMS);
+    if (x->role != IR_TENSOR_TEMP && x->role != IR_TENSOR_INPUT && x->role != IR_TENSOR_OUTPUT)
+      return fail(v, "role %d", (int)x->role);
+    /* Sizes may be unset in hand-built functions; when set they are
+     * expressions over sizes and parameters, outside every loop. */
+    for (int k = 0; k < x->ndim; k++) {
+      snprintf(v->suffix, sizeof v->suffix, " (size of axis %d)", k);
+      if (x->dims[k] && !check_ix(v, x->dims[k])) return 0;
+    }
+    v->suffix[0] = '\0';
+  }
+  for (int a = 0; a < f->nasserts; a++) {
+    snprintf(v->where, sizeof v->where, "assert %d: ", a);
+    if (!check_ix(v, f->asserts[a].a) || !check_ix(v, f->asserts[a].b)) return 0;
+  }
+  return 1;
+}
+
+uj_status_t ir_verify(const ir_func_t* f) {
+  if (!f) return rt_error(UJ_ERR_INVALID, "ir_verify: function is NULL");
+  verifier_t v = {f, NULL, -1, "", "", UJ_OK};
+  if (f->nparams < 0) return rt_error(UJ_ERR_INVALID, "function has %d parameters", f->nparams);
+  if (!check_tensors_and_asserts(&v)) return v.status;
+  for (int bi = 0; bi < f->nblocks; bi++) {
+    const ir_block_t* b = &f->blocks[bi];
+    v.block = b;
+    snprintf(v.where, sizeof v.where, "block %d: ", bi);
+    if (b->nloops < 1) return fail(&v, "has no loops"), v.status;
+    for (int k = 0; k < b->nloops; k++)
+      if (!check_loop(&v, bi, k)) return v.status;
+  }
+  return UJ_OK;
+}
