@@ -1,0 +1,110 @@
+/* ir/deps.c: which tensors each block reads and writes.
+ *
+ * Algorithm: one walk over every access of every block (ir_walk_accesses),
+ * filling two block x tensor bitmaps. A scatter-add reads and writes its
+ * target; an i32 load inside an index expression (select) is a read. The
+ * passes use it for liveness (dce) and for the legality of moving and
+ * merging blocks (fuse). It invalidates nothing; any rewrite of the blocks
+ * invalidates it. */
+#include <stdlib.h>
+
+#include "ir.h"
+
+static void walk_ix(ir_ix_t* ix, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt);
+
+static void walk_access_indices(ir_access_t* acc, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
+  for (int k = 0; k < acc->nidx; k++) walk_ix(acc->idx[k], fn, ctx, level, stmt);
+}
+
+static void walk_ix(ir_ix_t* ix, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
+  if (!ix) return;
+  if (ix->kind == IR_IX_LOAD) {
+    walk_access_indices(ix->load, fn, ctx, level, stmt);
+    fn(ctx, ix->load, 0, level, stmt);
+    return;
+  }
+  walk_ix(ix->a, fn, ctx, level, stmt);
+  walk_ix(ix->b, fn, ctx, level, stmt);
+}
+
+void ir_walk_expr_loads(ir_expr_t* e, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
+  if (!e) return;
+  if (e->kind == IR_EX_LOAD) {
+    walk_access_indices(&e->access, fn, ctx, level, stmt);
+    fn(ctx, &e->access, 0, level, stmt);
+  }
+  walk_ix(e->ix, fn, ctx, level, stmt);
+  ir_walk_expr_loads(e->a, fn, ctx, level, stmt);
+  ir_walk_expr_loads(e->b, fn, ctx, level, stmt);
+  ir_walk_expr_loads(e->c, fn, ctx, level, stmt);
+}
+
+void ir_walk_accesses(ir_block_t* b, ir_access_fn fn, void* ctx) {
+  for (int k = 0; k < b->nloops; k++) {
+    ir_loop_t* l = &b->loops[k];
+    for (int s = 0; s < l->nstmts; s++) {
+      ir_stmt_t* st = &l->stmts[s];
+      ir_walk_expr_loads(st->value, fn, ctx, k, st);
+      walk_ix(st->arg_index, fn, ctx, k, st);
+      if (st->kind == IR_ST_ACCUM) continue;
+      walk_access_indices(&st->target, fn, ctx, k, st);
+      if (st->kind == IR_ST_SCATTER_ADD) fn(ctx, &st->target, 0, k, st);
+      fn(ctx, &st->target, 1, k, st);
+    }
+  }
+}
+
+typedef struct {
+  ir_deps_t* d;
+  int block;
+} fill_t;
+
+static void note_access(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level;
+  (void)stmt;
+  fill_t* f = ctx;
+  unsigned char* map = is_write ? f->d->writes : f->d->reads;
+  map[(size_t)f->block * (size_t)f->d->ntensors + (size_t)acc->tensor] = 1;
+}
+
+ir_deps_t* ir_deps_new(const ir_func_t* f) {
+  ir_deps_t* d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  d->nblocks = f->nblocks;
+  d->ntensors = f->ntensors;
+  size_t n = (size_t)f->nblocks * (size_t)f->ntensors + 1;
+  d->reads = calloc(n, 1);
+  d->writes = calloc(n, 1);
+  if (!d->reads || !d->writes) {
+    ir_deps_free(d);
+    return NULL;
+  }
+  for (int b = 0; b < f->nblocks; b++) {
+    fill_t fill = {d, b};
+    ir_walk_accesses(&f->blocks[b], note_access, &fill);
+  }
+  return d;
+}
+
+void ir_deps_free(ir_deps_t* d) {
+  if (!d) return;
+  free(d->reads);
+  free(d->writes);
+  free(d);
+}
+
+int ir_deps_reads(const ir_deps_t* d, int block, int tensor) {
+  return d->reads[(size_t)block * (size_t)d->ntensors + (size_t)tensor];
+}
+
+int ir_deps_writes(const ir_deps_t* d, int block, int tensor) {
+  return d->writes[(size_t)block * (size_t)d->ntensors + (size_t)tensor];
+}
+
+int ir_deps_conflict(const ir_deps_t* d, int a, int b) {
+  for (int t = 0; t < d->ntensors; t++) {
+    int wa = ir_deps_writes(d, a, t), wb = ir_deps_writes(d, b, t);
+    if ((wa && (wb || ir_deps_reads(d, b, t))) || (wb && ir_deps_reads(d, a, t))) return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,268 @@
+/* ir/fuse.c: loop fusion in the manner of NNC (ccv's micro-op compiler).
+ *
+ * Two blocks A (earlier) and B (later) merge into one chain when their loops
+ * pair up from the outermost: every loop of the shorter chain has the same
+ * range as the loop at its depth in the longer one (sizes tied by [=] are
+ * already one canonical expression, so they compare equal). The merged chain
+ * is the longer one; at each paired depth it carries A's variables then B's,
+ * and runs A's statements then B's, B's loop ids renamed to A's.
+ *
+ * Why that is legal. Statements at one depth keep their A-before-B order
+ * within an iteration, and statements at different depths keep the loop
+ * nest's own order (inner chain first), so the only thing that changes is
+ * that B's work for an element now happens right after A's work for that
+ * element instead of after all of A. That is harmless for every tensor that
+ * at most one side writes and neither reads from the other. For a tensor
+ * that one side writes and the other touches (read after write, write after
+ * read, write after write), the merge is allowed only when every access to
+ * it, in both blocks, is at the same depth, at the identical index, and
+ * that index names a distinct element per iteration of the loops enclosing
+ * it (each such loop of more than one iteration appears as a bare index):
+ * then both sides touch element e in the same iteration and nowhere else,
+ * in the original order. Otherwise (a consumer reading the producer at a
+ * different index, a reduction result read inside the reduced loop, a
+ * scatter) the merge is refused. In particular loops that hold statements or
+ * carried variables (pivots) keep their relative order.
+ *
+ * Blocks in between: B may move left past a block it does not conflict
+ * with; if one in between forbids that, A may instead move right past the
+ * blocks in between (merge to the right). Repeats until no merge applies.
+ *
+ * Assumes loop bounds read no tensors. Invalidates deps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+typedef struct {
+  int tensor, write, level;
+  const ir_access_t* acc;
+} rec_t;
+
+typedef struct {
+  rec_t* recs;
+  int n, cap;
+  int failed;
+} recs_t;
+
+static void collect(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)stmt;
+  recs_t* r = ctx;
+  if (r->n == r->cap) {
+    int cap = r->cap ? r->cap * 2 : 16;
+    rec_t* n = realloc(r->recs, (size_t)cap * sizeof *n);
+    if (!n) {
+      r->failed = 1;
+      return;
+    }
+    r->recs = n;
+    r->cap = cap;
+  }
+  r->recs[r->n++] = (rec_t){acc->tensor, is_write, level, acc};
+}
+
+/* Renaming B's paired loop ids to A's. */
+typedef struct {
+  ir_func_t* f;
+  int n;
+  int from[UJ_MAX_DIMS + 1], to[UJ_MAX_DIMS + 1];
+} rename_t;
+
+static ir_ix_t* rename_leaf(void* ctx, const ir_ix_t* leaf) {
+  rename_t* r = ctx;
+  if (leaf->kind == IR_IX_LOOP)
+    for (int i = 0; i < r->n; i++)
+      if (leaf->id == r->from[i]) return ir_ix_loop(r->f, r->to[i]);
+  return (ir_ix_t*)leaf;
+}
+
+static ir_ix_t* rename_ix(rename_t* r, const ir_ix_t* ix) {
+  if (!ix) return NULL;
+  return ir_ix_map(&r->f->arena, ix, rename_leaf, r);
+}
+
+static int rename_access(rename_t* r, ir_access_t* dst, const ir_access_t* src) {
+  *dst = *src;
+  for (int k = 0; k < src->nidx; k++)
+    if (!(dst->idx[k] = rename_ix(r, src->idx[k]))) return 0;
+  return 1;
+}
+
+static ir_expr_t* rename_expr(rename_t* r, const ir_expr_t* e, int* ok) {
+  if (!e) return NULL;
+  ir_expr_t* n = rt_arena_alloc(&r->f->arena, sizeof *n);
+  if (!n) {
+    *ok = 0;
+    return NULL;
+  }
+  *n = *e;
+  if (e->kind == IR_EX_LOAD && !rename_access(r, &n->access, &e->access)) *ok = 0;
+  if (e->ix && !(n->ix = rename_ix(r, e->ix))) *ok = 0;
+  n->a = rename_expr(r, e->a, ok);
+  n->b = rename_expr(r, e->b, ok);
+  n->c = rename_expr(r, e->c, ok);
+  return n;
+}
+
+static int same_access_index(rename_t* r, const ir_access_t* a, const ir_access_t* b, int b_is_B) {
+  if (a->nidx != b->nidx) return 0;
+  for (int k = 0; k < a->nidx; k++) {
+    const ir_ix_t* bk = b->idx[k];
+    ir_ix_t* renamed = b_is_B ? rename_ix(r, bk) : (ir_ix_t*)bk;
+    if (!renamed || !ir_ix_equal(a->idx[k], renamed)) return 0;
+  }
+  return 1;
+}
+
+static int single_iteration(const ir_loop_t* l) {
+  return l->start->kind == IR_IX_CONST && l->end->kind == IR_IX_CONST && l->end->value - l->start->value <= 1;
+}
+
+/* Distinct element per iteration of the merged loops 0..level. */
+static int injective(const ir_block_t* chain, int level, const ir_access_t* acc) {
+  for (int k = 0; k <= level; k++) {
+    const ir_loop_t* l = &chain->loops[k];
+    if (single_iteration(l)) continue;
+    int seen = 0;
+    for (int i = 0; i < acc->nidx && !seen; i++) seen = acc->idx[i]->kind == IR_IX_LOOP && acc->idx[i]->id == l->id;
+    if (!seen) return 0;
+  }
+  return 1;
+}
+
+/* Whether A and B may merge; fills the rename map. -1 on OOM. */
+static int mergeable(ir_func_t* f, ir_block_t* A, ir_block_t* B, rename_t* r) {
+  int npair = A->nloops < B->nloops ? A->nloops : B->nloops;
+  r->f = f;
+  r->n = 0;
+  for (int k = 0; k < npair; k++) {
+    ir_ix_t* s = rename_ix(r, B->loops[k].start);
+    ir_ix_t* e = rename_ix(r, B->loops[k].end);
+    if (!s || !e) return -1;
+    if (!ir_ix_equal(A->loops[k].start, s) || !ir_ix_equal(A->loops[k].end, e)) return 0;
+    r->from[r->n] = B->loops[k].id;
+    r->to[r->n++] = A->loops[k].id;
+  }
+  recs_t ra = {0}, rb = {0};
+  ir_walk_accesses(A, collect, &ra);
+  ir_walk_accesses(B, collect, &rb);
+  int ok = !ra.failed && !rb.failed ? 1 : -1;
+  for (int i = 0; i < ra.n && ok == 1; i++) {
+    const rec_t* x = &ra.recs[i];
+    int conflict = 0;
+    for (int j = 0; j < rb.n; j++)
+      if (rb.recs[j].tensor == x->tensor && (x->write || rb.recs[j].write)) conflict = 1;
+    for (int j = 0; j < ra.n && !conflict; j++) /* A writes it and B reads it */
+      if (ra.recs[j].tensor == x->tensor && ra.recs[j].write)
+        for (int m = 0; m < rb.n; m++) conflict |= rb.recs[m].tensor == x->tensor;
+    if (!conflict) continue;
+    /* every access to this tensor in both blocks must be the same element */
+    const ir_access_t* ref = x->acc;
+    int level = x->level;
+    /* ref is A's access, so the loops enclosing it are A's (paired or its own) */
+    if (!injective(A, level, ref)) ok = 0;
+    for (int j = 0; j < ra.n && ok == 1; j++)
+      if (ra.recs[j].tensor == x->tensor &&
+          (ra.recs[j].level != level || !same_access_index(r, ref, ra.recs[j].acc, 0)))
+        ok = 0;
+    for (int j = 0; j < rb.n && ok == 1; j++)
+      if (rb.recs[j].tensor == x->tensor &&
+          (rb.recs[j].level != level || !same_access_index(r, ref, rb.recs[j].acc, 1)))
+        ok = 0;
+  }
+  free(ra.recs);
+  free(rb.recs);
+  return ok;
+}
+
+static int append_items(ir_func_t* f, void** items, int* n, int* cap, const void* more, int count, size_t size) {
+  if (!count) return 1;
+  if (!rt_arena_grow(&f->arena, items, cap, *n + count, size)) return 0;
+  memcpy((char*)*items + (size_t)*n * size, more, (size_t)count * size);
+  *n += count;
+  return 1;
+}
+
+/* Builds the merged chain into *out: A's loops, then B's extra loops. */
+static int merge_blocks(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, rename_t* r, ir_block_t* out) {
+  const ir_block_t* longer = A->nloops >= B->nloops ? A : B;
+  memset(out, 0, sizeof *out);
+  out->nloops = out->loop_cap = longer->nloops;
+  out->loops = rt_arena_alloc(&f->arena, (size_t)longer->nloops * sizeof *out->loops);
+  if (!out->loops) return 0;
+  for (int k = 0; k < longer->nloops; k++) {
+    ir_loop_t* l = &out->loops[k];
+    const ir_loop_t* la = k < A->nloops ? &A->loops[k] : NULL;
+    const ir_loop_t* lb = k < B->nloops ? &B->loops[k] : NULL;
+    l->id = la ? la->id : lb->id;
+    l->start = la ? la->start : rename_ix(r, lb->start);
+    l->end = la ? la->end : rename_ix(r, lb->end);
+    if (!l->start || !l->end) return 0;
+    if (la && (!append_items(f, (void**)&l->carried, &l->ncarried, &l->carried_cap, la->carried, la->ncarried,
+                             sizeof *la->carried) ||
+               !append_items(f, (void**)&l->stmts, &l->nstmts, &l->stmt_cap, la->stmts, la->nstmts,
+                             sizeof *la->stmts)))
+      return 0;
+    if (!lb) continue;
+    if (!append_items(f, (void**)&l->carried, &l->ncarried, &l->carried_cap, lb->carried, lb->ncarried,
+                      sizeof *lb->carried))
+      return 0;
+    for (int s = 0; s < lb->nstmts; s++) {
+      ir_stmt_t st = lb->stmts[s];
+      int ok = 1;
+      if (st.kind != IR_ST_ACCUM && !rename_access(r, &st.target, &lb->stmts[s].target)) return 0;
+      st.value = rename_expr(r, lb->stmts[s].value, &ok);
+      if (lb->stmts[s].arg_index && !(st.arg_index = rename_ix(r, lb->stmts[s].arg_index))) ok = 0;
+      if (!ok || !append_items(f, (void**)&l->stmts, &l->nstmts, &l->stmt_cap, &st, 1, sizeof st)) return 0;
+    }
+  }
+  return 1;
+}
+
+static void remove_block(ir_func_t* f, int i) {
+  memmove(&f->blocks[i], &f->blocks[i + 1], (size_t)(f->nblocks - i - 1) * sizeof *f->blocks);
+  f->nblocks--;
+}
+
+/* One merge, if any applies: 1 merged, 0 none, -1 OOM. */
+static int fuse_once(ir_func_t* f) {
+  ir_deps_t* d = ir_deps_new(f);
+  if (!d) return -1;
+  int result = 0;
+  for (int j = 1; j < f->nblocks && !result; j++) {
+    for (int i = j - 1; i >= 0 && !result; i--) {
+      int left_ok = 1, right_ok = 1;
+      for (int m = i + 1; m < j; m++) {
+        if (ir_deps_conflict(d, m, j)) left_ok = 0;
+        if (ir_deps_conflict(d, i, m)) right_ok = 0;
+      }
+      if (!left_ok && !right_ok) continue;
+      rename_t r;
+      int can = mergeable(f, &f->blocks[i], &f->blocks[j], &r);
+      if (can < 0) result = -1;
+      if (can <= 0) continue;
+      ir_block_t merged;
+      if (!merge_blocks(f, &f->blocks[i], &f->blocks[j], &r, &merged)) {
+        result = -1;
+        break;
+      }
+      if (left_ok) {
+        f->blocks[i] = merged;
+        remove_block(f, j);
+      } else {
+        f->blocks[j] = merged;
+        remove_block(f, i);
+      }
+      result = 1;
+    }
+  }
+  ir_deps_free(d);
+  return result;
+}
+
+uj_status_t ir_pass_fuse(ir_func_t* f) {
+  int r;
+  while ((r = fuse_once(f)) > 0) {
+  }
+  return r < 0 ? rt_error(UJ_ERR_OOM, "fuse: out of memory") : UJ_OK;
+}
