@@ -1,0 +1,154 @@
+/* jit/run.c: the one seam between programs and engines. It chooses the
+ * engine, checks every argument and binds sizes before anything runs (so a
+ * failing call writes nothing), allocates the temporaries, and hands the
+ * function to the engine. Dumps go through here too. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../uops/uops.h"
+
+const char* uj_engine_name(uj_engine_t e) {
+  switch (e) {
+    case UJ_ENGINE_AUTO: return "auto";
+    case UJ_ENGINE_INTERP: return "interp";
+    case UJ_ENGINE_MIR: return "mir";
+    case UJ_ENGINE_C: return "c";
+    case UJ_ENGINE_CUDA: return "cuda";
+  }
+  return "?";
+}
+
+int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e) {
+  (void)ctx;
+  return e == UJ_ENGINE_AUTO || e == UJ_ENGINE_INTERP;
+}
+
+uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e) {
+  if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_engine: ctx is NULL");
+  if ((unsigned)e > UJ_ENGINE_CUDA) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_engine: unknown engine %d", (int)e);
+  if (!uj_engine_available(ctx, e))
+    return rt_error(UJ_ERR_UNSUPPORTED, "engine %s is not available in this build or on this machine",
+                    uj_engine_name(e));
+  ctx->engine = e;
+  return UJ_OK;
+}
+
+/* AUTO: the best available engine for CPU tensors. */
+uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
+  if (!ctx || ctx->engine == UJ_ENGINE_AUTO || !uj_engine_available(ctx, ctx->engine)) return UJ_ENGINE_INTERP;
+  return ctx->engine;
+}
+
+/* Checks the inputs and params and computes every tensor's sizes into buf. */
+static uj_status_t bind_inputs(const ir_func_t* f, const uj_program_t* p, uj_pass_t pass,
+                               const uj_tensor_t* const* inputs, int input_count, const int64_t* params,
+                               int param_count, ir_buffer_t* buf) {
+  if (input_count != p->ninputs[pass])
+    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", p->ninputs[pass], input_count);
+  if (param_count != p->nparams)
+    return rt_error(UJ_ERR_INVALID, "the program takes %d params, got %d", p->nparams, param_count);
+  if (input_count && !inputs) return rt_error(UJ_ERR_INVALID, "inputs is NULL");
+  if (param_count && !params) return rt_error(UJ_ERR_INVALID, "params is NULL");
+  for (int t = 0; t < f->ntensors; t++) {
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (tt->role != IR_TENSOR_INPUT) continue;
+    const uj_tensor_t* in = inputs[tt->io_index];
+    char what[32];
+    snprintf(what, sizeof what, "input %d", tt->io_index);
+    uj_status_t s = rt_tensor_check(what, in, tt->ndim, tt->dtype, NULL);
+    if (s != UJ_OK) return s;
+    memcpy(buf[t].dims, in->dims, sizeof in->dims[0] * (size_t)tt->ndim);
+    buf[t].data = in->data;
+  }
+  return ir_func_sizes(f, params, buf);
+}
+
+static uj_status_t check_outputs(const ir_func_t* f, uj_tensor_t* const* outputs, int output_count,
+                                 int noutputs, ir_buffer_t* buf) {
+  if (output_count != noutputs)
+    return rt_error(UJ_ERR_INVALID, "the program has %d outputs, got %d", noutputs, output_count);
+  if (output_count && !outputs) return rt_error(UJ_ERR_INVALID, "outputs is NULL");
+  for (int t = 0; t < f->ntensors; t++) {
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (tt->role != IR_TENSOR_OUTPUT) continue;
+    char what[32];
+    snprintf(what, sizeof what, "output %d", tt->io_index);
+    uj_status_t s = rt_tensor_check(what, outputs[tt->io_index], tt->ndim, tt->dtype, buf[t].dims);
+    if (s != UJ_OK) return s;
+    buf[t].data = outputs[tt->io_index]->data;
+  }
+  return UJ_OK;
+}
+
+static ir_buffer_t* buffers_new(const ir_func_t* f) {
+  ir_buffer_t* buf = calloc((size_t)f->ntensors + 1, sizeof *buf);
+  if (!buf) rt_error(UJ_ERR_OOM, "out of memory");
+  return buf;
+}
+
+uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                             const int64_t* params, int output_index, int* ndim, int64_t* dims) {
+  if (!p || !ndim || !dims) return rt_error(UJ_ERR_INVALID, "uj_program_shape: p, ndim and dims must not be NULL");
+  const ir_func_t* f = uop_program_func(p, pass, 0);
+  if (!f) return UJ_ERR_INVALID;
+  if (output_index < 0 || output_index >= p->noutputs[pass])
+    return rt_error(UJ_ERR_INVALID, "uj_program_shape: output %d out of range (the pass has %d)", output_index,
+                    p->noutputs[pass]);
+  ir_buffer_t* buf = buffers_new(f);
+  if (!buf) return UJ_ERR_OOM;
+  uj_status_t s = bind_inputs(f, p, pass, inputs, p->ninputs[pass], params, p->nparams, buf);
+  for (int t = 0; t < f->ntensors && s == UJ_OK; t++) {
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (tt->role != IR_TENSOR_OUTPUT || tt->io_index != output_index) continue;
+    *ndim = tt->ndim;
+    memcpy(dims, buf[t].dims, sizeof buf[t].dims[0] * (size_t)tt->ndim);
+  }
+  free(buf);
+  return s;
+}
+
+uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                           int input_count, const int64_t* params, int param_count, uj_tensor_t* const* outputs,
+                           int output_count) {
+  if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run: ctx and p must not be NULL");
+  const ir_func_t* f = uop_program_func(p, pass, 1);
+  if (!f) return UJ_ERR_INVALID;
+  ir_buffer_t* buf = buffers_new(f);
+  if (!buf) return UJ_ERR_OOM;
+  uj_status_t s = bind_inputs(f, p, pass, inputs, input_count, params, param_count, buf);
+  if (s == UJ_OK) s = check_outputs(f, outputs, output_count, p->noutputs[pass], buf);
+  for (int t = 0; t < f->ntensors && s == UJ_OK; t++) {
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (tt->role != IR_TENSOR_TEMP || tt->noalloc) continue;
+    size_t bytes = (size_t)buf[t].numel * (size_t)uj_dtype_size(tt->dtype);
+    if (!(buf[t].data = malloc(bytes ? bytes : 1)))
+      s = rt_error(UJ_ERR_OOM, "out of memory allocating tensor t%d (%zu bytes)", t, bytes);
+  }
+  if (s == UJ_OK) {
+    switch (uj_ctx_engine(ctx)) {
+      default: s = ir_interp_run(f, buf, params); break;
+    }
+  }
+  for (int t = 0; t < f->ntensors; t++)
+    if (f->tensors[t].role == IR_TENSOR_TEMP) free(buf[t].data);
+  free(buf);
+  return s;
+}
+
+char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t what, const int64_t* params) {
+  (void)ctx;
+  if (!p) {
+    rt_error(UJ_ERR_INVALID, "uj_program_dump: p is NULL");
+    return NULL;
+  }
+  if (what != UJ_DUMP_IR_RAW && what != UJ_DUMP_IR) {
+    rt_error(UJ_ERR_UNSUPPORTED, "uj_program_dump: dump %d needs an engine that is not available", (int)what);
+    return NULL;
+  }
+  const ir_func_t* f = uop_program_func(p, pass, what == UJ_DUMP_IR);
+  if (!f) return NULL;
+  char* text = ir_print(f, params, 0);
+  if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+  return text;
+}

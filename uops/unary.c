@@ -1,0 +1,75 @@
+/* uops/unary.c: out = op(x) elementwise. The float-only ops (all but neg,
+ * abs and floor) refuse i32 when the graph is built. The gradient multiplies
+ * the output gradient g by the derivative, written with the output y where
+ * that is cheaper (exp: g*y, tanh: g*(1-y*y), sigmoid: g*y*(1-y)). */
+#include "uops.h"
+
+static int float_only(uj_unary_op_t op) {
+  return op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR;
+}
+
+uj_io_t uj_unary(uj_graph_t* g, uj_unary_op_t op, uj_io_t x) {
+  if (!uop_check_id(g, x, "uj_unary", "x")) return -1;
+  if ((unsigned)op > UJ_UNARY_FLOOR)
+    return rt_error(UJ_ERR_INVALID, "uj_unary: unknown op %d", (int)op), -1;
+  const uop_node_t* xn = &g->nodes[x];
+  if (xn->kind == UOP_GRAD) return rt_error(UJ_ERR_INVALID, "uj_unary: x (node %d) is a gradient name, not a value", x), -1;
+  if (float_only(op) && xn->dtype == UJ_I32)
+    return rt_error(UJ_ERR_INVALID, "uj_unary: op %d needs a float tensor; x (node %d) is i32", (int)op, x), -1;
+  uop_node_t n = {.kind = UOP_UNARY, .dtype = xn->dtype, .ndim = xn->ndim, .op = op, .nin = 1, .in = {x}};
+  return uop_graph_add(g, &n);
+}
+
+uj_status_t uop_unary_emit(uop_emit_t* E, int n) {
+  const uop_node_t* node = &E->g->nodes[n];
+  int t = E->tensor_of[n];
+  uop_nest_t nest;
+  uj_status_t s = uop_nest_over(E, t, &nest);
+  if (s != UJ_OK) return s;
+  ir_expr_t* x = uop_operand(E, node->in[0], &nest, node->dtype);
+  return uop_store(E, &nest, t, ir_ex_unary(E->f, (uj_unary_op_t)node->op, x));
+}
+
+static ir_expr_t* unary_local(uop_emit_t* E, int n, int operand, const uop_nest_t* nest, ir_expr_t* g) {
+  (void)operand;
+  const uop_node_t* node = &E->g->nodes[n];
+  ir_func_t* f = E->f;
+  uj_dtype_t dt = node->dtype;
+  ir_expr_t* x = uop_operand(E, node->in[0], nest, dt);
+  ir_expr_t* y = uop_operand(E, n, nest, dt);
+  ir_expr_t* one = ir_ex_const(f, dt, 1.0);
+  switch ((uj_unary_op_t)node->op) {
+    case UJ_UNARY_NEG: return ir_ex_unary(f, UJ_UNARY_NEG, g);
+    case UJ_UNARY_ABS: {
+      ir_expr_t* pos = ir_ex_binary(f, UJ_BINARY_GT, x, ir_ex_const(f, dt, 0.0));
+      ir_expr_t* neg = ir_ex_binary(f, UJ_BINARY_LT, x, ir_ex_const(f, dt, 0.0));
+      ir_expr_t* sign = ir_ex_binary(f, UJ_BINARY_SUB, pos, neg);
+      return ir_ex_binary(f, UJ_BINARY_MUL, g, sign);
+    }
+    case UJ_UNARY_EXP: return ir_ex_binary(f, UJ_BINARY_MUL, g, y);
+    case UJ_UNARY_LOG: return ir_ex_binary(f, UJ_BINARY_DIV, g, x);
+    case UJ_UNARY_SQRT:
+      return ir_ex_binary(f, UJ_BINARY_DIV, ir_ex_binary(f, UJ_BINARY_MUL, g, ir_ex_const(f, dt, 0.5)), y);
+    case UJ_UNARY_RSQRT: { /* d/dx x^-1/2 = -1/2 y^3 */
+      ir_expr_t* y3 = ir_ex_binary(f, UJ_BINARY_MUL, ir_ex_binary(f, UJ_BINARY_MUL, y, y), uop_operand(E, n, nest, dt));
+      return ir_ex_binary(f, UJ_BINARY_MUL, ir_ex_binary(f, UJ_BINARY_MUL, g, ir_ex_const(f, dt, -0.5)), y3);
+    }
+    case UJ_UNARY_RECIP: /* -y^2 */
+      return ir_ex_unary(f, UJ_UNARY_NEG,
+                         ir_ex_binary(f, UJ_BINARY_MUL, g, ir_ex_binary(f, UJ_BINARY_MUL, y, uop_operand(E, n, nest, dt))));
+    case UJ_UNARY_SIN: return ir_ex_binary(f, UJ_BINARY_MUL, g, ir_ex_unary(f, UJ_UNARY_COS, x));
+    case UJ_UNARY_COS: return ir_ex_unary(f, UJ_UNARY_NEG, ir_ex_binary(f, UJ_BINARY_MUL, g, ir_ex_unary(f, UJ_UNARY_SIN, x)));
+    case UJ_UNARY_TANH:
+      return ir_ex_binary(f, UJ_BINARY_MUL, g,
+                          ir_ex_binary(f, UJ_BINARY_SUB, one, ir_ex_binary(f, UJ_BINARY_MUL, y, uop_operand(E, n, nest, dt))));
+    case UJ_UNARY_SIGMOID:
+      return ir_ex_binary(f, UJ_BINARY_MUL, ir_ex_binary(f, UJ_BINARY_MUL, g, y),
+                          ir_ex_binary(f, UJ_BINARY_SUB, one, uop_operand(E, n, nest, dt)));
+    case UJ_UNARY_FLOOR: return ir_ex_const(f, dt, 0.0); /* flat almost everywhere */
+  }
+  return NULL;
+}
+
+uj_status_t uop_unary_grad(uop_emit_t* E, int n, int operand, int gout, int dst) {
+  return uop_grad_elementwise(E, n, operand, gout, dst, unary_local);
+}
