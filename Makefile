@@ -1,0 +1,174 @@
+# Makefile: builds libuopjit (static and shared), the uopjit CLI and the
+# tests, out of tree under build/ (GNU make).
+#
+#   make            the libraries and build/uopjit
+#   make test       everything, then every tests/test_* binary, with a summary
+#   make debug      the same tests built with ASan + UBSan under build/debug/
+#   make run        the CLI's demo
+#   make clean
+#
+# Optional parts (MIR, CUDA, cuDNN) are detected here and reported once.
+# CUDA and cuDNN only need their headers at build time: the libraries are
+# dlopen'ed at run time so one build runs with or without a GPU.
+
+# make's built-in default for CC is "cc"; prefer gcc unless the user chose.
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+AR ?= ar
+
+# The build directory and mode; `make debug` re-enters with both set.
+BUILD ?= build
+DEBUG ?= 0
+
+ifeq ($(DEBUG),1)
+OPTFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SANFLAGS := -fsanitize=address,undefined
+else
+# Asserts stay on in every build: they guard internal invariants only.
+OPTFLAGS := -O2 -g
+SANFLAGS :=
+endif
+
+# `override` so that a CFLAGS given on the command line adds to these rather
+# than silently dropping -std, -Werror and the include path.
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -MMD -MP -fPIC $(OPTFLAGS) -D_GNU_SOURCE -Iinclude
+override LDFLAGS += $(SANFLAGS)
+LIBS := -lm -ldl -lpthread
+
+# ---- optional parts --------------------------------------------------------------
+
+ifdef MIR_DIR
+MIR_INC := $(MIR_DIR)/include
+MIR_LIB := $(MIR_DIR)/lib
+else
+MIR_INC := /usr/local/include
+MIR_LIB := /usr/local/lib
+endif
+HAVE_MIR := $(if $(and $(wildcard $(MIR_INC)/mir.h),$(wildcard $(MIR_LIB)/libmir.a)),yes,no)
+ifeq ($(HAVE_MIR),yes)
+override CFLAGS += -DUJ_HAVE_MIR -I$(MIR_INC)
+LIBS := $(MIR_LIB)/libmir.a $(LIBS)
+endif
+
+CUDA_DIR ?= /usr/local/cuda
+HAVE_CUDA := $(if $(and $(wildcard $(CUDA_DIR)/include/cuda.h),$(wildcard $(CUDA_DIR)/include/nvrtc.h)),yes,no)
+ifeq ($(HAVE_CUDA),yes)
+# Headers only: libcuda and libnvrtc are dlopen'ed, never linked.
+override CFLAGS += -DUJ_HAVE_CUDA -I$(CUDA_DIR)/include
+endif
+
+CUDNN_HEADER := $(firstword $(wildcard $(CUDA_DIR)/include/cudnn.h /usr/include/cudnn.h \
+                                       /usr/include/x86_64-linux-gnu/cudnn.h))
+HAVE_CUDNN := $(if $(CUDNN_HEADER),yes,no)
+ifeq ($(HAVE_CUDNN),yes)
+override CFLAGS += -DUJ_HAVE_CUDNN
+# The system directories are searched anyway; CUDA's is added above when
+# the toolkit is complete. Only a lone cudnn.h under CUDA_DIR needs its own.
+ifeq ($(HAVE_CUDA)$(CUDNN_HEADER),no$(CUDA_DIR)/include/cudnn.h)
+override CFLAGS += -I$(CUDA_DIR)/include
+endif
+endif
+
+# Report once: recursive makes (make debug) would repeat it. An exported
+# marker rather than MAKELEVEL, so that a make driving this one (MAKELEVEL
+# already 1) still sees the report.
+ifndef UJ_CONFIG_REPORTED
+$(info MIR: $(HAVE_MIR))
+$(info CUDA: $(HAVE_CUDA))
+$(info cuDNN: $(HAVE_CUDNN))
+export UJ_CONFIG_REPORTED := 1
+endif
+
+# ---- sources and outputs ---------------------------------------------------------
+
+# find, not wildcard, so that new files and subdirectories (backends/conv/)
+# are picked up without touching this file; backends/ may not exist yet.
+LIB_SRCS := $(sort $(shell find rt ir uops jit backends -name '*.c' 2>/dev/null))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB_A := $(BUILD)/libuopjit.a
+LIB_SO := $(BUILD)/libuopjit.so
+
+CLI_SRC := tools/uopjit.c
+CLI := $(BUILD)/uopjit
+
+TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+TESTS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test debug run clean
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+# Keep the test objects that only chained rules mention.
+.SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/obj/tests/%.o)
+
+all: $(LIB_A) $(LIB_SO) $(CLI)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(CLI): $(BUILD)/obj/tools/uopjit.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+
+# Runs every test binary even after a failure, then sums the closing
+# "N passed, N failed, N skipped" lines. A binary that exits non-zero or ends
+# without that line (a crash, a sanitizer report) counts as one more failure.
+# In debug builds leak checking is turned on where LeakSanitizer works (it
+# does not under ptrace, in some containers).
+test: all $(TESTS)
+	@export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1; \
+	if [ "$(DEBUG)" = 1 ]; then \
+	  printf 'int main(void){return 0;}\n' > $(BUILD)/lsan_probe.c; \
+	  if $(CC) $(SANFLAGS) -o $(BUILD)/lsan_probe $(BUILD)/lsan_probe.c 2>/dev/null && \
+	     ASAN_OPTIONS=detect_leaks=1 $(BUILD)/lsan_probe >/dev/null 2>&1; then \
+	    export ASAN_OPTIONS=detect_leaks=1; \
+	  else \
+	    echo "note: LeakSanitizer unavailable here; leak checks off"; \
+	    export ASAN_OPTIONS=detect_leaks=0; \
+	  fi; \
+	fi; \
+	passed=0; failed=0; skipped=0; bad=""; \
+	for t in $(TESTS); do \
+	  echo "== $$t"; \
+	  log=$$t.log; \
+	  $$t > $$log 2>&1; rc=$$?; \
+	  cat $$log; \
+	  last=$$(tail -n 1 $$log); \
+	  if echo "$$last" | grep -Eq '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$$'; then \
+	    set -- $$last; \
+	    passed=$$((passed + $$1)); failed=$$((failed + $$3)); skipped=$$((skipped + $$5)); \
+	    if [ $$rc -ne 0 ] && [ $$3 -eq 0 ]; then failed=$$((failed + 1)); fi; \
+	  else \
+	    echo "  $$t exited with status $$rc without a summary line"; \
+	    failed=$$((failed + 1)); \
+	  fi; \
+	  if [ $$rc -ne 0 ]; then bad="$$bad $$t"; fi; \
+	done; \
+	if [ -n "$$bad" ]; then echo "failing:$$bad"; fi; \
+	echo "$$passed passed, $$failed failed, $$skipped skipped"; \
+	[ -z "$$bad" ] && [ $$failed -eq 0 ]
+
+debug:
+	@$(MAKE) --no-print-directory BUILD=build/debug DEBUG=1 test
+
+run: all
+	$(CLI) demo
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJS:.o=.d) $(BUILD)/obj/tools/uopjit.d $(TEST_SRCS:tests/%.c=$(BUILD)/obj/tests/%.d)

@@ -1,0 +1,362 @@
+/* tests/oracle.h: helpers shared by the oracle tests (test_uops*.c) and the
+ * error-path tests: tensors backed by malloc'ed buffers, random fills,
+ * sentinel fills, element access in double, a run-and-compare loop over the
+ * engines under test, and the naive NHWC convolution with its uop graph.
+ *
+ * Everything goes through the public API only. References are computed in
+ * double from the values actually stored in the input buffers (so f32
+ * rounding of the inputs is not counted as error). */
+#ifndef UJ_TESTS_ORACLE_H
+#define UJ_TESTS_ORACLE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../include/uopjit.h"
+#include "harness.h"
+
+/* The engines every oracle test runs on: the reference and what AUTO picks. */
+static const uj_engine_t or_engines[] = {UJ_ENGINE_INTERP, UJ_ENGINE_AUTO};
+#define OR_NENGINES ((int)(sizeof or_engines / sizeof or_engines[0]))
+
+#define OR_TOL_F32 1e-5
+#define OR_TOL_F32_SUM 5e-5 /* accumulations of many f32 terms */
+#define OR_TOL_F64 1e-12
+
+/* A value no engine computes by accident; NaN for floats. */
+#define OR_SENTINEL_I32 (-123456789)
+
+/* One context per engine, kept for the whole run so kernel caches are reused. */
+static uj_ctx_t* or_ctx_cache[OR_NENGINES];
+static void or_ctx_release(void) {
+  for (int i = 0; i < OR_NENGINES; i++) uj_ctx_free(or_ctx_cache[i]), or_ctx_cache[i] = NULL;
+}
+static inline uj_ctx_t* or_ctx(int engine_slot) {
+  static int registered;
+  if (!registered) registered = 1, atexit(or_ctx_release);
+  if (!or_ctx_cache[engine_slot]) {
+    uj_ctx_t* c = uj_ctx_new();
+    if (!c) return NULL;
+    if (uj_ctx_set_engine(c, or_engines[engine_slot]) != UJ_OK) {
+      fprintf(stderr, "  cannot set engine %s: %s\n", uj_engine_name(or_engines[engine_slot]),
+              uj_last_error());
+      uj_ctx_free(c);
+      return NULL;
+    }
+    or_ctx_cache[engine_slot] = c;
+  }
+  return or_ctx_cache[engine_slot];
+}
+
+/* ---- tensors ------------------------------------------------------------------ */
+
+static inline int64_t or_numel(int ndim, const int64_t* dims) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= dims[i];
+  return n;
+}
+static inline size_t or_dsize(uj_dtype_t dt) { return dt == UJ_F64 ? 8 : 4; }
+
+/* A CPU tensor with its own buffer (at least one element, so data is never NULL). */
+static inline uj_tensor_t or_tensor(uj_dtype_t dt, int ndim, const int64_t* dims) {
+  uj_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt;
+  t.device = UJ_CPU;
+  t.ndim = ndim;
+  for (int i = 0; i < ndim; i++) t.dims[i] = dims[i];
+  int64_t n = or_numel(ndim, dims);
+  t.data = calloc((size_t)(n > 0 ? n : 1), or_dsize(dt));
+  return t;
+}
+static inline void or_tensor_free(uj_tensor_t* t) {
+  free(t->data);
+  t->data = NULL;
+}
+static inline int64_t or_tnumel(const uj_tensor_t* t) { return or_numel(t->ndim, t->dims); }
+
+static inline double or_get(const uj_tensor_t* t, int64_t i) {
+  switch (t->dtype) {
+    case UJ_F32: return ((const float*)t->data)[i];
+    case UJ_F64: return ((const double*)t->data)[i];
+    default: return ((const int32_t*)t->data)[i];
+  }
+}
+static inline void or_set(uj_tensor_t* t, int64_t i, double v) {
+  switch (t->dtype) {
+    case UJ_F32: ((float*)t->data)[i] = (float)v; break;
+    case UJ_F64: ((double*)t->data)[i] = v; break;
+    default: ((int32_t*)t->data)[i] = (int32_t)v; break;
+  }
+}
+static inline void or_fill_real(uint64_t* st, uj_tensor_t* t, double lo, double hi) {
+  int64_t n = or_tnumel(t);
+  for (int64_t i = 0; i < n; i++) or_set(t, i, harness_real(st, lo, hi));
+}
+static inline void or_fill_int(uint64_t* st, uj_tensor_t* t, int64_t lo, int64_t hi) {
+  int64_t n = or_tnumel(t);
+  for (int64_t i = 0; i < n; i++) or_set(t, i, (double)harness_int(st, lo, hi));
+}
+static inline void or_fill_sentinel(uj_tensor_t* t) {
+  int64_t n = or_tnumel(t);
+  for (int64_t i = 0; i < n; i++) or_set(t, i, t->dtype == UJ_I32 ? OR_SENTINEL_I32 : NAN);
+}
+/* Reads the whole tensor into a new double array. */
+static inline double* or_to_double(const uj_tensor_t* t) {
+  int64_t n = or_tnumel(t);
+  double* d = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  for (int64_t i = 0; i < n; i++) d[i] = or_get(t, i);
+  return d;
+}
+static inline double* or_alloc_ref(int64_t n) {
+  return calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+}
+
+/* Random shape: rank in [rlo, rhi], each size in [1, dmax]. Returns rank. */
+static inline int or_rand_shape(uint64_t* st, int rlo, int rhi, int dmax, int64_t* dims) {
+  int r = (int)harness_int(st, rlo, rhi);
+  for (int i = 0; i < r; i++) dims[i] = harness_int(st, 1, dmax);
+  return r;
+}
+
+/* Row-major unravel / ravel. */
+static inline void or_unravel(int64_t flat, int ndim, const int64_t* dims, int64_t* idx) {
+  for (int k = ndim - 1; k >= 0; k--) {
+    idx[k] = flat % dims[k];
+    flat /= dims[k];
+  }
+}
+static inline int64_t or_ravel(int ndim, const int64_t* dims, const int64_t* idx) {
+  int64_t f = 0;
+  for (int k = 0; k < ndim; k++) f = f * dims[k] + idx[k];
+  return f;
+}
+
+/* ---- comparing ------------------------------------------------------------------- */
+
+/* The first element where got differs from ref by more than
+ * tol * max(1, |ref|) (both NaN, or equal infinities, count as equal), or -1. */
+static inline int64_t or_first_mismatch(const double* ref, const uj_tensor_t* got, double tol) {
+  int64_t n = or_tnumel(got);
+  for (int64_t i = 0; i < n; i++) {
+    double a = or_get(got, i), b = ref[i];
+    if ((isnan(a) && isnan(b)) || a == b) continue; /* equal infinities too */
+    double s = fabs(b) > 1.0 ? fabs(b) : 1.0;
+    if (!(fabs(a - b) <= tol * s)) return i;
+  }
+  return -1;
+}
+
+/* Largest relative error (relative to max(1, |ref|)). */
+static inline double or_max_rel_err(const double* ref, const uj_tensor_t* got) {
+  double m = 0;
+  int64_t n = or_tnumel(got);
+  for (int64_t i = 0; i < n; i++) {
+    double a = or_get(got, i), b = ref[i];
+    if ((isnan(a) && isnan(b)) || a == b) continue;
+    double s = fabs(b) > 1.0 ? fabs(b) : 1.0;
+    double e = fabs(a - b) / s;
+    if (isnan(e)) e = INFINITY;
+    if (e > m) m = e;
+  }
+  return m;
+}
+
+static inline void or_shape_str(char* buf, size_t cap, const uj_tensor_t* t) {
+  size_t k = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < t->ndim && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+  if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* Runs p forward on every engine under test, outputs filled with the
+ * sentinel first, and compares each output with its reference. Returns the
+ * number of engines on which it failed. */
+static inline int or_run_check_(const char* file, int line, uj_program_t* p,
+                                const uj_tensor_t* const* in, int nin, const int64_t* params,
+                                int np, uj_tensor_t* const* outs, const double* const* refs,
+                                int nout, double tol) {
+  int bad = 0;
+  if (!p) {
+    harness_fail(file, line, "no program to run");
+    return OR_NENGINES;
+  }
+  for (int e = 0; e < OR_NENGINES; e++) {
+    char msg[512];
+    uj_ctx_t* ctx = or_ctx(e);
+    if (!ctx) {
+      harness_fail(file, line, "no context");
+      bad++;
+      continue;
+    }
+    for (int k = 0; k < nout; k++) or_fill_sentinel(outs[k]);
+    uj_status_t s = uj_program_run(ctx, p, UJ_FORWARD, in, nin, params, np, outs, nout);
+    if (s != UJ_OK) {
+      snprintf(msg, sizeof msg, "engine %s: run failed: %s: %s", uj_engine_name(or_engines[e]),
+               uj_status_str(s), uj_last_error());
+      harness_fail(file, line, msg);
+      bad++;
+      continue;
+    }
+    for (int k = 0; k < nout; k++) {
+      int64_t i = or_first_mismatch(refs[k], outs[k], tol);
+      if (i >= 0) {
+        char shp[128];
+        or_shape_str(shp, sizeof shp, outs[k]);
+        snprintf(msg, sizeof msg,
+                 "engine %s: output %d %s element %lld: got %.17g, want %.17g (tol %g, max rel "
+                 "err %g)",
+                 uj_engine_name(or_engines[e]), k, shp, (long long)i, or_get(outs[k], i),
+                 refs[k][i], tol, or_max_rel_err(refs[k], outs[k]));
+        harness_fail(file, line, msg);
+        bad++;
+        break;
+      }
+    }
+  }
+  return bad;
+}
+#define OR_RUN_CHECK(p, in, nin, params, np, outs, refs, nout, tol) \
+  or_run_check_(__FILE__, __LINE__, (p), (in), (nin), (params), (np), (outs), (refs), (nout), (tol))
+
+/* Runs a one-input one-output program and compares; the number of engines
+ * on which it failed. */
+static inline int or_run_check1_(const char* file, int line, uj_program_t* p,
+                                 const uj_tensor_t* tin, uj_tensor_t* tout, const double* ref,
+                                 double tol) {
+  const uj_tensor_t* in[] = {tin};
+  uj_tensor_t* out[] = {tout};
+  const double* refs[] = {ref};
+  return or_run_check_(file, line, p, in, 1, NULL, 0, out, refs, 1, tol);
+}
+#define OR_RUN_CHECK1(p, tin, tout, ref, tol) \
+  or_run_check1_(__FILE__, __LINE__, (p), (tin), (tout), (ref), (tol))
+
+/* Builds a program; on failure reports the error and returns NULL. */
+static inline uj_program_t* or_program_(const char* file, int line, uj_graph_t* g, int nin,
+                                        const uj_io_t* ins, int np, const char* const* params,
+                                        int nout, const uj_io_t* outs) {
+  uj_program_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.input_count = nin;
+  d.inputs = ins;
+  d.param_count = np;
+  d.params = params;
+  d.output_count = nout;
+  d.outputs = outs;
+  uj_program_t* p = NULL;
+  uj_status_t s = uj_program_new(g, &d, &p);
+  if (s != UJ_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "uj_program_new: %s: %s", uj_status_str(s), uj_last_error());
+    harness_fail(file, line, msg);
+    return NULL;
+  }
+  return p;
+}
+#define OR_PROGRAM(g, nin, ins, np, params, nout, outs) \
+  or_program_(__FILE__, __LINE__, (g), (nin), (ins), (np), (params), (nout), (outs))
+
+/* ---- convolution ------------------------------------------------------------------ */
+
+/* out[n,oh,ow,k] = sum_{r,s,c} x[n, oh*stride+r-pad, ow*stride+s-pad, c] * w[k,r,s,c],
+ * reads outside x give 0. x [N,H,W,C], w [K,KH,KW,C], out [N,OH,OW,K] with
+ * OH = (H + 2 pad - KH) / stride + 1. */
+static inline void or_conv2d_nhwc(const uj_tensor_t* x, const uj_tensor_t* w, int stride, int pad,
+                                  double* out, int64_t* odims) {
+  int64_t N = x->dims[0], H = x->dims[1], W = x->dims[2], C = x->dims[3];
+  int64_t K = w->dims[0], KH = w->dims[1], KW = w->dims[2];
+  int64_t OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  odims[0] = N, odims[1] = OH, odims[2] = OW, odims[3] = K;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++)
+        for (int64_t k = 0; k < K; k++) {
+          double acc = 0;
+          for (int64_t r = 0; r < KH; r++)
+            for (int64_t s = 0; s < KW; s++) {
+              int64_t ih = oh * stride + r - pad, iw = ow * stride + s - pad;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              for (int64_t c = 0; c < C; c++)
+                acc += or_get(x, ((n * H + ih) * W + iw) * C + c) *
+                       or_get(w, ((k * KH + r) * KW + s) * C + c);
+            }
+          out[((n * OH + oh) * OW + ow) * K + k] = acc;
+        }
+}
+
+typedef enum {
+  OR_CONV_DIMS,    /* sizes from the filter's dims, C tied by [=] */
+  OR_CONV_PARAMS,  /* filter sizes as $kh, $kw */
+  OR_CONV_PAD,     /* zero padding $pad through out-of-range reads */
+  OR_CONV_PAD1,    /* zero padding of a literal 1 */
+  OR_CONV_STRIDE2  /* stride 2 through index arithmetic */
+} or_conv_kind_t;
+
+/* The conv graph: x [N,H,W,C], w [K,KH,KW,C] of dtype dt. Returns the
+ * 4-D output node, or a negative id. */
+static inline uj_io_t or_conv_graph(uj_graph_t* g, or_conv_kind_t kind, uj_dtype_t dt,
+                                    uj_io_t* xo, uj_io_t* wo) {
+  static const char* const sh_dims[] = {"dA0", "dA1-dB1+1", "dA2-dB2+1", "dB0",
+                                        "dB1", "dB2",       "dA3[=dB3]"};
+  static const char* const sh_params[] = {"dA0", "dA1-$kh+1", "dA2-$kw+1", "dB0",
+                                          "$kh", "$kw",       "dA3"};
+  static const char* const sh_pad[] = {"dA0", "dA1-dB1+1+2*$pad", "dA2-dB2+1+2*$pad", "dB0",
+                                       "dB1", "dB2",              "dA3[=dB3]"};
+  static const char* const sh_pad1[] = {"dA0", "dA1 - dB1 + 1 + 2", "dA2 - dB2 + 3", "dB0",
+                                        "dB1", "dB2",               "dA3[=dB3]"};
+  static const char* const sh_s2[] = {"dA0", "(dA1-dB1)/2+1", "(dA2-dB2)/2+1", "dB0",
+                                      "dB1", "dB2",           "dA3[=dB3]"};
+  static const char* const ix_plain[] = {"i0", "i1+i4", "i2+i5", "i6"};
+  static const char* const ix_pad[] = {"i0", "i1+i4-$pad", "i2+i5-$pad", "i6"};
+  static const char* const ix_pad1[] = {"i0", "i1+i4-1", "i2+i5-1", "i6"};
+  static const char* const ix_s2[] = {"i0", "i1*2+i4", "i2*2+i5", "i6"};
+  static const char* const ix_w[] = {"i3", "i4", "i5", "i6"};
+  static const char* const sh_out[] = {"dA0", "dA1", "dA2", "dA3"};
+  static const char* const ix_out[] = {"i0", "i1", "i2", "i3", "0", "0", "0"};
+  const char* const* shape = sh_dims;
+  const char* const* xix = ix_plain;
+  switch (kind) {
+    case OR_CONV_DIMS: break;
+    case OR_CONV_PARAMS: shape = sh_params; break;
+    case OR_CONV_PAD: shape = sh_pad, xix = ix_pad; break;
+    case OR_CONV_PAD1: shape = sh_pad1, xix = ix_pad1; break;
+    case OR_CONV_STRIDE2: shape = sh_s2, xix = ix_s2; break;
+  }
+  uj_io_t x = uj_input(g, 4, dt), w = uj_input(g, 4, dt);
+  *xo = x, *wo = w;
+  uj_io_t ss[] = {x, w};
+  uj_io_t xr = uj_reindex(g, x, 7, shape, 2, ss, 4, xix);
+  uj_io_t wr = uj_reindex(g, w, 7, shape, 2, ss, 4, ix_w);
+  uj_io_t m = uj_binary(g, UJ_BINARY_MUL, xr, wr);
+  int axes[] = {4, 5, 6};
+  uj_io_t s = uj_reduce(g, UJ_REDUCE_SUM, 3, axes, m);
+  return uj_reindex(g, s, 4, sh_out, 1, &s, 7, ix_out);
+}
+
+/* The program of or_conv_graph with the params its kind declares. */
+static inline uj_program_t* or_conv_program(or_conv_kind_t kind, uj_dtype_t dt) {
+  static const char* const p_k[] = {"$kh", "$kw"};
+  static const char* const p_pad[] = {"$pad"};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x, w;
+  uj_io_t y = or_conv_graph(g, kind, dt, &x, &w);
+  uj_io_t ins[] = {x, w};
+  uj_program_t* p = NULL;
+  if (y >= 0) {
+    int np = kind == OR_CONV_PARAMS ? 2 : kind == OR_CONV_PAD ? 1 : 0;
+    const char* const* params = kind == OR_CONV_PARAMS ? p_k : kind == OR_CONV_PAD ? p_pad : NULL;
+    p = OR_PROGRAM(g, 2, ins, np, params, 1, &y);
+  } else {
+    char msg[512];
+    snprintf(msg, sizeof msg, "conv graph: %s", uj_last_error());
+    harness_fail(__FILE__, __LINE__, msg);
+  }
+  uj_graph_free(g);
+  return p;
+}
+
+#endif

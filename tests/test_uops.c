@@ -1,0 +1,789 @@
+/* tests/test_uops.c: oracle tests of the elementwise uops against naive
+ * loops in double, on the interpreter and on AUTO: every unary op and every
+ * binary op in f32 and f64 (also with a 0-d second operand), the i32 ops
+ * (floor division, division by zero, comparisons, neg/abs/floor), casts
+ * between f32, f64 and i32 (truncation, NaN, saturation), uj_const adopting
+ * its partner's dtype, where, 0-d inputs and outputs, reindex index
+ * arithmetic (floor division and modulo, min/max, leading minus, $params,
+ * out-of-range reads), and graph shapes: diamonds, shared subgraphs, several
+ * outputs, an output that is an input. Shapes are random (fixed seeds). */
+#include "oracle.h"
+
+static const char* unary_name(uj_unary_op_t op) {
+  static const char* n[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt",
+                            "recip", "sin", "cos", "tanh", "sigmoid", "floor"};
+  return (int)op >= 0 && (int)op < 12 ? n[op] : "?";
+}
+static const char* binary_name(uj_binary_op_t op) {
+  static const char* n[] = {"add", "sub", "mul", "div", "pow", "max", "min",
+                            "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
+  return (int)op >= 0 && (int)op < 13 ? n[op] : "?";
+}
+
+static double ref_unary(uj_unary_op_t op, double x) {
+  switch (op) {
+    case UJ_UNARY_NEG: return -x;
+    case UJ_UNARY_ABS: return fabs(x);
+    case UJ_UNARY_EXP: return exp(x);
+    case UJ_UNARY_LOG: return log(x);
+    case UJ_UNARY_SQRT: return sqrt(x);
+    case UJ_UNARY_RSQRT: return 1.0 / sqrt(x);
+    case UJ_UNARY_RECIP: return 1.0 / x;
+    case UJ_UNARY_SIN: return sin(x);
+    case UJ_UNARY_COS: return cos(x);
+    case UJ_UNARY_TANH: return tanh(x);
+    case UJ_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case UJ_UNARY_FLOOR: return floor(x);
+  }
+  return NAN;
+}
+
+/* Floor division with x / 0 == 0. */
+static int64_t floordiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t q = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+static int64_t floormod(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  return a - floordiv(a, b) * b;
+}
+
+static double ref_binary(uj_binary_op_t op, double a, double b, uj_dtype_t dt) {
+  switch (op) {
+    case UJ_BINARY_ADD: return a + b;
+    case UJ_BINARY_SUB: return a - b;
+    case UJ_BINARY_MUL: return a * b;
+    case UJ_BINARY_DIV: return dt == UJ_I32 ? (double)floordiv((int64_t)a, (int64_t)b) : a / b;
+    case UJ_BINARY_POW: return pow(a, b);
+    case UJ_BINARY_MAX: return a > b ? a : b;
+    case UJ_BINARY_MIN: return a < b ? a : b;
+    case UJ_BINARY_EQ: return a == b;
+    case UJ_BINARY_NE: return a != b;
+    case UJ_BINARY_LT: return a < b;
+    case UJ_BINARY_LE: return a <= b;
+    case UJ_BINARY_GT: return a > b;
+    case UJ_BINARY_GE: return a >= b;
+  }
+  return NAN;
+}
+
+/* The result of storing v into dt (f32 rounding; i32 already integral). */
+static double in_dtype(uj_dtype_t dt, double v) { return dt == UJ_F32 ? (double)(float)v : v; }
+
+/* ---- unary ------------------------------------------------------------------------ */
+
+static void unary_case(uj_unary_op_t op, uj_dtype_t dt, uint64_t* st) {
+  double tol = dt == UJ_F32 ? OR_TOL_F32 : dt == UJ_F64 ? OR_TOL_F64 : 0;
+  for (int it = 0; it < 5; it++) {
+    int64_t dims[UJ_MAX_DIMS];
+    int r = or_rand_shape(st, 0, 4, 5, dims);
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t x = uj_input(g, r, dt);
+    uj_io_t y = uj_unary(g, op, x);
+    CHECK(y >= 0);
+    uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
+    uj_graph_free(g);
+    uj_tensor_t tx = or_tensor(dt, r, dims), ty = or_tensor(dt, r, dims);
+    int64_t n = or_tnumel(&tx);
+    for (int64_t i = 0; i < n; i++) {
+      double v;
+      if (dt == UJ_I32)
+        v = (double)harness_int(st, -1000, 1000);
+      else if (op == UJ_UNARY_LOG || op == UJ_UNARY_SQRT || op == UJ_UNARY_RSQRT)
+        v = harness_real(st, 0.05, 9.0);
+      else if (op == UJ_UNARY_RECIP)
+        v = harness_real(st, 0.25, 4.0) * (harness_int(st, 0, 1) ? 1 : -1);
+      else
+        v = harness_real(st, -4.0, 4.0);
+      or_set(&tx, i, v);
+    }
+    double* ref = or_alloc_ref(n);
+    for (int64_t i = 0; i < n; i++) ref[i] = ref_unary(op, or_get(&tx, i));
+    if (OR_RUN_CHECK1(p, &tx, &ty, ref, tol))
+      fprintf(stderr, "  (op %s, %s, rank %d)\n", unary_name(op), uj_dtype_name(dt), r);
+    free(ref);
+    or_tensor_free(&tx);
+    or_tensor_free(&ty);
+    uj_program_free(p);
+    if (harness_failed_checks) return;
+  }
+}
+
+TEST(unary_f32) {
+  HARNESS_SEED(201);
+  uint64_t st = 201;
+  for (int op = UJ_UNARY_NEG; op <= UJ_UNARY_FLOOR; op++) unary_case((uj_unary_op_t)op, UJ_F32, &st);
+}
+TEST(unary_f64) {
+  HARNESS_SEED(202);
+  uint64_t st = 202;
+  for (int op = UJ_UNARY_NEG; op <= UJ_UNARY_FLOOR; op++) unary_case((uj_unary_op_t)op, UJ_F64, &st);
+}
+TEST(unary_i32) {
+  HARNESS_SEED(203);
+  uint64_t st = 203;
+  unary_case(UJ_UNARY_NEG, UJ_I32, &st);
+  unary_case(UJ_UNARY_ABS, UJ_I32, &st);
+  unary_case(UJ_UNARY_FLOOR, UJ_I32, &st);
+}
+
+/* Extreme arguments: exp overflows to inf and underflows to 0, sigmoid and
+ * tanh saturate, log(0) is -inf, sqrt of 0 is 0. */
+TEST(unary_extremes) {
+  static const uj_unary_op_t ops[] = {UJ_UNARY_EXP, UJ_UNARY_SIGMOID, UJ_UNARY_TANH, UJ_UNARY_LOG,
+                                      UJ_UNARY_SQRT};
+  static const double vals[] = {-200.0, -50.0, 0.0, 50.0, 200.0, 1e-30};
+  for (int d = 0; d < 2; d++) {
+    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+      int64_t n = 6;
+      uj_graph_t* g = uj_graph_new();
+      uj_io_t x = uj_input(g, 1, dt);
+      uj_io_t y = uj_unary(g, ops[o], x);
+      uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
+      uj_graph_free(g);
+      uj_tensor_t tx = or_tensor(dt, 1, &n), ty = or_tensor(dt, 1, &n);
+      double ref[6];
+      for (int i = 0; i < 6; i++) {
+        double v = vals[i];
+        if (ops[o] == UJ_UNARY_LOG || ops[o] == UJ_UNARY_SQRT) v = fabs(v);
+        or_set(&tx, i, v);
+        ref[i] = in_dtype(dt, ref_unary(ops[o], or_get(&tx, i)));
+      }
+      if (OR_RUN_CHECK1(p, &tx, &ty, ref, d ? OR_TOL_F64 : OR_TOL_F32))
+        fprintf(stderr, "  (op %s, %s)\n", unary_name(ops[o]), uj_dtype_name(dt));
+      or_tensor_free(&tx);
+      or_tensor_free(&ty);
+      uj_program_free(p);
+    }
+  }
+}
+
+/* ---- binary ------------------------------------------------------------------------ */
+
+static double binary_value(uj_binary_op_t op, uj_dtype_t dt, int second, uint64_t* st) {
+  int cmp = op >= UJ_BINARY_MAX; /* max, min and comparisons: quantized values give ties */
+  if (dt == UJ_I32) {
+    if (cmp) return (double)harness_int(st, -3, 3);
+    if (op == UJ_BINARY_MUL) return (double)harness_int(st, -1000, 1000);
+    if (op == UJ_BINARY_DIV) return (double)(second ? harness_int(st, -5, 5) : harness_int(st, -60, 60));
+    return (double)harness_int(st, -1000000, 1000000);
+  }
+  if (cmp) return 0.5 * (double)harness_int(st, -3, 3);
+  if (op == UJ_BINARY_POW) return second ? harness_real(st, -2.5, 2.5) : harness_real(st, 0.2, 3.0);
+  if (op == UJ_BINARY_DIV && second)
+    return harness_real(st, 0.5, 3.0) * (harness_int(st, 0, 1) ? 1 : -1);
+  return harness_real(st, -3.0, 3.0);
+}
+
+/* b_scalar: b is a 0-d input. */
+static void binary_case(uj_binary_op_t op, uj_dtype_t dt, int b_scalar, uint64_t* st) {
+  double tol = dt == UJ_F32 ? OR_TOL_F32 : dt == UJ_F64 ? OR_TOL_F64 : 0;
+  for (int it = 0; it < 4; it++) {
+    int64_t dims[UJ_MAX_DIMS];
+    int r = or_rand_shape(st, 0, 4, 5, dims);
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t a = uj_input(g, r, dt), b = uj_input(g, b_scalar ? 0 : r, dt);
+    uj_io_t y = uj_binary(g, op, a, b);
+    CHECK(y >= 0);
+    uj_io_t ins[] = {a, b};
+    uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 1, &y);
+    uj_graph_free(g);
+    uj_tensor_t ta = or_tensor(dt, r, dims), tb = or_tensor(dt, b_scalar ? 0 : r, dims);
+    uj_tensor_t ty = or_tensor(dt, r, dims);
+    int64_t n = or_tnumel(&ta), nb = or_tnumel(&tb);
+    for (int64_t i = 0; i < n; i++) or_set(&ta, i, binary_value(op, dt, 0, st));
+    for (int64_t i = 0; i < nb; i++) or_set(&tb, i, binary_value(op, dt, 1, st));
+    double* ref = or_alloc_ref(n);
+    for (int64_t i = 0; i < n; i++)
+      ref[i] = ref_binary(op, or_get(&ta, i), or_get(&tb, b_scalar ? 0 : i), dt);
+    const uj_tensor_t* in[] = {&ta, &tb};
+    uj_tensor_t* out[] = {&ty};
+    const double* refs[] = {ref};
+    if (OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 1, tol))
+      fprintf(stderr, "  (op %s, %s, rank %d, b %s)\n", binary_name(op), uj_dtype_name(dt), r,
+              b_scalar ? "0-d" : "full");
+    free(ref);
+    or_tensor_free(&ta);
+    or_tensor_free(&tb);
+    or_tensor_free(&ty);
+    uj_program_free(p);
+    if (harness_failed_checks) return;
+  }
+}
+
+TEST(binary_f32) {
+  HARNESS_SEED(211);
+  uint64_t st = 211;
+  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_GE; op++) binary_case((uj_binary_op_t)op, UJ_F32, 0, &st);
+}
+TEST(binary_f64) {
+  HARNESS_SEED(212);
+  uint64_t st = 212;
+  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_GE; op++) binary_case((uj_binary_op_t)op, UJ_F64, 0, &st);
+}
+TEST(binary_scalar_operand) {
+  HARNESS_SEED(213);
+  uint64_t st = 213;
+  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_GE; op++) {
+    binary_case((uj_binary_op_t)op, UJ_F32, 1, &st);
+    binary_case((uj_binary_op_t)op, UJ_F64, 1, &st);
+    if (op != UJ_BINARY_POW) binary_case((uj_binary_op_t)op, UJ_I32, 1, &st);
+  }
+}
+TEST(binary_i32) {
+  HARNESS_SEED(214);
+  uint64_t st = 214;
+  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_GE; op++)
+    if (op != UJ_BINARY_POW) binary_case((uj_binary_op_t)op, UJ_I32, 0, &st);
+}
+
+/* i32 division rounds toward negative infinity; by zero it gives 0. */
+TEST(i32_floor_division_table) {
+  static const int32_t a[] = {7, -7, 7, -7, 6, -6, 0, 5, -5, 1, -1, 2147483647, -2147483647, 3};
+  static const int32_t b[] = {2, 2, -2, -2, 3, 3, 4, 0, 0, -7, 7, 2, 2, 1};
+  int64_t n = (int64_t)(sizeof a / sizeof a[0]);
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 1, UJ_I32), y = uj_input(g, 1, UJ_I32);
+  uj_io_t q = uj_binary(g, UJ_BINARY_DIV, x, y);
+  uj_io_t ins[] = {x, y};
+  uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 1, &q);
+  uj_graph_free(g);
+  uj_tensor_t ta = or_tensor(UJ_I32, 1, &n), tb = or_tensor(UJ_I32, 1, &n), tq = or_tensor(UJ_I32, 1, &n);
+  double ref[16];
+  for (int64_t i = 0; i < n; i++) {
+    or_set(&ta, i, a[i]);
+    or_set(&tb, i, b[i]);
+    ref[i] = (double)floordiv(a[i], b[i]);
+  }
+  CHECK(ref[0] == 3 && ref[1] == -4 && ref[2] == -4 && ref[3] == 3 && ref[7] == 0);
+  const uj_tensor_t* in[] = {&ta, &tb};
+  uj_tensor_t* out[] = {&tq};
+  const double* refs[] = {ref};
+  OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 1, 0);
+  or_tensor_free(&ta);
+  or_tensor_free(&tb);
+  or_tensor_free(&tq);
+  uj_program_free(p);
+}
+
+/* ---- casts ------------------------------------------------------------------------- */
+
+static double ref_to_i32(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 2147483647.0) return 2147483647.0;
+  if (v <= -2147483648.0) return -2147483648.0;
+  return trunc(v);
+}
+
+static void cast_values(uj_dtype_t from, uj_dtype_t to, const double* vals, int64_t n) {
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 1, from);
+  uj_io_t y = uj_cast(g, to, x);
+  CHECK(y >= 0);
+  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
+  uj_graph_free(g);
+  uj_tensor_t tx = or_tensor(from, 1, &n), ty = or_tensor(to, 1, &n);
+  double* ref = or_alloc_ref(n);
+  for (int64_t i = 0; i < n; i++) {
+    if (from == UJ_I32)
+      ((int32_t*)tx.data)[i] = (int32_t)vals[i];
+    else
+      or_set(&tx, i, vals[i]);
+    double v = or_get(&tx, i);
+    ref[i] = to == UJ_I32 ? ref_to_i32(v) : in_dtype(to, v);
+  }
+  if (OR_RUN_CHECK1(p, &tx, &ty, ref, 0))
+    fprintf(stderr, "  (cast %s -> %s)\n", uj_dtype_name(from), uj_dtype_name(to));
+  free(ref);
+  or_tensor_free(&tx);
+  or_tensor_free(&ty);
+  uj_program_free(p);
+}
+
+TEST(cast_float_to_i32) {
+  static const double v[] = {-2.7, -2.5, -0.5, -0.0, 0.5, 2.5, 2.7, 123456.9, -123456.9,
+                             NAN, -NAN, 3e9, -3e9, INFINITY, -INFINITY, 1e10, -1e10,
+                             2147483520.0, -2147483648.0, 2147483647.9, -2147483648.9};
+  int64_t n = (int64_t)(sizeof v / sizeof v[0]);
+  cast_values(UJ_F32, UJ_I32, v, n);
+  cast_values(UJ_F64, UJ_I32, v, n);
+}
+
+TEST(cast_between_floats_and_from_i32) {
+  static const double f[] = {0.1, -0.1, 1e-3, 3.14159265358979, 1e39, -1e39, 1e-50, NAN, INFINITY, 0.0};
+  cast_values(UJ_F64, UJ_F32, f, 10);
+  cast_values(UJ_F32, UJ_F64, f, 10);
+  cast_values(UJ_F32, UJ_F32, f, 10);
+  cast_values(UJ_F64, UJ_F64, f, 10);
+  static const double i[] = {0, 1, -1, 16777217, -16777217, 2147483647, -2147483648.0, 123456789};
+  cast_values(UJ_I32, UJ_F32, i, 8);
+  cast_values(UJ_I32, UJ_F64, i, 8);
+  cast_values(UJ_I32, UJ_I32, i, 8);
+}
+
+/* Random round trips through every pair of dtypes. */
+TEST(cast_random_pairs) {
+  HARNESS_SEED(221);
+  uint64_t st = 221;
+  for (int from = UJ_F32; from <= UJ_I32; from++)
+    for (int to = UJ_F32; to <= UJ_I32; to++) {
+      double v[40];
+      for (int i = 0; i < 40; i++)
+        v[i] = from == UJ_I32 ? (double)harness_int(&st, -100000000, 100000000)
+                              : harness_real(&st, -1e6, 1e6);
+      cast_values((uj_dtype_t)from, (uj_dtype_t)to, v, 40);
+    }
+}
+
+/* ---- constants ---------------------------------------------------------------------- */
+
+/* x op const, with the constant taking x's dtype: f64 arithmetic stays
+ * f64, i32 arithmetic stays integral. */
+TEST(const_adopts_dtype) {
+  HARNESS_SEED(231);
+  uint64_t st = 231;
+  for (int d = UJ_F32; d <= UJ_I32; d++) {
+    uj_dtype_t dt = (uj_dtype_t)d;
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t x = uj_input(g, 2, dt);
+    /* y = (x * 3 + (-2)) > 4 ? x - 0.5 : 0.25 (i32: x - 0, 0 for the constants that
+     * are not integers are avoided). */
+    uj_io_t t = uj_binary(g, UJ_BINARY_MUL, x, uj_const(g, 3.0));
+    t = uj_binary(g, UJ_BINARY_ADD, t, uj_const(g, -2.0));
+    uj_io_t c = uj_binary(g, UJ_BINARY_GT, t, uj_const(g, 4.0));
+    uj_io_t a = uj_binary(g, UJ_BINARY_SUB, x, uj_const(g, dt == UJ_I32 ? 7.0 : 0.5));
+    uj_io_t y = uj_where(g, c, a, uj_const(g, dt == UJ_I32 ? -9.0 : 0.25));
+    CHECK(y >= 0);
+    uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
+    uj_graph_free(g);
+    int64_t dims[2] = {harness_int(&st, 1, 6), harness_int(&st, 1, 6)};
+    uj_tensor_t tx = or_tensor(dt, 2, dims), ty = or_tensor(dt, 2, dims);
+    if (dt == UJ_I32)
+      or_fill_int(&st, &tx, -20, 20);
+    else
+      or_fill_real(&st, &tx, -5, 5);
+    int64_t n = or_tnumel(&tx);
+    double* ref = or_alloc_ref(n);
+    for (int64_t i = 0; i < n; i++) {
+      double v = or_get(&tx, i);
+      double tt = in_dtype(dt, in_dtype(dt, v * 3.0) - 2.0);
+      ref[i] = tt > 4.0 ? in_dtype(dt, v - (dt == UJ_I32 ? 7.0 : 0.5)) : (dt == UJ_I32 ? -9.0 : 0.25);
+    }
+    OR_RUN_CHECK1(p, &tx, &ty, ref, dt == UJ_F32 ? OR_TOL_F32 : dt == UJ_F64 ? OR_TOL_F64 : 0);
+    free(ref);
+    or_tensor_free(&tx);
+    or_tensor_free(&ty);
+    uj_program_free(p);
+  }
+}
+
+/* A constant combined with an f64 operand keeps the double value it was
+ * given (0.1 is not rounded through f32). */
+TEST(const_f64_precision) {
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 1, UJ_F64);
+  uj_io_t y = uj_binary(g, UJ_BINARY_ADD, x, uj_const(g, 0.1));
+  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
+  uj_graph_free(g);
+  int64_t n = 3;
+  uj_tensor_t tx = or_tensor(UJ_F64, 1, &n), ty = or_tensor(UJ_F64, 1, &n);
+  double ref[3];
+  for (int i = 0; i < 3; i++) or_set(&tx, i, i * 1.25), ref[i] = i * 1.25 + 0.1;
+  OR_RUN_CHECK1(p, &tx, &ty, ref, 1e-15);
+  or_tensor_free(&tx);
+  or_tensor_free(&ty);
+  uj_program_free(p);
+}
+
+/* A constant alone is a 0-d f32 output. */
+TEST(const_as_output) {
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t c = uj_const(g, 2.5);
+  CHECK(c >= 0);
+  uj_program_t* p = OR_PROGRAM(g, 0, NULL, 0, NULL, 1, &c);
+  uj_graph_free(g);
+  uj_tensor_t ty = or_tensor(UJ_F32, 0, NULL);
+  uj_tensor_t* out[] = {&ty};
+  double ref[1] = {2.5};
+  const double* refs[] = {ref};
+  OR_RUN_CHECK(p, NULL, 0, NULL, 0, out, refs, 1, 0);
+  or_tensor_free(&ty);
+  uj_program_free(p);
+}
+
+/* ---- where ------------------------------------------------------------------------ */
+
+/* relu two ways: where(x > 0, x, 0) and max(x, 0); and where with a full b. */
+TEST(where_relu) {
+  HARNESS_SEED(241);
+  uint64_t st = 241;
+  for (int d = 0; d < 2; d++) {
+    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t x = uj_input(g, 3, dt), b = uj_input(g, 3, dt);
+    uj_io_t zero = uj_const(g, 0.0);
+    uj_io_t r1 = uj_where(g, uj_binary(g, UJ_BINARY_GT, x, zero), x, zero);
+    uj_io_t r2 = uj_binary(g, UJ_BINARY_MAX, x, uj_const(g, 0.0));
+    uj_io_t r3 = uj_where(g, uj_binary(g, UJ_BINARY_LE, x, b), x, b); /* min(x, b) */
+    uj_io_t ins[] = {x, b}, outs[] = {r1, r2, r3};
+    CHECK(r1 >= 0 && r2 >= 0 && r3 >= 0);
+    uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 3, outs);
+    uj_graph_free(g);
+    for (int it = 0; it < 6; it++) {
+      int64_t dims[3];
+      or_rand_shape(&st, 3, 3, 6, dims);
+      uj_tensor_t tx = or_tensor(dt, 3, dims), tb = or_tensor(dt, 3, dims);
+      uj_tensor_t t1 = or_tensor(dt, 3, dims), t2 = or_tensor(dt, 3, dims), t3 = or_tensor(dt, 3, dims);
+      or_fill_real(&st, &tx, -2, 2);
+      or_fill_real(&st, &tb, -2, 2);
+      int64_t n = or_tnumel(&tx);
+      double *f1 = or_alloc_ref(n), *f3 = or_alloc_ref(n);
+      for (int64_t i = 0; i < n; i++) {
+        double v = or_get(&tx, i), w = or_get(&tb, i);
+        f1[i] = v > 0 ? v : 0;
+        f3[i] = v <= w ? v : w;
+      }
+      const uj_tensor_t* in[] = {&tx, &tb};
+      uj_tensor_t* out[] = {&t1, &t2, &t3};
+      const double* refs[] = {f1, f1, f3};
+      OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 3, 0);
+      free(f1);
+      free(f3);
+      or_tensor_free(&tx);
+      or_tensor_free(&tb);
+      or_tensor_free(&t1);
+      or_tensor_free(&t2);
+      or_tensor_free(&t3);
+    }
+    uj_program_free(p);
+  }
+}
+
+/* ---- 0-d tensors ----------------------------------------------------------------------- */
+
+TEST(zero_dim_in_and_out) {
+  HARNESS_SEED(251);
+  uint64_t st = 251;
+  static const char* const none[1] = {""};
+  const char* const last[] = {"dA0-1"};
+  const char* const bshape[] = {"dA0"};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t s = uj_input(g, 0, UJ_F64);  /* a scalar */
+  uj_io_t v = uj_input(g, 1, UJ_F64);  /* a vector */
+  uj_io_t es = uj_unary(g, UJ_UNARY_EXP, s);                           /* 0-d -> 0-d */
+  uj_io_t lastv = uj_reindex(g, v, 0, none, 1, &v, 1, last);           /* [n] -> 0-d */
+  uj_io_t bs = uj_reindex(g, s, 1, bshape, 1, &v, 0, none);            /* 0-d -> [n] */
+  uj_io_t vs = uj_binary(g, UJ_BINARY_MUL, v, s);                      /* [n] * 0-d */
+  uj_io_t mix = uj_binary(g, UJ_BINARY_SUB, es, lastv);                /* 0-d - 0-d */
+  CHECK(es >= 0 && lastv >= 0 && bs >= 0 && vs >= 0 && mix >= 0);
+  uj_io_t ins[] = {s, v}, outs[] = {es, lastv, bs, vs, mix};
+  uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 5, outs);
+  uj_graph_free(g);
+  for (int it = 0; it < 5; it++) {
+    int64_t n = harness_int(&st, 1, 7);
+    uj_tensor_t ts = or_tensor(UJ_F64, 0, NULL), tv = or_tensor(UJ_F64, 1, &n);
+    or_fill_real(&st, &ts, -2, 2);
+    or_fill_real(&st, &tv, -2, 2);
+    uj_tensor_t o0 = or_tensor(UJ_F64, 0, NULL), o1 = or_tensor(UJ_F64, 0, NULL);
+    uj_tensor_t o2 = or_tensor(UJ_F64, 1, &n), o3 = or_tensor(UJ_F64, 1, &n);
+    uj_tensor_t o4 = or_tensor(UJ_F64, 0, NULL);
+    double sv = or_get(&ts, 0);
+    double r0[1] = {exp(sv)}, r1[1] = {or_get(&tv, n - 1)}, r4[1] = {exp(sv) - or_get(&tv, n - 1)};
+    double r2[8], r3[8];
+    for (int64_t i = 0; i < n; i++) r2[i] = sv, r3[i] = or_get(&tv, i) * sv;
+    const uj_tensor_t* in[] = {&ts, &tv};
+    uj_tensor_t* out[] = {&o0, &o1, &o2, &o3, &o4};
+    const double* refs[] = {r0, r1, r2, r3, r4};
+    OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 5, OR_TOL_F64);
+    or_tensor_free(&ts);
+    or_tensor_free(&tv);
+    or_tensor_free(&o0);
+    or_tensor_free(&o1);
+    or_tensor_free(&o2);
+    or_tensor_free(&o3);
+    or_tensor_free(&o4);
+  }
+  uj_program_free(p);
+}
+
+/* ---- reindex index arithmetic ------------------------------------------------------------- */
+
+/* out[i] = x[index(i)] for several index expressions over a vector, with
+ * out-of-range reads giving 0: floor modulo (a roll by 2), floor division of
+ * a negative value (reads x[-1] = 0 at i = 0), a leading minus (reverse),
+ * min/max clamping, a $param shift, and a larger output (zero tail). */
+TEST(reindex_index_arithmetic) {
+  HARNESS_SEED(261);
+  uint64_t st = 261;
+  static const char* const ix[] = {"(i0-2)%dA0", "(i0-1)/2", "-i0+dA0-1", "min(max(i0-1, 0), dA0-1)",
+                                   "i0+$s",      "i0",       "i0 - 2*(i0/2) + (i0 % 3) * 0"};
+  static const char* const sh[] = {"dA0", "dA0", "dA0", "dA0", "dA0", "dA0+3", "dA0"};
+  const int nix = 7;
+  static const char* const params[] = {"$s"};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 1, UJ_I32);
+  uj_io_t outs[7];
+  for (int k = 0; k < nix; k++) {
+    outs[k] = uj_reindex(g, x, 1, &sh[k], 1, &x, 1, &ix[k]);
+    CHECK(outs[k] >= 0);
+  }
+  uj_program_t* p = OR_PROGRAM(g, 1, &x, 1, params, nix, outs);
+  uj_graph_free(g);
+  for (int it = 0; it < 8; it++) {
+    int64_t n = harness_int(&st, 1, 7), shift = harness_int(&st, -3, 3);
+    uj_tensor_t tx = or_tensor(UJ_I32, 1, &n);
+    or_fill_int(&st, &tx, 1, 1000); /* nonzero, so a read of 0 means out of range */
+    uj_tensor_t t[7];
+    double* r[7];
+    for (int k = 0; k < nix; k++) {
+      int64_t m = k == 5 ? n + 3 : n;
+      t[k] = or_tensor(UJ_I32, 1, &m);
+      r[k] = or_alloc_ref(m);
+      for (int64_t i = 0; i < m; i++) {
+        int64_t j = 0;
+        switch (k) {
+          case 0: j = floormod(i - 2, n); break;
+          case 1: j = floordiv(i - 1, 2); break;
+          case 2: j = n - 1 - i; break;
+          case 3: j = i - 1 < 0 ? 0 : i - 1 > n - 1 ? n - 1 : i - 1; break;
+          case 4: j = i + shift; break;
+          case 5: j = i; break;
+          case 6: j = i - 2 * floordiv(i, 2); break;
+        }
+        r[k][i] = j >= 0 && j < n ? or_get(&tx, j) : 0;
+      }
+    }
+    const uj_tensor_t* in[] = {&tx};
+    uj_tensor_t* out[] = {&t[0], &t[1], &t[2], &t[3], &t[4], &t[5], &t[6]};
+    const double* refs[] = {r[0], r[1], r[2], r[3], r[4], r[5], r[6]};
+    int64_t pv[1] = {shift};
+    OR_RUN_CHECK(p, in, 1, pv, 1, out, refs, nix, 0);
+    for (int k = 0; k < nix; k++) or_tensor_free(&t[k]), free(r[k]);
+    or_tensor_free(&tx);
+  }
+  uj_program_free(p);
+}
+
+/* Transpose of a matrix and a permutation of a 4-D tensor. */
+TEST(reindex_transpose) {
+  HARNESS_SEED(262);
+  uint64_t st = 262;
+  static const char* const sh2[] = {"dA1", "dA0"}, *ix2[] = {"i1", "i0"};
+  static const char* const sh4[] = {"dA2", "dA0", "dA3", "dA1"}, *ix4[] = {"i1", "i3", "i0", "i2"};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t a = uj_input(g, 2, UJ_F32), b = uj_input(g, 4, UJ_F32);
+  uj_io_t at = uj_reindex(g, a, 2, sh2, 1, &a, 2, ix2);
+  uj_io_t bt = uj_reindex(g, b, 4, sh4, 1, &b, 4, ix4);
+  uj_io_t ins[] = {a, b}, outs[] = {at, bt};
+  uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 2, outs);
+  uj_graph_free(g);
+  for (int it = 0; it < 8; it++) {
+    int64_t ad[2], bd[4];
+    or_rand_shape(&st, 2, 2, 7, ad);
+    or_rand_shape(&st, 4, 4, 4, bd);
+    int64_t atd[2] = {ad[1], ad[0]}, btd[4] = {bd[2], bd[0], bd[3], bd[1]};
+    uj_tensor_t ta = or_tensor(UJ_F32, 2, ad), tb = or_tensor(UJ_F32, 4, bd);
+    uj_tensor_t ta2 = or_tensor(UJ_F32, 2, atd), tb2 = or_tensor(UJ_F32, 4, btd);
+    or_fill_real(&st, &ta, -1, 1);
+    or_fill_real(&st, &tb, -1, 1);
+    double* ra = or_alloc_ref(or_tnumel(&ta));
+    double* rb = or_alloc_ref(or_tnumel(&tb));
+    for (int64_t f = 0; f < or_tnumel(&ta2); f++) {
+      int64_t o[2];
+      or_unravel(f, 2, atd, o);
+      int64_t s[2] = {o[1], o[0]};
+      ra[f] = or_get(&ta, or_ravel(2, ad, s));
+    }
+    for (int64_t f = 0; f < or_tnumel(&tb2); f++) {
+      int64_t o[4];
+      or_unravel(f, 4, btd, o);
+      int64_t s[4] = {o[1], o[3], o[0], o[2]};
+      rb[f] = or_get(&tb, or_ravel(4, bd, s));
+    }
+    const uj_tensor_t* in[] = {&ta, &tb};
+    uj_tensor_t* out[] = {&ta2, &tb2};
+    const double* refs[] = {ra, rb};
+    OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 2, 0);
+    free(ra);
+    free(rb);
+    or_tensor_free(&ta);
+    or_tensor_free(&tb);
+    or_tensor_free(&ta2);
+    or_tensor_free(&tb2);
+  }
+  uj_program_free(p);
+}
+
+/* ---- graph shapes ------------------------------------------------------------------------ */
+
+/* Diamond (x -> exp, x -> x*x, added), a shared subgraph feeding two outputs
+ * (u = sin(x): u + x and u * u), u itself as an output, the user-written
+ * sigmoid 1 / (1 + exp(-x)), and an output that is directly an input. */
+TEST(graph_diamond_shared_outputs) {
+  HARNESS_SEED(271);
+  uint64_t st = 271;
+  for (int d = 0; d < 2; d++) {
+    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t x = uj_input(g, 2, dt), y = uj_input(g, 2, dt);
+    uj_io_t dia = uj_binary(g, UJ_BINARY_ADD, uj_unary(g, UJ_UNARY_EXP, x), uj_binary(g, UJ_BINARY_MUL, x, x));
+    uj_io_t u = uj_unary(g, UJ_UNARY_SIN, x);
+    uj_io_t o1 = uj_binary(g, UJ_BINARY_ADD, u, y);
+    uj_io_t o2 = uj_binary(g, UJ_BINARY_MUL, u, u);
+    uj_io_t sg = uj_binary(g, UJ_BINARY_DIV, uj_const(g, 1.0),
+                           uj_binary(g, UJ_BINARY_ADD, uj_unary(g, UJ_UNARY_EXP, uj_unary(g, UJ_UNARY_NEG, x)),
+                                     uj_const(g, 1.0)));
+    uj_io_t ins[] = {x, y}, outs[] = {dia, o1, o2, u, sg, y};
+    for (int k = 0; k < 6; k++) CHECK(outs[k] >= 0);
+    uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 6, outs);
+    uj_graph_free(g);
+    for (int it = 0; it < 6; it++) {
+      int64_t dims[2];
+      or_rand_shape(&st, 2, 2, 7, dims);
+      uj_tensor_t tx = or_tensor(dt, 2, dims), ty = or_tensor(dt, 2, dims);
+      or_fill_real(&st, &tx, -2, 2);
+      or_fill_real(&st, &ty, -2, 2);
+      int64_t n = or_tnumel(&tx);
+      uj_tensor_t t[6];
+      double* r[6];
+      for (int k = 0; k < 6; k++) t[k] = or_tensor(dt, 2, dims), r[k] = or_alloc_ref(n);
+      for (int64_t i = 0; i < n; i++) {
+        double v = or_get(&tx, i), w = or_get(&ty, i);
+        r[0][i] = exp(v) + v * v;
+        r[1][i] = sin(v) + w;
+        r[2][i] = sin(v) * sin(v);
+        r[3][i] = sin(v);
+        r[4][i] = 1.0 / (1.0 + exp(-v));
+        r[5][i] = w;
+      }
+      const uj_tensor_t* in[] = {&tx, &ty};
+      uj_tensor_t* out[] = {&t[0], &t[1], &t[2], &t[3], &t[4], &t[5]};
+      const double* refs[] = {r[0], r[1], r[2], r[3], r[4], r[5]};
+      OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 6, d ? OR_TOL_F64 : OR_TOL_F32);
+      for (int k = 0; k < 6; k++) or_tensor_free(&t[k]), free(r[k]);
+      or_tensor_free(&tx);
+      or_tensor_free(&ty);
+    }
+    uj_program_free(p);
+  }
+}
+
+/* The simplest program: its one output is its one input (a copy), i32. */
+TEST(graph_output_is_input) {
+  HARNESS_SEED(272);
+  uint64_t st = 272;
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 3, UJ_I32);
+  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &x);
+  uj_graph_free(g);
+  for (int it = 0; it < 5; it++) {
+    int64_t dims[3];
+    or_rand_shape(&st, 3, 3, 6, dims);
+    uj_tensor_t tx = or_tensor(UJ_I32, 3, dims), ty = or_tensor(UJ_I32, 3, dims);
+    or_fill_int(&st, &tx, -2147483647 - 1, 2147483647);
+    double* ref = or_to_double(&tx);
+    OR_RUN_CHECK1(p, &tx, &ty, ref, 0);
+    free(ref);
+    or_tensor_free(&tx);
+    or_tensor_free(&ty);
+  }
+  uj_program_free(p);
+}
+
+/* A graph with more nodes than the program needs: unused branches (one
+ * that would fail at run time if it ran: a reindex to a negative size) are
+ * not part of the program. */
+TEST(graph_unused_nodes_ignored) {
+  HARNESS_SEED(273);
+  uint64_t st = 273;
+  static const char* const sh[] = {"dA0-100"}, *ix[] = {"i0"};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 1, UJ_F32);
+  uj_io_t other = uj_input(g, 1, UJ_F32);
+  uj_io_t dead = uj_reindex(g, x, 1, sh, 1, &x, 1, ix);
+  uj_io_t dead2 = uj_binary(g, UJ_BINARY_ADD, other, other);
+  CHECK(dead >= 0 && dead2 >= 0);
+  uj_io_t y = uj_unary(g, UJ_UNARY_ABS, x);
+  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
+  uj_graph_free(g);
+  int64_t n = 5;
+  uj_tensor_t tx = or_tensor(UJ_F32, 1, &n), ty = or_tensor(UJ_F32, 1, &n);
+  or_fill_real(&st, &tx, -3, 3);
+  double ref[5];
+  for (int i = 0; i < 5; i++) ref[i] = fabs(or_get(&tx, i));
+  OR_RUN_CHECK1(p, &tx, &ty, ref, 0);
+  or_tensor_free(&tx);
+  or_tensor_free(&ty);
+  uj_program_free(p);
+}
+
+/* A consumer that reads its producer at another index (reversed columns,
+ * rows rolled by one) must see the whole producer, not a fused partial:
+ * z = e + e[:, ::-1] + e[(i0+1) % n, :] with e = exp(x). */
+TEST(graph_read_at_other_index) {
+  HARNESS_SEED(274);
+  uint64_t st = 274;
+  static const char* const sh[] = {"dA0", "dA1"};
+  static const char* const rev[] = {"i0", "dA1-1-i1"}, *roll[] = {"(i0+1)%dA0", "i1"};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 2, UJ_F64);
+  uj_io_t e = uj_unary(g, UJ_UNARY_EXP, x);
+  uj_io_t er = uj_reindex(g, e, 2, sh, 1, &e, 2, rev);
+  uj_io_t eo = uj_reindex(g, e, 2, sh, 1, &e, 2, roll);
+  uj_io_t z = uj_binary(g, UJ_BINARY_ADD, uj_binary(g, UJ_BINARY_ADD, e, er), eo);
+  CHECK(z >= 0);
+  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &z);
+  uj_graph_free(g);
+  for (int it = 0; it < 8; it++) {
+    int64_t d[2] = {harness_int(&st, 1, 6), harness_int(&st, 1, 6)};
+    uj_tensor_t tx = or_tensor(UJ_F64, 2, d), tz = or_tensor(UJ_F64, 2, d);
+    or_fill_real(&st, &tx, -2, 2);
+    double* ref = or_alloc_ref(d[0] * d[1]);
+    for (int64_t i = 0; i < d[0]; i++)
+      for (int64_t j = 0; j < d[1]; j++)
+        ref[i * d[1] + j] = exp(or_get(&tx, i * d[1] + j)) + exp(or_get(&tx, i * d[1] + d[1] - 1 - j)) +
+                            exp(or_get(&tx, ((i + 1) % d[0]) * d[1] + j));
+    OR_RUN_CHECK1(p, &tx, &tz, ref, OR_TOL_F64);
+    free(ref);
+    or_tensor_free(&tx);
+    or_tensor_free(&tz);
+  }
+  uj_program_free(p);
+}
+
+/* where with a 0-d condition (an input) and full a, b. */
+TEST(where_scalar_condition) {
+  HARNESS_SEED(242);
+  uint64_t st = 242;
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t c = uj_input(g, 0, UJ_F32), a = uj_input(g, 2, UJ_F32), b = uj_input(g, 2, UJ_F32);
+  uj_io_t y = uj_where(g, c, a, b);
+  CHECK(y >= 0);
+  uj_io_t ins[] = {c, a, b};
+  uj_program_t* p = OR_PROGRAM(g, 3, ins, 0, NULL, 1, &y);
+  uj_graph_free(g);
+  for (int it = 0; it < 4; it++) {
+    int64_t d[2] = {harness_int(&st, 1, 5), harness_int(&st, 1, 5)};
+    uj_tensor_t tc = or_tensor(UJ_F32, 0, NULL), ta = or_tensor(UJ_F32, 2, d), tb = or_tensor(UJ_F32, 2, d);
+    uj_tensor_t ty = or_tensor(UJ_F32, 2, d);
+    or_set(&tc, 0, it & 1 ? 0.0 : -0.5); /* any nonzero is true */
+    or_fill_real(&st, &ta, -1, 1);
+    or_fill_real(&st, &tb, -1, 1);
+    double* ref = or_to_double(it & 1 ? &tb : &ta);
+    const uj_tensor_t* in[] = {&tc, &ta, &tb};
+    uj_tensor_t* out[] = {&ty};
+    const double* refs[] = {ref};
+    OR_RUN_CHECK(p, in, 3, NULL, 0, out, refs, 1, 0);
+    free(ref);
+    or_tensor_free(&tc);
+    or_tensor_free(&ta);
+    or_tensor_free(&tb);
+    or_tensor_free(&ty);
+  }
+  uj_program_free(p);
+}
+
+TEST_MAIN()
