@@ -108,3 +108,76 @@ int ir_deps_conflict(const ir_deps_t* d, int a, int b) {
   }
   return 0;
 }
+
+typedef struct {
+  int in, out;
+  int block;
+  int bad;
+  int nstores;
+  const ir_stmt_t* store;
+  int store_level;
+  const ir_access_t* reads[64];
+  const ir_stmt_t* read_stmt[64];
+  int read_level[64];
+  int nreads;
+} alias_t;
+
+static void alias_access(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  alias_t* a = ctx;
+  if (acc->tensor != a->in && acc->tensor != a->out) return;
+  if (acc->tensor == a->out && is_write) {
+    a->nstores++;
+    a->store = stmt;
+    a->store_level = level;
+    if (stmt->kind != IR_ST_STORE || acc->check_mask) a->bad = 1;
+    return;
+  }
+  if (a->nreads == 64) {
+    a->bad = 1;
+    return;
+  }
+  if (acc->tensor == a->in && is_write) a->bad = 1;
+  a->reads[a->nreads] = acc;
+  a->read_stmt[a->nreads] = stmt;
+  a->read_level[a->nreads++] = level;
+}
+
+static int loop_named(const ir_access_t* acc, int id) {
+  for (int i = 0; i < acc->nidx; i++)
+    if (acc->idx[i]->kind == IR_IX_LOOP && acc->idx[i]->id == id) return 1;
+  return 0;
+}
+
+int ir_alias_safe(const ir_func_t* f, int in, int out) {
+  alias_t a = {in, out, -1, 0, 0, NULL, 0, {0}, {0}, {0}, 0};
+  for (int b = 0; b < f->nblocks && !a.bad; b++) {
+    int before = a.nstores + a.nreads;
+    ir_walk_accesses(&f->blocks[b], alias_access, &a);
+    if (a.nstores + a.nreads != before) {
+      if (a.block >= 0) a.bad = 1; /* touched in two blocks */
+      a.block = b;
+    }
+  }
+  if (a.bad || a.nstores != 1) return 0;
+  const ir_block_t* blk = &f->blocks[a.block];
+  const ir_loop_t* l = &blk->loops[a.store_level];
+  const ir_access_t* target = &a.store->target;
+  for (int k = 0; k <= a.store_level; k++) {
+    const ir_loop_t* lk = &blk->loops[k];
+    int single = lk->start->kind == IR_IX_CONST && lk->end->kind == IR_IX_CONST && lk->end->value - lk->start->value <= 1;
+    if (!single && !loop_named(target, lk->id)) return 0;
+  }
+  int store_pos = (int)(a.store - l->stmts);
+  for (int i = 0; i < a.nreads; i++) {
+    if (a.read_level[i] != a.store_level) return 0;
+    const ir_access_t* r = a.reads[i];
+    if (r->nidx != target->nidx) return 0;
+    for (int k = 0; k < r->nidx; k++)
+      if (!ir_ix_equal(r->idx[k], target->idx[k])) return 0;
+    int pos = (int)(a.read_stmt[i] - l->stmts);
+    /* reads of `in` must come no later than the store; reads of `out` after it see what it wrote */
+    if (r->tensor == in && pos > store_pos) return 0;
+    if (r->tensor == out && r->tensor != in && pos <= store_pos) return 0;
+  }
+  return 1;
+}

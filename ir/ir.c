@@ -32,6 +32,12 @@ int ir_add_tensor(ir_func_t* f, uj_dtype_t dtype, int ndim, ir_role_t role, int 
   return f->ntensors++;
 }
 
+int ir_add_local(ir_func_t* f, uj_dtype_t dtype) {
+  int t = ir_add_tensor(f, dtype, 0, IR_TENSOR_TEMP, -1);
+  if (t >= 0) f->tensors[t].local = 1;
+  return t;
+}
+
 ir_block_t* ir_add_block(ir_func_t* f) {
   if (!rt_arena_grow(&f->arena, (void**)&f->blocks, &f->block_cap, f->nblocks + 1,
                      sizeof *f->blocks))
@@ -72,6 +78,14 @@ ir_stmt_t* ir_add_stmt(ir_func_t* f, ir_loop_t* l, ir_stmt_kind_t kind) {
   s->kind = kind;
   s->carried = -1;
   return s;
+}
+
+ir_stmt_t* ir_insert_stmt(ir_func_t* f, ir_loop_t* l, int pos, ir_stmt_kind_t kind) {
+  if (!ir_add_stmt(f, l, kind)) return NULL;
+  ir_stmt_t s = l->stmts[l->nstmts - 1];
+  memmove(&l->stmts[pos + 1], &l->stmts[pos], (size_t)(l->nstmts - 1 - pos) * sizeof *l->stmts);
+  l->stmts[pos] = s;
+  return &l->stmts[pos];
 }
 
 int ir_add_assert(ir_func_t* f, ir_ix_t* a, ir_ix_t* b, const char* what) {

@@ -126,6 +126,8 @@ typedef struct {
   ir_role_t role;
   int io_index;        /* slot among inputs or outputs */
   int noalloc;         /* substituted away: never read or written */
+  int local;           /* a 0-d scalar written and read within one iteration of one loop:
+                          engines keep it in a register, private to each iteration */
   const char* name;    /* for printing only; may be NULL */
 } ir_tensor_t;
 
@@ -158,11 +160,16 @@ ir_func_t* ir_func_clone(const ir_func_t* f);
 
 /* Each returns NULL (or -1) on out of memory. */
 int ir_add_tensor(ir_func_t* f, uj_dtype_t dtype, int ndim, ir_role_t role, int io_index);
+/* A 0-d local (see ir_tensor_t.local). */
+int ir_add_local(ir_func_t* f, uj_dtype_t dtype);
 ir_block_t* ir_add_block(ir_func_t* f);
 /* Appends a loop [start, end) inside the block's innermost loop. */
 ir_loop_t* ir_add_loop(ir_func_t* f, ir_block_t* b, ir_ix_t* start, ir_ix_t* end);
 int ir_add_carried(ir_func_t* f, ir_loop_t* l, uj_reduce_op_t op, uj_dtype_t dtype);
 ir_stmt_t* ir_add_stmt(ir_func_t* f, ir_loop_t* l, ir_stmt_kind_t kind);
+/* Inserts a statement at position pos of the loop's list (later ones move
+ * up); pointers into the list are invalidated. */
+ir_stmt_t* ir_insert_stmt(ir_func_t* f, ir_loop_t* l, int pos, ir_stmt_kind_t kind);
 int ir_add_assert(ir_func_t* f, ir_ix_t* a, ir_ix_t* b, const char* what);
 
 ir_ix_t* ir_ix_const(ir_func_t* f, int64_t v);
@@ -308,12 +315,20 @@ int ir_deps_writes(const ir_deps_t* d, int block, int tensor);
 /* 1 when the two blocks touch a common tensor and one of them writes it. */
 int ir_deps_conflict(const ir_deps_t* d, int a, int b);
 
+/* 1 when tensor `out` may be written into the memory of tensor `in`: both
+ * are touched in one block only, `out` by one unchecked store that names a
+ * distinct element per iteration, and every read of `in` is at that index,
+ * in the same loop, no later than the store (so each element is read
+ * before it is overwritten, and never after). */
+int ir_alias_safe(const ir_func_t* f, int in, int out);
+
 /* ---- passes (one file each) ------------------------------------------------------------ */
 
 /* Each rewrites f in place and returns UJ_OK, or UJ_ERR_OOM. */
 uj_status_t ir_pass_dce(ir_func_t* f);
 uj_status_t ir_pass_fuse(ir_func_t* f);
 uj_status_t ir_pass_subst(ir_func_t* f);
+uj_status_t ir_pass_cse(ir_func_t* f);
 uj_status_t ir_pass_bounds(ir_func_t* f);
 
 /* ---- pipeline (ir/pipeline.c) --------------------------------------------------------- */

@@ -7,7 +7,8 @@
  *   dce     dead blocks and stores go before fusion looks at them
  *   fuse    blocks with equal loop ranges and same-element dependencies merge
  *   subst   stored values are forwarded to same-element readers in a loop
- *   dce     the stores subst left unread go, their tensors become no-alloc */
+ *   dce     the stores subst left unread go, their tensors become no-alloc
+ *   cse     each element is loaded once per iteration */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@ typedef struct {
 
 static const pass_entry_t pipeline[] = {
     {"bounds", ir_pass_bounds}, {"dce", ir_pass_dce}, {"fuse", ir_pass_fuse},
-    {"subst", ir_pass_subst},   {"dce", ir_pass_dce},
+    {"subst", ir_pass_subst},   {"dce", ir_pass_dce},   {"cse", ir_pass_cse},
 };
 
 static int debug_passes(void) {

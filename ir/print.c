@@ -513,6 +513,7 @@ static void print_tensor(printer_t* p, int t) {
   }
   put(p, "]");
   if (x->noalloc) put(p, " noalloc");
+  if (x->local) put(p, " local");
   put(p, "\n");
 }
 

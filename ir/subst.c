@@ -6,8 +6,10 @@
  * later statement of the same list that reads t at exactly I gets V in place
  * of that load, until a statement writes t or something V reads (a tensor
  * or a carried variable); then V would no longer be the stored value. When
- * V is more than a load, constant or variable, it is forwarded only if it
- * has a single reader, so nothing is computed twice. Afterwards dce drops
+ * V is more than a load, constant or variable and has several readers, or
+ * the store must stay (an output), V goes into a local first (a 0-d
+ * scalar private to the iteration, `l = V; t[I] = l`) and the readers read
+ * the local, so nothing is computed twice. Afterwards dce drops
  * the stores to temporaries that nobody reads and marks them no-alloc: an
  * intermediate written once and read only in the same loop at the same
  * index disappears, and a chain of elementwise ops becomes one expression.
@@ -106,6 +108,20 @@ static int distinct_per_iteration(const ir_block_t* b, int level, const ir_acces
   return 1;
 }
 
+/* Rewrites statement s `t[I] = V` into `l = V; t[I] = l` with a new local. */
+static int into_local(ir_func_t* f, ir_loop_t* l, int s) {
+  int local = ir_add_local(f, f->tensors[l->stmts[s].target.tensor].dtype);
+  if (local < 0) return 0;
+  ir_stmt_t* def = ir_insert_stmt(f, l, s, IR_ST_STORE);
+  if (!def) return 0;
+  ir_stmt_t* S = &l->stmts[s + 1];
+  ir_access_init(&def->target, local);
+  def->value = S->value;
+  ir_access_t acc;
+  ir_access_init(&acc, local);
+  return (S->value = ir_ex_load(f, &acc)) != NULL;
+}
+
 /* Forwards statement s of loop k; returns 0 on OOM. */
 static int forward_store(ir_func_t* f, ir_block_t* b, int k, int s) {
   ir_loop_t* l = &b->loops[k];
@@ -116,16 +132,21 @@ static int forward_store(ir_func_t* f, ir_block_t* b, int k, int s) {
   scan_t scan = {S->target.tensor, 0, NULL};
   ir_walk_expr_loads(S->value, note_read, &scan, k, S);
   if (scan.found) return 1;
-  int oom = 0;
-  for (int pass = 0; pass < 2; pass++) { /* count, then replace */
-    int readers = 0;
-    for (int j = s + 1; j < l->nstmts; j++) {
-      ir_stmt_t* R = &l->stmts[j];
-      S = &l->stmts[s];
-      readers += forward_into(f, &R->value, &S->target, S->value, pass, &oom);
-      if (clobbers(R, S->value, S->target.tensor)) break;
-    }
-    if (pass == 0 && (readers == 0 || (readers > 1 && !trivial(S->value)))) return 1;
+  int oom = 0, readers = 0;
+  for (int j = s + 1; j < l->nstmts; j++) { /* count */
+    readers += forward_into(f, &l->stmts[j].value, &S->target, S->value, 0, &oom);
+    if (clobbers(&l->stmts[j], S->value, S->target.tensor)) break;
+  }
+  if (readers == 0) return 1;
+  int keeps_store = f->tensors[S->target.tensor].role != IR_TENSOR_TEMP;
+  if (!trivial(S->value) && (readers > 1 || keeps_store)) {
+    if (!into_local(f, l, s)) return 0;
+    s++; /* now `t[I] = l`, whose value is trivial */
+  }
+  for (int j = s + 1; j < l->nstmts; j++) { /* replace */
+    S = &l->stmts[s];
+    forward_into(f, &l->stmts[j].value, &S->target, S->value, 1, &oom);
+    if (clobbers(&l->stmts[j], S->value, S->target.tensor)) break;
   }
   return !oom;
 }
