@@ -109,6 +109,10 @@ int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e);
 uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e);
 /* The engine AUTO resolves to, or the one set. */
 uj_engine_t uj_ctx_engine(uj_ctx_t* ctx);
+/* enabled = 0 makes uj_program_run execute the loop IR as emitted, before
+ * the pass pipeline (for checking the passes); 1, the default, the
+ * optimized IR. UJ_ERR_INVALID for a NULL ctx. */
+uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled);
 /* "auto", "interp", "mir", "c", "cuda"; "?" when out of range. */
 const char* uj_engine_name(uj_engine_t e);
 
@@ -171,6 +175,7 @@ uj_io_t uj_grad(uj_graph_t* g, uj_io_t x);
 /* ---- programs ------------------------------------------------------------- */
 
 typedef struct uj_program uj_program_t;
+typedef enum { UJ_FORWARD, UJ_BACKWARD } uj_pass_t;
 typedef struct {
   int input_count;   const uj_io_t* inputs;
   int param_count;   const char* const* params;   /* "$kh", ...: the order of values at run time */
@@ -186,12 +191,41 @@ typedef struct {
  * not listed, a $param used but not declared or declared twice (the message
  * names it). *out is set only on success. */
 uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_program_t** out);
-/* Builds a program from the expression language; UJ_ERR_UNSUPPORTED until
- * that front end is built. */
+/* Builds a program from the expression language:
+ *
+ *   m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g
+ *   p = p - lr*m/(sqrt(v)+eps)          # comments run to the end of the line
+ *
+ * Statements `name = expr` are separated by newlines or ';'. Expressions:
+ * numbers (1, 1.5, 1e-8), + - * / ** (pow), unary minus, < <= > >= == !=
+ * (1 or 0), parentheses, exp log sqrt rsqrt abs sin cos tanh sigmoid relu
+ * floor, min(a,b) max(a,b) pow(a,b) where(c,a,b), and sum mean amax amin
+ * (x[, axis]) which keep the reduced axis with size 1 (no axis: all axes).
+ * A name read before it is assigned is an input (in order of first
+ * appearance); an assigned name is an output (in order of first
+ * assignment) unless it starts with '_'; a name read first and assigned
+ * later (p = p - lr*m) is both, and the caller may pass one tensor for
+ * both: the result is as if every read came before the write. `x: f64`
+ * before x's first use fixes an input's dtype; otherwise inputs take their
+ * tensors' dtypes (mixed dtypes promote to the wider). Operands broadcast
+ * as in NumPy; 0-d inputs (scalars) go everywhere. The uop program is built
+ * on first use for each combination of input ranks, dtypes and size-1
+ * axes, and kept. Errors: UJ_ERR_PARSE with "program line L, column C:
+ * expected ..., found ..."; sources over 1 MiB or expressions nested
+ * deeper than 256 levels are errors. The program takes no $params. */
 uj_status_t uj_program_parse(const char* source, uj_program_t** out);
+/* Number of inputs (is_output = 0) or outputs (1) of the forward pass; -1
+ * for a NULL program. */
+int uj_program_io_count(const uj_program_t* p, int is_output);
+/* The name of input or output `index` of a parsed program (owned by the
+ * program); NULL for uop programs or an index out of range. */
+const char* uj_program_io_name(const uj_program_t* p, int is_output, int index);
+/* The dtype output `output_index` has for these inputs (a parsed
+ * program's outputs follow its inputs' dtypes). */
+uj_status_t uj_program_output_dtype(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                                    int output_index, uj_dtype_t* dtype);
 void uj_program_free(uj_program_t* p);
 
-typedef enum { UJ_FORWARD, UJ_BACKWARD } uj_pass_t;
 /* The shape output output_index would have for these inputs and params:
  * writes *ndim and dims[0..*ndim). Errors as uj_program_run's, for the
  * inputs only. */
@@ -200,7 +234,11 @@ uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t*
 /* Runs the program. inputs[] and params[] follow the order of the
  * description; each output tensor must have the inferred rank and sizes
  * (UJ_ERR_SHAPE naming the tensor, the axis, expected and got otherwise).
- * Every check happens before anything is written. */
+ * Every check happens before anything is written. An output may share its
+ * memory with an input (an in-place update): where the fused loops read
+ * each element before writing it, the output is written directly;
+ * otherwise it is computed aside and copied in. Two outputs may not share
+ * memory (UJ_ERR_INVALID). */
 uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
                            const uj_tensor_t* const* inputs, int input_count,
                            const int64_t* params, int param_count,
@@ -209,6 +247,7 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
 typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA } uj_dump_t;
 /* A printable form of the program: the loop IR as emitted (IR_RAW) or after
  * the passes (IR); every block starts with a line beginning with "block".
+ * For a parsed program: the build last run, else one for rank-1 inputs.
  * params may be NULL (then $params print by name). Returns a malloc'ed
  * string the caller frees, or NULL with uj_last_error() set (UJ_DUMP_C,
  * UJ_DUMP_MIR and UJ_DUMP_CUDA need their engines). */

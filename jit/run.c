@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../uops/uops.h"
+#include "../uops/parse.h"
 
 const char* uj_engine_name(uj_engine_t e) {
   switch (e) {
@@ -31,6 +31,12 @@ uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e) {
     return rt_error(UJ_ERR_UNSUPPORTED, "engine %s is not available in this build or on this machine",
                     uj_engine_name(e));
   ctx->engine = e;
+  return UJ_OK;
+}
+
+uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled) {
+  if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_passes: ctx is NULL");
+  ctx->raw_ir = !enabled;
   return UJ_OK;
 }
 
@@ -81,6 +87,14 @@ static uj_status_t check_outputs(const ir_func_t* f, uj_tensor_t* const* outputs
   return UJ_OK;
 }
 
+/* A parsed program runs as the uop program built for its inputs. */
+static uj_status_t resolve_parsed(uj_program_t** p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                                  int input_count) {
+  if (!(*p)->parsed) return UJ_OK;
+  if (pass != UJ_FORWARD) return rt_error(UJ_ERR_INVALID, "a parsed program has only a forward pass");
+  return pn_specialize((*p)->parsed, inputs, input_count, p);
+}
+
 static ir_buffer_t* buffers_new(const ir_func_t* f) {
   ir_buffer_t* buf = calloc((size_t)f->ntensors + 1, sizeof *buf);
   if (!buf) rt_error(UJ_ERR_OOM, "out of memory");
@@ -90,6 +104,8 @@ static ir_buffer_t* buffers_new(const ir_func_t* f) {
 uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
                              const int64_t* params, int output_index, int* ndim, int64_t* dims) {
   if (!p || !ndim || !dims) return rt_error(UJ_ERR_INVALID, "uj_program_shape: p, ndim and dims must not be NULL");
+  uj_status_t ps = resolve_parsed(&p, pass, inputs, p->ninputs[UJ_FORWARD]);
+  if (ps != UJ_OK) return ps;
   const ir_func_t* f = uop_program_func(p, pass, 0);
   if (!f) return UJ_ERR_INVALID;
   if (output_index < 0 || output_index >= p->noutputs[pass])
@@ -108,11 +124,49 @@ uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t*
   return s;
 }
 
+static size_t tensor_bytes(const ir_func_t* f, const ir_buffer_t* buf, int t) {
+  return (size_t)buf[t].numel * (size_t)uj_dtype_size(f->tensors[t].dtype);
+}
+
+static int overlap(const ir_func_t* f, const ir_buffer_t* buf, int a, int b) {
+  size_t na = tensor_bytes(f, buf, a), nb = tensor_bytes(f, buf, b);
+  const char *pa = buf[a].data, *pb = buf[b].data;
+  return na && nb && pa < pb + nb && pb < pa + na;
+}
+
+/* An output sharing memory with an input is written in place when the IR
+ * reads every element before overwriting it, else computed into memory of
+ * its own (aside[t] keeps the caller's buffer to copy into). */
+static uj_status_t place_aliased_outputs(const ir_func_t* f, ir_buffer_t* buf, void** aside) {
+  for (int o = 0; o < f->ntensors; o++) {
+    if (f->tensors[o].role != IR_TENSOR_OUTPUT) continue;
+    int apart = 0;
+    for (int t = 0; t < f->ntensors; t++) {
+      if (t == o || f->tensors[t].role == IR_TENSOR_TEMP || !overlap(f, buf, o, t)) continue;
+      if (f->tensors[t].role == IR_TENSOR_OUTPUT)
+        return rt_error(UJ_ERR_INVALID, "outputs %d and %d share memory", f->tensors[t].io_index,
+                        f->tensors[o].io_index);
+      int same = buf[t].data == buf[o].data && tensor_bytes(f, buf, t) == tensor_bytes(f, buf, o) &&
+                 f->tensors[t].dtype == f->tensors[o].dtype;
+      if (!same || !ir_alias_safe(f, t, o)) apart = 1;
+    }
+    if (!apart) continue;
+    size_t bytes = tensor_bytes(f, buf, o);
+    void* mem = malloc(bytes ? bytes : 1);
+    if (!mem) return rt_error(UJ_ERR_OOM, "out of memory for a copy of output %d", f->tensors[o].io_index);
+    aside[o] = buf[o].data;
+    buf[o].data = mem;
+  }
+  return UJ_OK;
+}
+
 uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
                            int input_count, const int64_t* params, int param_count, uj_tensor_t* const* outputs,
                            int output_count) {
   if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run: ctx and p must not be NULL");
-  const ir_func_t* f = uop_program_func(p, pass, 1);
+  uj_status_t ps = resolve_parsed(&p, pass, inputs, input_count);
+  if (ps != UJ_OK) return ps;
+  const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
   ir_buffer_t* buf = buffers_new(f);
   if (!buf) return UJ_ERR_OOM;
@@ -125,11 +179,20 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
     if (!(buf[t].data = malloc(bytes ? bytes : 1)))
       s = rt_error(UJ_ERR_OOM, "out of memory allocating tensor t%d (%zu bytes)", t, bytes);
   }
+  void** aside = s == UJ_OK ? calloc((size_t)f->ntensors + 1, sizeof *aside) : NULL;
+  if (s == UJ_OK && !aside) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (s == UJ_OK) s = place_aliased_outputs(f, buf, aside);
   if (s == UJ_OK) {
     switch (uj_ctx_engine(ctx)) {
       default: s = ir_interp_run(f, buf, params); break;
     }
   }
+  for (int t = 0; aside && t < f->ntensors; t++) {
+    if (!aside[t]) continue;
+    if (s == UJ_OK) memcpy(aside[t], buf[t].data, tensor_bytes(f, buf, t));
+    free(buf[t].data);
+  }
+  free(aside);
   for (int t = 0; t < f->ntensors; t++)
     if (f->tensors[t].role == IR_TENSOR_TEMP) free(buf[t].data);
   free(buf);
@@ -142,6 +205,7 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
     rt_error(UJ_ERR_INVALID, "uj_program_dump: p is NULL");
     return NULL;
   }
+  if (p->parsed && pn_specialize_default(p->parsed, &p) != UJ_OK) return NULL;
   if (what != UJ_DUMP_IR_RAW && what != UJ_DUMP_IR) {
     rt_error(UJ_ERR_UNSUPPORTED, "uj_program_dump: dump %d needs an engine that is not available", (int)what);
     return NULL;
@@ -151,4 +215,19 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
   char* text = ir_print(f, params, 0);
   if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
   return text;
+}
+
+uj_status_t uj_program_output_dtype(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                                    int output_index, uj_dtype_t* dtype) {
+  if (!p || !dtype) return rt_error(UJ_ERR_INVALID, "uj_program_output_dtype: p and dtype must not be NULL");
+  uj_status_t s = resolve_parsed(&p, pass, inputs, p->ninputs[UJ_FORWARD]);
+  if (s != UJ_OK) return s;
+  const ir_func_t* f = uop_program_func(p, pass, 0);
+  if (!f) return UJ_ERR_INVALID;
+  for (int t = 0; t < f->ntensors; t++)
+    if (f->tensors[t].role == IR_TENSOR_OUTPUT && f->tensors[t].io_index == output_index) {
+      *dtype = f->tensors[t].dtype;
+      return UJ_OK;
+    }
+  return rt_error(UJ_ERR_INVALID, "uj_program_output_dtype: output %d out of range", output_index);
 }

@@ -68,6 +68,7 @@ uj_status_t rt_tensor_check(const char* what, const uj_tensor_t* t, int ndim, uj
 
 struct uj_ctx {
   uj_engine_t engine;             /* as set; AUTO resolves at run time */
+  int raw_ir;                     /* run the IR as emitted, skipping the passes */
   void* jit_state;                /* owned by jit/: caches, compiled modules */
   void (*jit_state_free)(void*);  /* called by uj_ctx_free */
 };

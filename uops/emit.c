@@ -83,9 +83,10 @@ uj_status_t uop_elementwise_shape(uop_emit_t* E, int n) {
     const ir_tensor_t* it = &E->f->tensors[E->tensor_of[node->in[i]]];
     for (int k = 0; k < out->ndim; k++) {
       if (ir_ix_equal(it->dims[k], st->dims[k])) continue;
-      char what[160];
-      snprintf(what, sizeof what, "%s node %d: axis %d of operand %s (node %d) and operand %s (node %d) differ",
-               opname, n, k, names[src], node->in[src], names[i], node->in[i]);
+      char what[256], da[80], db[80];
+      snprintf(what, sizeof what, "%s node %d: axis %d of operand %s (%s) and operand %s (%s) differ", opname, n, k,
+               names[src], uop_node_desc(E->g, node->in[src], da, sizeof da), names[i],
+               uop_node_desc(E->g, node->in[i], db, sizeof db));
       if (ir_add_assert(E->f, st->dims[k], it->dims[k], what) < 0) return uop_oom();
     }
   }

@@ -1,6 +1,7 @@
 /* uops/graph.c: the uop graph, and the uops with no computation of their
  * own: input (a tensor given at run time), const (a 0-d value that adopts
  * its partner's dtype) and grad (a name for a gradient). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,12 @@ const char* uop_kind_name(uop_kind_t kind) {
   static const char* const names[] = {"input", "const",  "reindex", "unary", "binary",
                                       "where", "reduce", "select",  "cast",  "grad"};
   return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "?";
+}
+
+const char* uop_node_desc(const uj_graph_t* g, int id, char* buf, size_t n) {
+  if (g->nodes[id].label) snprintf(buf, n, "'%s'", g->nodes[id].label);
+  else snprintf(buf, n, "node %d", id);
+  return buf;
 }
 
 int uop_graph_add(uj_graph_t* g, const uop_node_t* node) {

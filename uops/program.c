@@ -18,10 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "uops.h"
+#include "parse.h"
 
 static void program_release(uj_program_t* p) {
   if (!p) return;
+  pn_program_free(p->parsed);
   for (int i = 0; i < 2; i++) {
     ir_func_free(p->raw[i]);
     ir_func_free(p->opt[i]);

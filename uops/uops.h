@@ -38,6 +38,7 @@ typedef struct {
   uop_ixtext_t* index;
   ir_ix_assertion_t* asserts;
   const char** assert_text; /* the expression each assertion came from */
+  const char* label;        /* how messages name it (the expression language sets it); NULL: "node N" */
 } uop_node_t;
 
 struct uj_graph {
@@ -53,6 +54,8 @@ int uop_check_id(const uj_graph_t* g, uj_io_t id, const char* builder, const cha
 /* The dtype a node has when combined with a partner: a const adopts it. */
 uj_dtype_t uop_dtype_with(const uj_graph_t* g, uj_io_t id, uj_io_t partner);
 const char* uop_kind_name(uop_kind_t kind);
+/* Names a node in messages: its label, or "node N". */
+const char* uop_node_desc(const uj_graph_t* g, int id, char* buf, size_t n);
 
 /* ---- emission ---- */
 
@@ -140,7 +143,10 @@ uj_status_t uop_grad_elementwise(uop_emit_t* E, int n, int operand, int gout, in
 
 /* ---- programs ---- */
 
+typedef struct pn_program pn_program_t;
+
 struct uj_program {
+  pn_program_t* parsed;         /* expression-language source: the uop program is built per input signature */
   int ninputs[2], noutputs[2];  /* by uj_pass_t */
   int nparams;
   char** param_names;

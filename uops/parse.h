@@ -1,0 +1,77 @@
+/* uops/parse.h: the expression language's syntax tree, shared by the parser
+ * (parse.c) and the builder that turns it into uop programs per input
+ * signature (parse_build.c). */
+#ifndef UJ_UOPS_PARSE_H
+#define UJ_UOPS_PARSE_H
+
+#include <pthread.h>
+
+#include "uops.h"
+
+#define PARSE_MAX_SOURCE (1 << 20)  /* bytes */
+#define PARSE_MAX_HEIGHT 256        /* levels of an expression tree */
+#define PARSE_MAX_NAMES 256
+#define PARSE_MAX_ARGS 3
+#define PARSE_CACHE 8               /* specializations kept per program */
+
+typedef enum { PN_NUMBER, PN_NAME, PN_NEG, PN_BINARY, PN_CALL } pn_kind_t;
+
+typedef enum {
+  PF_EXP, PF_LOG, PF_SQRT, PF_RSQRT, PF_ABS, PF_SIN, PF_COS, PF_TANH, PF_SIGMOID, PF_RELU, PF_FLOOR,
+  PF_MIN, PF_MAX, PF_POW, PF_WHERE, PF_SUM, PF_MEAN, PF_AMAX, PF_AMIN
+} pn_func_t;
+
+typedef struct pn_node pn_node_t;
+struct pn_node {
+  pn_kind_t kind;
+  int line, column;
+  double number;          /* PN_NUMBER */
+  int name;               /* PN_NAME: name id */
+  int version;            /* PN_NAME: which assignment it reads; -1 the input */
+  int op;                 /* PN_BINARY: uj_binary_op_t; PN_CALL: pn_func_t */
+  int nargs;
+  pn_node_t* args[PARSE_MAX_ARGS];
+  int axis, has_axis;     /* reductions */
+};
+
+typedef struct {
+  int name;
+  pn_node_t* value;
+} pn_stmt_t;
+
+/* What a specialization depends on: per input its dtype, rank and which
+ * axes have size 1 (broadcasting is decided by those). */
+typedef struct {
+  int n;
+  unsigned char dtype[PARSE_MAX_NAMES];
+  unsigned char ndim[PARSE_MAX_NAMES];
+  unsigned char ones[PARSE_MAX_NAMES];
+} pn_signature_t;
+
+struct pn_program {
+  rt_arena_t arena;
+  int nnames;
+  const char* names[PARSE_MAX_NAMES];
+  int hinted[PARSE_MAX_NAMES];            /* 1 when a dtype hint was given */
+  uj_dtype_t hint[PARSE_MAX_NAMES];
+  int nstmts, stmt_cap;
+  pn_stmt_t* stmts;
+  int ninputs, noutputs;
+  int input_name[PARSE_MAX_NAMES];        /* input slot -> name id */
+  int output_name[PARSE_MAX_NAMES];       /* output slot -> name id */
+  /* specializations by input signature, most recent first */
+  pthread_mutex_t lock;
+  int ncached;
+  pn_signature_t cached_sig[PARSE_CACHE];
+  uj_program_t* cached[PARSE_CACHE];
+  uj_program_t* last;                     /* the most recently used, for dumps */
+};
+
+/* Builds (or finds) the uop program for these inputs; *out stays owned by
+ * the parsed program. */
+uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count, uj_program_t** out);
+/* The program for default inputs (rank 1, f32 unless hinted), for dumps. */
+uj_status_t pn_specialize_default(pn_program_t* pp, uj_program_t** out);
+void pn_program_free(pn_program_t* pp);
+
+#endif

@@ -1,0 +1,352 @@
+/* uops/parse_build.c: expression-language syntax trees to uop programs.
+ *
+ * Broadcasting follows NumPy: ranks align on the right, an axis of size 1
+ * stretches to the other operand's size, 0-d values (scalars such as lr)
+ * are read at every element as they are. Whether an input axis has size 1
+ * is only known at run time, so a program is built per input signature
+ * (each input's dtype, rank and size-1 axes) and cached; sizes themselves
+ * stay symbolic, so one build serves every size with that signature. The
+ * stretch is a reindex whose index is 0 on the stretched axes; two axes
+ * that must agree become the elementwise uop's run-time check, whose
+ * message names both operands (by source text) and the axis.
+ *
+ * dtypes: an input takes its hint, else its tensor's dtype; mixed operands
+ * promote (i32 < f32 < f64) with a cast; numbers adopt their partner's
+ * dtype; float-only functions cast i32 to f32 first. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+typedef struct {
+  uj_io_t id;
+  int ndim;
+  uint32_t ones;   /* axes known to have size 1 */
+  uj_dtype_t dtype;
+  int is_const;
+} val_t;
+
+typedef struct {
+  uj_graph_t* g;
+  pn_program_t* pp;
+  val_t cur[PARSE_MAX_NAMES];
+  int failed;
+} build_t;
+
+static val_t bad(void) { return (val_t){-1, 0, 0, UJ_F32, 0}; }
+
+/* Builder failures get the source position in front. */
+static val_t at(build_t* b, const pn_node_t* n, uj_io_t id, int ndim, uint32_t ones, uj_dtype_t dt, int is_const) {
+  if (id < 0) {
+    if (!b->failed) rt_error_prefix("program line %d, column %d: ", n->line, n->column);
+    b->failed = 1;
+    return bad();
+  }
+  return (val_t){id, ndim, ones, dt, is_const};
+}
+
+static void label(build_t* b, uj_io_t id, const pn_node_t* n) {
+  if (id < 0) return;
+  char text[64];
+  if (n->kind == PN_NAME) snprintf(text, sizeof text, "%s", b->pp->names[n->name]);
+  else snprintf(text, sizeof text, "the expression at line %d, column %d", n->line, n->column);
+  if (!b->g->nodes[id].label) b->g->nodes[id].label = rt_arena_strdup(&b->g->arena, text);
+}
+
+static int dtype_rank(uj_dtype_t d) { return d == UJ_F64 ? 2 : d == UJ_F32 ? 1 : 0; }
+
+static val_t cast_to(build_t* b, const pn_node_t* n, val_t v, uj_dtype_t dt) {
+  if (v.dtype == dt || v.is_const) return (val_t){v.id, v.ndim, v.ones, dt, v.is_const};
+  uj_io_t id = uj_cast(b->g, dt, v.id);
+  label(b, id, n);
+  return at(b, n, id, v.ndim, v.ones, dt, 0);
+}
+
+/* Brings the values to one dtype (the widest that is not a bare number). */
+static void promote(build_t* b, const pn_node_t* n, val_t* v, int count) {
+  int best = -1;
+  for (int i = 0; i < count; i++)
+    if (!v[i].is_const && dtype_rank(v[i].dtype) > best) best = dtype_rank(v[i].dtype);
+  if (best < 0) return;
+  uj_dtype_t dt = best == 2 ? UJ_F64 : best == 1 ? UJ_F32 : UJ_I32;
+  for (int i = 0; i < count; i++) v[i] = cast_to(b, n, v[i], dt);
+}
+
+/* Stretches the values to one broadcast shape (0-d values stay 0-d). */
+static void broadcast(build_t* b, const pn_node_t* n, val_t* v, int count, const pn_node_t* const* src) {
+  int r = 0;
+  for (int i = 0; i < count; i++)
+    if (v[i].ndim > r) r = v[i].ndim;
+  if (r == 0) return;
+  int from[UJ_MAX_DIMS], from_axis[UJ_MAX_DIMS];
+  uint32_t ones = 0;
+  for (int k = 0; k < r; k++) {
+    from[k] = -1;
+    for (int i = 0; i < count && from[k] < 0; i++) {
+      int j = k - (r - v[i].ndim);
+      if (v[i].ndim > 0 && j >= 0 && !(v[i].ones & (1u << j))) {
+        from[k] = i;
+        from_axis[k] = j;
+      }
+    }
+    if (from[k] < 0) ones |= 1u << k;
+  }
+  uj_io_t ss[PARSE_MAX_ARGS];
+  int letter[PARSE_MAX_ARGS], nss = 0;
+  for (int i = 0; i < count; i++) {
+    letter[i] = -1;
+    if (v[i].ndim > 0 && !v[i].is_const) {
+      letter[i] = nss;
+      ss[nss++] = v[i].id;
+    }
+  }
+  for (int i = 0; i < count && !b->failed; i++) {
+    if (v[i].ndim == 0) continue;
+    int need = v[i].ndim < r;
+    for (int j = 0; j < v[i].ndim; j++)
+      if ((v[i].ones & (1u << j)) && !(ones & (1u << (j + r - v[i].ndim)))) need = 1;
+    if (!need) continue;
+    char shape_text[UJ_MAX_DIMS][16], index_text[UJ_MAX_DIMS][16];
+    const char* shape[UJ_MAX_DIMS];
+    const char* index[UJ_MAX_DIMS];
+    for (int k = 0; k < r; k++) {
+      if (from[k] < 0) snprintf(shape_text[k], sizeof shape_text[k], "1");
+      else snprintf(shape_text[k], sizeof shape_text[k], "d%c%d", 'A' + letter[from[k]], from_axis[k]);
+      shape[k] = shape_text[k];
+    }
+    for (int j = 0; j < v[i].ndim; j++) {
+      int k = j + r - v[i].ndim;
+      if ((v[i].ones & (1u << j)) && !(ones & (1u << k))) snprintf(index_text[j], sizeof index_text[j], "0");
+      else snprintf(index_text[j], sizeof index_text[j], "i%d", k);
+      index[j] = index_text[j];
+    }
+    uj_io_t id = uj_reindex(b->g, v[i].id, r, shape, nss, ss, v[i].ndim, index);
+    label(b, id, src[i]);
+    v[i] = at(b, n, id, r, ones, v[i].dtype, 0);
+  }
+}
+
+static val_t eval(build_t* b, const pn_node_t* n);
+
+static val_t unary(build_t* b, const pn_node_t* n, uj_unary_op_t op, val_t x) {
+  if (op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR && x.dtype == UJ_I32)
+    x = cast_to(b, n, x, UJ_F32);
+  if (b->failed) return bad();
+  uj_io_t id = uj_unary(b->g, op, x.id);
+  label(b, id, n);
+  return at(b, n, id, x.ndim, x.ones, x.dtype, 0);
+}
+
+static val_t binary(build_t* b, const pn_node_t* n, uj_binary_op_t op, val_t x, val_t y) {
+  val_t v[2] = {x, y};
+  const pn_node_t* src[2] = {n->args[0], n->nargs > 1 ? n->args[1] : n};
+  promote(b, n, v, 2);
+  if (op == UJ_BINARY_POW && v[0].dtype == UJ_I32 && !v[0].is_const) {
+    v[0] = cast_to(b, n, v[0], UJ_F32);
+    v[1] = cast_to(b, n, v[1], UJ_F32);
+  }
+  broadcast(b, n, v, 2, src);
+  if (b->failed) return bad();
+  uj_io_t id = uj_binary(b->g, op, v[0].id, v[1].id);
+  label(b, id, n);
+  int r = v[0].ndim > v[1].ndim ? v[0].ndim : v[1].ndim;
+  uint32_t ones = v[0].ndim == r ? v[0].ones : v[1].ones;
+  uj_dtype_t dt = v[0].is_const ? v[1].dtype : v[0].dtype;
+  return at(b, n, id, r, ones, dt, v[0].is_const && v[1].is_const);
+}
+
+static val_t reduction(build_t* b, const pn_node_t* n, uj_reduce_op_t op, val_t x) {
+  int axes[UJ_MAX_DIMS], count = 0;
+  if (n->has_axis) {
+    int a = n->axis < 0 ? n->axis + x.ndim : n->axis;
+    if (a < 0 || a >= x.ndim) {
+      b->failed = 1;
+      rt_error(UJ_ERR_SHAPE, "program line %d, column %d: axis %d is out of range for a value of rank %d", n->line,
+               n->column, n->axis, x.ndim);
+      return bad();
+    }
+    axes[count++] = a;
+  } else {
+    for (int k = 0; k < x.ndim; k++) axes[count++] = k;
+  }
+  uint32_t ones = x.ones;
+  for (int i = 0; i < count; i++) ones |= 1u << axes[i];
+  if (x.is_const) return x;
+  uj_io_t id = uj_reduce(b->g, op, count, axes, x.id);
+  label(b, id, n);
+  return at(b, n, id, x.ndim, ones, x.dtype, 0);
+}
+
+static val_t call(build_t* b, const pn_node_t* n) {
+  val_t a[PARSE_MAX_ARGS];
+  for (int i = 0; i < n->nargs; i++)
+    if ((a[i] = eval(b, n->args[i])).id < 0) return bad();
+  static const uj_unary_op_t unary_of[] = {
+      [PF_EXP] = UJ_UNARY_EXP,   [PF_LOG] = UJ_UNARY_LOG,   [PF_SQRT] = UJ_UNARY_SQRT,
+      [PF_RSQRT] = UJ_UNARY_RSQRT, [PF_ABS] = UJ_UNARY_ABS, [PF_SIN] = UJ_UNARY_SIN,
+      [PF_COS] = UJ_UNARY_COS,   [PF_TANH] = UJ_UNARY_TANH, [PF_SIGMOID] = UJ_UNARY_SIGMOID,
+      [PF_FLOOR] = UJ_UNARY_FLOOR};
+  switch ((pn_func_t)n->op) {
+    case PF_RELU: {
+      uj_io_t zero = uj_const(b->g, 0.0);
+      return binary(b, n, UJ_BINARY_MAX, a[0], (val_t){zero, 0, 0, a[0].dtype, 1});
+    }
+    case PF_MIN: return binary(b, n, UJ_BINARY_MIN, a[0], a[1]);
+    case PF_MAX: return binary(b, n, UJ_BINARY_MAX, a[0], a[1]);
+    case PF_POW: return binary(b, n, UJ_BINARY_POW, a[0], a[1]);
+    case PF_WHERE: {
+      val_t v[3] = {a[0], a[1], a[2]};
+      const pn_node_t* src[3] = {n->args[0], n->args[1], n->args[2]};
+      promote(b, n, v + 1, 2);
+      broadcast(b, n, v, 3, src);
+      if (b->failed) return bad();
+      uj_io_t id = uj_where(b->g, v[0].id, v[1].id, v[2].id);
+      label(b, id, n);
+      int r = 0;
+      uint32_t ones = 0;
+      for (int i = 0; i < 3; i++)
+        if (v[i].ndim > r) r = v[i].ndim, ones = v[i].ones;
+      return at(b, n, id, r, ones, v[1].is_const ? v[2].dtype : v[1].dtype, 0);
+    }
+    case PF_SUM: return reduction(b, n, UJ_REDUCE_SUM, a[0]);
+    case PF_MEAN: return reduction(b, n, UJ_REDUCE_MEAN, a[0]);
+    case PF_AMAX: return reduction(b, n, UJ_REDUCE_MAX, a[0]);
+    case PF_AMIN: return reduction(b, n, UJ_REDUCE_MIN, a[0]);
+    default: return unary(b, n, unary_of[n->op], a[0]);
+  }
+}
+
+static val_t eval(build_t* b, const pn_node_t* n) {
+  if (b->failed) return bad();
+  switch (n->kind) {
+    case PN_NUMBER: return at(b, n, uj_const(b->g, n->number), 0, 0, UJ_F32, 1);
+    case PN_NAME: return b->cur[n->name];
+    case PN_NEG: {
+      val_t x = eval(b, n->args[0]);
+      return x.id < 0 ? x : unary(b, n, UJ_UNARY_NEG, x);
+    }
+    case PN_BINARY: {
+      val_t x = eval(b, n->args[0]), y = eval(b, n->args[1]);
+      return (x.id < 0 || y.id < 0) ? bad() : binary(b, n, (uj_binary_op_t)n->op, x, y);
+    }
+    case PN_CALL: return call(b, n);
+  }
+  return bad();
+}
+
+static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program_t** out) {
+  build_t* b = calloc(1, sizeof *b);
+  uj_io_t* ins = malloc(sizeof(uj_io_t) * (size_t)(pp->ninputs + 1));
+  uj_io_t* outs = malloc(sizeof(uj_io_t) * (size_t)(pp->noutputs + 1));
+  uj_status_t s = UJ_OK;
+  if (!b || !ins || !outs || !(b->g = uj_graph_new())) {
+    s = rt_error(UJ_ERR_OOM, "uj_program_parse: out of memory");
+    goto done;
+  }
+  b->pp = pp;
+  for (int i = 0; i < pp->ninputs && s == UJ_OK; i++) {
+    int name = pp->input_name[i];
+    ins[i] = uj_input(b->g, sig->ndim[i], (uj_dtype_t)sig->dtype[i]);
+    if (ins[i] < 0) s = UJ_ERR_OOM;
+    else b->g->nodes[ins[i]].label = pp->names[name];
+    b->cur[name] = (val_t){ins[i], sig->ndim[i], sig->ones[i], (uj_dtype_t)sig->dtype[i], 0};
+  }
+  for (int i = 0; i < pp->nstmts && s == UJ_OK; i++) {
+    val_t v = eval(b, pp->stmts[i].value);
+    if (v.id < 0) s = strstr(uj_last_error(), "out of memory") ? UJ_ERR_OOM : UJ_ERR_SHAPE;
+    b->cur[pp->stmts[i].name] = v;
+  }
+  for (int i = 0; i < pp->noutputs && s == UJ_OK; i++) outs[i] = b->cur[pp->output_name[i]].id;
+  if (s == UJ_OK) {
+    uj_program_desc_t d = {.input_count = pp->ninputs, .inputs = ins, .output_count = pp->noutputs, .outputs = outs};
+    s = uj_program_new(b->g, &d, out);
+  }
+done:
+  if (b) uj_graph_free(b->g);
+  free(b);
+  free(ins);
+  free(outs);
+  return s;
+}
+
+static int same_signature(const pn_signature_t* a, const pn_signature_t* b) {
+  return a->n == b->n && !memcmp(a->dtype, b->dtype, (size_t)a->n) && !memcmp(a->ndim, b->ndim, (size_t)a->n) &&
+         !memcmp(a->ones, b->ones, (size_t)a->n);
+}
+
+/* Finds or builds the program for a signature, most recent first. */
+static uj_status_t lookup(pn_program_t* pp, const pn_signature_t* sig, uj_program_t** out) {
+  pthread_mutex_lock(&pp->lock);
+  uj_status_t s = UJ_OK;
+  int hit = -1;
+  for (int i = 0; i < pp->ncached && hit < 0; i++)
+    if (same_signature(&pp->cached_sig[i], sig)) hit = i;
+  uj_program_t* prog = NULL;
+  if (hit >= 0) {
+    prog = pp->cached[hit];
+  } else if ((s = build(pp, sig, &prog)) == UJ_OK) {
+    if (pp->ncached == PARSE_CACHE) uj_program_free(pp->cached[--pp->ncached]);
+    hit = pp->ncached++;
+    pp->cached[hit] = prog;
+  }
+  if (s == UJ_OK) {
+    for (int i = hit; i > 0; i--) { /* move to the front */
+      pp->cached[i] = pp->cached[i - 1];
+      pp->cached_sig[i] = pp->cached_sig[i - 1];
+    }
+    pp->cached[0] = prog;
+    pp->cached_sig[0] = *sig;
+    pp->last = prog;
+    *out = prog;
+  }
+  pthread_mutex_unlock(&pp->lock);
+  return s;
+}
+
+uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count, uj_program_t** out) {
+  if (input_count != pp->ninputs)
+    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", pp->ninputs, input_count);
+  if (input_count && !inputs) return rt_error(UJ_ERR_INVALID, "inputs is NULL");
+  pn_signature_t* sig = calloc(1, sizeof *sig);
+  if (!sig) return rt_error(UJ_ERR_OOM, "out of memory");
+  sig->n = input_count;
+  uj_status_t s = UJ_OK;
+  for (int i = 0; i < input_count && s == UJ_OK; i++) {
+    const uj_tensor_t* t = inputs[i];
+    int name = pp->input_name[i];
+    char what[96];
+    snprintf(what, sizeof what, "input %d (\"%s\")", i, pp->names[name]);
+    if (!t) {
+      s = rt_error(UJ_ERR_INVALID, "%s: NULL tensor", what);
+      break;
+    }
+    uj_dtype_t dt = pp->hinted[name] ? pp->hint[name] : t->dtype;
+    if ((s = rt_tensor_check(what, t, t->ndim >= 0 && t->ndim <= UJ_MAX_DIMS ? t->ndim : -1, dt, NULL)) != UJ_OK) break;
+    sig->dtype[i] = (unsigned char)dt;
+    sig->ndim[i] = (unsigned char)t->ndim;
+    for (int k = 0; k < t->ndim; k++)
+      if (t->dims[k] == 1) sig->ones[i] |= (unsigned char)(1u << k);
+  }
+  if (s == UJ_OK) s = lookup(pp, sig, out);
+  free(sig);
+  return s;
+}
+
+uj_status_t pn_specialize_default(pn_program_t* pp, uj_program_t** out) {
+  if (pp->last) {
+    *out = pp->last;
+    return UJ_OK;
+  }
+  pn_signature_t* sig = calloc(1, sizeof *sig);
+  if (!sig) return rt_error(UJ_ERR_OOM, "out of memory");
+  sig->n = pp->ninputs;
+  for (int i = 0; i < pp->ninputs; i++) {
+    int name = pp->input_name[i];
+    sig->dtype[i] = (unsigned char)(pp->hinted[name] ? pp->hint[name] : UJ_F32);
+    sig->ndim[i] = 1;
+  }
+  uj_status_t s = lookup(pp, sig, out);
+  free(sig);
+  return s;
+}
