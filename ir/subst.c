@@ -15,9 +15,16 @@
  * index disappears, and a chain of elementwise ops becomes one expression.
  *
  * Forwarding V with a checked read would turn "read what the zero-fill
- * left" into "skip the reader", so it is not done. Reads at other depths of
+ * left" into "skip the reader", so it is not done. Instead, scalar
+ * replacement: a temporary whose every access (stores and loads) is in one
+ * loop's statement list, at one unchecked index that names a distinct
+ * element per iteration, lives only within an iteration, so it becomes a
+ * local. That keeps a zero-fill followed by a checked gather (padding) out
+ * of memory: `l = 0; l = x[?(..)]; c += l * w`. Reads at other depths of
  * the same block see other iterations and are left alone. Invalidates
  * deps. */
+#include <stdlib.h>
+
 #include "ir.h"
 
 typedef struct {
@@ -151,6 +158,70 @@ static int forward_store(ir_func_t* f, ir_block_t* b, int k, int s) {
   return !oom;
 }
 
+/* ---- scalar replacement ---- */
+
+typedef struct {
+  int block, level;        /* -1: not seen yet */
+  const ir_access_t* first;
+  int bad;
+} use_t;
+
+typedef struct {
+  ir_func_t* f;
+  use_t* uses;
+  int block;
+  int* local_of;           /* tensor -> its local, or -1 (rewrite walk) */
+} scalar_t;
+
+static void note_use(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  scalar_t* c = ctx;
+  use_t* u = &c->uses[acc->tensor];
+  if (acc->check_mask || (is_write && stmt->kind != IR_ST_STORE)) u->bad = 1;
+  if (u->block < 0) {
+    u->block = c->block;
+    u->level = level;
+    u->first = acc;
+    return;
+  }
+  if (u->block != c->block || u->level != level || !same_index(u->first, acc)) u->bad = 1;
+}
+
+static void to_local(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write;
+  (void)level;
+  (void)stmt;
+  scalar_t* c = ctx;
+  int local = c->local_of[acc->tensor];
+  if (local >= 0) ir_access_init(acc, local);
+}
+
+static uj_status_t scalar_replace(ir_func_t* f) {
+  int n = f->ntensors;
+  use_t* uses = malloc(((size_t)n + 1) * sizeof *uses);
+  int* local_of = malloc(((size_t)n + 1) * sizeof *local_of);
+  if (!uses || !local_of) {
+    free(uses);
+    free(local_of);
+    return rt_error(UJ_ERR_OOM, "subst: out of memory");
+  }
+  for (int t = 0; t < n; t++) uses[t] = (use_t){-1, -1, NULL, 0};
+  scalar_t c = {f, uses, 0, local_of};
+  for (c.block = 0; c.block < f->nblocks; c.block++) ir_walk_accesses(&f->blocks[c.block], note_use, &c);
+  uj_status_t s = UJ_OK;
+  for (int t = 0; t < n && s == UJ_OK; t++) {
+    local_of[t] = -1;
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (tt->role != IR_TENSOR_TEMP || tt->local || tt->noalloc || uses[t].block < 0 || uses[t].bad) continue;
+    if (!distinct_per_iteration(&f->blocks[uses[t].block], uses[t].level, uses[t].first)) continue;
+    if ((local_of[t] = ir_add_local(f, tt->dtype)) < 0) s = rt_error(UJ_ERR_OOM, "subst: out of memory");
+    else f->tensors[t].noalloc = 1;
+  }
+  for (int b = 0; b < f->nblocks && s == UJ_OK; b++) ir_walk_accesses(&f->blocks[b], to_local, &c);
+  free(uses);
+  free(local_of);
+  return s;
+}
+
 uj_status_t ir_pass_subst(ir_func_t* f) {
   for (int bi = 0; bi < f->nblocks; bi++) {
     ir_block_t* b = &f->blocks[bi];
@@ -158,5 +229,5 @@ uj_status_t ir_pass_subst(ir_func_t* f) {
       for (int s = 0; s < b->loops[k].nstmts; s++)
         if (!forward_store(f, b, k, s)) return rt_error(UJ_ERR_OOM, "subst: out of memory");
   }
-  return UJ_OK;
+  return scalar_replace(f);
 }
