@@ -326,6 +326,7 @@ int ir_alias_safe(const ir_func_t* f, int in, int out);
 
 /* Each rewrites f in place and returns UJ_OK, or UJ_ERR_OOM. */
 uj_status_t ir_pass_dce(ir_func_t* f);
+uj_status_t ir_pass_scalars(ir_func_t* f);
 uj_status_t ir_pass_fuse(ir_func_t* f);
 uj_status_t ir_pass_subst(ir_func_t* f);
 uj_status_t ir_pass_cse(ir_func_t* f);

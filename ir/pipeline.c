@@ -5,6 +5,8 @@
  *
  *   bounds  first, so that proven reads no longer count as checked
  *   dce     dead blocks and stores go before fusion looks at them
+ *   scalars loop-invariant 0-d temporaries move into their readers
+ *   dce     and their one-iteration blocks go
  *   fuse    blocks with equal loop ranges and same-element dependencies merge
  *   subst   stored values are forwarded to same-element readers in a loop
  *   dce     the stores subst left unread go, their tensors become no-alloc
@@ -21,7 +23,8 @@ typedef struct {
 } pass_entry_t;
 
 static const pass_entry_t pipeline[] = {
-    {"bounds", ir_pass_bounds}, {"dce", ir_pass_dce}, {"fuse", ir_pass_fuse},
+    {"bounds", ir_pass_bounds}, {"dce", ir_pass_dce},     {"scalars", ir_pass_scalars},
+    {"dce", ir_pass_dce},       {"fuse", ir_pass_fuse},
     {"subst", ir_pass_subst},   {"dce", ir_pass_dce},   {"cse", ir_pass_cse},
 };
 

@@ -115,6 +115,19 @@ static int distinct_per_iteration(const ir_block_t* b, int level, const ir_acces
   return 1;
 }
 
+static void count_read(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level;
+  (void)stmt;
+  reads_t* r = ctx;
+  if (!is_write && acc->tensor == r->tensor) r->hit++;
+}
+
+static int count_reads(ir_func_t* f, int t) {
+  reads_t r = {t, 0};
+  for (int b = 0; b < f->nblocks; b++) ir_walk_accesses(&f->blocks[b], count_read, &r);
+  return r.hit;
+}
+
 /* Rewrites statement s `t[I] = V` into `l = V; t[I] = l` with a new local. */
 static int into_local(ir_func_t* f, ir_loop_t* l, int s) {
   int local = ir_add_local(f, f->tensors[l->stmts[s].target.tensor].dtype);
@@ -145,7 +158,8 @@ static int forward_store(ir_func_t* f, ir_block_t* b, int k, int s) {
     if (clobbers(&l->stmts[j], S->value, S->target.tensor)) break;
   }
   if (readers == 0) return 1;
-  int keeps_store = f->tensors[S->target.tensor].role != IR_TENSOR_TEMP;
+  /* the store stays when the tensor is an output or is read elsewhere */
+  int keeps_store = f->tensors[S->target.tensor].role != IR_TENSOR_TEMP || count_reads(f, S->target.tensor) > readers;
   if (!trivial(S->value) && (readers > 1 || keeps_store)) {
     if (!into_local(f, l, s)) return 0;
     s++; /* now `t[I] = l`, whose value is trivial */
