@@ -124,9 +124,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
-# Runs every test binary even after a failure, then sums the closing
-# "N passed, N failed, N skipped" lines. A binary that exits non-zero or ends
-# without that line (a crash, a sanitizer report) counts as one more failure.
+# Runs every test binary even after a failure, then sums their closing
+# "N passed, N failed, N skipped" lines (the last such line, since a crash or
+# a sanitizer report can print after it). A binary that exits non-zero with
+# no failure counted, or prints no summary at all, counts as one failure.
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
 test: all $(TESTS)
@@ -147,11 +148,14 @@ test: all $(TESTS)
 	  log=$$t.log; \
 	  $$t > $$log 2>&1; rc=$$?; \
 	  cat $$log; \
-	  last=$$(tail -n 1 $$log); \
-	  if echo "$$last" | grep -Eq '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$$'; then \
+	  last=$$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$$' $$log | tail -n 1); \
+	  if [ -n "$$last" ]; then \
 	    set -- $$last; \
 	    passed=$$((passed + $$1)); failed=$$((failed + $$3)); skipped=$$((skipped + $$5)); \
-	    if [ $$rc -ne 0 ] && [ $$3 -eq 0 ]; then failed=$$((failed + 1)); fi; \
+	    if [ $$rc -ne 0 ] && [ $$3 -eq 0 ]; then \
+	      echo "  $$t exited with status $$rc after its summary"; \
+	      failed=$$((failed + 1)); \
+	    fi; \
 	  else \
 	    echo "  $$t exited with status $$rc without a summary line"; \
 	    failed=$$((failed + 1)); \

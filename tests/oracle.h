@@ -1,7 +1,7 @@
 /* tests/oracle.h: helpers shared by the oracle tests (test_uops*.c) and the
  * error-path tests: tensors backed by malloc'ed buffers, random fills,
  * sentinel fills, element access in double, a run-and-compare loop over the
- * engines under test, and the naive NHWC convolution with its uop graph.
+ * engine configurations under test, and the naive NHWC convolution with its uop graph.
  *
  * Everything goes through the public API only. References are computed in
  * double from the values actually stored in the input buffers (so f32
@@ -18,9 +18,17 @@
 #include "../include/uopjit.h"
 #include "harness.h"
 
-/* The engines every oracle test runs on: the reference and what AUTO picks. */
-static const uj_engine_t or_engines[] = {UJ_ENGINE_INTERP, UJ_ENGINE_AUTO};
-#define OR_NENGINES ((int)(sizeof or_engines / sizeof or_engines[0]))
+/* The configurations every oracle test runs on: the reference interpreter,
+ * what AUTO picks, and the interpreter on the IR as emitted (passes off), so
+ * that a pass that changes a result shows up as a mismatch. */
+typedef struct {
+  uj_engine_t engine;
+  int passes;
+  const char* name;
+} or_config_t;
+static const or_config_t or_configs[] = {
+    {UJ_ENGINE_INTERP, 1, "interp"}, {UJ_ENGINE_AUTO, 1, "auto"}, {UJ_ENGINE_INTERP, 0, "interp-raw"}};
+#define OR_NENGINES ((int)(sizeof or_configs / sizeof or_configs[0]))
 
 #define OR_TOL_F32 1e-5
 #define OR_TOL_F32_SUM 5e-5 /* accumulations of many f32 terms */
@@ -29,26 +37,29 @@ static const uj_engine_t or_engines[] = {UJ_ENGINE_INTERP, UJ_ENGINE_AUTO};
 /* A value no engine computes by accident; NaN for floats. */
 #define OR_SENTINEL_I32 (-123456789)
 
-/* One context per engine, kept for the whole run so kernel caches are reused. */
+/* A new context for configuration slot; NULL (with a message) on failure. */
+static inline uj_ctx_t* or_ctx_new(int slot) {
+  uj_ctx_t* c = uj_ctx_new();
+  if (!c) return NULL;
+  if (uj_ctx_set_engine(c, or_configs[slot].engine) != UJ_OK ||
+      uj_ctx_set_passes(c, or_configs[slot].passes) != UJ_OK) {
+    fprintf(stderr, "  cannot configure %s: %s\n", or_configs[slot].name, uj_last_error());
+    uj_ctx_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+/* One context per configuration, kept for the whole run so kernel caches are reused. */
 static uj_ctx_t* or_ctx_cache[OR_NENGINES];
 static void or_ctx_release(void) {
   for (int i = 0; i < OR_NENGINES; i++) uj_ctx_free(or_ctx_cache[i]), or_ctx_cache[i] = NULL;
 }
-static inline uj_ctx_t* or_ctx(int engine_slot) {
+static inline uj_ctx_t* or_ctx(int slot) {
   static int registered;
   if (!registered) registered = 1, atexit(or_ctx_release);
-  if (!or_ctx_cache[engine_slot]) {
-    uj_ctx_t* c = uj_ctx_new();
-    if (!c) return NULL;
-    if (uj_ctx_set_engine(c, or_engines[engine_slot]) != UJ_OK) {
-      fprintf(stderr, "  cannot set engine %s: %s\n", uj_engine_name(or_engines[engine_slot]),
-              uj_last_error());
-      uj_ctx_free(c);
-      return NULL;
-    }
-    or_ctx_cache[engine_slot] = c;
-  }
-  return or_ctx_cache[engine_slot];
+  if (!or_ctx_cache[slot]) or_ctx_cache[slot] = or_ctx_new(slot);
+  return or_ctx_cache[slot];
 }
 
 /* ---- tensors ------------------------------------------------------------------ */
@@ -195,7 +206,7 @@ static inline int or_run_check_(const char* file, int line, uj_program_t* p,
     for (int k = 0; k < nout; k++) or_fill_sentinel(outs[k]);
     uj_status_t s = uj_program_run(ctx, p, UJ_FORWARD, in, nin, params, np, outs, nout);
     if (s != UJ_OK) {
-      snprintf(msg, sizeof msg, "engine %s: run failed: %s: %s", uj_engine_name(or_engines[e]),
+      snprintf(msg, sizeof msg, "engine %s: run failed: %s: %s", or_configs[e].name,
                uj_status_str(s), uj_last_error());
       harness_fail(file, line, msg);
       bad++;
@@ -209,7 +220,7 @@ static inline int or_run_check_(const char* file, int line, uj_program_t* p,
         snprintf(msg, sizeof msg,
                  "engine %s: output %d %s element %lld: got %.17g, want %.17g (tol %g, max rel "
                  "err %g)",
-                 uj_engine_name(or_engines[e]), k, shp, (long long)i, or_get(outs[k], i),
+                 or_configs[e].name, k, shp, (long long)i, or_get(outs[k], i),
                  refs[k][i], tol, or_max_rel_err(refs[k], outs[k]));
         harness_fail(file, line, msg);
         bad++;
@@ -293,7 +304,8 @@ typedef enum {
   OR_CONV_PARAMS,  /* filter sizes as $kh, $kw */
   OR_CONV_PAD,     /* zero padding $pad through out-of-range reads */
   OR_CONV_PAD1,    /* zero padding of a literal 1 */
-  OR_CONV_STRIDE2  /* stride 2 through index arithmetic */
+  OR_CONV_STRIDE2, /* stride 2 through index arithmetic */
+  OR_CONV_S2_PAD   /* stride 2 and zero padding $pad together */
 } or_conv_kind_t;
 
 /* The conv graph: x [N,H,W,C], w [K,KH,KW,C] of dtype dt. Returns the
@@ -310,6 +322,9 @@ static inline uj_io_t or_conv_graph(uj_graph_t* g, or_conv_kind_t kind, uj_dtype
                                         "dB1", "dB2",               "dA3[=dB3]"};
   static const char* const sh_s2[] = {"dA0", "(dA1-dB1)/2+1", "(dA2-dB2)/2+1", "dB0",
                                       "dB1", "dB2",           "dA3[=dB3]"};
+  static const char* const sh_s2p[] = {"dA0", "(dA1-dB1+2*$pad)/2+1", "(dA2-dB2+2*$pad)/2+1", "dB0",
+                                       "dB1", "dB2",                  "dA3[=dB3]"};
+  static const char* const ix_s2p[] = {"i0", "i1*2+i4-$pad", "i2*2+i5-$pad", "i6"};
   static const char* const ix_plain[] = {"i0", "i1+i4", "i2+i5", "i6"};
   static const char* const ix_pad[] = {"i0", "i1+i4-$pad", "i2+i5-$pad", "i6"};
   static const char* const ix_pad1[] = {"i0", "i1+i4-1", "i2+i5-1", "i6"};
@@ -325,6 +340,7 @@ static inline uj_io_t or_conv_graph(uj_graph_t* g, or_conv_kind_t kind, uj_dtype
     case OR_CONV_PAD: shape = sh_pad, xix = ix_pad; break;
     case OR_CONV_PAD1: shape = sh_pad1, xix = ix_pad1; break;
     case OR_CONV_STRIDE2: shape = sh_s2, xix = ix_s2; break;
+    case OR_CONV_S2_PAD: shape = sh_s2p, xix = ix_s2p; break;
   }
   uj_io_t x = uj_input(g, 4, dt), w = uj_input(g, 4, dt);
   *xo = x, *wo = w;
@@ -347,8 +363,9 @@ static inline uj_program_t* or_conv_program(or_conv_kind_t kind, uj_dtype_t dt) 
   uj_io_t ins[] = {x, w};
   uj_program_t* p = NULL;
   if (y >= 0) {
-    int np = kind == OR_CONV_PARAMS ? 2 : kind == OR_CONV_PAD ? 1 : 0;
-    const char* const* params = kind == OR_CONV_PARAMS ? p_k : kind == OR_CONV_PAD ? p_pad : NULL;
+    int has_pad = kind == OR_CONV_PAD || kind == OR_CONV_S2_PAD;
+    int np = kind == OR_CONV_PARAMS ? 2 : has_pad ? 1 : 0;
+    const char* const* params = kind == OR_CONV_PARAMS ? p_k : has_pad ? p_pad : NULL;
     p = OR_PROGRAM(g, 2, ins, np, params, 1, &y);
   } else {
     char msg[512];

@@ -47,6 +47,13 @@ static void show_error(void) { fprintf(stderr, "    last error: \"%s\"\n", uj_la
     CHECK(bad_id_ < 0);                              \
     CHECK(bad_id_ >= 0 || fresh_error());            \
   } while (0)
+/* ... and the message must contain s (it names the culprit). */
+#define EXPECT_BAD_ID_HAS(expr, s)                                        \
+  do {                                                                    \
+    EXPECT_BAD_ID(expr);                                                  \
+    CHECK(error_has(s));                                                  \
+    if (!error_has(s)) fprintf(stderr, "    want \"%s\" in it\n", (s)), show_error(); \
+  } while (0)
 #define EXPECT_STATUS(expr, want)                                                  \
   do {                                                                             \
     prime();                                                                       \
@@ -156,9 +163,9 @@ TEST(builders_null_graph) {
 TEST(input_bad_rank_and_dtype) {
   uj_graph_t* g = uj_graph_new();
   EXPECT_BAD_ID(uj_input(g, -1, UJ_F32));
-  EXPECT_BAD_ID(uj_input(g, 9, UJ_F32));
+  EXPECT_BAD_ID_HAS(uj_input(g, 9, UJ_F32), "9");
   EXPECT_BAD_ID(uj_input(g, 1000, UJ_F64));
-  EXPECT_BAD_ID(uj_input(g, 2, (uj_dtype_t)7));
+  EXPECT_BAD_ID_HAS(uj_input(g, 2, (uj_dtype_t)7), "7");
   EXPECT_BAD_ID(uj_input(g, 2, (uj_dtype_t)-1));
   CHECK(uj_input(g, 0, UJ_I32) >= 0);
   CHECK(uj_input(g, 8, UJ_F32) >= 0);
@@ -188,6 +195,8 @@ TEST(builders_unknown_ids) {
     EXPECT_BAD_ID(uj_reindex(g, x, 1, sh, 1, ssb, 1, ix));
     EXPECT_BAD_ID(uj_grad(g, b));
   }
+  EXPECT_BAD_ID_HAS(uj_unary(g, UJ_UNARY_EXP, 9999), "9999");
+  EXPECT_BAD_ID_HAS(uj_binary(g, UJ_BINARY_ADD, x, 4242), "4242");
   /* ids of another graph are not nodes of this one */
   uj_graph_t* g2 = uj_graph_new();
   uj_io_t y2 = uj_input(g2, 1, UJ_F32);
@@ -206,7 +215,8 @@ TEST(builders_unknown_ids) {
 TEST(binary_dtype_mismatch) {
   uj_graph_t* g = uj_graph_new();
   uj_io_t f = uj_input(g, 2, UJ_F32), d = uj_input(g, 2, UJ_F64), i = uj_input(g, 2, UJ_I32);
-  EXPECT_BAD_ID(uj_binary(g, UJ_BINARY_ADD, f, d));
+  EXPECT_BAD_ID_HAS(uj_binary(g, UJ_BINARY_ADD, f, d), "f64");
+  CHECK(error_has("f32"));
   EXPECT_BAD_ID(uj_binary(g, UJ_BINARY_MUL, d, i));
   EXPECT_BAD_ID(uj_binary(g, UJ_BINARY_LT, i, f));
   EXPECT_BAD_ID(uj_where(g, f, f, d)); /* a and b differ */
@@ -223,7 +233,7 @@ TEST(float_only_ops_refuse_i32) {
   static const uj_unary_op_t fl[] = {UJ_UNARY_EXP,  UJ_UNARY_LOG, UJ_UNARY_SQRT,
                                      UJ_UNARY_RSQRT, UJ_UNARY_RECIP, UJ_UNARY_SIN,
                                      UJ_UNARY_COS,  UJ_UNARY_TANH, UJ_UNARY_SIGMOID};
-  for (size_t k = 0; k < sizeof fl / sizeof fl[0]; k++) EXPECT_BAD_ID(uj_unary(g, fl[k], i));
+  for (size_t k = 0; k < sizeof fl / sizeof fl[0]; k++) EXPECT_BAD_ID_HAS(uj_unary(g, fl[k], i), "i32");
   CHECK(uj_unary(g, UJ_UNARY_NEG, i) >= 0);
   CHECK(uj_unary(g, UJ_UNARY_ABS, i) >= 0);
   CHECK(uj_unary(g, UJ_UNARY_FLOOR, i) >= 0);
@@ -235,9 +245,9 @@ TEST(reduce_bad_axes) {
   uj_graph_t* g = uj_graph_new();
   uj_io_t x = uj_input(g, 2, UJ_F32);
   int a2[] = {2}, am3[] = {-3}, dup[] = {1, 1}, dupneg[] = {1, -1}, ok[] = {-1, 0};
-  EXPECT_BAD_ID(uj_reduce(g, UJ_REDUCE_SUM, 1, a2, x));
+  EXPECT_BAD_ID_HAS(uj_reduce(g, UJ_REDUCE_SUM, 1, a2, x), "axis");
   EXPECT_BAD_ID(uj_reduce(g, UJ_REDUCE_MAX, 1, am3, x));
-  EXPECT_BAD_ID(uj_reduce(g, UJ_REDUCE_SUM, 2, dup, x));
+  EXPECT_BAD_ID_HAS(uj_reduce(g, UJ_REDUCE_SUM, 2, dup, x), "axis");
   EXPECT_BAD_ID(uj_reduce(g, UJ_REDUCE_ARGMAX, 2, dupneg, x));
   EXPECT_BAD_ID(uj_reduce(g, UJ_REDUCE_SUM, 1, NULL, x));
   EXPECT_BAD_ID(uj_reduce(g, UJ_REDUCE_SUM, -1, ok, x));
@@ -250,8 +260,8 @@ TEST(select_bad_args) {
   uj_graph_t* g = uj_graph_new();
   uj_io_t x = uj_input(g, 2, UJ_F32);
   uj_io_t fi = uj_input(g, 2, UJ_F32), i1 = uj_input(g, 1, UJ_I32), i2 = uj_input(g, 2, UJ_I32);
-  EXPECT_BAD_ID(uj_select(g, 1, x, fi)); /* index not i32 */
-  EXPECT_BAD_ID(uj_select(g, 1, x, i1)); /* index of another rank */
+  EXPECT_BAD_ID_HAS(uj_select(g, 1, x, fi), "i32"); /* index not i32 */
+  EXPECT_BAD_ID_HAS(uj_select(g, 1, x, i1), "rank"); /* index of another rank */
   EXPECT_BAD_ID(uj_select(g, 2, x, i2)); /* axis out of range */
   EXPECT_BAD_ID(uj_select(g, -3, x, i2));
   CHECK(uj_select(g, 1, x, i2) >= 0);
@@ -274,7 +284,7 @@ TEST(reindex_bad_args) {
   static const char* const ix_empty[] = {"", "i1"};
   static const char* const ix_char[] = {"i0 # 2", "i1"};
   static const char* const ix_null[] = {"i0", NULL};
-  EXPECT_BAD_ID(uj_reindex(g, x, 2, sh2, 1, &x, 1, ix1)); /* index_count != rank of x */
+  EXPECT_BAD_ID_HAS(uj_reindex(g, x, 2, sh2, 1, &x, 1, ix1), "rank"); /* index_count != rank of x */
   EXPECT_BAD_ID(uj_reindex(g, x, 2, sh2, 1, &x, 3, sh2));
   prime();
   CHECK(uj_reindex(g, x, 2, sh2, 1, &x, 2, ix_trail) < 0);
@@ -284,9 +294,9 @@ TEST(reindex_bad_args) {
   CHECK(uj_reindex(g, x, 2, sh_bad, 1, &x, 2, ix2) < 0);
   CHECK(fresh_error() && error_has("at column"));
   if (!error_has("at column")) show_error();
-  EXPECT_BAD_ID(uj_reindex(g, x, 2, sh2, 1, &x, 2, ix_hi));   /* i2 beyond the output rank */
-  EXPECT_BAD_ID(uj_reindex(g, x, 2, sh2, 1, &x, 2, ix_b));    /* no source B */
-  EXPECT_BAD_ID(uj_reindex(g, x, 2, sh2, 1, &x, 2, ix_ax));   /* A has no axis 5 */
+  EXPECT_BAD_ID_HAS(uj_reindex(g, x, 2, sh2, 1, &x, 2, ix_hi), "i2"); /* beyond the output rank */
+  EXPECT_BAD_ID_HAS(uj_reindex(g, x, 2, sh2, 1, &x, 2, ix_b), "dB0");  /* no source B */
+  EXPECT_BAD_ID_HAS(uj_reindex(g, x, 2, sh2, 1, &x, 2, ix_ax), "dA5"); /* A has no axis 5 */
   EXPECT_BAD_ID(uj_reindex(g, x, 2, sh_assert, 1, &x, 2, ix2));
   EXPECT_BAD_ID(uj_reindex(g, x, 2, sh2, 0, NULL, 2, ix2));   /* dA0 with no sources */
   EXPECT_BAD_ID(uj_reindex(g, x, 2, sh2, 1, &x, 2, ix_paren));
@@ -348,8 +358,16 @@ TEST(program_new_errors) {
   static const char* const dup[] = {"$kh", "$kh"};
   EXPECT_STATUS(new_program(g, 1, &x, 2, dup, 1, &r, &p), UJ_ERR_INVALID);
   CHECK(error_has("kh"));
+  /* a param without '$' (the message names it) */
+  static const char* const nodollar[] = {"kh"};
+  EXPECT_STATUS(new_program(g, 1, &x, 1, nodollar, 1, &r, &p), UJ_ERR_INVALID);
+  CHECK(error_has("kh"));
+  static const char* const empty[] = {""}, *bare[] = {"$"};
+  EXPECT_STATUS(new_program(g, 1, &x, 1, empty, 1, &x, &p), UJ_ERR_INVALID);
+  EXPECT_STATUS(new_program(g, 1, &x, 1, bare, 1, &x, &p), UJ_ERR_INVALID);
   /* an output that needs an input not listed */
   EXPECT_STATUS(new_program(g, 1, &x, 0, NULL, 1, &s, &p), UJ_ERR_INVALID);
+  CHECK(error_has("input"));
   /* an input listed twice, a non-node input or output */
   EXPECT_STATUS(new_program(g, 2, twice, 0, NULL, 1, &x, &p), UJ_ERR_INVALID);
   EXPECT_STATUS(new_program(g, 1, none, 0, NULL, 1, &x, &p), UJ_ERR_INVALID);
@@ -374,6 +392,9 @@ TEST(program_new_errors) {
 
 /* ---- run-time errors ------------------------------------------------------------------------- */
 
+/* The configuration (or_configs slot) under test in the run-time error tests. */
+static int run_engine;
+
 /* Runs and expects failure with status want (or any failure for want < 0),
  * a fresh message containing each of need[] (NULL-terminated), and every
  * output left untouched. */
@@ -384,7 +405,7 @@ static void expect_run_fail_(const char* file, int line, uj_ctx_t* ctx, uj_progr
   prime();
   uj_status_t s = uj_program_run(ctx, p, UJ_FORWARD, in, nin, params, np, out, nout);
   if (s == UJ_OK || (want >= 0 && (int)s != want)) {
-    snprintf(msg, sizeof msg, "engine %s: got %s, want %s (%s)", uj_engine_name(uj_ctx_engine(ctx)),
+    snprintf(msg, sizeof msg, "engine %s: got %s, want %s (%s)", or_configs[run_engine].name,
              uj_status_str(s), want >= 0 ? uj_status_str((uj_status_t)want) : "a failure",
              uj_last_error());
     harness_fail(file, line, msg);
@@ -406,17 +427,8 @@ static void expect_run_fail_(const char* file, int line, uj_ctx_t* ctx, uj_progr
 #define EXPECT_RUN_FAIL(ctx, p, in, nin, params, np, out, nout, want, need) \
   expect_run_fail_(__FILE__, __LINE__, (ctx), (p), (in), (nin), (params), (np), (out), (nout), (want), (need))
 
-/* The engine under test in the run-time error tests. */
-static int run_engine;
 
-static uj_ctx_t* engine_ctx(void) {
-  uj_ctx_t* c = uj_ctx_new();
-  if (c && uj_ctx_set_engine(c, or_engines[run_engine]) != UJ_OK) {
-    uj_ctx_free(c);
-    return NULL;
-  }
-  return c;
-}
+static uj_ctx_t* engine_ctx(void) { return or_ctx_new(run_engine); }
 
 /* y = x + z over [3,6] f32 tensors. */
 static uj_program_t* add_program(void) {
@@ -458,8 +470,9 @@ static void run_errors_basic(void) {
   int64_t one = 1;
   EXPECT_RUN_FAIL(ctx, p, in, 2, &one, 1, out, 1, -1, NULL);    /* a param it does not have */
   /* input rank */
+  static const char* const need_rank[] = {"input", "3", NULL};
   const uj_tensor_t* in_r3[] = {&x3, &z};
-  EXPECT_RUN_FAIL(ctx, p, in_r3, 2, NULL, 0, out, 1, UJ_ERR_SHAPE, NULL);
+  EXPECT_RUN_FAIL(ctx, p, in_r3, 2, NULL, 0, out, 1, UJ_ERR_SHAPE, need_rank);
   /* operand sizes disagree */
   const uj_tensor_t* in_z7[] = {&x, &z7};
   EXPECT_RUN_FAIL(ctx, p, in_z7, 2, NULL, 0, out, 1, UJ_ERR_SHAPE, NULL);
@@ -467,13 +480,31 @@ static void run_errors_basic(void) {
   static const char* const need_out[] = {"output", "axis", "6", "11", NULL};
   uj_tensor_t* out11[] = {&y11};
   EXPECT_RUN_FAIL(ctx, p, in, 2, NULL, 0, out11, 1, UJ_ERR_SHAPE, need_out);
+  static const char* const need_out_rank[] = {"output", NULL};
   uj_tensor_t* out18[] = {&y18};
-  EXPECT_RUN_FAIL(ctx, p, in, 2, NULL, 0, out18, 1, UJ_ERR_SHAPE, NULL);
+  EXPECT_RUN_FAIL(ctx, p, in, 2, NULL, 0, out18, 1, UJ_ERR_SHAPE, need_out_rank);
   /* dtypes */
+  static const char* const need_din[] = {"input", "f64", NULL}, *need_dout[] = {"output", "f64", NULL};
   const uj_tensor_t* in_d[] = {&xd, &z};
-  EXPECT_RUN_FAIL(ctx, p, in_d, 2, NULL, 0, out, 1, UJ_ERR_INVALID, NULL);
+  EXPECT_RUN_FAIL(ctx, p, in_d, 2, NULL, 0, out, 1, UJ_ERR_INVALID, need_din);
   uj_tensor_t* out_d[] = {&yd};
-  EXPECT_RUN_FAIL(ctx, p, in, 2, NULL, 0, out_d, 1, UJ_ERR_INVALID, NULL);
+  EXPECT_RUN_FAIL(ctx, p, in, 2, NULL, 0, out_d, 1, UJ_ERR_INVALID, need_dout);
+  /* GPU tensors: this engine runs on the CPU (AUTO would pick CUDA where it
+   * is available, and the buffers here are host memory, so not there) */
+  if (!(or_configs[run_engine].engine == UJ_ENGINE_AUTO && uj_engine_available(ctx, UJ_ENGINE_CUDA))) {
+    uj_tensor_t xg = x, yg = y;
+    xg.device = UJ_CUDA, yg.device = UJ_CUDA;
+    const uj_tensor_t* in_g[] = {&xg, &z};
+    uj_tensor_t* out_g[] = {&yg};
+    for (int k = 0; k < 2; k++) {
+      prime();
+      uj_status_t sg = k ? uj_program_run(ctx, p, UJ_FORWARD, in, 2, NULL, 0, out_g, 1)
+                         : uj_program_run(ctx, p, UJ_FORWARD, in_g, 2, NULL, 0, out, 1);
+      CHECK(sg == UJ_ERR_UNSUPPORTED || sg == UJ_ERR_INVALID);
+      CHECK(fresh_error());
+      CHECK(untouched(&y));
+    }
+  }
   /* a backward pass the program does not have */
   prime();
   CHECK(uj_program_run(ctx, p, UJ_BACKWARD, in, 2, NULL, 0, out, 1) != UJ_OK);
@@ -612,6 +643,12 @@ TEST(run_errors_auto) {
   CHECK(run_guarded(run_errors_conv) == 0);
   CHECK(run_guarded(run_errors_overflow) == 0);
 }
+TEST(run_errors_raw_ir) {
+  run_engine = 2;
+  CHECK(run_guarded(run_errors_basic) == 0);
+  CHECK(run_guarded(run_errors_conv) == 0);
+  CHECK(run_guarded(run_errors_overflow) == 0);
+}
 
 /* ---- shapes and dumps ------------------------------------------------------------------------ */
 
@@ -687,15 +724,13 @@ TEST(program_dump) {
   for (int i = 0; i < 3; i++) {
     prime();
     char* s = uj_program_dump(ctx, p, UJ_FORWARD, what[i], NULL);
-    int given = s != NULL;
+    if (!uj_engine_available(ctx, eng[i])) CHECK(s == NULL); /* needs its engine */
     if (!s) {
       CHECK(fresh_error());
     } else {
       CHECK(s[0] != '\0');
       free(s);
     }
-    if (!uj_engine_available(ctx, eng[i])) printf("  (%s engine unavailable: dump %s)\n",
-                                                  uj_engine_name(eng[i]), given ? "given" : "refused");
   }
   prime();
   CHECK(uj_program_dump(ctx, NULL, UJ_FORWARD, UJ_DUMP_IR, NULL) == NULL);

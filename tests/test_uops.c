@@ -1,12 +1,15 @@
 /* tests/test_uops.c: oracle tests of the elementwise uops against naive
- * loops in double, on the interpreter and on AUTO: every unary op and every
- * binary op in f32 and f64 (also with a 0-d second operand), the i32 ops
- * (floor division, division by zero, comparisons, neg/abs/floor), casts
- * between f32, f64 and i32 (truncation, NaN, saturation), uj_const adopting
- * its partner's dtype, where, 0-d inputs and outputs, reindex index
- * arithmetic (floor division and modulo, min/max, leading minus, $params,
- * out-of-range reads), and graph shapes: diamonds, shared subgraphs, several
- * outputs, an output that is an input. Shapes are random (fixed seeds). */
+ * loops in double, on the interpreter, on AUTO and on the emitted IR with
+ * the passes off: every unary op and every binary op in f32 and f64 (also
+ * with a 0-d second operand), the i32 ops (floor division, division by zero,
+ * comparisons, neg/abs/floor, 32-bit wraparound), NaN operands (max/min
+ * ignore them like fmax/fmin), casts between f32, f64 and i32 (truncation,
+ * NaN, saturation), uj_const adopting its partner's dtype (also as the first
+ * operand, 1 - x), where, 0-d inputs and outputs, reindex index arithmetic
+ * (floor division and modulo, min/max, leading minus, $params, out-of-range
+ * reads) and transposes. Graph shapes (diamonds, shared and repeated
+ * outputs) are in test_uops_graph.c, reductions in test_uops_reduce.c,
+ * convolution in test_uops_conv.c. Shapes are random (fixed seeds). */
 #include "oracle.h"
 
 static const char* unary_name(uj_unary_op_t op) {
@@ -269,6 +272,83 @@ TEST(i32_floor_division_table) {
   uj_program_free(p);
 }
 
+/* max and min ignore a NaN operand, like fmax/fmin: NaN only when both are.
+ * Comparisons with NaN are false except ne. */
+TEST(binary_nan_operands) {
+  static const double av[] = {NAN, 1.0, NAN, -2.0, 3.0, -INFINITY};
+  static const double bv[] = {2.0, NAN, NAN, -3.0, INFINITY, NAN};
+  static const uj_binary_op_t ops[] = {UJ_BINARY_MAX, UJ_BINARY_MIN, UJ_BINARY_EQ, UJ_BINARY_NE,
+                                       UJ_BINARY_LT, UJ_BINARY_GE};
+  int64_t n = 6;
+  for (int d = 0; d < 2; d++) {
+    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t a = uj_input(g, 1, dt), b = uj_input(g, 1, dt);
+    uj_io_t outs[6];
+    for (int k = 0; k < 6; k++) outs[k] = uj_binary(g, ops[k], a, b);
+    uj_io_t ins[] = {a, b};
+    uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 6, outs);
+    uj_graph_free(g);
+    uj_tensor_t ta = or_tensor(dt, 1, &n), tb = or_tensor(dt, 1, &n), t[6];
+    double r[6][6];
+    for (int i = 0; i < 6; i++) {
+      or_set(&ta, i, av[i]);
+      or_set(&tb, i, bv[i]);
+      r[0][i] = fmax(av[i], bv[i]);
+      r[1][i] = fmin(av[i], bv[i]);
+      for (int k = 2; k < 6; k++) r[k][i] = ref_binary(ops[k], av[i], bv[i], dt);
+    }
+    for (int k = 0; k < 6; k++) t[k] = or_tensor(dt, 1, &n);
+    const uj_tensor_t* in[] = {&ta, &tb};
+    uj_tensor_t* out[] = {&t[0], &t[1], &t[2], &t[3], &t[4], &t[5]};
+    const double* refs[] = {r[0], r[1], r[2], r[3], r[4], r[5]};
+    if (OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 6, 0)) fprintf(stderr, "  (%s)\n", uj_dtype_name(dt));
+    for (int k = 0; k < 6; k++) or_tensor_free(&t[k]);
+    or_tensor_free(&ta);
+    or_tensor_free(&tb);
+    uj_program_free(p);
+  }
+}
+
+/* i32 arithmetic wraps to 32 bits (the interpreter's rule, ir/interp.c):
+ * INT_MAX + 1, 65536 * 65536, INT_MIN / -1, -INT_MIN and |INT_MIN| never trap. */
+TEST(i32_wraparound) {
+  static const int32_t av[] = {2147483647, 65536, -2147483647 - 1, -2147483647 - 1, 5};
+  static const int32_t bv[] = {1, 65536, -1, 1, -1};
+  int64_t n = 5;
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t a = uj_input(g, 1, UJ_I32), b = uj_input(g, 1, UJ_I32);
+  uj_io_t outs[] = {uj_binary(g, UJ_BINARY_ADD, a, b), uj_binary(g, UJ_BINARY_MUL, a, b),
+                    uj_binary(g, UJ_BINARY_DIV, a, b), uj_unary(g, UJ_UNARY_NEG, a),
+                    uj_unary(g, UJ_UNARY_ABS, a)};
+  uj_io_t ins[] = {a, b};
+  uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 5, outs);
+  uj_graph_free(g);
+  uj_tensor_t ta = or_tensor(UJ_I32, 1, &n), tb = or_tensor(UJ_I32, 1, &n);
+  memcpy(ta.data, av, sizeof av);
+  memcpy(tb.data, bv, sizeof bv);
+  uj_tensor_t t[5];
+  double r[5][5];
+  for (int k = 0; k < 5; k++) t[k] = or_tensor(UJ_I32, 1, &n);
+  for (int i = 0; i < 5; i++) {
+    int64_t x = av[i], y = bv[i];
+    r[0][i] = (int32_t)(uint32_t)(uint64_t)(x + y);
+    r[1][i] = (int32_t)(uint32_t)(uint64_t)(x * y);
+    r[2][i] = (int32_t)(uint32_t)(uint64_t)floordiv(x, y);
+    r[3][i] = (int32_t)(uint32_t)(uint64_t)(-x);
+    r[4][i] = (int32_t)(uint32_t)(uint64_t)(x < 0 ? -x : x);
+  }
+  CHECK(r[0][0] == -2147483648.0 && r[1][1] == 0 && r[2][2] == -2147483648.0);
+  const uj_tensor_t* in[] = {&ta, &tb};
+  uj_tensor_t* out[] = {&t[0], &t[1], &t[2], &t[3], &t[4]};
+  const double* refs[] = {r[0], r[1], r[2], r[3], r[4]};
+  OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 5, 0);
+  for (int k = 0; k < 5; k++) or_tensor_free(&t[k]);
+  or_tensor_free(&ta);
+  or_tensor_free(&tb);
+  uj_program_free(p);
+}
+
 /* ---- casts ------------------------------------------------------------------------- */
 
 static double ref_to_i32(double v) {
@@ -412,6 +492,63 @@ TEST(const_as_output) {
   OR_RUN_CHECK(p, NULL, 0, NULL, 0, out, refs, 1, 0);
   or_tensor_free(&ty);
   uj_program_free(p);
+}
+
+/* A constant as the first operand takes the other side's dtype and the
+ * result takes the shape of the non-0-d operand: 1 - x, 7 / x (i32: floor
+ * division, x = 0 gives 0), 0 < x, max(0, x), and where(x > 0, 2, x). A 0-d
+ * input as the first operand broadcasts the same way: s - x. */
+TEST(const_first_operand) {
+  HARNESS_SEED(232);
+  uint64_t st = 232;
+  for (int d = UJ_F32; d <= UJ_I32; d++) {
+    uj_dtype_t dt = (uj_dtype_t)d;
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t x = uj_input(g, 2, dt), s = uj_input(g, 0, dt);
+    uj_io_t o[6];
+    o[0] = uj_binary(g, UJ_BINARY_SUB, uj_const(g, 1.0), x);
+    o[1] = uj_binary(g, UJ_BINARY_DIV, uj_const(g, 7.0), x);
+    o[2] = uj_binary(g, UJ_BINARY_LT, uj_const(g, 0.0), x);
+    o[3] = uj_binary(g, UJ_BINARY_MAX, uj_const(g, 0.0), x);
+    o[4] = uj_where(g, uj_binary(g, UJ_BINARY_GT, x, uj_const(g, 0.0)), uj_const(g, 2.0), x);
+    o[5] = uj_binary(g, UJ_BINARY_SUB, s, x);
+    for (int k = 0; k < 6; k++) CHECK(o[k] >= 0);
+    uj_io_t ins[] = {x, s};
+    uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 6, o);
+    uj_graph_free(g);
+    for (int it = 0; it < 5 && p; it++) {
+      int64_t dims[2] = {harness_int(&st, 1, 6), harness_int(&st, 1, 6)};
+      uj_tensor_t tx = or_tensor(dt, 2, dims), ts = or_tensor(dt, 0, NULL);
+      int64_t n = or_tnumel(&tx);
+      for (int64_t i = 0; i < n; i++) {
+        double v = dt == UJ_I32 ? (double)harness_int(&st, -5, 5) : harness_real(&st, 0.25, 4.0);
+        if (dt != UJ_I32 && harness_int(&st, 0, 1)) v = -v;
+        or_set(&tx, i, v);
+      }
+      or_set(&ts, 0, dt == UJ_I32 ? 3.0 : 0.75);
+      uj_tensor_t t[6];
+      double* r[6];
+      for (int k = 0; k < 6; k++) t[k] = or_tensor(dt, 2, dims), r[k] = or_alloc_ref(n);
+      for (int64_t i = 0; i < n; i++) {
+        double v = or_get(&tx, i);
+        r[0][i] = 1.0 - v;
+        r[1][i] = dt == UJ_I32 ? (double)floordiv(7, (int64_t)v) : 7.0 / v;
+        r[2][i] = 0.0 < v;
+        r[3][i] = v > 0 ? v : 0;
+        r[4][i] = v > 0 ? 2.0 : v;
+        r[5][i] = or_get(&ts, 0) - v;
+      }
+      const uj_tensor_t* in[] = {&tx, &ts};
+      uj_tensor_t* out[] = {&t[0], &t[1], &t[2], &t[3], &t[4], &t[5]};
+      const double* refs[] = {r[0], r[1], r[2], r[3], r[4], r[5]};
+      if (OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 6, dt == UJ_F32 ? OR_TOL_F32 : dt == UJ_F64 ? OR_TOL_F64 : 0))
+        fprintf(stderr, "  (%s)\n", uj_dtype_name(dt));
+      for (int k = 0; k < 6; k++) or_tensor_free(&t[k]), free(r[k]);
+      or_tensor_free(&tx);
+      or_tensor_free(&ts);
+    }
+    uj_program_free(p);
+  }
 }
 
 /* ---- where ------------------------------------------------------------------------ */
@@ -613,143 +750,6 @@ TEST(reindex_transpose) {
     or_tensor_free(&tb);
     or_tensor_free(&ta2);
     or_tensor_free(&tb2);
-  }
-  uj_program_free(p);
-}
-
-/* ---- graph shapes ------------------------------------------------------------------------ */
-
-/* Diamond (x -> exp, x -> x*x, added), a shared subgraph feeding two outputs
- * (u = sin(x): u + x and u * u), u itself as an output, the user-written
- * sigmoid 1 / (1 + exp(-x)), and an output that is directly an input. */
-TEST(graph_diamond_shared_outputs) {
-  HARNESS_SEED(271);
-  uint64_t st = 271;
-  for (int d = 0; d < 2; d++) {
-    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
-    uj_graph_t* g = uj_graph_new();
-    uj_io_t x = uj_input(g, 2, dt), y = uj_input(g, 2, dt);
-    uj_io_t dia = uj_binary(g, UJ_BINARY_ADD, uj_unary(g, UJ_UNARY_EXP, x), uj_binary(g, UJ_BINARY_MUL, x, x));
-    uj_io_t u = uj_unary(g, UJ_UNARY_SIN, x);
-    uj_io_t o1 = uj_binary(g, UJ_BINARY_ADD, u, y);
-    uj_io_t o2 = uj_binary(g, UJ_BINARY_MUL, u, u);
-    uj_io_t sg = uj_binary(g, UJ_BINARY_DIV, uj_const(g, 1.0),
-                           uj_binary(g, UJ_BINARY_ADD, uj_unary(g, UJ_UNARY_EXP, uj_unary(g, UJ_UNARY_NEG, x)),
-                                     uj_const(g, 1.0)));
-    uj_io_t ins[] = {x, y}, outs[] = {dia, o1, o2, u, sg, y};
-    for (int k = 0; k < 6; k++) CHECK(outs[k] >= 0);
-    uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 6, outs);
-    uj_graph_free(g);
-    for (int it = 0; it < 6; it++) {
-      int64_t dims[2];
-      or_rand_shape(&st, 2, 2, 7, dims);
-      uj_tensor_t tx = or_tensor(dt, 2, dims), ty = or_tensor(dt, 2, dims);
-      or_fill_real(&st, &tx, -2, 2);
-      or_fill_real(&st, &ty, -2, 2);
-      int64_t n = or_tnumel(&tx);
-      uj_tensor_t t[6];
-      double* r[6];
-      for (int k = 0; k < 6; k++) t[k] = or_tensor(dt, 2, dims), r[k] = or_alloc_ref(n);
-      for (int64_t i = 0; i < n; i++) {
-        double v = or_get(&tx, i), w = or_get(&ty, i);
-        r[0][i] = exp(v) + v * v;
-        r[1][i] = sin(v) + w;
-        r[2][i] = sin(v) * sin(v);
-        r[3][i] = sin(v);
-        r[4][i] = 1.0 / (1.0 + exp(-v));
-        r[5][i] = w;
-      }
-      const uj_tensor_t* in[] = {&tx, &ty};
-      uj_tensor_t* out[] = {&t[0], &t[1], &t[2], &t[3], &t[4], &t[5]};
-      const double* refs[] = {r[0], r[1], r[2], r[3], r[4], r[5]};
-      OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 6, d ? OR_TOL_F64 : OR_TOL_F32);
-      for (int k = 0; k < 6; k++) or_tensor_free(&t[k]), free(r[k]);
-      or_tensor_free(&tx);
-      or_tensor_free(&ty);
-    }
-    uj_program_free(p);
-  }
-}
-
-/* The simplest program: its one output is its one input (a copy), i32. */
-TEST(graph_output_is_input) {
-  HARNESS_SEED(272);
-  uint64_t st = 272;
-  uj_graph_t* g = uj_graph_new();
-  uj_io_t x = uj_input(g, 3, UJ_I32);
-  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &x);
-  uj_graph_free(g);
-  for (int it = 0; it < 5; it++) {
-    int64_t dims[3];
-    or_rand_shape(&st, 3, 3, 6, dims);
-    uj_tensor_t tx = or_tensor(UJ_I32, 3, dims), ty = or_tensor(UJ_I32, 3, dims);
-    or_fill_int(&st, &tx, -2147483647 - 1, 2147483647);
-    double* ref = or_to_double(&tx);
-    OR_RUN_CHECK1(p, &tx, &ty, ref, 0);
-    free(ref);
-    or_tensor_free(&tx);
-    or_tensor_free(&ty);
-  }
-  uj_program_free(p);
-}
-
-/* A graph with more nodes than the program needs: unused branches (one
- * that would fail at run time if it ran: a reindex to a negative size) are
- * not part of the program. */
-TEST(graph_unused_nodes_ignored) {
-  HARNESS_SEED(273);
-  uint64_t st = 273;
-  static const char* const sh[] = {"dA0-100"}, *ix[] = {"i0"};
-  uj_graph_t* g = uj_graph_new();
-  uj_io_t x = uj_input(g, 1, UJ_F32);
-  uj_io_t other = uj_input(g, 1, UJ_F32);
-  uj_io_t dead = uj_reindex(g, x, 1, sh, 1, &x, 1, ix);
-  uj_io_t dead2 = uj_binary(g, UJ_BINARY_ADD, other, other);
-  CHECK(dead >= 0 && dead2 >= 0);
-  uj_io_t y = uj_unary(g, UJ_UNARY_ABS, x);
-  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
-  uj_graph_free(g);
-  int64_t n = 5;
-  uj_tensor_t tx = or_tensor(UJ_F32, 1, &n), ty = or_tensor(UJ_F32, 1, &n);
-  or_fill_real(&st, &tx, -3, 3);
-  double ref[5];
-  for (int i = 0; i < 5; i++) ref[i] = fabs(or_get(&tx, i));
-  OR_RUN_CHECK1(p, &tx, &ty, ref, 0);
-  or_tensor_free(&tx);
-  or_tensor_free(&ty);
-  uj_program_free(p);
-}
-
-/* A consumer that reads its producer at another index (reversed columns,
- * rows rolled by one) must see the whole producer, not a fused partial:
- * z = e + e[:, ::-1] + e[(i0+1) % n, :] with e = exp(x). */
-TEST(graph_read_at_other_index) {
-  HARNESS_SEED(274);
-  uint64_t st = 274;
-  static const char* const sh[] = {"dA0", "dA1"};
-  static const char* const rev[] = {"i0", "dA1-1-i1"}, *roll[] = {"(i0+1)%dA0", "i1"};
-  uj_graph_t* g = uj_graph_new();
-  uj_io_t x = uj_input(g, 2, UJ_F64);
-  uj_io_t e = uj_unary(g, UJ_UNARY_EXP, x);
-  uj_io_t er = uj_reindex(g, e, 2, sh, 1, &e, 2, rev);
-  uj_io_t eo = uj_reindex(g, e, 2, sh, 1, &e, 2, roll);
-  uj_io_t z = uj_binary(g, UJ_BINARY_ADD, uj_binary(g, UJ_BINARY_ADD, e, er), eo);
-  CHECK(z >= 0);
-  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &z);
-  uj_graph_free(g);
-  for (int it = 0; it < 8; it++) {
-    int64_t d[2] = {harness_int(&st, 1, 6), harness_int(&st, 1, 6)};
-    uj_tensor_t tx = or_tensor(UJ_F64, 2, d), tz = or_tensor(UJ_F64, 2, d);
-    or_fill_real(&st, &tx, -2, 2);
-    double* ref = or_alloc_ref(d[0] * d[1]);
-    for (int64_t i = 0; i < d[0]; i++)
-      for (int64_t j = 0; j < d[1]; j++)
-        ref[i * d[1] + j] = exp(or_get(&tx, i * d[1] + j)) + exp(or_get(&tx, i * d[1] + d[1] - 1 - j)) +
-                            exp(or_get(&tx, ((i + 1) % d[0]) * d[1] + j));
-    OR_RUN_CHECK1(p, &tx, &tz, ref, OR_TOL_F64);
-    free(ref);
-    or_tensor_free(&tx);
-    or_tensor_free(&tz);
   }
   uj_program_free(p);
 }

@@ -1,12 +1,13 @@
 /* tests/test_uops_reduce.c: oracle tests of reductions and of the
  * compositions built on them, against naive loops in double, on the
- * interpreter and on AUTO: sum, prod, max, min, mean over random axis sets
- * (negative and unordered axes too) in f32, f64 and i32 (mean with floor
- * division), argmax/argmin (first flat index over the reduced axes, ties),
- * matmul as reindex-broadcast + mul + reduce, a broadcast row add, softmax
- * over the last axis, a layer-norm style chain, and gather with uj_select
- * (out-of-range and negative indices give 0). Shapes are random (fixed
- * seeds). */
+ * interpreter, on AUTO and on the emitted IR with the passes off: sum, prod,
+ * max, min, mean over random axis sets (negative and unordered axes too) in
+ * f32, f64 and i32 (mean with floor division), max/min ignoring NaN,
+ * argmax/argmin (first flat index over the reduced axes, ties, rows of
+ * infinities), matmul as reindex-broadcast + mul + reduce, a broadcast row
+ * add, softmax over the last axis, a layer-norm style chain, and gather with
+ * uj_select (out-of-range and negative indices give 0). Shapes are random
+ * (fixed seeds). */
 #include "oracle.h"
 
 static const char* reduce_name(uj_reduce_op_t op) {
@@ -181,6 +182,72 @@ TEST(argmax_argmin_fixed) {
   or_tensor_free(&t2);
   or_tensor_free(&t3);
   uj_program_free(p);
+}
+
+/* Rows made only of the reduction's identity still give the first index:
+ * argmax of all -inf and argmin of all +inf are 0; a later strict winner
+ * moves it. */
+TEST(argmax_argmin_infinities) {
+  static const double xv[] = {-INFINITY, -INFINITY, -INFINITY, INFINITY, INFINITY, INFINITY,
+                              -INFINITY, -INFINITY, 5.0, INFINITY, -1.0, -1.0};
+  int64_t dims[2] = {4, 3}, rd[2] = {4, 1};
+  int ax[] = {1};
+  for (int d = 0; d < 2; d++) {
+    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t x = uj_input(g, 2, dt);
+    uj_io_t outs[] = {uj_reduce(g, UJ_REDUCE_ARGMAX, 1, ax, x), uj_reduce(g, UJ_REDUCE_ARGMIN, 1, ax, x)};
+    uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 2, outs);
+    uj_graph_free(g);
+    if (!p) continue;
+    uj_tensor_t tx = or_tensor(dt, 2, dims), t0 = or_tensor(UJ_I32, 2, rd), t1 = or_tensor(UJ_I32, 2, rd);
+    for (int i = 0; i < 12; i++) or_set(&tx, i, xv[i]);
+    double r0[] = {0, 0, 2, 0}, r1[] = {0, 0, 0, 1};
+    const uj_tensor_t* in[] = {&tx};
+    uj_tensor_t* out[] = {&t0, &t1};
+    const double* refs[] = {r0, r1};
+    if (OR_RUN_CHECK(p, in, 1, NULL, 0, out, refs, 2, 0)) fprintf(stderr, "  (%s)\n", uj_dtype_name(dt));
+    or_tensor_free(&tx);
+    or_tensor_free(&t0);
+    or_tensor_free(&t1);
+    uj_program_free(p);
+  }
+}
+
+/* The max and min reductions ignore NaN, like a fold with fmax/fmin: rows
+ * with NaN first, in the middle and last, reduced along the last axis and
+ * over both axes; sum still propagates it. */
+TEST(reduce_max_min_nan) {
+  static const double xv[] = {NAN, 1.0, -2.0, 4.0, -1.0, NAN, 7.0, 0.5, 2.0, -3.0, 6.0, NAN};
+  int64_t dims[2] = {3, 4}, rd[2] = {3, 1}, one[2] = {1, 1};
+  int ax1[] = {-1}, ax01[] = {0, 1};
+  for (int d = 0; d < 2; d++) {
+    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
+    uj_graph_t* g = uj_graph_new();
+    uj_io_t x = uj_input(g, 2, dt);
+    uj_io_t outs[] = {uj_reduce(g, UJ_REDUCE_MAX, 1, ax1, x), uj_reduce(g, UJ_REDUCE_MIN, 1, ax1, x),
+                      uj_reduce(g, UJ_REDUCE_MAX, 2, ax01, x), uj_reduce(g, UJ_REDUCE_MIN, 2, ax01, x),
+                      uj_reduce(g, UJ_REDUCE_SUM, 1, ax1, x)};
+    uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 5, outs);
+    uj_graph_free(g);
+    if (!p) continue;
+    uj_tensor_t tx = or_tensor(dt, 2, dims);
+    for (int i = 0; i < 12; i++) or_set(&tx, i, xv[i]);
+    uj_tensor_t t0 = or_tensor(dt, 2, rd), t1 = or_tensor(dt, 2, rd), t4 = or_tensor(dt, 2, rd);
+    uj_tensor_t t2 = or_tensor(dt, 2, one), t3 = or_tensor(dt, 2, one);
+    double r0[] = {4, 7, 6}, r1[] = {-2, -1, -3}, r2[] = {7}, r3[] = {-3}, r4[] = {NAN, NAN, NAN};
+    const uj_tensor_t* in[] = {&tx};
+    uj_tensor_t* out[] = {&t0, &t1, &t2, &t3, &t4};
+    const double* refs[] = {r0, r1, r2, r3, r4};
+    if (OR_RUN_CHECK(p, in, 1, NULL, 0, out, refs, 5, 0)) fprintf(stderr, "  (%s)\n", uj_dtype_name(dt));
+    or_tensor_free(&tx);
+    or_tensor_free(&t0);
+    or_tensor_free(&t1);
+    or_tensor_free(&t2);
+    or_tensor_free(&t3);
+    or_tensor_free(&t4);
+    uj_program_free(p);
+  }
 }
 
 /* i32 mean rounds toward negative infinity: mean(-7, 0) = -4. */
