@@ -2,9 +2,10 @@
  * uops (reindex + mul + reduce + reindex), against a naive loop in double:
  * sizes from the filter's dims tied by [=], sizes from $kh/$kw params, zero
  * padding through out-of-range reads ($pad and a literal 1), stride 2
- * through index arithmetic, f32 and f64, on the interpreter and on AUTO.
- * One program serves every random shape: sizes are run-time values. Also
- * uj_program_shape on the same programs. */
+ * through index arithmetic (also with $pad), f32 and f64, on the interpreter, on AUTO and
+ * on the emitted IR with the passes off. One program serves every random
+ * shape: sizes are run-time values. Also uj_program_shape on the same
+ * programs. */
 #include "oracle.h"
 
 #define CONV_ITERS 12
@@ -29,8 +30,9 @@ static void conv_case(or_conv_kind_t kind, uj_dtype_t dt, uint64_t seed) {
   if (!p) return;
   double tol = dt == UJ_F32 ? OR_TOL_F32_SUM : OR_TOL_F64;
   for (int it = 0; it < CONV_ITERS; it++) {
-    int pad = kind == OR_CONV_PAD ? (int)harness_int(&st, 0, 2) : kind == OR_CONV_PAD1 ? 1 : 0;
-    int stride = kind == OR_CONV_STRIDE2 ? 2 : 1;
+    int has_pad = kind == OR_CONV_PAD || kind == OR_CONV_S2_PAD;
+    int pad = has_pad ? (int)harness_int(&st, 0, 2) : kind == OR_CONV_PAD1 ? 1 : 0;
+    int stride = kind == OR_CONV_STRIDE2 || kind == OR_CONV_S2_PAD ? 2 : 1;
     int64_t xd[4], wd[4], od[4];
     conv_sizes(&st, pad, xd, wd);
     uj_tensor_t x = or_tensor(dt, 4, xd), w = or_tensor(dt, 4, wd);
@@ -46,7 +48,7 @@ static void conv_case(or_conv_kind_t kind, uj_dtype_t dt, uint64_t seed) {
     int64_t params[2] = {0, 0};
     int np = 0;
     if (kind == OR_CONV_PARAMS) params[0] = wd[1], params[1] = wd[2], np = 2;
-    if (kind == OR_CONV_PAD) params[0] = pad, np = 1;
+    if (has_pad) params[0] = pad, np = 1;
 
     /* The shape the program infers matches the naive one. */
     int ndim = -1;
@@ -79,6 +81,8 @@ TEST(conv_pad_f64) { conv_case(OR_CONV_PAD, UJ_F64, 106); }
 TEST(conv_pad1_f32) { conv_case(OR_CONV_PAD1, UJ_F32, 107); }
 TEST(conv_stride2_f32) { conv_case(OR_CONV_STRIDE2, UJ_F32, 108); }
 TEST(conv_stride2_f64) { conv_case(OR_CONV_STRIDE2, UJ_F64, 109); }
+TEST(conv_stride2_pad_f32) { conv_case(OR_CONV_S2_PAD, UJ_F32, 112); }
+TEST(conv_stride2_pad_f64) { conv_case(OR_CONV_S2_PAD, UJ_F64, 113); }
 
 /* A 1x1 filter is a matmul over channels; the program built once also runs
  * a filter as large as the input (output 1x1). */
