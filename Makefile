@@ -4,7 +4,7 @@
 #   make            the libraries and build/uopjit
 #   make test       everything, then every tests/test_* binary, with a summary
 #   make debug      the same tests built with ASan + UBSan under build/debug/
-#   make run        the CLI's demo
+#   make run        the CLI's demo, and the sigmoid and Adam chains checked and timed
 #   make clean
 #
 # Optional parts (MIR, CUDA, cuDNN) are detected here and reported once.
@@ -130,8 +130,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 # no failure counted, or prints no summary at all, counts as one failure.
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
+# Tests keep compiled kernels in a cache of their own, not the user's.
 test: all $(TESTS)
 	@export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1; \
+	export UOPJIT_CACHE_DIR="$(CURDIR)/build/test-cache"; \
 	if [ "$(DEBUG)" = 1 ]; then \
 	  printf 'int main(void){return 0;}\n' > $(BUILD)/lsan_probe.c; \
 	  if $(CC) $(SANFLAGS) -o $(BUILD)/lsan_probe $(BUILD)/lsan_probe.c 2>/dev/null && \
@@ -169,8 +171,16 @@ test: all $(TESTS)
 debug:
 	@$(MAKE) --no-print-directory BUILD=build/debug DEBUG=1 test
 
+# The demo, then two fused chains through the expression language: checked
+# against the interpreter in f64, then timed.
+SIGMOID := '1/(1+exp(-(a*x+b)))'
+ADAM := 'm = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p - lr*m/(sqrt(v)+eps)'
 run: all
 	$(CLI) demo
+	$(CLI) run --check $(SIGMOID) --scalar a,b
+	$(CLI) run --check $(ADAM) --scalar b1,b2,lr,eps
+	$(CLI) run $(SIGMOID) --scalar a,b --shape 1000000
+	$(CLI) run $(ADAM) --scalar b1,b2,lr,eps --shape 1000000
 
 clean:
 	rm -rf build

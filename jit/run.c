@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../uops/parse.h"
+#include "jit.h"
 
 const char* uj_engine_name(uj_engine_t e) {
   switch (e) {
@@ -19,9 +20,47 @@ const char* uj_engine_name(uj_engine_t e) {
   return "?";
 }
 
+static void jit_state_free(void* p) {
+  jit_state_t* js = p;
+  if (!js) return;
+  jit_cache_free(js->cache);
+  rt_pool_free(js->pool);
+  pthread_mutex_destroy(&js->lock);
+  free(js->c_identity);
+  free(js->cpu_identity);
+  free(js);
+}
+
+jit_state_t* jit_state(uj_ctx_t* ctx) {
+  /* states are told apart by a process-wide counter, so that a program's
+   * memo can never mistake a new context for a freed one at the same address */
+  static _Atomic uint64_t next_state_id = 1;
+  if (ctx->jit_state) return ctx->jit_state;
+  jit_state_t* js = calloc(1, sizeof *js);
+  if (!js || !(js->cache = jit_cache_new())) {
+    free(js);
+    rt_error(UJ_ERR_OOM, "out of memory creating the JIT state");
+    return NULL;
+  }
+  js->pool = rt_pool_new(0);
+  pthread_mutex_init(&js->lock, NULL);
+  js->c_probe = -1;
+  js->id = next_state_id++;
+  ctx->jit_state = js;
+  ctx->jit_state_free = jit_state_free;
+  return js;
+}
+
 int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e) {
-  (void)ctx;
-  return e == UJ_ENGINE_AUTO || e == UJ_ENGINE_INTERP;
+  switch (e) {
+    case UJ_ENGINE_AUTO:
+    case UJ_ENGINE_INTERP: return 1;
+    case UJ_ENGINE_C: {
+      jit_state_t* js = ctx ? jit_state(ctx) : NULL;
+      return js && jit_c_available(js);
+    }
+    default: return 0;
+  }
 }
 
 uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e) {
@@ -40,10 +79,44 @@ uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled) {
   return UJ_OK;
 }
 
-/* AUTO: the best available engine for CPU tensors. */
+/* AUTO: the best available engine for CPU tensors: MIR, else C, else the
+ * interpreter. */
 uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
-  if (!ctx || ctx->engine == UJ_ENGINE_AUTO || !uj_engine_available(ctx, ctx->engine)) return UJ_ENGINE_INTERP;
-  return ctx->engine;
+  if (!ctx) return UJ_ENGINE_INTERP;
+  if (ctx->engine != UJ_ENGINE_AUTO) return uj_engine_available(ctx, ctx->engine) ? ctx->engine : UJ_ENGINE_INTERP;
+  if (uj_engine_available(ctx, UJ_ENGINE_MIR)) return UJ_ENGINE_MIR;
+  if (uj_engine_available(ctx, UJ_ENGINE_C)) return UJ_ENGINE_C;
+  return UJ_ENGINE_INTERP;
+}
+
+/* The program's kernel for this state and these params: the memo, else the
+ * engine's caches (which compile on a miss). */
+static uj_status_t c_kernel(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const ir_func_t* f,
+                            const int64_t* params, jit_state_t** js_out, jit_c_kernel_t** out) {
+  jit_state_t* js = jit_state(ctx);
+  if (!js) return UJ_ERR_OOM;
+  *js_out = js;
+  size_t pbytes = (size_t)p->nparams * sizeof *params;
+  pthread_mutex_lock(&p->memo_lock);
+  int hit = p->memo[pass].state == js->id && p->memo[pass].func == f && p->memo[pass].kernel &&
+            (!pbytes || !memcmp(p->memo[pass].params, params, pbytes));
+  *out = hit ? p->memo[pass].kernel : NULL;
+  pthread_mutex_unlock(&p->memo_lock);
+  if (hit) return UJ_OK;
+  uj_status_t s = jit_c_get(js, f, params, out);
+  if (s != UJ_OK) return s;
+  pthread_mutex_lock(&p->memo_lock);
+  int64_t* copy = pbytes ? malloc(pbytes) : NULL;
+  if (!pbytes || copy) {
+    if (pbytes) memcpy(copy, params, pbytes);
+    free(p->memo[pass].params);
+    p->memo[pass].params = copy;
+    p->memo[pass].state = js->id;
+    p->memo[pass].func = f;
+    p->memo[pass].kernel = *out;
+  }
+  pthread_mutex_unlock(&p->memo_lock);
+  return UJ_OK;
 }
 
 /* Checks the inputs and params and computes every tensor's sizes into buf. */
@@ -184,6 +257,12 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
   if (s == UJ_OK) s = place_aliased_outputs(f, buf, aside);
   if (s == UJ_OK) {
     switch (uj_ctx_engine(ctx)) {
+      case UJ_ENGINE_C: {
+        jit_state_t* js;
+        jit_c_kernel_t* k;
+        if ((s = c_kernel(ctx, p, pass, f, params, &js, &k)) == UJ_OK) s = jit_c_run(js, k, f, buf, params);
+        break;
+      }
       default: s = ir_interp_run(f, buf, params); break;
     }
   }
@@ -206,6 +285,17 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
     return NULL;
   }
   if (p->parsed && pn_specialize_default(p->parsed, &p) != UJ_OK) return NULL;
+  if (what == UJ_DUMP_C) {
+    if (!ctx || !uj_engine_available(ctx, UJ_ENGINE_C)) {
+      rt_error(UJ_ERR_UNSUPPORTED, "uj_program_dump: the C engine is not available");
+      return NULL;
+    }
+    const ir_func_t* f = uop_program_func(p, pass, 1);
+    if (!f) return NULL;
+    char* text = jit_c_emit(f, params, params ? JIT_C_FOLD_PARAMS : 0, NULL);
+    if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+    return text;
+  }
   if (what != UJ_DUMP_IR_RAW && what != UJ_DUMP_IR) {
     rt_error(UJ_ERR_UNSUPPORTED, "uj_program_dump: dump %d needs an engine that is not available", (int)what);
     return NULL;

@@ -73,4 +73,29 @@ struct uj_ctx {
   void (*jit_state_free)(void*);  /* called by uj_ctx_free */
 };
 
+/* ---- thread pool (rt/threads.c) ---------------------------------------------- */
+
+/* A fixed set of worker threads that split a range [begin, end) into
+ * contiguous chunks. One pool serves one caller at a time: rt_pool_run must
+ * not be called from two threads at once on the same pool (a call made while
+ * the pool is busy, for example from inside fn, runs the whole range on the
+ * calling thread instead of deadlocking). */
+typedef struct rt_pool rt_pool_t;
+typedef void (*rt_range_fn)(void* ctx, int64_t begin, int64_t end);
+
+/* nthreads <= 0: UOPJIT_THREADS when set to a positive number, else the
+ * number of online cores. 1 starts no worker thread at all. Returns NULL
+ * with uj_last_error() set on OOM; if the system refuses some threads the
+ * pool runs with those it got. */
+rt_pool_t* rt_pool_new(int nthreads);
+void rt_pool_free(rt_pool_t* p);
+/* Threads that take part in a run, the caller included (>= 1). */
+int rt_pool_size(const rt_pool_t* p);
+/* Calls fn over [begin, end) split into at most rt_pool_size() contiguous
+ * chunks, none shorter than min_chunk (values < 1 count as 1); a range
+ * shorter than 2*min_chunk runs as one call on the calling thread. The
+ * caller runs a chunk itself; returns when every chunk has finished. An
+ * empty range (end <= begin) calls nothing. p may be NULL (runs serially). */
+void rt_pool_run(rt_pool_t* p, int64_t begin, int64_t end, int64_t min_chunk, rt_range_fn fn, void* ctx);
+
 #endif

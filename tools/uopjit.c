@@ -4,6 +4,9 @@
  *   uopjit info    version, engines and devices
  *   uopjit demo    a 2-D convolution written as uops, run on the interpreter
  *                  and checked against plain loops
+ *   uopjit run     an expression-language program on random inputs: timing,
+ *                  or (--check) a comparison against the interpreter in f64
+ *   uopjit dump    the loop IR of an expression-language program
  *
  * Each command is one function in the table at the bottom; a new command is
  * a new function plus a row. Exit status: 0 success, 1 a failure, 2 bad
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "uopjit.h"
@@ -261,6 +265,497 @@ static int cmd_demo(int argc, char** argv) {
   return rc;
 }
 
+/* ---- run and dump: programs in the expression language --------------------------------- */
+
+/* What `run` and `dump` take from the command line. */
+typedef struct {
+  const char* source;
+  int ndim;                      /* of every non-scalar input */
+  int64_t dims[UJ_MAX_DIMS];
+  uj_dtype_t dtype;
+  uj_engine_t engine;
+  int repeat;
+  uint64_t seed;
+  int check;
+  const char* scalars;           /* "lr,b1": inputs made 0-d; NULL for none */
+  int specialized;               /* --shape, --scalar or --dtype was given */
+  uj_dump_t dump;
+} options_t;
+
+#define RUN_DEFAULT_SIZE 1000000
+#define RUN_MAX_ELEMENTS ((int64_t)1 << 34)
+#define CHECK_TOL_F32 1e-5
+#define CHECK_TOL_F64 1e-12
+
+static int usage_error(const char* cmd, const char* what, const char* arg) {
+  fprintf(stderr, "uopjit %s: %s%s%s%s\n", cmd, what, arg ? " \"" : "", arg ? arg : "", arg ? "\"" : "");
+  fprintf(stderr, "run `uopjit` without arguments for the usage\n");
+  return 2;
+}
+
+/* "1000000" or "64,128": 1..8 positive sizes whose product stays below
+ * RUN_MAX_ELEMENTS. */
+static int parse_shape(const char* text, options_t* o) {
+  int n = 0;
+  int64_t total = 1;
+  const char* s = text;
+  for (;;) {
+    if (n == UJ_MAX_DIMS || *s < '0' || *s > '9') return 0;
+    char* end;
+    long long v = strtoll(s, &end, 10);
+    if (v <= 0 || __builtin_mul_overflow(total, (int64_t)v, &total) || total > RUN_MAX_ELEMENTS) return 0;
+    o->dims[n++] = v;
+    if (*end == 0) break;
+    if (*end != ',') return 0;
+    s = end + 1;
+  }
+  o->ndim = n;
+  return 1;
+}
+
+static int parse_engine(const char* text, uj_engine_t* e) {
+  static const uj_engine_t all[] = {UJ_ENGINE_AUTO, UJ_ENGINE_INTERP, UJ_ENGINE_MIR, UJ_ENGINE_C, UJ_ENGINE_CUDA};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (strcmp(text, uj_engine_name(all[i])) == 0) {
+      *e = all[i];
+      return 1;
+    }
+  return 0;
+}
+
+/* Options come as "--name value" or "--name=value"; the one other argument
+ * is the program source. Returns 0 or the exit status of a usage error. */
+static int parse_options(const char* cmd, int argc, char** argv, int is_dump, options_t* o) {
+  memset(o, 0, sizeof *o);
+  o->ndim = 1;
+  o->dims[0] = RUN_DEFAULT_SIZE;
+  o->dtype = UJ_F32;
+  o->engine = UJ_ENGINE_AUTO;
+  o->repeat = 5;
+  o->seed = 1;
+  o->dump = UJ_DUMP_IR;
+  static const struct {
+    const char* name;
+    uj_dump_t what;
+  } dumps[] = {{"--ir-raw", UJ_DUMP_IR_RAW}, {"--ir", UJ_DUMP_IR}, {"--c", UJ_DUMP_C},
+               {"--mir", UJ_DUMP_MIR},       {"--cuda", UJ_DUMP_CUDA}};
+  for (int i = 1; i < argc; i++) {
+    const char* arg = argv[i];
+    if (strncmp(arg, "--", 2) != 0) {
+      if (o->source) return usage_error(cmd, "more than one program source:", arg);
+      o->source = arg;
+      continue;
+    }
+    int matched = 0;
+    for (size_t k = 0; is_dump && k < sizeof dumps / sizeof dumps[0]; k++)
+      if (strcmp(arg, dumps[k].name) == 0) o->dump = dumps[k].what, matched = 1;
+    if (matched) continue;
+    if (!is_dump && strcmp(arg, "--check") == 0) {
+      o->check = 1;
+      continue;
+    }
+    /* The options with a value. */
+    char name[32];
+    const char* value = strchr(arg, '=');
+    size_t len = value ? (size_t)(value - arg) : strlen(arg);
+    if (len >= sizeof name) return usage_error(cmd, "unknown option", arg);
+    memcpy(name, arg, len);
+    name[len] = 0;
+    int takes_value = !strcmp(name, "--shape") || !strcmp(name, "--dtype") || !strcmp(name, "--scalar") ||
+                      (!is_dump && (!strcmp(name, "--engine") || !strcmp(name, "--repeat") || !strcmp(name, "--seed")));
+    if (!takes_value) return usage_error(cmd, "unknown option", arg);
+    if (value) {
+      value++;
+    } else {
+      if (i + 1 >= argc) return usage_error(cmd, "missing value after", arg);
+      value = argv[++i];
+    }
+    char* end = NULL;
+    if (!strcmp(name, "--shape")) {
+      if (!parse_shape(value, o)) return usage_error(cmd, "--shape wants sizes such as 1000000 or 64,128, got", value);
+      o->specialized = 1;
+    } else if (!strcmp(name, "--dtype")) {
+      if (!strcmp(value, "f32")) o->dtype = UJ_F32;
+      else if (!strcmp(value, "f64")) o->dtype = UJ_F64;
+      else return usage_error(cmd, "--dtype wants f32 or f64, got", value);
+      o->specialized = 1;
+    } else if (!strcmp(name, "--scalar")) {
+      o->scalars = value;
+      o->specialized = 1;
+    } else if (!strcmp(name, "--engine")) {
+      if (!parse_engine(value, &o->engine))
+        return usage_error(cmd, "--engine wants auto, interp, mir, c or cuda, got", value);
+    } else if (!strcmp(name, "--repeat")) {
+      long v = strtol(value, &end, 10);
+      if (*value < '0' || *value > '9' || *end || v < 1 || v > 1000000)
+        return usage_error(cmd, "--repeat wants a count from 1, got", value);
+      o->repeat = (int)v;
+    } else {
+      unsigned long long v = strtoull(value, &end, 10);
+      if (*value < '0' || *value > '9' || *end) return usage_error(cmd, "--seed wants a non-negative integer, got", value);
+      o->seed = v;
+    }
+  }
+  if (!o->source) return usage_error(cmd, "missing the program source, e.g. 'y = 1/(1+exp(-x))'", NULL);
+  return 0;
+}
+
+/* 1 when name is in the comma-separated list. */
+static int in_list(const char* list, const char* name) {
+  size_t n = strlen(name);
+  for (const char* s = list; s && *s;) {
+    const char* end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    if (len == n && strncmp(s, name, n) == 0) return 1;
+    s = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Every name in --scalar must be an input of the program. */
+static int check_scalars(const char* cmd, const uj_program_t* p, const char* list) {
+  for (const char* s = list; s && *s;) {
+    const char* end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    int found = 0;
+    for (int i = 0; i < uj_program_io_count(p, 0) && !found; i++) {
+      const char* name = uj_program_io_name(p, 0, i);
+      found = strlen(name) == len && strncmp(name, s, len) == 0;
+    }
+    if (!found) {
+      fprintf(stderr, "uopjit %s: --scalar names \"%.*s\", which is not an input of the program (inputs:", cmd,
+              (int)(len > 64 ? 64 : len), s);
+      for (int i = 0; i < uj_program_io_count(p, 0); i++) fprintf(stderr, " %s", uj_program_io_name(p, 0, i));
+      fprintf(stderr, ")\n");
+      return 2;
+    }
+    s = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+static int64_t numel(const uj_tensor_t* t) {
+  int64_t n = 1;
+  for (int k = 0; k < t->ndim; k++) n *= t->dims[k];
+  return n;
+}
+
+static size_t tensor_bytes(const uj_tensor_t* t) {
+  return (size_t)numel(t) * (size_t)uj_dtype_size(t->dtype);
+}
+
+static double get(const uj_tensor_t* t, int64_t i) {
+  return t->dtype == UJ_F64 ? ((const double*)t->data)[i] : (double)((const float*)t->data)[i];
+}
+
+static void set(uj_tensor_t* t, int64_t i, double v) {
+  if (t->dtype == UJ_F64) ((double*)t->data)[i] = v;
+  else ((float*)t->data)[i] = (float)v;
+}
+
+/* Tensors of one program call. */
+typedef struct {
+  int nin, nout;
+  uj_tensor_t* in;
+  uj_tensor_t* out;
+  const uj_tensor_t** in_ptr;
+  uj_tensor_t** out_ptr;
+} io_t;
+
+static void io_release(io_t* io) {
+  for (int i = 0; io->in && i < io->nin; i++) free(io->in[i].data);
+  for (int i = 0; io->out && i < io->nout; i++) free(io->out[i].data);
+  free(io->in);
+  free(io->out);
+  free(io->in_ptr);
+  free(io->out_ptr);
+  memset(io, 0, sizeof *io);
+}
+
+static uj_status_t io_alloc(io_t* io, const uj_program_t* p) {
+  io->nin = uj_program_io_count(p, 0);
+  io->nout = uj_program_io_count(p, 1);
+  io->in = calloc((size_t)io->nin + 1, sizeof *io->in);
+  io->out = calloc((size_t)io->nout + 1, sizeof *io->out);
+  io->in_ptr = calloc((size_t)io->nin + 1, sizeof *io->in_ptr);
+  io->out_ptr = calloc((size_t)io->nout + 1, sizeof *io->out_ptr);
+  if (!io->in || !io->out || !io->in_ptr || !io->out_ptr) return UJ_ERR_OOM;
+  for (int i = 0; i < io->nin; i++) io->in_ptr[i] = &io->in[i];
+  for (int i = 0; i < io->nout; i++) io->out_ptr[i] = &io->out[i];
+  return UJ_OK;
+}
+
+/* The value a scalar input gets: the usual Adam settings for their usual
+ * names, else a draw like any other input. */
+static double scalar_value(const char* name, uint64_t* state) {
+  static const struct {
+    const char* name;
+    double value;
+  } known[] = {{"lr", 1e-3}, {"b1", 0.9}, {"b2", 0.999}, {"eps", 1e-8}};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcmp(name, known[i].name) == 0) return known[i].value;
+  return 0.5 + (double)(rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Seeded inputs in [0.5, 1.5) (safe for log, sqrt and division), of the
+ * options' shape and dtype; --scalar inputs are 0-d. Then the outputs, in
+ * the shapes and dtypes the program infers. */
+static uj_status_t io_make(io_t* io, uj_program_t* p, const options_t* o) {
+  if (io_alloc(io, p) != UJ_OK) return UJ_ERR_OOM;
+  uint64_t state = o->seed;
+  for (int i = 0; i < io->nin; i++) {
+    const char* name = uj_program_io_name(p, 0, i);
+    uj_tensor_t* t = &io->in[i];
+    t->dtype = o->dtype;
+    t->device = UJ_CPU;
+    if (!in_list(o->scalars, name)) {
+      t->ndim = o->ndim;
+      memcpy(t->dims, o->dims, sizeof o->dims);
+    }
+    t->data = malloc(tensor_bytes(t));
+    if (!t->data) return UJ_ERR_OOM;
+    int64_t n = numel(t);
+    if (t->ndim == 0) set(t, 0, scalar_value(name, &state));
+    else
+      for (int64_t k = 0; k < n; k++) set(t, k, 0.5 + (double)(rng_next(&state) >> 11) * (1.0 / 9007199254740992.0));
+  }
+  for (int i = 0; i < io->nout; i++) {
+    uj_tensor_t* t = &io->out[i];
+    t->device = UJ_CPU;
+    uj_status_t s = uj_program_shape(p, UJ_FORWARD, io->in_ptr, NULL, i, &t->ndim, t->dims);
+    if (s == UJ_OK) s = uj_program_output_dtype(p, UJ_FORWARD, io->in_ptr, i, &t->dtype);
+    if (s != UJ_OK) return s;
+    if (!(t->data = malloc(tensor_bytes(t) ? tensor_bytes(t) : 1))) return UJ_ERR_OOM;
+  }
+  return UJ_OK;
+}
+
+/* The same inputs converted to f64, with outputs of the same shapes. */
+static uj_status_t io_make_f64(io_t* ref, uj_program_t* p, const io_t* from) {
+  if (io_alloc(ref, p) != UJ_OK) return UJ_ERR_OOM;
+  for (int i = 0; i < ref->nin + ref->nout; i++) {
+    int is_out = i >= ref->nin;
+    uj_tensor_t* t = is_out ? &ref->out[i - ref->nin] : &ref->in[i];
+    const uj_tensor_t* f = is_out ? &from->out[i - ref->nin] : &from->in[i];
+    *t = *f;
+    t->dtype = UJ_F64;
+    /* An output's dtype follows the inputs (f32 when it reads none). */
+    if (is_out) {
+      uj_status_t s = uj_program_output_dtype(p, UJ_FORWARD, ref->in_ptr, i - ref->nin, &t->dtype);
+      if (s != UJ_OK) return s;
+    }
+    if (!(t->data = malloc(tensor_bytes(t) ? tensor_bytes(t) : 1))) return UJ_ERR_OOM;
+    if (!is_out)
+      for (int64_t k = 0, n = numel(t); k < n; k++) set(t, k, get(f, k));
+  }
+  return UJ_OK;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static void print_io(FILE* out, const uj_program_t* p, const io_t* io) {
+  fprintf(out, "inputs");
+  for (int i = 0; i < io->nin; i++) {
+    fprintf(out, " %s", uj_program_io_name(p, 0, i));
+    print_dims(out, io->in[i].ndim, io->in[i].dims);
+  }
+  fprintf(out, ", outputs");
+  for (int i = 0; i < io->nout; i++) {
+    fprintf(out, " %s", uj_program_io_name(p, 1, i));
+    print_dims(out, io->out[i].ndim, io->out[i].dims);
+  }
+}
+
+/* Parses SOURCE; a bare expression such as '1/(1+exp(-x))', which is no
+ * program by itself, is taken as 'y = EXPR'. On failure the message is the
+ * one for the source as written. */
+static uj_status_t parse_source(const char* source, uj_program_t** p) {
+  uj_status_t s = uj_program_parse(source, p);
+  if (s != UJ_ERR_PARSE) return s;
+  size_t len = strlen(source);
+  char* wrapped = malloc(len + 5);
+  char* first_error = strdup(uj_last_error());
+  if (wrapped && first_error) {
+    memcpy(wrapped, "y = ", 4);
+    memcpy(wrapped + 4, source, len + 1);
+    if (uj_program_parse(wrapped, p) == UJ_OK) s = UJ_OK;
+  }
+  free(wrapped);
+  /* Report the original error, not one about the wrapped text. */
+  if (s != UJ_OK && first_error) fprintf(stderr, "uopjit: %s: %s\n", uj_status_str(s), first_error);
+  free(first_error);
+  return s;
+}
+
+/* Everything `run` allocates. */
+typedef struct {
+  uj_program_t* program;
+  uj_ctx_t *ctx, *ref_ctx;
+  io_t io, ref;
+  double* times;
+} run_t;
+
+static void run_release(run_t* r) {
+  uj_program_free(r->program);
+  uj_ctx_free(r->ctx);
+  uj_ctx_free(r->ref_ctx);
+  io_release(&r->io);
+  io_release(&r->ref);
+  free(r->times);
+}
+
+static int engine_unavailable(uj_engine_t e) {
+  fprintf(stderr, "uopjit: engine %s is not available: %s\n", uj_engine_name(e), uj_last_error());
+  return 1;
+}
+
+/* Median time, ns per element of the largest output, and GB/s for the
+ * bytes of every input read and every output written. */
+static int run_timing(run_t* r, const options_t* o) {
+  uj_status_t s = uj_program_run(r->ctx, r->program, UJ_FORWARD, r->io.in_ptr, r->io.nin, NULL, 0, r->io.out_ptr,
+                                 r->io.nout); /* warm-up: builds and compiles */
+  if (s != UJ_OK) return report(s);
+  if (!(r->times = malloc(sizeof *r->times * (size_t)o->repeat))) return report(UJ_ERR_OOM);
+  for (int k = 0; k < o->repeat; k++) {
+    double t0 = now_seconds();
+    s = uj_program_run(r->ctx, r->program, UJ_FORWARD, r->io.in_ptr, r->io.nin, NULL, 0, r->io.out_ptr, r->io.nout);
+    r->times[k] = now_seconds() - t0;
+    if (s != UJ_OK) return report(s);
+  }
+  qsort(r->times, (size_t)o->repeat, sizeof *r->times, compare_doubles);
+  double median = o->repeat % 2 ? r->times[o->repeat / 2]
+                                : 0.5 * (r->times[o->repeat / 2 - 1] + r->times[o->repeat / 2]);
+  int64_t elements = 1;
+  double bytes = 0;
+  for (int i = 0; i < r->io.nout; i++) {
+    if (numel(&r->io.out[i]) > elements) elements = numel(&r->io.out[i]);
+    bytes += (double)tensor_bytes(&r->io.out[i]);
+  }
+  for (int i = 0; i < r->io.nin; i++) bytes += (double)tensor_bytes(&r->io.in[i]);
+  if (median <= 0) median = 1e-9; /* below the clock's resolution */
+  printf("time: median %.3f ms of %d runs, %.3f ns/element, %.2f GB/s\n", median * 1e3, o->repeat,
+         median * 1e9 / (double)elements, bytes / median * 1e-9);
+  return 0;
+}
+
+/* Runs the chosen engine in the chosen dtype and the interpreter in f64 on
+ * the same input values, and compares every output. */
+static int run_check(run_t* r, const options_t* o) {
+  uj_status_t s = uj_program_run(r->ctx, r->program, UJ_FORWARD, r->io.in_ptr, r->io.nin, NULL, 0, r->io.out_ptr,
+                                 r->io.nout);
+  if (s != UJ_OK) return report(s);
+  if (!(r->ref_ctx = uj_ctx_new())) return report(UJ_ERR_OOM);
+  if ((s = uj_ctx_set_engine(r->ref_ctx, UJ_ENGINE_INTERP)) != UJ_OK) return report(s);
+  if ((s = io_make_f64(&r->ref, r->program, &r->io)) != UJ_OK) return report(s);
+  for (int i = 0; i < r->ref.nout; i++) { /* the reference's shapes must agree */
+    uj_tensor_t t = r->ref.out[i];
+    if ((s = uj_program_shape(r->program, UJ_FORWARD, r->ref.in_ptr, NULL, i, &t.ndim, t.dims)) != UJ_OK)
+      return report(s);
+    if (t.ndim != r->io.out[i].ndim || memcmp(t.dims, r->io.out[i].dims, sizeof t.dims[0] * (size_t)t.ndim)) {
+      printf("check: FAILED output %s has shape ", uj_program_io_name(r->program, 1, i));
+      print_dims(stdout, r->io.out[i].ndim, r->io.out[i].dims);
+      printf(" in %s but ", uj_dtype_name(o->dtype));
+      print_dims(stdout, t.ndim, t.dims);
+      printf(" in f64\n");
+      return 1;
+    }
+  }
+  s = uj_program_run(r->ref_ctx, r->program, UJ_FORWARD, r->ref.in_ptr, r->ref.nin, NULL, 0, r->ref.out_ptr,
+                     r->ref.nout);
+  if (s != UJ_OK) return report(s);
+  double tol = o->dtype == UJ_F64 ? CHECK_TOL_F64 : CHECK_TOL_F32;
+  double max_rel_err = 0;
+  for (int i = 0; i < r->io.nout; i++) {
+    const uj_tensor_t *got = &r->io.out[i], *want = &r->ref.out[i];
+    for (int64_t k = 0, n = numel(got); k < n; k++) {
+      double a = get(got, k), b = get(want, k);
+      double err = fabs(a - b) / fmax(1.0, fabs(b));
+      if (err > max_rel_err) max_rel_err = err;
+      /* `!(err <= tol)` so that a NaN fails too. */
+      if (!(err <= tol)) {
+        printf("check: FAILED output %s element %lld: %s %.9g, interp f64 %.17g (rel err %.3g > %g)\n",
+               uj_program_io_name(r->program, 1, i), (long long)k, uj_engine_name(uj_ctx_engine(r->ctx)), a, b, err,
+               tol);
+        return 1;
+      }
+    }
+  }
+  printf("check: ok max_rel_err=%.3g\n", max_rel_err);
+  return 0;
+}
+
+static int run_main(run_t* r, const options_t* o) {
+  uj_status_t s = parse_source(o->source, &r->program);
+  if (s != UJ_OK) return 1;
+  int rc = check_scalars("run", r->program, o->scalars);
+  if (rc) return rc;
+  if (!(r->ctx = uj_ctx_new())) return report(UJ_ERR_OOM);
+  if (uj_ctx_set_engine(r->ctx, o->engine) != UJ_OK) return engine_unavailable(o->engine);
+  if ((s = io_make(&r->io, r->program, o)) != UJ_OK) return report(s);
+  printf("engine %s, %s, ", uj_engine_name(uj_ctx_engine(r->ctx)), uj_dtype_name(o->dtype));
+  print_io(stdout, r->program, &r->io);
+  printf("\n");
+  fflush(stdout);
+  return o->check ? run_check(r, o) : run_timing(r, o);
+}
+
+static int cmd_run(int argc, char** argv) {
+  options_t o;
+  int rc = parse_options("run", argc, argv, 0, &o);
+  if (rc) return rc;
+  run_t r = {0};
+  rc = run_main(&r, &o);
+  run_release(&r);
+  return rc;
+}
+
+/* ---- dump --------------------------------------------------------------------------------- */
+
+static int dump_main(const options_t* o, uj_program_t** p, uj_ctx_t** ctx, io_t* io, char** text) {
+  uj_status_t s = parse_source(o->source, p);
+  if (s != UJ_OK) return 1;
+  int rc = check_scalars("dump", *p, o->scalars);
+  if (rc) return rc;
+  /* Shaping the inputs selects the specialization the dump shows. */
+  if (o->specialized && (s = io_make(io, *p, o)) != UJ_OK) return report(s);
+  if (!(*ctx = uj_ctx_new())) return report(UJ_ERR_OOM);
+  *text = uj_program_dump(*ctx, *p, UJ_FORWARD, o->dump, NULL);
+  if (!*text) {
+    static const uj_engine_t engine_of[] = {[UJ_DUMP_C] = UJ_ENGINE_C, [UJ_DUMP_MIR] = UJ_ENGINE_MIR,
+                                            [UJ_DUMP_CUDA] = UJ_ENGINE_CUDA};
+    if (o->dump >= UJ_DUMP_C) return engine_unavailable(engine_of[o->dump]);
+    return report(UJ_ERR_INVALID);
+  }
+  fputs(*text, stdout);
+  if ((*text)[0] && (*text)[strlen(*text) - 1] != '\n') putchar('\n');
+  return 0;
+}
+
+static int cmd_dump(int argc, char** argv) {
+  options_t o;
+  int rc = parse_options("dump", argc, argv, 1, &o);
+  if (rc) return rc;
+  uj_program_t* p = NULL;
+  uj_ctx_t* ctx = NULL;
+  io_t io = {0};
+  char* text = NULL;
+  rc = dump_main(&o, &p, &ctx, &io, &text);
+  free(text);
+  io_release(&io);
+  uj_ctx_free(ctx);
+  uj_program_free(p);
+  return rc;
+}
+
 /* ---- command table ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -272,12 +767,31 @@ typedef struct {
 static const command_t commands[] = {
     {"info", "version, engines and devices", cmd_info},
     {"demo", "a 2-D convolution by uops, checked against plain loops", cmd_demo},
+    {"run", "an expression-language program on random inputs: timing or --check", cmd_run},
+    {"dump", "the loop IR of an expression-language program", cmd_dump},
 };
 
 static int usage(void) {
   fprintf(stderr, "usage: uopjit <command> [arguments]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(stderr, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(stderr,
+          "\n"
+          "  uopjit run 'SOURCE' [--shape 1000000 | --shape 64,128] [--scalar NAME[,NAME...]]\n"
+          "             [--dtype f32|f64] [--engine auto|interp|mir|c|cuda] [--repeat N] [--seed S]\n"
+          "             [--check]\n"
+          "      Inputs are seeded random values in [0.5, 1.5) of the given shape (default\n"
+          "      1000000) and dtype (default f32); --scalar inputs are 0-d (lr 1e-3, b1 0.9,\n"
+          "      b2 0.999, eps 1e-8 by name). Prints the median time of N runs (default 5),\n"
+          "      ns/element and GB/s; --check instead compares every output with the\n"
+          "      interpreter in f64.\n"
+          "  uopjit dump [--ir-raw | --ir | --c | --mir | --cuda] 'SOURCE' [--shape ...]\n"
+          "              [--scalar ...] [--dtype ...]\n"
+          "      The program as emitted (--ir-raw), after the passes (--ir, the default) or\n"
+          "      as engine code; --shape, --scalar and --dtype pick the specialization.\n"
+          "  A SOURCE that is a bare expression, such as '1/(1+exp(-x))', means 'y = EXPR'.\n"
+          "\n"
+          "  e.g. uopjit run --check '1/(1+exp(-(a*x+b)))' --scalar a,b\n");
   return 2;
 }
 

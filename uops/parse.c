@@ -245,11 +245,14 @@ static pn_node_t* parse_call(parser_t* p, const token_t* name, int depth) {
   next(p); /* '(' */
   for (;;) {
     if (call->nargs == fe->max_args || (call->nargs >= 1 && is_reduction(fe->func))) {
-      if (is_reduction(fe->func) && call->nargs == 1) {
+      if (is_reduction(fe->func) && call->nargs == 1 && !call->has_axis) {
         if (!parse_axis(p, call)) return NULL;
       } else {
         char what[64];
-        snprintf(what, sizeof what, "')': %s takes %d argument%s", fe->name, fe->max_args, fe->max_args > 1 ? "s" : "");
+        if (is_reduction(fe->func))
+          snprintf(what, sizeof what, "')': %s takes at most 2 arguments", fe->name);
+        else
+          snprintf(what, sizeof what, "')': %s takes %d argument%s", fe->name, fe->max_args, fe->max_args > 1 ? "s" : "");
         expected(p, what);
         return NULL;
       }
@@ -461,6 +464,7 @@ uj_status_t uj_program_parse(const char* source, uj_program_t** out) {
   }
   rt_arena_init(&pp->arena);
   pthread_mutex_init(&pp->lock, NULL);
+  pthread_mutex_init(&prog->memo_lock, NULL);
   p->src = p->pos = p->line_start = source;
   p->line = 1;
   p->pp = pp;
@@ -468,6 +472,7 @@ uj_status_t uj_program_parse(const char* source, uj_program_t** out) {
   free(p);
   if (!ok) {
     pn_program_free(pp);
+    pthread_mutex_destroy(&prog->memo_lock);
     free(prog);
     return strstr(uj_last_error(), "out of memory") ? UJ_ERR_OOM : UJ_ERR_PARSE;
   }

@@ -12,7 +12,10 @@
  *
  * dtypes: an input takes its hint, else its tensor's dtype; mixed operands
  * promote (i32 < f32 < f64) with a cast; numbers adopt their partner's
- * dtype; float-only functions cast i32 to f32 first. */
+ * dtype; float-only functions cast i32 to f32 first. Arithmetic on numbers
+ * alone is folded here, in double, into one number, so that (1 + 2) or
+ * -0.1 keeps full precision next to an f64 tensor. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +27,8 @@ typedef struct {
   int ndim;
   uint32_t ones;   /* axes known to have size 1 */
   uj_dtype_t dtype;
-  int is_const;
+  int is_const;    /* a bare number (uj_const), whose value is number */
+  double number;
 } val_t;
 
 typedef struct {
@@ -34,7 +38,7 @@ typedef struct {
   int failed;
 } build_t;
 
-static val_t bad(void) { return (val_t){-1, 0, 0, UJ_F32, 0}; }
+static val_t bad(void) { return (val_t){-1, 0, 0, UJ_F32, 0, 0.0}; }
 
 /* Builder failures get the source position in front. */
 static val_t at(build_t* b, const pn_node_t* n, uj_io_t id, int ndim, uint32_t ones, uj_dtype_t dt, int is_const) {
@@ -43,7 +47,13 @@ static val_t at(build_t* b, const pn_node_t* n, uj_io_t id, int ndim, uint32_t o
     b->failed = 1;
     return bad();
   }
-  return (val_t){id, ndim, ones, dt, is_const};
+  return (val_t){id, ndim, ones, dt, is_const, 0.0};
+}
+
+static val_t number(build_t* b, const pn_node_t* n, double v) {
+  val_t r = at(b, n, uj_const(b->g, v), 0, 0, UJ_F32, 1);
+  r.number = v;
+  return r;
 }
 
 static void label(build_t* b, uj_io_t id, const pn_node_t* n) {
@@ -57,7 +67,7 @@ static void label(build_t* b, uj_io_t id, const pn_node_t* n) {
 static int dtype_rank(uj_dtype_t d) { return d == UJ_F64 ? 2 : d == UJ_F32 ? 1 : 0; }
 
 static val_t cast_to(build_t* b, const pn_node_t* n, val_t v, uj_dtype_t dt) {
-  if (v.dtype == dt || v.is_const) return (val_t){v.id, v.ndim, v.ones, dt, v.is_const};
+  if (v.dtype == dt || v.is_const) return (val_t){v.id, v.ndim, v.ones, dt, v.is_const, v.number};
   uj_io_t id = uj_cast(b->g, dt, v.id);
   label(b, id, n);
   return at(b, n, id, v.ndim, v.ones, dt, 0);
@@ -111,7 +121,12 @@ static void broadcast(build_t* b, const pn_node_t* n, val_t* v, int count, const
     const char* shape[UJ_MAX_DIMS];
     const char* index[UJ_MAX_DIMS];
     for (int k = 0; k < r; k++) {
-      if (from[k] < 0) snprintf(shape_text[k], sizeof shape_text[k], "1");
+      /* an axis the operand has itself keeps its own size, so that the
+       * elementwise uop checks it against the other operands' at run time */
+      int j = k - (r - v[i].ndim);
+      if (j >= 0 && !(v[i].ones & (1u << j)))
+        snprintf(shape_text[k], sizeof shape_text[k], "d%c%d", 'A' + letter[i], j);
+      else if (from[k] < 0) snprintf(shape_text[k], sizeof shape_text[k], "1");
       else snprintf(shape_text[k], sizeof shape_text[k], "d%c%d", 'A' + letter[from[k]], from_axis[k]);
       shape[k] = shape_text[k];
     }
@@ -129,7 +144,26 @@ static void broadcast(build_t* b, const pn_node_t* n, val_t* v, int count, const
 
 static val_t eval(build_t* b, const pn_node_t* n);
 
+static double fold_unary(uj_unary_op_t op, double x) {
+  switch (op) {
+    case UJ_UNARY_NEG: return -x;
+    case UJ_UNARY_ABS: return fabs(x);
+    case UJ_UNARY_EXP: return exp(x);
+    case UJ_UNARY_LOG: return log(x);
+    case UJ_UNARY_SQRT: return sqrt(x);
+    case UJ_UNARY_RSQRT: return 1.0 / sqrt(x);
+    case UJ_UNARY_RECIP: return 1.0 / x;
+    case UJ_UNARY_SIN: return sin(x);
+    case UJ_UNARY_COS: return cos(x);
+    case UJ_UNARY_TANH: return tanh(x);
+    case UJ_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case UJ_UNARY_FLOOR: return floor(x);
+  }
+  return x;
+}
+
 static val_t unary(build_t* b, const pn_node_t* n, uj_unary_op_t op, val_t x) {
+  if (x.is_const) return number(b, n, fold_unary(op, x.number));
   if (op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR && x.dtype == UJ_I32)
     x = cast_to(b, n, x, UJ_F32);
   if (b->failed) return bad();
@@ -138,7 +172,27 @@ static val_t unary(build_t* b, const pn_node_t* n, uj_unary_op_t op, val_t x) {
   return at(b, n, id, x.ndim, x.ones, x.dtype, 0);
 }
 
+static double fold_binary(uj_binary_op_t op, double a, double b) {
+  switch (op) {
+    case UJ_BINARY_ADD: return a + b;
+    case UJ_BINARY_SUB: return a - b;
+    case UJ_BINARY_MUL: return a * b;
+    case UJ_BINARY_DIV: return a / b;
+    case UJ_BINARY_POW: return pow(a, b);
+    case UJ_BINARY_MAX: return (a > b || b != b) ? a : b;
+    case UJ_BINARY_MIN: return (a < b || b != b) ? a : b;
+    case UJ_BINARY_EQ: return a == b;
+    case UJ_BINARY_NE: return a != b;
+    case UJ_BINARY_LT: return a < b;
+    case UJ_BINARY_LE: return a <= b;
+    case UJ_BINARY_GT: return a > b;
+    case UJ_BINARY_GE: return a >= b;
+  }
+  return 0;
+}
+
 static val_t binary(build_t* b, const pn_node_t* n, uj_binary_op_t op, val_t x, val_t y) {
+  if (x.is_const && y.is_const) return number(b, n, fold_binary(op, x.number, y.number));
   val_t v[2] = {x, y};
   const pn_node_t* src[2] = {n->args[0], n->nargs > 1 ? n->args[1] : n};
   promote(b, n, v, 2);
@@ -188,14 +242,20 @@ static val_t call(build_t* b, const pn_node_t* n) {
       [PF_COS] = UJ_UNARY_COS,   [PF_TANH] = UJ_UNARY_TANH, [PF_SIGMOID] = UJ_UNARY_SIGMOID,
       [PF_FLOOR] = UJ_UNARY_FLOOR};
   switch ((pn_func_t)n->op) {
-    case PF_RELU: {
-      uj_io_t zero = uj_const(b->g, 0.0);
-      return binary(b, n, UJ_BINARY_MAX, a[0], (val_t){zero, 0, 0, a[0].dtype, 1});
-    }
+    case PF_RELU: return binary(b, n, UJ_BINARY_MAX, a[0], number(b, n, 0.0));
     case PF_MIN: return binary(b, n, UJ_BINARY_MIN, a[0], a[1]);
     case PF_MAX: return binary(b, n, UJ_BINARY_MAX, a[0], a[1]);
     case PF_POW: return binary(b, n, UJ_BINARY_POW, a[0], a[1]);
     case PF_WHERE: {
+      if (a[0].is_const) return a[0].number != 0 ? a[1] : a[2];
+      if (a[1].is_const && a[2].is_const && a[0].dtype != UJ_I32) {
+        /* two numbers take the condition's dtype, their only partner */
+        for (int i = 1; i < 3; i++) {
+          uj_io_t id = uj_cast(b->g, a[0].dtype, a[i].id);
+          a[i] = at(b, n, id, 0, 0, a[0].dtype, 0);
+        }
+        if (b->failed) return bad();
+      }
       val_t v[3] = {a[0], a[1], a[2]};
       const pn_node_t* src[3] = {n->args[0], n->args[1], n->args[2]};
       promote(b, n, v + 1, 2);
@@ -220,7 +280,7 @@ static val_t call(build_t* b, const pn_node_t* n) {
 static val_t eval(build_t* b, const pn_node_t* n) {
   if (b->failed) return bad();
   switch (n->kind) {
-    case PN_NUMBER: return at(b, n, uj_const(b->g, n->number), 0, 0, UJ_F32, 1);
+    case PN_NUMBER: return number(b, n, n->number);
     case PN_NAME: return b->cur[n->name];
     case PN_NEG: {
       val_t x = eval(b, n->args[0]);
@@ -250,7 +310,7 @@ static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program
     ins[i] = uj_input(b->g, sig->ndim[i], (uj_dtype_t)sig->dtype[i]);
     if (ins[i] < 0) s = UJ_ERR_OOM;
     else b->g->nodes[ins[i]].label = pp->names[name];
-    b->cur[name] = (val_t){ins[i], sig->ndim[i], sig->ones[i], (uj_dtype_t)sig->dtype[i], 0};
+    b->cur[name] = (val_t){ins[i], sig->ndim[i], sig->ones[i], (uj_dtype_t)sig->dtype[i], 0, 0.0};
   }
   for (int i = 0; i < pp->nstmts && s == UJ_OK; i++) {
     val_t v = eval(b, pp->stmts[i].value);

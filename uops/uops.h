@@ -10,6 +10,8 @@
 #ifndef UJ_UOPS_H
 #define UJ_UOPS_H
 
+#include <pthread.h>
+
 #include "../ir/ir.h"
 
 typedef enum {
@@ -152,6 +154,15 @@ struct uj_program {
   char** param_names;
   ir_func_t* raw[2];   /* by uj_pass_t: as emitted; NULL when that pass is absent */
   ir_func_t* opt[2];   /* after the pass pipeline */
+  /* the last compiled kernel per pass, for the JIT state `state` and these
+   * $param values: a repeated call skips building the cache key */
+  pthread_mutex_t memo_lock;
+  struct {
+    uint64_t state;
+    const ir_func_t* func;  /* raw or optimized: the passes can be switched off */
+    int64_t* params;
+    void* kernel;
+  } memo[2];
 };
 
 /* The backward function of a description with ingrads and outgrads

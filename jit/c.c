@@ -1,0 +1,318 @@
+/* jit/c.c: the C engine: IR -> C source (jit/c_emit.c) -> the system
+ * compiler -> a shared object -> dlopen.
+ *
+ * A kernel is found in the context's in-memory cache or the disk cache
+ * (jit/cache.c) by its key text: engine, compiler identity and flags, CPU,
+ * and the canonical IR with the $params folded in. Sizes are not part of
+ * the key; they are arguments. (jit/run.c keeps a per-program memo in front
+ * of this, so a repeated call does not rebuild the key.)
+ *
+ * The compiler runs as `cc -O3 -march=native ...` through fork and exec (no
+ * shell) on source that holds nothing of the user's text. Its output goes
+ * into the disk cache and is loaded from there, so what runs is what the
+ * cache verified. A block whose outermost loop has independent iterations
+ * runs on the context's thread pool when it is large enough to pay for it. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jit.h"
+
+struct jit_c_kernel {
+  void* so;
+  int nblocks;
+  jit_block_fn* fns;
+  int* parallel;
+};
+
+static const char* const cc_flags[] = {"-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
+                                       "-ffp-contract=off", "-w"};
+#define NFLAGS (int)(sizeof cc_flags / sizeof *cc_flags)
+
+static const char* compiler(void) {
+  const char* cc = getenv("UOPJIT_CC");
+  return cc && *cc ? cc : "cc";
+}
+
+/* Runs argv with stdout and stderr into log_path; the exit status, or -1. */
+static int run_command(char* const* argv, const char* log_path) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char* read_file(const char* path, size_t* size) {
+  FILE* fp = fopen(path, "rb");
+  if (!fp) return NULL;
+  char* data = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 65536;
+      char* more = realloc(data, cap + 1);
+      if (!more) break;
+      data = more;
+    }
+    size_t got = fread(data + n, 1, cap - n, fp);
+    n += got;
+    if (got == 0) break;
+  }
+  fclose(fp);
+  if (data) data[n] = 0;
+  if (size) *size = n;
+  return data;
+}
+
+/* First line of a file, trimmed, or NULL. */
+static char* first_line(const char* path) {
+  char* text = read_file(path, NULL);
+  if (!text) return NULL;
+  text[strcspn(text, "\n")] = 0;
+  return text;
+}
+
+static char* cpu_identity(void) {
+  char* info = read_file("/proc/cpuinfo", NULL);
+  rt_buf_t b = {0};
+  const char* keys[] = {"model name", "flags"};
+  for (int i = 0; info && i < 2; i++) {
+    char* at = strstr(info, keys[i]);
+    if (at) rt_buf_printf(&b, "%.*s;", (int)strcspn(at, "\n"), at);
+  }
+  free(info);
+  if (b.len == 0) rt_buf_printf(&b, "unknown cpu");
+  return rt_buf_take(&b);
+}
+
+int jit_c_available(jit_state_t* js) {
+  pthread_mutex_lock(&js->lock);
+  if (js->c_probe < 0) {
+    char dir[] = "/tmp/uopjit-probe-XXXXXX";
+    js->c_probe = 0;
+    if (mkdtemp(dir)) {
+      char log[64];
+      snprintf(log, sizeof log, "%s/version", dir);
+      char* argv[] = {(char*)compiler(), "--version", NULL};
+      if (run_command(argv, log) == 0 && (js->c_identity = first_line(log)) && (js->cpu_identity = cpu_identity()))
+        js->c_probe = 1;
+      unlink(log);
+      rmdir(dir);
+    }
+  }
+  int ok = js->c_probe;
+  pthread_mutex_unlock(&js->lock);
+  return ok;
+}
+
+static void kernel_free(void* p) {
+  jit_c_kernel_t* k = p;
+  if (!k) return;
+  if (k->so) dlclose(k->so);
+  free(k->fns);
+  free(k->parallel);
+  free(k);
+}
+
+static uj_status_t load(const char* path, const ir_func_t* f, jit_c_kernel_t** out) {
+  jit_c_kernel_t* k = calloc(1, sizeof *k);
+  if (!k) return rt_error(UJ_ERR_OOM, "out of memory");
+  k->nblocks = f->nblocks;
+  k->fns = calloc((size_t)f->nblocks + 1, sizeof *k->fns);
+  k->parallel = calloc((size_t)f->nblocks + 1, sizeof *k->parallel);
+  if (!k->fns || !k->parallel) {
+    kernel_free(k);
+    return rt_error(UJ_ERR_OOM, "out of memory");
+  }
+  if (!(k->so = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+    uj_status_t s = rt_error(UJ_ERR_COMPILE, "dlopen %s: %s", path, dlerror());
+    kernel_free(k);
+    return s;
+  }
+  for (int b = 0; b < f->nblocks; b++) {
+    char name[32];
+    snprintf(name, sizeof name, "uj_block_%d", b);
+    void* sym = dlsym(k->so, name);
+    if (!sym) {
+      kernel_free(k);
+      return rt_error(UJ_ERR_COMPILE, "%s: no symbol %s", path, name);
+    }
+    memcpy(&k->fns[b], &sym, sizeof sym); /* object to function pointer, as POSIX allows */
+    k->parallel[b] = jit_block_parallel(f, &f->blocks[b]);
+  }
+  *out = k;
+  return UJ_OK;
+}
+
+/* Compiles source into dir/k.so; UJ_ERR_COMPILE with the compiler's output. */
+static uj_status_t compile(const char* source, const char* dir, char* so_path, size_t cap) {
+  char c_path[4096], log_path[4096];
+  snprintf(c_path, sizeof c_path, "%s/k.c", dir);
+  snprintf(log_path, sizeof log_path, "%s/log", dir);
+  snprintf(so_path, cap, "%s/k.so", dir);
+  FILE* fp = fopen(c_path, "w");
+  if (!fp || fputs(source, fp) < 0 || fclose(fp) != 0) {
+    if (fp) fclose(fp);
+    return rt_error(UJ_ERR_IO, "cannot write %s: %s", c_path, strerror(errno));
+  }
+  char* argv[NFLAGS + 7];
+  int n = 0;
+  argv[n++] = (char*)compiler();
+  for (int i = 0; i < NFLAGS; i++) argv[n++] = (char*)cc_flags[i];
+  argv[n++] = "-o";
+  argv[n++] = so_path;
+  argv[n++] = c_path;
+  argv[n++] = "-lm";
+  argv[n] = NULL;
+  int rc = run_command(argv, log_path);
+  if (rc != 0) {
+    char* log = read_file(log_path, NULL);
+    uj_status_t s = rt_error(UJ_ERR_COMPILE, "%s exited with status %d: %.600s", argv[0], rc, log ? log : "");
+    free(log);
+    return s;
+  }
+  return UJ_OK;
+}
+
+static void remove_dir(const char* dir) {
+  const char* names[] = {"k.c", "k.so", "log"};
+  char path[4096];
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+}
+
+static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params) {
+  char* ir = ir_print(f, params, IR_PRINT_CANONICAL);
+  if (!ir) return NULL;
+  rt_buf_t b = {0};
+  rt_buf_printf(&b, "engine c\ncompiler %s\nflags", js->c_identity);
+  for (int i = 0; i < NFLAGS; i++) rt_buf_printf(&b, " %s", cc_flags[i]);
+  rt_buf_printf(&b, "\ncpu %s\n%s", js->cpu_identity, ir);
+  free(ir);
+  return rt_buf_take(&b);
+}
+
+uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_c_kernel_t** out) {
+  if (!jit_c_available(js)) return rt_error(UJ_ERR_UNSUPPORTED, "engine c: no working C compiler (%s)", compiler());
+  char* key = key_text(js, f, params);
+  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  ir_hash_t h = ir_hash_bytes(key, strlen(key));
+  uj_status_t s = UJ_OK;
+  jit_c_kernel_t* k = jit_cache_get(js->cache, h, key);
+  if (k) goto done;
+  pthread_mutex_lock(&js->lock); /* one compile at a time per context */
+  char path[4096];
+  if ((k = jit_cache_get(js->cache, h, key)) != NULL) {
+    /* compiled meanwhile */
+  } else if (jit_disk_load(js->cache, h, key, "so", path, sizeof path) == UJ_OK) {
+    s = load(path, f, &k);
+  } else {
+    char* source = jit_c_emit(f, params, JIT_C_FOLD_PARAMS, NULL);
+    char dir[] = "/tmp/uopjit-cc-XXXXXX";
+    if (!source) s = rt_error(UJ_ERR_OOM, "out of memory");
+    else if (!mkdtemp(dir)) s = rt_error(UJ_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+    else {
+      char so[4096];
+      if ((s = compile(source, dir, so, sizeof so)) == UJ_OK) {
+        size_t size = 0;
+        char* bytes = jit_disk_enabled(js->cache) ? read_file(so, &size) : NULL;
+        /* load what the disk cache verified; without one, the fresh file */
+        if (bytes && jit_disk_store(js->cache, h, key, "so", bytes, size, path, sizeof path) == UJ_OK)
+          s = load(path, f, &k);
+        else
+          s = load(so, f, &k);
+        free(bytes);
+      }
+      remove_dir(dir);
+    }
+    free(source);
+  }
+  if (s == UJ_OK) {
+    void* resident = NULL;
+    s = jit_cache_insert(js->cache, h, key, k, kernel_free, &resident);
+    k = resident;
+  }
+  pthread_mutex_unlock(&js->lock);
+done:
+  free(key);
+  if (s == UJ_OK) *out = k;
+  return s;
+}
+
+typedef struct {
+  jit_block_fn fn;
+  void* const* buf;
+  const int64_t* dims;
+  const int64_t* params;
+} range_job_t;
+
+static void run_range(void* ctx, int64_t begin, int64_t end) {
+  const range_job_t* j = ctx;
+  j->fn(j->buf, j->dims, j->params, begin, end);
+}
+
+/* Elements of work per iteration of the outermost loop, roughly: the extents
+ * of the inner loops at their first iteration. */
+static int64_t inner_work(const ir_env_t* env, const ir_block_t* b) {
+  int64_t work = 1;
+  for (int k = 1; k < b->nloops; k++) {
+    int oob = 0;
+    int64_t n = ir_ix_eval(env, b->loops[k].end, &oob) - ir_ix_eval(env, b->loops[k].start, &oob);
+    if (n > 0 && work < (INT64_C(1) << 40)) work *= n;
+  }
+  return work;
+}
+
+uj_status_t jit_c_run(jit_state_t* js, const jit_c_kernel_t* k, const ir_func_t* f, ir_buffer_t* buf,
+                      const int64_t* params) {
+  int64_t* dims = calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
+  void** data = calloc((size_t)f->ntensors + 1, sizeof *data);
+  int64_t* loops = calloc((size_t)f->next_loop_id + 1, sizeof *loops);
+  uj_status_t s = dims && data && loops ? UJ_OK : rt_error(UJ_ERR_OOM, "out of memory");
+  if (s == UJ_OK) {
+    for (int t = 0; t < f->ntensors; t++) {
+      data[t] = buf[t].data;
+      for (int a = 0; a < f->tensors[t].ndim; a++) dims[t * UJ_MAX_DIMS + a] = buf[t].dims[a];
+    }
+    ir_env_t env = {f, buf, params, loops};
+    for (int b = 0; b < f->nblocks; b++) {
+      const ir_block_t* blk = &f->blocks[b];
+      if (!blk->nloops) continue;
+      int oob = 0;
+      int64_t begin = ir_ix_eval(&env, blk->loops[0].start, &oob), end = ir_ix_eval(&env, blk->loops[0].end, &oob);
+      range_job_t job = {k->fns[b], data, dims, params};
+      /* about 16k elements per chunk pays for waking a thread */
+      int64_t work = inner_work(&env, blk);
+      int64_t min_chunk = (INT64_C(16384) + work - 1) / work;
+      if (k->parallel[b] && js->pool && rt_pool_size(js->pool) > 1 && end - begin >= 2 * min_chunk)
+        rt_pool_run(js->pool, begin, end, min_chunk, run_range, &job);
+      else if (end > begin)
+        k->fns[b](data, dims, params, begin, end);
+    }
+  }
+  free(dims);
+  free(data);
+  free(loops);
+  return s;
+}

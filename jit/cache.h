@@ -1,0 +1,107 @@
+/* jit/cache.h: the kernel cache (DESIGN.md section 7), in memory and on disk.
+ *
+ * A kernel is keyed by the 128-bit hash of its key text (the canonical IR
+ * plus engine, target, compiler version, dtypes and $param values) *and* by
+ * the key text itself: lookups compare the full text, so two keys whose hashes
+ * collide are two different entries and never return each other's kernel.
+ *
+ * In memory: a thread-safe hash table from key to an opaque value (a compiled
+ * kernel) with its destructor, freed with the cache.
+ *
+ * On disk (for the C and CUDA engines, whose compiles are slow): one payload
+ * file (a shared object, a cubin) per key plus a .meta file holding the full
+ * key text, the payload's size and a checksum, both written atomically. An
+ * entry is only handed back when all of that matches, and the directory is
+ * only used when it belongs to the current user and nobody else can write it:
+ * a cached shared object is code that will run in this process. */
+#ifndef UJ_JIT_CACHE_H
+#define UJ_JIT_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+#include "../rt/rt.h"
+
+typedef struct jit_cache jit_cache_t;
+
+/* Creates an empty cache. The disk location is read from the environment
+ * here (UOPJIT_CACHE, UOPJIT_CACHE_DIR, XDG_CACHE_HOME, HOME); the directory
+ * itself is created and checked on first disk use. NULL on OOM. */
+jit_cache_t* jit_cache_new(void);
+/* Frees every in-memory value with its destructor. Files on disk stay. */
+void jit_cache_free(jit_cache_t* c);
+
+/* ---- in memory ------------------------------------------------------------------ */
+
+/* The value stored under (key, key_text), or NULL. Counts a hit or a miss. */
+void* jit_cache_get(jit_cache_t* c, ir_hash_t key, const char* key_text);
+
+/* Stores value under (key, key_text); the cache takes ownership of value in
+ * every case and frees it with free_fn (which may be NULL) when the cache is
+ * freed. If the key is already present, the resident value is kept and the
+ * new one is freed at once: two threads that compiled the same kernel then
+ * share the first one, so a caller that wants to keep using its value should
+ * call jit_cache_insert (or get it again). UJ_ERR_OOM (value freed) when the
+ * entry cannot be allocated; UJ_ERR_INVALID for a NULL cache or key text. */
+uj_status_t jit_cache_put(jit_cache_t* c, ir_hash_t key, const char* key_text, void* value,
+                          void (*free_fn)(void*));
+
+/* jit_cache_put that also hands back the value now in the cache under the key
+ * (the caller's value, or the one already resident); *resident is NULL when
+ * the call fails. */
+uj_status_t jit_cache_insert(jit_cache_t* c, ir_hash_t key, const char* key_text, void* value,
+                             void (*free_fn)(void*), void** resident);
+
+/* ---- on disk -------------------------------------------------------------------- */
+
+/* 1 when the disk cache can be used: not disabled with UOPJIT_CACHE=0, and
+ * the directory exists (created if needed, mode 0700), is a real directory
+ * (not a symbolic link), is owned by the current user and is writable by
+ * neither group nor others. Otherwise 0, after a one-time warning on stderr
+ * naming the directory and the reason. */
+int jit_disk_enabled(jit_cache_t* c);
+/* The directory the disk cache uses, or NULL when it is disabled. */
+const char* jit_disk_dir(jit_cache_t* c);
+
+/* Writes payload as <32 hex digits of key>.<ext> and its description as
+ * <hex>.<ext>.meta, each through a temporary file renamed into place, the
+ * meta last (so a reader sees either no entry or a complete one). ext is
+ * 1-15 characters of [A-Za-z0-9_], not "meta" ("so", "cubin"). path_out (may be NULL)
+ * receives the payload's path. UJ_ERR_IO with the path and the system's
+ * reason when a file cannot be written or the disk cache is disabled;
+ * UJ_ERR_INVALID for a bad argument. */
+uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                           const void* payload, size_t size, char* path_out, size_t path_cap);
+
+/* Looks the entry up: UJ_OK with the payload's path in path_out only when the
+ * meta exists, names exactly key_text, and the payload has the recorded size
+ * and checksum; both must be regular files owned by the user and writable by
+ * neither group nor others. A damaged or mismatching entry is deleted and
+ * counted as corrupt; it and an absent entry both give UJ_ERR_IO (a miss:
+ * compile, then store). */
+uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                          char* path_out, size_t path_cap);
+
+/* Removes every entry (payloads with or without a meta, metas) and any
+ * temporary left by an interrupted store. Other files are left alone. */
+uj_status_t jit_disk_clear(jit_cache_t* c);
+
+/* Appends one line per entry to out: "<hex> <ext> <size> <first line of key>",
+ * sorted by file name; an unreadable meta is listed as "<hex> <ext> ? (bad
+ * meta)". */
+uj_status_t jit_disk_list(jit_cache_t* c, rt_buf_t* out);
+
+/* ---- statistics ------------------------------------------------------------------ */
+
+typedef struct {
+  int64_t memory_entries;
+  int64_t memory_hits, memory_misses;
+  int64_t disk_hits, disk_misses, disk_corrupt, disk_stores;
+} jit_cache_counts_t;
+
+void jit_cache_counts(jit_cache_t* c, jit_cache_counts_t* out);
+/* Appends the counts as two readable lines (memory, disk) to out. */
+void jit_cache_stats(jit_cache_t* c, rt_buf_t* out);
+
+#endif

@@ -1,0 +1,59 @@
+/* jit/jit.h: what the engines share: emitted kernels' calling convention,
+ * the C emitter, and each engine's entry points for jit/run.c. */
+#ifndef UJ_JIT_H
+#define UJ_JIT_H
+
+#include <pthread.h>
+
+#include "../ir/ir.h"
+#include "cache.h"
+
+/* A compiled block: runs iterations [begin, end) of the block's outermost
+ * loop. buf[t] is tensor t's data (NULL when no-alloc), dims[t*8+k] its
+ * size on axis k, params the $param values (folded kernels ignore them). */
+typedef void (*jit_block_fn)(void* const* buf, const int64_t* dims, const int64_t* params, int64_t begin,
+                             int64_t end);
+
+enum {
+  JIT_C_FOLD_PARAMS = 1,  /* $params become constants (JIT); else read from params[] (AOT) */
+  JIT_C_AOT = 2           /* a self-contained file with size inference and an entry point */
+};
+
+/* C source for f: one function `uj_block_<N>` per block (see jit_block_fn)
+ * plus, with JIT_C_AOT, the entry point described in the file's header.
+ * name prefixes the AOT entry point (fixed text chosen by the caller,
+ * never user text). NULL on OOM. */
+char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const char* name);
+
+/* 1 when iterations of the block's outermost loop touch disjoint elements
+ * of every tensor the block writes, so they may run on different threads. */
+int jit_block_parallel(const ir_func_t* f, const ir_block_t* b);
+
+/* What jit/ keeps per context (hung from uj_ctx.jit_state). */
+typedef struct {
+  jit_cache_t* cache;
+  rt_pool_t* pool;
+  pthread_mutex_t lock;   /* compiles and probes */
+  int c_probe;            /* C compiler: -1 not yet asked, 0 absent, 1 present */
+  char* c_identity;       /* the compiler's first line of --version */
+  char* cpu_identity;     /* the CPU's model and feature flags */
+  uint64_t id;            /* unique in the process: programs memoize kernels by it */
+} jit_state_t;
+
+/* The context's JIT state, created on first use; NULL (error set) on OOM. */
+jit_state_t* jit_state(uj_ctx_t* ctx);
+
+/* ---- the C engine (jit/c.c) ---- */
+
+typedef struct jit_c_kernel jit_c_kernel_t;
+/* 1 when a working C compiler is on the PATH (or UOPJIT_CC). */
+int jit_c_available(jit_state_t* js);
+/* The compiled kernel for f with these $params: from the memory cache, the
+ * disk cache, or compiled now. Owned by the context's cache. */
+uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_c_kernel_t** out);
+/* Runs every block of f with the kernel, splitting parallel blocks across
+ * the context's threads. */
+uj_status_t jit_c_run(jit_state_t* js, const jit_c_kernel_t* k, const ir_func_t* f, ir_buffer_t* buf,
+                      const int64_t* params);
+
+#endif

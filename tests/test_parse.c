@@ -1,0 +1,815 @@
+/* tests/test_parse.c: the expression language (uj_program_parse) checked
+ * numerically. Every construct of the language (numbers, operators with
+ * their precedence and associativity, comparisons, every function, the
+ * reductions with and without an axis, comments, separators, dtype hints,
+ * temporaries, in-place names, io names and order), NumPy broadcasting, the
+ * in-place Adam update, a long elementwise chain and softmax are run on
+ * every engine configuration of oracle.h and compared with naive C loops in
+ * double. The error paths (parser errors, size mismatches, hostile sources) live in
+ * test_parse_errors.c. */
+#include "oracle.h"
+
+/* ---- running a source ------------------------------------------------------------ */
+
+#define PR_MAX_IO 16
+
+/* A parsed program with the outputs of its last run. */
+typedef struct {
+  uj_program_t* p;
+  int nin, nout;
+  uj_tensor_t out[PR_MAX_IO];
+} pr_t;
+
+static void pr_free(pr_t* r) {
+  for (int i = 0; i < r->nout; i++) or_tensor_free(&r->out[i]);
+  uj_program_free(r->p);
+  memset(r, 0, sizeof *r);
+}
+
+/* An input by its name in the source. */
+typedef struct {
+  const char* name;
+  const uj_tensor_t* t;
+} named_t;
+
+/* Parses src (failing the test on a parse error). */
+static int pr_parse(pr_t* r, const char* src) {
+  memset(r, 0, sizeof *r);
+  uj_status_t s = uj_program_parse(src, &r->p);
+  if (s != UJ_OK) {
+    fprintf(stderr, "  parse of \"%s\": %s: %s\n", src, uj_status_str(s), uj_last_error());
+    CHECK(s == UJ_OK);
+    return 0;
+  }
+  r->nin = uj_program_io_count(r->p, 0);
+  r->nout = uj_program_io_count(r->p, 1);
+  CHECK(r->nin >= 0 && r->nin <= PR_MAX_IO && r->nout >= 1 && r->nout <= PR_MAX_IO);
+  return r->nin >= 0 && r->nin <= PR_MAX_IO && r->nout >= 1 && r->nout <= PR_MAX_IO;
+}
+
+/* Binds the inputs by name into in[] (every input of the program must be
+ * named). */
+static int pr_bind(const pr_t* r, int nnamed, const named_t* named, const uj_tensor_t** in) {
+  for (int i = 0; i < r->nin; i++) {
+    const char* name = uj_program_io_name(r->p, 0, i);
+    in[i] = NULL;
+    for (int k = 0; k < nnamed; k++)
+      if (name && !strcmp(name, named[k].name)) in[i] = named[k].t;
+    if (!in[i]) {
+      fprintf(stderr, "  no tensor for input \"%s\"\n", name ? name : "(null)");
+      CHECK(in[i] != NULL);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Allocates the outputs in their inferred shapes and dtypes, filled with the
+ * sentinel. */
+static uj_status_t pr_alloc_outputs(pr_t* r, const uj_tensor_t** in) {
+  for (int i = 0; i < r->nout; i++) or_tensor_free(&r->out[i]);
+  for (int i = 0; i < r->nout; i++) {
+    int ndim = 0;
+    int64_t dims[UJ_MAX_DIMS] = {0};
+    uj_dtype_t dt = UJ_F32;
+    uj_status_t s = uj_program_shape(r->p, UJ_FORWARD, in, NULL, i, &ndim, dims);
+    if (s == UJ_OK) s = uj_program_output_dtype(r->p, UJ_FORWARD, in, i, &dt);
+    if (s != UJ_OK) return s;
+    r->out[i] = or_tensor(dt, ndim, dims);
+    or_fill_sentinel(&r->out[i]);
+  }
+  return UJ_OK;
+}
+
+/* Runs on configuration slot with fresh outputs. */
+static uj_status_t pr_run(pr_t* r, int slot, int nnamed, const named_t* named) {
+  const uj_tensor_t* in[PR_MAX_IO];
+  if (!pr_bind(r, nnamed, named, in)) return UJ_ERR_INVALID;
+  uj_status_t s = pr_alloc_outputs(r, in);
+  if (s != UJ_OK) return s;
+  uj_tensor_t* out[PR_MAX_IO];
+  for (int i = 0; i < r->nout; i++) out[i] = &r->out[i];
+  uj_ctx_t* ctx = or_ctx(slot);
+  if (!ctx) return UJ_ERR_INVALID;
+  return uj_program_run(ctx, r->p, UJ_FORWARD, in, r->nin, NULL, 0, out, r->nout);
+}
+
+/* The output named name, or NULL. */
+static uj_tensor_t* pr_out(pr_t* r, const char* name) {
+  for (int i = 0; i < r->nout; i++) {
+    const char* n = uj_program_io_name(r->p, 1, i);
+    if (n && !strcmp(n, name)) return &r->out[i];
+  }
+  return NULL;
+}
+
+/* Compares got with ref elementwise; prints the first mismatch. */
+static int expect_close(const char* src, const char* config, const uj_tensor_t* got, const double* ref, double tol) {
+  int64_t bad = or_first_mismatch(ref, got, tol);
+  if (bad >= 0) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "\"%s\" on %s: element %lld is %.17g, expected %.17g (tol %g)", src, config,
+             (long long)bad, or_get(got, bad), ref[bad], tol);
+    harness_fail(__FILE__, __LINE__, msg);
+  }
+  return bad < 0;
+}
+
+static int same_dims(const uj_tensor_t* t, int ndim, const int64_t* dims) {
+  if (t->ndim != ndim) return 0;
+  for (int k = 0; k < ndim; k++)
+    if (t->dims[k] != dims[k]) return 0;
+  return 1;
+}
+
+static double tol_of(uj_dtype_t dt) { return dt == UJ_F64 ? OR_TOL_F64 : OR_TOL_F32; }
+
+/* ---- every elementwise construct --------------------------------------------------- */
+
+typedef double (*ew_fn)(double x, double y);
+#define EW(name, expr)                                  \
+  static double name(double x, double y) {              \
+    (void)x;                                            \
+    (void)y;                                            \
+    return (expr);                                      \
+  }
+
+static double sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+EW(ew_int, x * 1 + 2)
+EW(ew_frac, x + 1.5)
+EW(ew_lead_dot, x + .5)
+EW(ew_exp_small, x + 1e-8)
+EW(ew_exp_big, x * 1E2 + 2.5e+1)
+EW(ew_exp_neg, x * 25e-1)
+EW(ew_prec_mul, x + y * 2 - x / y)
+EW(ew_paren, (x + y) * 2)
+EW(ew_left_sub, x - y - 1)
+EW(ew_left_div, x / y / 2)
+EW(ew_mixed, x - y * x + y / x * 3)
+EW(ew_pow, pow(x, y))
+EW(ew_pow_right, pow(x, pow(2, 1.5)))
+EW(ew_pow_const, x * 0 + 512)
+EW(ew_neg_pow, -(x * x))
+EW(ew_pow_neg_exp, pow(2, -x))
+EW(ew_neg_neg, x)
+EW(ew_plus, x + y)
+EW(ew_neg_paren, -(x - y) * -y)
+EW(ew_lt, x < y)
+EW(ew_le, x <= y)
+EW(ew_gt, x > y)
+EW(ew_ge, x >= y)
+EW(ew_eq_self, 1)
+EW(ew_ne_self, 0)
+EW(ew_eq, x == y)
+EW(ew_ne, x != y)
+EW(ew_cmp_prec, x < y + 0.25)
+EW(ew_cmp_sum, (x < y) + 1)
+EW(ew_exp, exp(x))
+EW(ew_log, log(x))
+EW(ew_sqrt, sqrt(x))
+EW(ew_rsqrt, 1 / sqrt(x))
+EW(ew_abs, fabs(x - y))
+EW(ew_sin, sin(x * 3))
+EW(ew_cos, cos(x * 3))
+EW(ew_tanh, tanh(x - y))
+EW(ew_sigmoid, sigmoid(x - y))
+EW(ew_relu, x - y > 0 ? x - y : 0)
+EW(ew_floor, floor(x * 3))
+EW(ew_floor_neg, floor(-x * 3))
+EW(ew_min, fmin(x, y))
+EW(ew_max, fmax(x, y))
+EW(ew_pow_fn, pow(x, y))
+EW(ew_where, x < y ? x : y * 2)
+EW(ew_where_const, x > 1 ? 1 : -1)
+EW(ew_nested, exp(-fabs(x - y)) * sqrt(x + y))
+EW(ew_neg_number, x * -0.1)
+EW(ew_number_sum, x + (1 + 2))
+EW(ew_fn_of_number, x * exp(0.1))
+
+static const struct {
+  const char* src;
+  ew_fn ref;
+} ew_cases[] = {
+    {"z = x * 1 + 2", ew_int},
+    {"z = x + 1.5", ew_frac},
+    {"z = x + .5", ew_lead_dot},
+    {"z = x + 1e-8", ew_exp_small},
+    {"z = x * 1E2 + 2.5e+1", ew_exp_big},
+    {"z = x * 25e-1", ew_exp_neg},
+    {"z = x + y * 2 - x / y", ew_prec_mul},
+    {"z = (x + y) * 2", ew_paren},
+    {"z = x - y - 1", ew_left_sub},
+    {"z = x / y / 2", ew_left_div},
+    {"z = x - y * x + y / x * 3", ew_mixed},
+    {"z = x ** y", ew_pow},
+    {"z = x ** 2 ** 1.5", ew_pow_right},
+    {"z = x * 0 + 2 ** 3 ** 2", ew_pow_const},
+    {"z = -x**2", ew_neg_pow},
+    {"z = 2 ** -x", ew_pow_neg_exp},
+    {"z = - -x", ew_neg_neg},
+    {"z = +x + +y", ew_plus},
+    {"z = -(x - y) * -y", ew_neg_paren},
+    {"z = x < y", ew_lt},
+    {"z = x <= y", ew_le},
+    {"z = x > y", ew_gt},
+    {"z = x >= y", ew_ge},
+    {"z = x == x", ew_eq_self},
+    {"z = x != x", ew_ne_self},
+    {"z = x == y", ew_eq},
+    {"z = x != y", ew_ne},
+    {"z = x < y + 0.25", ew_cmp_prec},
+    {"z = (x < y) + 1", ew_cmp_sum},
+    {"z = exp(x)", ew_exp},
+    {"z = log(x)", ew_log},
+    {"z = sqrt(x)", ew_sqrt},
+    {"z = rsqrt(x)", ew_rsqrt},
+    {"z = abs(x - y)", ew_abs},
+    {"z = sin(x * 3)", ew_sin},
+    {"z = cos(x * 3)", ew_cos},
+    {"z = tanh(x - y)", ew_tanh},
+    {"z = sigmoid(x - y)", ew_sigmoid},
+    {"z = relu(x - y)", ew_relu},
+    {"z = floor(x * 3)", ew_floor},
+    {"z = floor(-x * 3)", ew_floor_neg},
+    {"z = min(x, y)", ew_min},
+    {"z = max(x, y)", ew_max},
+    {"z = pow(x, y)", ew_pow_fn},
+    {"z = where(x < y, x, y * 2)", ew_where},
+    {"z = where(x > 1, 1, -1)", ew_where_const},
+    {"z = exp(-abs(x - y)) * sqrt(x + y)", ew_nested},
+    /* Numbers and expressions of numbers take the dtype of what they
+     * combine with: in f64 these are exact to double precision. */
+    {"z = x * -0.1", ew_neg_number},
+    {"z = x + (1 + 2)", ew_number_sum},
+    {"z = x * exp(0.1)", ew_fn_of_number},
+};
+
+/* Runs one elementwise case for x, y of n elements of dtype dt; y == x on
+ * every third element so that == and != see both answers. */
+static void run_ew_case(const char* src, ew_fn ref_fn, uj_dtype_t dt, uint64_t seed) {
+  const int64_t n = 37;
+  uj_tensor_t x = or_tensor(dt, 1, &n), y = or_tensor(dt, 1, &n);
+  uint64_t st = seed;
+  or_fill_real(&st, &x, 0.5, 1.5);
+  or_fill_real(&st, &y, 0.5, 1.5);
+  for (int64_t i = 0; i < n; i += 3) or_set(&y, i, or_get(&x, i));
+  double* ref = or_alloc_ref(n);
+  for (int64_t i = 0; i < n; i++) ref[i] = ref_fn(or_get(&x, i), or_get(&y, i));
+  pr_t r;
+  if (pr_parse(&r, src)) {
+    named_t named[] = {{"x", &x}, {"y", &y}};
+    for (int e = 0; e < OR_NENGINES; e++) {
+      uj_status_t s = pr_run(&r, e, 2, named);
+      if (s != UJ_OK) {
+        fprintf(stderr, "  \"%s\" on %s: %s: %s\n", src, or_configs[e].name, uj_status_str(s), uj_last_error());
+        CHECK(s == UJ_OK);
+        continue;
+      }
+      uj_tensor_t* z = pr_out(&r, "z");
+      CHECK(z != NULL);
+      if (!z) continue;
+      if (z->dtype != dt)
+        fprintf(stderr, "  \"%s\" on %s: output dtype %s, expected %s\n", src, or_configs[e].name,
+                uj_dtype_name(z->dtype), uj_dtype_name(dt));
+      CHECK(z->dtype == dt);
+      CHECK(same_dims(z, 1, &n));
+      expect_close(src, or_configs[e].name, z, ref, tol_of(dt));
+    }
+  }
+  pr_free(&r);
+  free(ref);
+  or_tensor_free(&x);
+  or_tensor_free(&y);
+}
+
+TEST(elementwise_constructs_f64) {
+  HARNESS_SEED(101);
+  for (size_t i = 0; i < sizeof ew_cases / sizeof ew_cases[0]; i++)
+    run_ew_case(ew_cases[i].src, ew_cases[i].ref, UJ_F64, 101 + i);
+}
+
+TEST(elementwise_constructs_f32) {
+  HARNESS_SEED(202);
+  for (size_t i = 0; i < sizeof ew_cases / sizeof ew_cases[0]; i++)
+    run_ew_case(ew_cases[i].src, ew_cases[i].ref, UJ_F32, 202 + i);
+}
+
+/* A program with no inputs: its output is 0-d and takes the f32 default. */
+TEST(constants_only) {
+  pr_t r;
+  if (pr_parse(&r, "z = 2 ** 3 ** 2 - -1")) {
+    CHECK(r.nin == 0);
+    CHECK(pr_run(&r, 0, 0, NULL) == UJ_OK);
+    CHECK(r.out[0].ndim == 0);
+    CHECK(r.out[0].dtype == UJ_F32);
+    CHECK_NEAR(or_get(&r.out[0], 0), 513.0, 0);
+  }
+  pr_free(&r);
+}
+
+/* ---- reductions ------------------------------------------------------------------ */
+
+enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN };
+
+/* Reduces x [rows, cols] (row-major) over axis (0, 1) or both (-1 here
+ * meaning "no axis"), keeping the reduced axes with size 1. */
+static void reduce_ref(int op, const uj_tensor_t* x, int axis, double* out) {
+  int64_t rows = x->dims[0], cols = x->dims[1];
+  int64_t orow = axis == 1 ? rows : 1, ocol = axis == 0 ? cols : 1;
+  for (int64_t i = 0; i < orow; i++)
+    for (int64_t j = 0; j < ocol; j++) {
+      double acc = op == RED_MAX ? -INFINITY : op == RED_MIN ? INFINITY : 0;
+      int64_t count = 0;
+      for (int64_t a = 0; a < rows; a++)
+        for (int64_t b = 0; b < cols; b++) {
+          if ((axis == 1 && a != i) || (axis == 0 && b != j)) continue;
+          double v = or_get(x, a * cols + b);
+          acc = op == RED_MAX ? fmax(acc, v) : op == RED_MIN ? fmin(acc, v) : acc + v;
+          count++;
+        }
+      out[i * ocol + j] = op == RED_MEAN ? acc / (double)count : acc;
+    }
+}
+
+TEST(reductions_every_axis) {
+  HARNESS_SEED(303);
+  static const char* const fname[] = {"sum", "mean", "amax", "amin"};
+  /* The axis as written, and which axis it means for rank 2 (-1: all). */
+  static const struct {
+    const char* text;
+    int axis;
+  } axes[] = {{"", -1}, {", 0", 0}, {", 1", 1}, {", -1", 1}, {", -2", 0}};
+  const int64_t dims[2] = {5, 7};
+  for (int d = 0; d < 2; d++) {
+    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
+    uj_tensor_t x = or_tensor(dt, 2, dims);
+    uint64_t st = 303 + (uint64_t)d;
+    or_fill_real(&st, &x, -2, 2);
+    named_t named[] = {{"x", &x}};
+    for (int op = 0; op < 4; op++)
+      for (size_t a = 0; a < sizeof axes / sizeof axes[0]; a++) {
+        char src[64];
+        snprintf(src, sizeof src, "y = %s(x%s)", fname[op], axes[a].text);
+        int64_t want[2] = {axes[a].axis == 1 ? 5 : 1, axes[a].axis == 0 ? 7 : 1};
+        double ref[35];
+        reduce_ref(op, &x, axes[a].axis, ref);
+        pr_t r;
+        if (pr_parse(&r, src))
+          for (int e = 0; e < OR_NENGINES; e++) {
+            uj_status_t s = pr_run(&r, e, 1, named);
+            CHECK(s == UJ_OK);
+            if (s != UJ_OK) continue;
+            CHECK(same_dims(&r.out[0], 2, want));
+            if (same_dims(&r.out[0], 2, want))
+              expect_close(src, or_configs[e].name, &r.out[0], ref, dt == UJ_F64 ? OR_TOL_F64 : OR_TOL_F32_SUM);
+          }
+        pr_free(&r);
+      }
+    or_tensor_free(&x);
+  }
+}
+
+/* Reductions inside an expression broadcast back: each element over its
+ * row sum, plus its column maximum, minus the mean of everything. */
+TEST(reduction_in_expression) {
+  const char* src = "y = x / sum(x, 1) + amax(x, 0) - mean(x)";
+  const int64_t dims[2] = {4, 6};
+  uj_tensor_t x = or_tensor(UJ_F64, 2, dims);
+  uint64_t st = 404;
+  HARNESS_SEED(404);
+  or_fill_real(&st, &x, 0.5, 1.5);
+  double ref[24], row[4] = {0}, col[6], all = 0;
+  for (int j = 0; j < 6; j++) col[j] = -INFINITY;
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 6; j++) {
+      double v = or_get(&x, i * 6 + j);
+      row[i] += v;
+      col[j] = fmax(col[j], v);
+      all += v;
+    }
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 6; j++) ref[i * 6 + j] = or_get(&x, i * 6 + j) / row[i] + col[j] - all / 24;
+  pr_t r;
+  named_t named[] = {{"x", &x}};
+  if (pr_parse(&r, src))
+    for (int e = 0; e < OR_NENGINES; e++) {
+      CHECK(pr_run(&r, e, 1, named) == UJ_OK);
+      CHECK(same_dims(&r.out[0], 2, dims));
+      if (same_dims(&r.out[0], 2, dims)) expect_close(src, or_configs[e].name, &r.out[0], ref, OR_TOL_F64);
+    }
+  pr_free(&r);
+  or_tensor_free(&x);
+}
+
+/* ---- statements, names and dtypes ----------------------------------------------------- */
+
+static int io_names_are(const uj_program_t* p, int is_output, int count, const char* const* names) {
+  if (uj_program_io_count(p, is_output) != count) return 0;
+  for (int i = 0; i < count; i++) {
+    const char* n = uj_program_io_name(p, is_output, i);
+    if (!n || strcmp(n, names[i])) return 0;
+  }
+  return uj_program_io_name(p, is_output, count) == NULL && uj_program_io_name(p, is_output, -1) == NULL;
+}
+
+/* Inputs in order of first appearance, outputs in order of first
+ * assignment; a name read after its assignment reads that value; '_' names
+ * are temporaries; a reassigned output is listed once with its last value;
+ * comments, ';', blank lines and CRLF line ends all separate statements. */
+TEST(statements_names_and_order) {
+  const char* src =
+      "# a comment on its own line\n"
+      "b = y + x   # y is the first input, x the second\r\n"
+      "\n"
+      "_t = x * 2; a = _t + b ;; c = b * a\n"
+      "c = c + w  # reassigned: c is listed once\n"
+      "   # trailing comment";
+  static const char* const ins[] = {"y", "x", "w"};
+  static const char* const outs[] = {"b", "a", "c"};
+  const int64_t n = 9;
+  uj_tensor_t x = or_tensor(UJ_F64, 1, &n), y = or_tensor(UJ_F64, 1, &n), w = or_tensor(UJ_F64, 1, &n);
+  uint64_t st = 505;
+  HARNESS_SEED(505);
+  or_fill_real(&st, &x, 0.5, 1.5);
+  or_fill_real(&st, &y, 0.5, 1.5);
+  or_fill_real(&st, &w, 0.5, 1.5);
+  double rb[9], ra[9], rc[9];
+  for (int i = 0; i < 9; i++) {
+    double xv = or_get(&x, i), yv = or_get(&y, i), wv = or_get(&w, i);
+    rb[i] = yv + xv;
+    ra[i] = xv * 2 + rb[i];
+    rc[i] = rb[i] * ra[i] + wv;
+  }
+  pr_t r;
+  if (pr_parse(&r, src)) {
+    CHECK(io_names_are(r.p, 0, 3, ins));
+    CHECK(io_names_are(r.p, 1, 3, outs));
+    named_t named[] = {{"x", &x}, {"y", &y}, {"w", &w}};
+    for (int e = 0; e < OR_NENGINES; e++) {
+      CHECK(pr_run(&r, e, 3, named) == UJ_OK);
+      expect_close(src, or_configs[e].name, &r.out[0], rb, OR_TOL_F64);
+      expect_close(src, or_configs[e].name, &r.out[1], ra, OR_TOL_F64);
+      expect_close(src, or_configs[e].name, &r.out[2], rc, OR_TOL_F64);
+    }
+  }
+  pr_free(&r);
+  or_tensor_free(&x);
+  or_tensor_free(&y);
+  or_tensor_free(&w);
+}
+
+/* A name read before it is assigned is both an input and an output. */
+TEST(in_place_names) {
+  pr_t r;
+  if (pr_parse(&r, "p = p - 0.5 * g\nq = p * 2")) {
+    static const char* const ins[] = {"p", "g"};
+    static const char* const outs[] = {"p", "q"};
+    CHECK(io_names_are(r.p, 0, 2, ins));
+    CHECK(io_names_are(r.p, 1, 2, outs));
+  }
+  pr_free(&r);
+  /* Identifiers are [A-Za-z_][A-Za-z0-9_]*, including names that are words
+   * of other languages. */
+  if (pr_parse(&r, "int = return_ + _x_0 * A9; _ = int; main = _ + 1")) {
+    static const char* const ins[] = {"return_", "_x_0", "A9"};
+    static const char* const outs[] = {"int", "main"};
+    CHECK(io_names_are(r.p, 0, 3, ins));
+    CHECK(io_names_are(r.p, 1, 2, outs));
+  }
+  pr_free(&r);
+}
+
+/* `x: f64` fixes x's dtype; mixed operands promote to the wider dtype. */
+TEST(dtype_hints_and_promotion) {
+  const int64_t n = 5;
+  uj_tensor_t x64 = or_tensor(UJ_F64, 1, &n), y32 = or_tensor(UJ_F32, 1, &n);
+  uint64_t st = 606;
+  HARNESS_SEED(606);
+  or_fill_real(&st, &x64, 0.5, 1.5);
+  or_fill_real(&st, &y32, 0.5, 1.5);
+  double ref[5];
+  for (int i = 0; i < 5; i++) ref[i] = or_get(&x64, i) * 3 + or_get(&y32, i);
+  pr_t r;
+  if (pr_parse(&r, "x: f64\ny: f32; z = x * 3 + y")) {
+    named_t ok[] = {{"x", &x64}, {"y", &y32}};
+    for (int e = 0; e < OR_NENGINES; e++) {
+      CHECK(pr_run(&r, e, 2, ok) == UJ_OK);
+      CHECK(r.out[0].dtype == UJ_F64);
+      expect_close("z = x * 3 + y", or_configs[e].name, &r.out[0], ref, OR_TOL_F64);
+    }
+  }
+  pr_free(&r);
+  /* Without hints, f32 with f64 promotes to f64. */
+  if (pr_parse(&r, "z = x * 3 + y")) {
+    named_t mixed[] = {{"x", &x64}, {"y", &y32}};
+    CHECK(pr_run(&r, 0, 2, mixed) == UJ_OK);
+    CHECK(r.out[0].dtype == UJ_F64);
+    expect_close("z = x * 3 + y", "interp", &r.out[0], ref, OR_TOL_F64);
+  }
+  pr_free(&r);
+  or_tensor_free(&x64);
+  or_tensor_free(&y32);
+}
+
+/* ---- broadcasting ------------------------------------------------------------------ */
+
+/* z = a + b * 2 for a and b of the given shapes, checked against NumPy
+ * broadcasting done by hand. */
+static void check_broadcast(int na, const int64_t* da, int nb, const int64_t* db, int nz, const int64_t* dz,
+                            uint64_t seed) {
+  const char* src = "z = a + b * 2";
+  uj_tensor_t a = or_tensor(UJ_F64, na, da), b = or_tensor(UJ_F64, nb, db);
+  uint64_t st = seed;
+  or_fill_real(&st, &a, -1, 1);
+  or_fill_real(&st, &b, -1, 1);
+  int64_t count = or_numel(nz, dz);
+  double* ref = or_alloc_ref(count);
+  for (int64_t f = 0; f < count; f++) {
+    int64_t idx[UJ_MAX_DIMS], ia[UJ_MAX_DIMS], ib[UJ_MAX_DIMS];
+    or_unravel(f, nz, dz, idx);
+    for (int k = 0; k < na; k++) ia[k] = da[k] == 1 ? 0 : idx[k + nz - na];
+    for (int k = 0; k < nb; k++) ib[k] = db[k] == 1 ? 0 : idx[k + nz - nb];
+    ref[f] = or_get(&a, or_ravel(na, da, ia)) + 2 * or_get(&b, or_ravel(nb, db, ib));
+  }
+  pr_t r;
+  named_t named[] = {{"a", &a}, {"b", &b}};
+  if (pr_parse(&r, src))
+    for (int e = 0; e < OR_NENGINES; e++) {
+      uj_status_t s = pr_run(&r, e, 2, named);
+      if (s != UJ_OK) fprintf(stderr, "  %s: %s\n", or_configs[e].name, uj_last_error());
+      CHECK(s == UJ_OK);
+      CHECK(same_dims(&r.out[0], nz, dz));
+      if (s == UJ_OK && same_dims(&r.out[0], nz, dz)) expect_close(src, or_configs[e].name, &r.out[0], ref, OR_TOL_F64);
+    }
+  pr_free(&r);
+  free(ref);
+  or_tensor_free(&a);
+  or_tensor_free(&b);
+}
+
+TEST(broadcasting) {
+  HARNESS_SEED(707);
+  const int64_t row[1] = {5}, row2[2] = {1, 5}, col[2] = {4, 1}, mat[2] = {4, 5};
+  check_broadcast(1, row, 2, col, 2, mat, 1);    /* row + column -> matrix */
+  check_broadcast(2, col, 1, row, 2, mat, 2);
+  check_broadcast(2, row2, 2, col, 2, mat, 3);   /* [1,5] + [4,1] */
+  check_broadcast(2, mat, 2, row2, 2, mat, 4);   /* size-1 axes in an input */
+  check_broadcast(2, mat, 2, col, 2, mat, 5);
+  check_broadcast(2, mat, 0, NULL, 2, mat, 6);   /* a 0-d scalar */
+  check_broadcast(0, NULL, 2, mat, 2, mat, 7);
+  check_broadcast(0, NULL, 0, NULL, 0, NULL, 8); /* scalars only */
+  const int64_t t3[3] = {3, 1, 5}, t3b[3] = {1, 4, 1}, t3z[3] = {3, 4, 5};
+  check_broadcast(3, t3, 3, t3b, 3, t3z, 9);
+  check_broadcast(3, t3, 1, row, 3, (const int64_t[]){3, 1, 5}, 10);
+  const int64_t one[1] = {1};
+  check_broadcast(1, one, 1, one, 1, one, 11);   /* every axis of size 1 */
+  check_broadcast(1, one, 2, mat, 2, mat, 12);
+  /* A different size-1 pattern reuses nothing wrong: run the same program
+   * on two signatures in turn. */
+  check_broadcast(2, mat, 2, mat, 2, mat, 13);
+}
+
+/* ---- Adam, a long chain, softmax ------------------------------------------------------ */
+
+#define ADAM_SRC "m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p - lr*m/(sqrt(v)+eps)"
+
+/* The update in place: p, m and v are passed as the same buffers for input
+ * and output, against naive Adam in double. */
+static void check_adam(uj_dtype_t dt, int slot) {
+  const int64_t n = 1000;
+  uj_tensor_t p = or_tensor(dt, 1, &n), g = or_tensor(dt, 1, &n), m = or_tensor(dt, 1, &n), v = or_tensor(dt, 1, &n);
+  uj_tensor_t lr = or_tensor(dt, 0, NULL), b1 = or_tensor(dt, 0, NULL), b2 = or_tensor(dt, 0, NULL),
+              eps = or_tensor(dt, 0, NULL);
+  uint64_t st = 808;
+  or_fill_real(&st, &p, -1, 1);
+  or_fill_real(&st, &g, -1, 1);
+  or_fill_real(&st, &m, -0.1, 0.1);
+  or_fill_real(&st, &v, 0, 0.01);
+  or_set(&lr, 0, 1e-3);
+  or_set(&b1, 0, 0.9);
+  or_set(&b2, 0, 0.999);
+  or_set(&eps, 0, 1e-8);
+  double *rp = or_alloc_ref(n), *rm = or_alloc_ref(n), *rv = or_alloc_ref(n);
+  for (int64_t i = 0; i < n; i++) {
+    double B1 = or_get(&b1, 0), B2 = or_get(&b2, 0), gi = or_get(&g, i);
+    rm[i] = B1 * or_get(&m, i) + (1 - B1) * gi;
+    rv[i] = B2 * or_get(&v, i) + (1 - B2) * gi * gi;
+    rp[i] = or_get(&p, i) - or_get(&lr, 0) * rm[i] / (sqrt(rv[i]) + or_get(&eps, 0));
+  }
+  uj_program_t* prog = NULL;
+  CHECK(uj_program_parse(ADAM_SRC, &prog) == UJ_OK);
+  static const char* const ins[] = {"b1", "m", "g", "b2", "v", "p", "lr", "eps"};
+  static const char* const outs[] = {"m", "v", "p"};
+  if (prog) {
+    CHECK(io_names_are(prog, 0, 8, ins));
+    CHECK(io_names_are(prog, 1, 3, outs));
+    const uj_tensor_t* in[8] = {&b1, &m, &g, &b2, &v, &p, &lr, &eps};
+    uj_tensor_t* out[3] = {&m, &v, &p};
+    uj_status_t s = uj_program_run(or_ctx(slot), prog, UJ_FORWARD, in, 8, NULL, 0, out, 3);
+    if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
+    CHECK(s == UJ_OK);
+    double tol = dt == UJ_F64 ? OR_TOL_F64 : OR_TOL_F32;
+    expect_close("adam m", or_configs[slot].name, &m, rm, tol);
+    expect_close("adam v", or_configs[slot].name, &v, rv, tol);
+    expect_close("adam p", or_configs[slot].name, &p, rp, tol);
+  }
+  uj_program_free(prog);
+  free(rp), free(rm), free(rv);
+  uj_tensor_t* all[] = {&p, &g, &m, &v, &lr, &b1, &b2, &eps};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) or_tensor_free(all[i]);
+}
+
+TEST(adam_in_place) {
+  HARNESS_SEED(808);
+  for (int e = 0; e < OR_NENGINES; e++) {
+    check_adam(UJ_F32, e);
+    check_adam(UJ_F64, e);
+  }
+}
+
+/* After the passes Adam is one block: one line of the dump starts with
+ * "block". */
+TEST(adam_is_one_block) {
+  uj_program_t* p = NULL;
+  CHECK(uj_program_parse(ADAM_SRC, &p) == UJ_OK);
+  if (!p) return;
+  const int64_t n = 16;
+  uj_tensor_t t[8];
+  const uj_tensor_t* in[8];
+  for (int i = 0; i < 8; i++) {
+    const char* name = uj_program_io_name(p, 0, i);
+    int scalar = !strcmp(name, "b1") || !strcmp(name, "b2") || !strcmp(name, "lr") || !strcmp(name, "eps");
+    t[i] = or_tensor(UJ_F32, scalar ? 0 : 1, &n);
+    in[i] = &t[i];
+  }
+  int nd;
+  int64_t dims[UJ_MAX_DIMS];
+  CHECK(uj_program_shape(p, UJ_FORWARD, in, NULL, 0, &nd, dims) == UJ_OK); /* selects the build */
+  uj_ctx_t* ctx = uj_ctx_new();
+  char* text = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_IR, NULL);
+  CHECK(text != NULL);
+  int blocks = 0;
+  for (const char* line = text; line && *line;) {
+    if (!strncmp(line, "block", 5)) blocks++;
+    const char* nl = strchr(line, '\n');
+    line = nl ? nl + 1 : NULL;
+  }
+  if (blocks != 1) fprintf(stderr, "  %d blocks:\n%s\n", blocks, text ? text : "");
+  CHECK(blocks == 1);
+  free(text);
+  uj_ctx_free(ctx);
+  uj_program_free(p);
+  for (int i = 0; i < 8; i++) or_tensor_free(&t[i]);
+}
+
+static double chain_ref(double x, double y) {
+  double a = x * 2 + y;                    /* 2 ops */
+  double b = exp(-a / 4);                  /* 3 */
+  double c = sqrt(b + x) * tanh(y - 0.5);  /* 5 */
+  return sigmoid(c) - fabs(log(x) * 0.25); /* 5 */
+}
+
+/* A chain of fifteen operations over temporaries. */
+TEST(chain_of_twelve_ops) {
+  const char* src = "_a = x * 2 + y\n_b = exp(-_a / 4)\n_c = sqrt(_b + x) * tanh(y - 0.5)\n"
+                    "z = sigmoid(_c) - abs(log(x) * 0.25)";
+  HARNESS_SEED(909);
+  run_ew_case(src, chain_ref, UJ_F32, 909);
+  run_ew_case(src, chain_ref, UJ_F64, 910);
+  pr_t r;
+  if (pr_parse(&r, src)) CHECK(r.nout == 1 && r.nin == 2);
+  pr_free(&r);
+}
+
+TEST(softmax) {
+  const char* src = "e = exp(x - amax(x, -1)); y = e / sum(e, -1)";
+  const int64_t dims[2] = {6, 9};
+  HARNESS_SEED(1010);
+  for (int d = 0; d < 2; d++) {
+    uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
+    uj_tensor_t x = or_tensor(dt, 2, dims);
+    uint64_t st = 1010;
+    or_fill_real(&st, &x, -5, 5);
+    double re[54], ry[54];
+    for (int i = 0; i < 6; i++) {
+      double mx = -INFINITY, sum = 0;
+      for (int j = 0; j < 9; j++) mx = fmax(mx, or_get(&x, i * 9 + j));
+      for (int j = 0; j < 9; j++) sum += re[i * 9 + j] = exp(or_get(&x, i * 9 + j) - mx);
+      for (int j = 0; j < 9; j++) ry[i * 9 + j] = re[i * 9 + j] / sum;
+    }
+    pr_t r;
+    named_t named[] = {{"x", &x}};
+    if (pr_parse(&r, src))
+      for (int e = 0; e < OR_NENGINES; e++) {
+        CHECK(pr_run(&r, e, 1, named) == UJ_OK);
+        uj_tensor_t *te = pr_out(&r, "e"), *ty = pr_out(&r, "y");
+        CHECK(te && ty);
+        if (te) expect_close("softmax e", or_configs[e].name, te, re, tol_of(dt));
+        if (ty) expect_close("softmax y", or_configs[e].name, ty, ry, tol_of(dt));
+      }
+    pr_free(&r);
+    or_tensor_free(&x);
+  }
+}
+
+/* ---- in-place aliasing -------------------------------------------------------------- */
+
+/* The expected outputs from copies of the original x and y ([rows, cols]). */
+typedef void (*alias_ref_fn)(const double* x, const double* y, int rows, int cols, double* rx, double* ry);
+
+static void ref_scale(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
+  (void)y, (void)ry;
+  for (int i = 0; i < rows * cols; i++) rx[i] = x[i] * 2 + 1;
+}
+static void ref_sub_max(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
+  (void)y, (void)ry;
+  for (int i = 0; i < rows; i++) {
+    double m = -INFINITY;
+    for (int j = 0; j < cols; j++) m = fmax(m, x[i * cols + j]);
+    for (int j = 0; j < cols; j++) rx[i * cols + j] = x[i * cols + j] - m;
+  }
+}
+static void ref_div_sum_all(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
+  (void)y, (void)ry;
+  double s = 0;
+  for (int i = 0; i < rows * cols; i++) s += x[i];
+  for (int i = 0; i < rows * cols; i++) rx[i] = x[i] / s;
+}
+static void ref_col_mean(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
+  (void)y, (void)ry;
+  for (int j = 0; j < cols; j++) {
+    double s = 0;
+    for (int i = 0; i < rows; i++) s += x[i * cols + j];
+    for (int i = 0; i < rows; i++) rx[i * cols + j] = x[i * cols + j] - s / rows;
+  }
+}
+static void ref_both(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
+  for (int i = 0; i < rows * cols; i++) {
+    rx[i] = x[i] + y[i];
+    ry[i] = rx[i] * 2;
+  }
+}
+static void ref_cross(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
+  /* x reads y's old row maximum, y reads x's old row sum. */
+  for (int i = 0; i < rows; i++) {
+    double my = -INFINITY, sx = 0;
+    for (int j = 0; j < cols; j++) my = fmax(my, y[i * cols + j]), sx += x[i * cols + j];
+    for (int j = 0; j < cols; j++) {
+      rx[i * cols + j] = x[i * cols + j] - my;
+      ry[i * cols + j] = y[i * cols + j] + sx;
+    }
+  }
+}
+
+TEST(in_place_aliasing) {
+  static const struct {
+    const char* src;
+    alias_ref_fn ref;
+    int outputs_y;
+  } cases[] = {
+      {"x = x * 2 + 1", ref_scale, 0},
+      {"x = x - amax(x, -1)", ref_sub_max, 0},
+      {"x = x / sum(x)", ref_div_sum_all, 0},
+      {"x = x - mean(x, 0)", ref_col_mean, 0},
+      {"x = x + y; y = x * 2", ref_both, 1},
+      {"_my = amax(y, 1); _sx = sum(x, 1); x = x - _my; y = y + _sx", ref_cross, 1},
+  };
+  enum { ROWS = 5, COLS = 8 };
+  const int64_t dims[2] = {ROWS, COLS};
+  HARNESS_SEED(1111);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int e = 0; e < OR_NENGINES; e++) {
+      uj_tensor_t x = or_tensor(UJ_F64, 2, dims), y = or_tensor(UJ_F64, 2, dims);
+      uint64_t st = 1111 + c;
+      or_fill_real(&st, &x, 0.5, 1.5);
+      or_fill_real(&st, &y, 0.5, 1.5);
+      double *x0 = or_to_double(&x), *y0 = or_to_double(&y);
+      double rx[ROWS * COLS], ry[ROWS * COLS];
+      cases[c].ref(x0, y0, ROWS, COLS, rx, ry);
+      uj_program_t* p = NULL;
+      CHECK(uj_program_parse(cases[c].src, &p) == UJ_OK);
+      if (p) {
+        /* Inputs and outputs by name, the same tensor for a shared name. */
+        const uj_tensor_t* in[2];
+        uj_tensor_t* out[2];
+        int nin = uj_program_io_count(p, 0), nout = uj_program_io_count(p, 1);
+        for (int i = 0; i < nin; i++) in[i] = strcmp(uj_program_io_name(p, 0, i), "x") ? &y : &x;
+        for (int i = 0; i < nout; i++) out[i] = strcmp(uj_program_io_name(p, 1, i), "x") ? &y : &x;
+        uj_status_t s = uj_program_run(or_ctx(e), p, UJ_FORWARD, in, nin, NULL, 0, out, nout);
+        if (s != UJ_OK) fprintf(stderr, "  \"%s\": %s\n", cases[c].src, uj_last_error());
+        CHECK(s == UJ_OK);
+        CHECK(nout == 1 + cases[c].outputs_y);
+        expect_close(cases[c].src, or_configs[e].name, &x, rx, OR_TOL_F64);
+        if (cases[c].outputs_y) expect_close(cases[c].src, or_configs[e].name, &y, ry, OR_TOL_F64);
+        else expect_close(cases[c].src, or_configs[e].name, &y, y0, 0);
+      }
+      uj_program_free(p);
+      free(x0);
+      free(y0);
+      or_tensor_free(&x);
+      or_tensor_free(&y);
+    }
+}
+
+TEST_MAIN()
