@@ -109,7 +109,7 @@ static void store(const interp_t* in, const ir_access_t* acc, int64_t off, value
   }
 }
 
-static double unary_float(uj_unary_op_t op, double x) {
+double ir_unary_f64(uj_unary_op_t op, double x) {
   switch (op) {
     case UJ_UNARY_NEG: return -x;
     case UJ_UNARY_ABS: return fabs(x);
@@ -135,7 +135,7 @@ static int64_t unary_int(uj_unary_op_t op, int64_t x) {
   }
 }
 
-static double binary_float(uj_binary_op_t op, double a, double b) {
+double ir_binary_f64(uj_binary_op_t op, double a, double b) {
   switch (op) {
     case UJ_BINARY_ADD: return a + b;
     case UJ_BINARY_SUB: return a - b;
@@ -196,13 +196,13 @@ static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
     }
     case IR_EX_UNARY: {
       value_t a = eval(in, e->a, oob);
-      if (is_float(e->dtype)) r.f = round_to(e->dtype, unary_float((uj_unary_op_t)e->op, a.f));
+      if (is_float(e->dtype)) r.f = round_to(e->dtype, ir_unary_f64((uj_unary_op_t)e->op, a.f));
       else r.i = unary_int((uj_unary_op_t)e->op, a.i);
       return r;
     }
     case IR_EX_BINARY: {
       value_t a = eval(in, e->a, oob), b = eval(in, e->b, oob);
-      if (is_float(e->dtype)) r.f = round_to(e->dtype, binary_float((uj_binary_op_t)e->op, a.f, b.f));
+      if (is_float(e->dtype)) r.f = round_to(e->dtype, ir_binary_f64((uj_binary_op_t)e->op, a.f, b.f));
       else r.i = binary_int((uj_binary_op_t)e->op, a.i, b.i);
       return r;
     }

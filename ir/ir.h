@@ -259,6 +259,11 @@ uj_status_t ir_func_sizes(const ir_func_t* f, const int64_t* params, ir_buffer_t
  * temporaries; no-alloc tensors may have data NULL). Fails only on OOM. */
 uj_status_t ir_interp_run(const ir_func_t* f, ir_buffer_t* buf, const int64_t* params);
 
+/* The interpreter's float semantics of one op, in double: what folding a
+ * constant expression must agree with. */
+double ir_unary_f64(uj_unary_op_t op, double x);
+double ir_binary_f64(uj_binary_op_t op, double a, double b);
+
 /* ---- printer, hash, verifier (ir/print.c, ir/hash.c, ir/verify.c) ---------------------------- */
 
 enum {

@@ -530,7 +530,7 @@ int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) { return b->nloo
 
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
-  if (k == b->nloops - 1 && k > 0 && loop_independent(E->f, b, k)) {
+  if (k == b->nloops - 1 && loop_independent(E->f, b, k)) {
     indent(E, k);
     rt_buf_printf(E->out, "#pragma GCC ivdep\n");
   }

@@ -15,7 +15,6 @@
  * dtype; float-only functions cast i32 to f32 first. Arithmetic on numbers
  * alone is folded here, in double, into one number, so that (1 + 2) or
  * -0.1 keeps full precision next to an f64 tensor. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,26 +143,8 @@ static void broadcast(build_t* b, const pn_node_t* n, val_t* v, int count, const
 
 static val_t eval(build_t* b, const pn_node_t* n);
 
-static double fold_unary(uj_unary_op_t op, double x) {
-  switch (op) {
-    case UJ_UNARY_NEG: return -x;
-    case UJ_UNARY_ABS: return fabs(x);
-    case UJ_UNARY_EXP: return exp(x);
-    case UJ_UNARY_LOG: return log(x);
-    case UJ_UNARY_SQRT: return sqrt(x);
-    case UJ_UNARY_RSQRT: return 1.0 / sqrt(x);
-    case UJ_UNARY_RECIP: return 1.0 / x;
-    case UJ_UNARY_SIN: return sin(x);
-    case UJ_UNARY_COS: return cos(x);
-    case UJ_UNARY_TANH: return tanh(x);
-    case UJ_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case UJ_UNARY_FLOOR: return floor(x);
-  }
-  return x;
-}
-
 static val_t unary(build_t* b, const pn_node_t* n, uj_unary_op_t op, val_t x) {
-  if (x.is_const) return number(b, n, fold_unary(op, x.number));
+  if (x.is_const) return number(b, n, ir_unary_f64(op, x.number));
   if (op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR && x.dtype == UJ_I32)
     x = cast_to(b, n, x, UJ_F32);
   if (b->failed) return bad();
@@ -172,27 +153,8 @@ static val_t unary(build_t* b, const pn_node_t* n, uj_unary_op_t op, val_t x) {
   return at(b, n, id, x.ndim, x.ones, x.dtype, 0);
 }
 
-static double fold_binary(uj_binary_op_t op, double a, double b) {
-  switch (op) {
-    case UJ_BINARY_ADD: return a + b;
-    case UJ_BINARY_SUB: return a - b;
-    case UJ_BINARY_MUL: return a * b;
-    case UJ_BINARY_DIV: return a / b;
-    case UJ_BINARY_POW: return pow(a, b);
-    case UJ_BINARY_MAX: return (a > b || b != b) ? a : b;
-    case UJ_BINARY_MIN: return (a < b || b != b) ? a : b;
-    case UJ_BINARY_EQ: return a == b;
-    case UJ_BINARY_NE: return a != b;
-    case UJ_BINARY_LT: return a < b;
-    case UJ_BINARY_LE: return a <= b;
-    case UJ_BINARY_GT: return a > b;
-    case UJ_BINARY_GE: return a >= b;
-  }
-  return 0;
-}
-
 static val_t binary(build_t* b, const pn_node_t* n, uj_binary_op_t op, val_t x, val_t y) {
-  if (x.is_const && y.is_const) return number(b, n, fold_binary(op, x.number, y.number));
+  if (x.is_const && y.is_const) return number(b, n, ir_binary_f64(op, x.number, y.number));
   val_t v[2] = {x, y};
   const pn_node_t* src[2] = {n->args[0], n->nargs > 1 ? n->args[1] : n};
   promote(b, n, v, 2);
