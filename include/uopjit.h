@@ -151,8 +151,10 @@ uj_io_t uj_reindex(uj_graph_t* g, uj_io_t x, int shape_count, const char* const*
                    int ss_count, const uj_io_t* ss, int index_count, const char* const* index);
 /* Elementwise op. Float-only ops (all but neg, abs, floor) refuse i32. */
 uj_io_t uj_unary(uj_graph_t* g, uj_unary_op_t op, uj_io_t x);
-/* out = a op b with a's shape; b has a's shape or is 0-d. Both must share a
- * dtype (a constant adopts the other side's). Comparisons give 1 or 0 in
+/* out = a op b elementwise. Either operand may be 0-d (read at every
+ * element); otherwise both have one rank, and their sizes are checked
+ * against each other at run time (UJ_ERR_SHAPE naming both and the axis).
+ * Both must share a dtype (a constant adopts the other side's). Comparisons give 1 or 0 in
  * that dtype. i32 division and modulo round toward negative infinity; an i32
  * division by zero gives 0. pow refuses i32. */
 uj_io_t uj_binary(uj_graph_t* g, uj_binary_op_t op, uj_io_t a, uj_io_t b);
