@@ -35,6 +35,14 @@ static const char* const cc_flags[] = {"-O3", "-march=native", "-fPIC", "-shared
                                        "-ffp-contract=off", "-w"};
 #define NFLAGS (int)(sizeof cc_flags / sizeof *cc_flags)
 
+/* A fresh private directory for a compile or a probe, under $TMPDIR. */
+static int make_temp_dir(char* out, size_t cap, const char* what) {
+  const char* tmp = getenv("TMPDIR");
+  if (!tmp || !*tmp) tmp = "/tmp";
+  if (snprintf(out, cap, "%s/uopjit-%s-XXXXXX", tmp, what) >= (int)cap) return 0;
+  return mkdtemp(out) != NULL;
+}
+
 static const char* compiler(void) {
   const char* cc = getenv("UOPJIT_CC");
   return cc && *cc ? cc : "cc";
@@ -106,10 +114,10 @@ static char* cpu_identity(void) {
 int jit_c_available(jit_state_t* js) {
   pthread_mutex_lock(&js->lock);
   if (js->c_probe < 0) {
-    char dir[] = "/tmp/uopjit-probe-XXXXXX";
+    char dir[4000];
     js->c_probe = 0;
-    if (mkdtemp(dir)) {
-      char log[64];
+    if (make_temp_dir(dir, sizeof dir, "probe")) {
+      char log[4200];
       snprintf(log, sizeof log, "%s/version", dir);
       char* argv[] = {(char*)compiler(), "--version", NULL};
       if (run_command(argv, log) == 0 && (js->c_identity = first_line(log)) && (js->cpu_identity = cpu_identity()))
@@ -164,7 +172,7 @@ static uj_status_t load(const char* path, const ir_func_t* f, jit_c_kernel_t** o
 
 /* Compiles source into dir/k.so; UJ_ERR_COMPILE with the compiler's output. */
 static uj_status_t compile(const char* source, const char* dir, char* so_path, size_t cap) {
-  char c_path[4096], log_path[4096];
+  char c_path[4200], log_path[4200];
   snprintf(c_path, sizeof c_path, "%s/k.c", dir);
   snprintf(log_path, sizeof log_path, "%s/log", dir);
   snprintf(so_path, cap, "%s/k.so", dir);
@@ -194,7 +202,7 @@ static uj_status_t compile(const char* source, const char* dir, char* so_path, s
 
 static void remove_dir(const char* dir) {
   const char* names[] = {"k.c", "k.so", "log"};
-  char path[4096];
+  char path[4200];
   for (int i = 0; i < 3; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     unlink(path);
@@ -229,9 +237,10 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
     s = load(path, f, &k);
   } else {
     char* source = jit_c_emit(f, params, JIT_C_FOLD_PARAMS, NULL);
-    char dir[] = "/tmp/uopjit-cc-XXXXXX";
+    char dir[4000];
     if (!source) s = rt_error(UJ_ERR_OOM, "out of memory");
-    else if (!mkdtemp(dir)) s = rt_error(UJ_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+    else if (!make_temp_dir(dir, sizeof dir, "cc"))
+      s = rt_error(UJ_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
     else {
       char so[4096];
       if ((s = compile(source, dir, so, sizeof so)) == UJ_OK) {
