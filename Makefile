@@ -4,7 +4,8 @@
 #   make            the libraries and build/uopjit
 #   make test       everything, then every tests/test_* binary, with a summary
 #   make debug      the same tests built with ASan + UBSan under build/debug/
-#   make run        the CLI's demo, and the sigmoid and Adam chains checked and timed
+#   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
+#   make bench      bench/: every CPU engine against AOT C and an unfused baseline
 #   make clean
 #
 # Optional parts (MIR, CUDA, cuDNN) are detected here and reported once.
@@ -89,13 +90,14 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIB_A := $(BUILD)/libuopjit.a
 LIB_SO := $(BUILD)/libuopjit.so
 
-CLI_SRC := tools/uopjit.c
+CLI_SRCS := $(sort $(wildcard tools/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI := $(BUILD)/uopjit
 
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TESTS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test debug run clean
+.PHONY: all test debug run bench clean
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 # Keep the test objects that only chained rules mention.
@@ -116,9 +118,9 @@ $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(CLI): $(BUILD)/obj/tools/uopjit.o $(LIB_A)
+$(CLI): $(CLI_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB_A) $(LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -171,18 +173,46 @@ test: all $(TESTS)
 debug:
 	@$(MAKE) --no-print-directory BUILD=build/debug DEBUG=1 test
 
-# The demo, then two fused chains through the expression language: checked
-# against the interpreter in f64, then timed.
+# ---- bench -------------------------------------------------------------------------
+
+# The benchmark links the library and, for each program bench/<name>.uj, the
+# AOT C that `uopjit aot` writes for it, compiled with plain gcc -O3 (each
+# file's two entry points renamed so they can live in one binary). The
+# bench reads the same .uj files at run time for the JIT engines.
+BENCH_PROGRAMS := $(sort $(basename $(notdir $(wildcard bench/*.uj))))
+BENCH_DIR := $(BUILD)/bench
+BENCH := $(BENCH_DIR)/bench
+BENCH_AOT_OBJS := $(BENCH_PROGRAMS:%=$(BENCH_DIR)/aot_%.o)
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+
+$(BENCH_DIR)/aot_%.c: bench/%.uj $(CLI)
+	@mkdir -p $(dir $@)
+	$(CLI) aot "$$(cat $<)" -o $@
+
+$(BENCH_DIR)/aot_%.o: $(BENCH_DIR)/aot_%.c
+	$(CC) -O3 -march=native -std=c11 -c $< -o $@ \
+	  -Duopjit_kernel_run=aot_$*_run -Duopjit_kernel_output_dims=aot_$*_output_dims
+
+$(BENCH): $(BENCH_SRCS) $(BENCH_AOT_OBJS) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O2 -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"' -o $@ $(BENCH_SRCS) $(BENCH_AOT_OBJS) \
+	  $(LIB_A) $(LIBS) $(LDFLAGS)
+
+bench: all $(BENCH)
+	$(BENCH)
+
+# The demo, then two fused chains through the expression language checked
+# against the interpreter in f64, then the short bench.
 SIGMOID := '1/(1+exp(-(a*x+b)))'
 ADAM := 'm = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p - lr*m/(sqrt(v)+eps)'
-run: all
+run: all $(BENCH)
 	$(CLI) demo
 	$(CLI) run --check $(SIGMOID) --scalar a,b
 	$(CLI) run --check $(ADAM) --scalar b1,b2,lr,eps
-	$(CLI) run $(SIGMOID) --scalar a,b --shape 1000000
-	$(CLI) run $(ADAM) --scalar b1,b2,lr,eps --shape 1000000
+	$(BENCH) --short
+
 
 clean:
 	rm -rf build
 
--include $(LIB_OBJS:.o=.d) $(BUILD)/obj/tools/uopjit.d $(TEST_SRCS:tests/%.c=$(BUILD)/obj/tests/%.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SRCS:tests/%.c=$(BUILD)/obj/tests/%.d)

@@ -246,13 +246,29 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
                            const int64_t* params, int param_count,
                            uj_tensor_t* const* outputs, int output_count);
 
-typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA } uj_dump_t;
+typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA, UJ_DUMP_C_AOT } uj_dump_t;
 /* A printable form of the program: the loop IR as emitted (IR_RAW) or after
  * the passes (IR); every block starts with a line beginning with "block".
+ * UJ_DUMP_C is the C engine's source (params given: folded in, as the JIT
+ * compiles it), UJ_DUMP_MIR the MIR engine's module in MIR's text form.
+ * UJ_DUMP_C_AOT is a self-contained C file (it needs only the C library)
+ * with $params as run-time arguments and this entry point:
+ *
+ *   int uopjit_kernel_output_dims(const int64_t* const* input_dims,
+ *                                 const int64_t* params, int output, int64_t* dims);
+ *       writes output `output`'s sizes into dims and returns its rank, or
+ *       -1 when the input sizes are inconsistent;
+ *   int uopjit_kernel_run(void* const* inputs, const int64_t* const* input_dims,
+ *                         void* const* outputs, const int64_t* params);
+ *       runs the program on contiguous row-major buffers, inputs and outputs
+ *       in the program's order; 0, -1 (inconsistent sizes) or -2 (no memory).
+ *
+ * Everything else in the file is static, so several such files link into
+ * one program once the two names are renamed (-Duopjit_kernel_run=...).
  * For a parsed program: the build last run, else one for rank-1 inputs.
  * params may be NULL (then $params print by name). Returns a malloc'ed
- * string the caller frees, or NULL with uj_last_error() set (UJ_DUMP_C,
- * UJ_DUMP_MIR and UJ_DUMP_CUDA need their engines). */
+ * string the caller frees, or NULL with uj_last_error() set (UJ_DUMP_MIR
+ * and UJ_DUMP_CUDA need their engines). */
 char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t what,
                       const int64_t* params);
 

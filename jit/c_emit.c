@@ -555,9 +555,9 @@ static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
 static void emit_block(emitter_t* E, int bi) {
   const ir_func_t* f = E->f;
   rt_buf_printf(E->out,
-                "\nvoid uj_block_%d(void* const* buf, const int64_t* dims, const int64_t* params, uj_i64 begin, uj_i64 end) {\n"
+                "\n%svoid uj_block_%d(void* const* buf, const int64_t* dims, const int64_t* params, uj_i64 begin, uj_i64 end) {\n"
                 "  (void)buf; (void)dims; (void)params;\n",
-                bi);
+                E->flags & JIT_C_AOT ? "static " : "", bi);
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     for (int k = 0; k < tt->ndim; k++)

@@ -285,14 +285,12 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
     return NULL;
   }
   if (p->parsed && pn_specialize_default(p->parsed, &p) != UJ_OK) return NULL;
-  if (what == UJ_DUMP_C) {
-    if (!ctx || !uj_engine_available(ctx, UJ_ENGINE_C)) {
-      rt_error(UJ_ERR_UNSUPPORTED, "uj_program_dump: the C engine is not available");
-      return NULL;
-    }
+  if (what == UJ_DUMP_C || what == UJ_DUMP_C_AOT) {
+    /* C source needs no compiler to be written */
     const ir_func_t* f = uop_program_func(p, pass, 1);
     if (!f) return NULL;
-    char* text = jit_c_emit(f, params, params ? JIT_C_FOLD_PARAMS : 0, NULL);
+    int flags = what == UJ_DUMP_C_AOT ? JIT_C_AOT : params ? JIT_C_FOLD_PARAMS : 0;
+    char* text = jit_c_emit(f, params, flags, "uopjit_kernel");
     if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
     return text;
   }
