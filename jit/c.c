@@ -10,8 +10,7 @@
  * The compiler runs as `cc -O3 -march=native ...` through fork and exec (no
  * shell) on source that holds nothing of the user's text. Its output goes
  * into the disk cache and is loaded from there, so what runs is what the
- * cache verified. A block whose outermost loop has independent iterations
- * runs on the context's thread pool when it is large enough to pay for it. */
+ * cache verified. jit/blocks.c runs the loaded blocks. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +23,10 @@
 
 #include "jit.h"
 
-struct jit_c_kernel {
+typedef struct {
+  jit_blocks_t blocks; /* first: the kernel is handed out as a jit_blocks_t */
   void* so;
-  int nblocks;
-  jit_block_fn* fns;
-  int* parallel;
-};
+} c_kernel_t;
 
 static const char* const cc_flags[] = {"-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
                                        "-ffp-contract=off", "-w"};
@@ -132,23 +129,20 @@ int jit_c_available(jit_state_t* js) {
 }
 
 static void kernel_free(void* p) {
-  jit_c_kernel_t* k = p;
+  c_kernel_t* k = p;
   if (!k) return;
   if (k->so) dlclose(k->so);
-  free(k->fns);
-  free(k->parallel);
+  jit_blocks_free(&k->blocks);
   free(k);
 }
 
-static uj_status_t load(const char* path, const ir_func_t* f, jit_c_kernel_t** out) {
-  jit_c_kernel_t* k = calloc(1, sizeof *k);
+static uj_status_t load(const char* path, const ir_func_t* f, c_kernel_t** out) {
+  c_kernel_t* k = calloc(1, sizeof *k);
   if (!k) return rt_error(UJ_ERR_OOM, "out of memory");
-  k->nblocks = f->nblocks;
-  k->fns = calloc((size_t)f->nblocks + 1, sizeof *k->fns);
-  k->parallel = calloc((size_t)f->nblocks + 1, sizeof *k->parallel);
-  if (!k->fns || !k->parallel) {
-    kernel_free(k);
-    return rt_error(UJ_ERR_OOM, "out of memory");
+  uj_status_t s = jit_blocks_init(&k->blocks, f);
+  if (s != UJ_OK) {
+    free(k);
+    return s;
   }
   if (!(k->so = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
     uj_status_t s = rt_error(UJ_ERR_COMPILE, "dlopen %s: %s", path, dlerror());
@@ -163,8 +157,7 @@ static uj_status_t load(const char* path, const ir_func_t* f, jit_c_kernel_t** o
       kernel_free(k);
       return rt_error(UJ_ERR_COMPILE, "%s: no symbol %s", path, name);
     }
-    memcpy(&k->fns[b], &sym, sizeof sym); /* object to function pointer, as POSIX allows */
-    k->parallel[b] = jit_block_parallel(f, &f->blocks[b]);
+    memcpy(&k->blocks.fns[b], &sym, sizeof sym); /* object to function pointer, as POSIX allows */
   }
   *out = k;
   return UJ_OK;
@@ -221,13 +214,13 @@ static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params
   return rt_buf_take(&b);
 }
 
-uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_c_kernel_t** out) {
+uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
   if (!jit_c_available(js)) return rt_error(UJ_ERR_UNSUPPORTED, "engine c: no working C compiler (%s)", compiler());
   char* key = key_text(js, f, params);
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
   uj_status_t s = UJ_OK;
-  jit_c_kernel_t* k = jit_cache_get(js->cache, h, key);
+  c_kernel_t* k = jit_cache_get(js->cache, h, key);
   if (k) goto done;
   pthread_mutex_lock(&js->lock); /* one compile at a time per context */
   char path[4096];
@@ -265,63 +258,6 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
   pthread_mutex_unlock(&js->lock);
 done:
   free(key);
-  if (s == UJ_OK) *out = k;
-  return s;
-}
-
-typedef struct {
-  jit_block_fn fn;
-  void* const* buf;
-  const int64_t* dims;
-  const int64_t* params;
-} range_job_t;
-
-static void run_range(void* ctx, int64_t begin, int64_t end) {
-  const range_job_t* j = ctx;
-  j->fn(j->buf, j->dims, j->params, begin, end);
-}
-
-/* Elements of work per iteration of the outermost loop, roughly: the extents
- * of the inner loops at their first iteration. */
-static int64_t inner_work(const ir_env_t* env, const ir_block_t* b) {
-  int64_t work = 1;
-  for (int k = 1; k < b->nloops; k++) {
-    int oob = 0;
-    int64_t n = ir_ix_eval(env, b->loops[k].end, &oob) - ir_ix_eval(env, b->loops[k].start, &oob);
-    if (n > 0 && work < (INT64_C(1) << 40)) work *= n;
-  }
-  return work;
-}
-
-uj_status_t jit_c_run(jit_state_t* js, const jit_c_kernel_t* k, const ir_func_t* f, ir_buffer_t* buf,
-                      const int64_t* params) {
-  int64_t* dims = calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
-  void** data = calloc((size_t)f->ntensors + 1, sizeof *data);
-  int64_t* loops = calloc((size_t)f->next_loop_id + 1, sizeof *loops);
-  uj_status_t s = dims && data && loops ? UJ_OK : rt_error(UJ_ERR_OOM, "out of memory");
-  if (s == UJ_OK) {
-    for (int t = 0; t < f->ntensors; t++) {
-      data[t] = buf[t].data;
-      for (int a = 0; a < f->tensors[t].ndim; a++) dims[t * UJ_MAX_DIMS + a] = buf[t].dims[a];
-    }
-    ir_env_t env = {f, buf, params, loops};
-    for (int b = 0; b < f->nblocks; b++) {
-      const ir_block_t* blk = &f->blocks[b];
-      if (!blk->nloops) continue;
-      int oob = 0;
-      int64_t begin = ir_ix_eval(&env, blk->loops[0].start, &oob), end = ir_ix_eval(&env, blk->loops[0].end, &oob);
-      range_job_t job = {k->fns[b], data, dims, params};
-      /* about 16k elements per chunk pays for waking a thread */
-      int64_t work = inner_work(&env, blk);
-      int64_t min_chunk = (INT64_C(16384) + work - 1) / work;
-      if (k->parallel[b] && js->pool && rt_pool_size(js->pool) > 1 && end - begin >= 2 * min_chunk)
-        rt_pool_run(js->pool, begin, end, min_chunk, run_range, &job);
-      else if (end > begin)
-        k->fns[b](data, dims, params, begin, end);
-    }
-  }
-  free(dims);
-  free(data);
-  free(loops);
+  if (s == UJ_OK) *out = &k->blocks;
   return s;
 }

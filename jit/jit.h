@@ -29,6 +29,22 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
  * of every tensor the block writes, so they may run on different threads. */
 int jit_block_parallel(const ir_func_t* f, const ir_block_t* b);
 
+/* A compiled function as the engines hand it to the runner: one entry per
+ * block (NULL for a block with no loops) and whether its outermost loop may
+ * be split across threads. Engines embed it as the first member of their
+ * kernel, so a kernel pointer is also a jit_blocks_t pointer. */
+typedef struct {
+  int nblocks;
+  jit_block_fn* fns;
+  int* parallel;
+} jit_blocks_t;
+
+/* Allocates fns (all NULL) and parallel (computed from f) for f's blocks. */
+uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f);
+void jit_blocks_free(jit_blocks_t* k);
+
+typedef struct jit_mir jit_mir_t;
+
 /* What jit/ keeps per context (hung from uj_ctx.jit_state). */
 typedef struct {
   jit_cache_t* cache;
@@ -38,22 +54,36 @@ typedef struct {
   char* c_identity;       /* the compiler's first line of --version */
   char* cpu_identity;     /* the CPU's model and feature flags */
   uint64_t id;            /* unique in the process: programs memoize kernels by it */
+  jit_mir_t* mir;         /* the MIR engine's contexts, created on first use */
 } jit_state_t;
 
 /* The context's JIT state, created on first use; NULL (error set) on OOM. */
 jit_state_t* jit_state(uj_ctx_t* ctx);
 
+/* Runs every block of f with the kernel, splitting parallel blocks across
+ * the context's threads (jit/blocks.c). */
+uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
+                           const int64_t* params);
+
 /* ---- the C engine (jit/c.c) ---- */
 
-typedef struct jit_c_kernel jit_c_kernel_t;
 /* 1 when a working C compiler is on the PATH (or UOPJIT_CC). */
 int jit_c_available(jit_state_t* js);
 /* The compiled kernel for f with these $params: from the memory cache, the
  * disk cache, or compiled now. Owned by the context's cache. */
-uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_c_kernel_t** out);
-/* Runs every block of f with the kernel, splitting parallel blocks across
- * the context's threads. */
-uj_status_t jit_c_run(jit_state_t* js, const jit_c_kernel_t* k, const ir_func_t* f, ir_buffer_t* buf,
-                      const int64_t* params);
+uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out);
+
+/* ---- the MIR engine (jit/mir.c, lowering in jit/mir_emit.c) ---- */
+
+/* 1 when the build has MIR. */
+int jit_mir_available(void);
+/* The kernel for f with these $params, from the memory cache or generated
+ * now. Owned by the context's cache. */
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out);
+/* MIR's text form of the module the engine builds for f (params NULL: read
+ * from the params argument). NULL with the error set. */
+char* jit_mir_dump(const ir_func_t* f, const int64_t* params);
+/* Frees the state's MIR contexts (after the cache, which holds kernels). */
+void jit_mir_free(jit_mir_t* m);
 
 #endif

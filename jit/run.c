@@ -23,7 +23,8 @@ const char* uj_engine_name(uj_engine_t e) {
 static void jit_state_free(void* p) {
   jit_state_t* js = p;
   if (!js) return;
-  jit_cache_free(js->cache);
+  jit_cache_free(js->cache); /* the kernels first: MIR's hold its contexts */
+  jit_mir_free(js->mir);
   rt_pool_free(js->pool);
   pthread_mutex_destroy(&js->lock);
   free(js->c_identity);
@@ -59,6 +60,7 @@ int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e) {
       jit_state_t* js = ctx ? jit_state(ctx) : NULL;
       return js && jit_c_available(js);
     }
+    case UJ_ENGINE_MIR: return jit_mir_available();
     default: return 0;
   }
 }
@@ -89,21 +91,22 @@ uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
   return UJ_ENGINE_INTERP;
 }
 
-/* The program's kernel for this state and these params: the memo, else the
- * engine's caches (which compile on a miss). */
-static uj_status_t c_kernel(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const ir_func_t* f,
-                            const int64_t* params, jit_state_t** js_out, jit_c_kernel_t** out) {
+/* The program's kernel from engine e for this state and these params: the
+ * memo, else the engine's caches (which compile on a miss). */
+static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass_t pass,
+                                 const ir_func_t* f, const int64_t* params, jit_state_t** js_out,
+                                 const jit_blocks_t** out) {
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
   *js_out = js;
   size_t pbytes = (size_t)p->nparams * sizeof *params;
   pthread_mutex_lock(&p->memo_lock);
-  int hit = p->memo[pass].state == js->id && p->memo[pass].func == f && p->memo[pass].kernel &&
-            (!pbytes || !memcmp(p->memo[pass].params, params, pbytes));
+  int hit = p->memo[pass].state == js->id && p->memo[pass].engine == (int)e && p->memo[pass].func == f &&
+            p->memo[pass].kernel && (!pbytes || !memcmp(p->memo[pass].params, params, pbytes));
   *out = hit ? p->memo[pass].kernel : NULL;
   pthread_mutex_unlock(&p->memo_lock);
   if (hit) return UJ_OK;
-  uj_status_t s = jit_c_get(js, f, params, out);
+  uj_status_t s = e == UJ_ENGINE_MIR ? jit_mir_get(js, f, params, out) : jit_c_get(js, f, params, out);
   if (s != UJ_OK) return s;
   pthread_mutex_lock(&p->memo_lock);
   int64_t* copy = pbytes ? malloc(pbytes) : NULL;
@@ -112,8 +115,9 @@ static uj_status_t c_kernel(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, cons
     free(p->memo[pass].params);
     p->memo[pass].params = copy;
     p->memo[pass].state = js->id;
+    p->memo[pass].engine = (int)e;
     p->memo[pass].func = f;
-    p->memo[pass].kernel = *out;
+    p->memo[pass].kernel = (void*)*out;
   }
   pthread_mutex_unlock(&p->memo_lock);
   return UJ_OK;
@@ -256,14 +260,13 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
   if (s == UJ_OK && !aside) s = rt_error(UJ_ERR_OOM, "out of memory");
   if (s == UJ_OK) s = place_aliased_outputs(f, buf, aside);
   if (s == UJ_OK) {
-    switch (uj_ctx_engine(ctx)) {
-      case UJ_ENGINE_C: {
-        jit_state_t* js;
-        jit_c_kernel_t* k;
-        if ((s = c_kernel(ctx, p, pass, f, params, &js, &k)) == UJ_OK) s = jit_c_run(js, k, f, buf, params);
-        break;
-      }
-      default: s = ir_interp_run(f, buf, params); break;
+    uj_engine_t e = uj_ctx_engine(ctx);
+    if (e == UJ_ENGINE_C || e == UJ_ENGINE_MIR) {
+      jit_state_t* js;
+      const jit_blocks_t* k;
+      if ((s = engine_kernel(ctx, e, p, pass, f, params, &js, &k)) == UJ_OK) s = jit_blocks_run(js, k, f, buf, params);
+    } else {
+      s = ir_interp_run(f, buf, params);
     }
   }
   for (int t = 0; aside && t < f->ntensors; t++) {
@@ -293,6 +296,10 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
     char* text = jit_c_emit(f, params, flags, "uopjit_kernel");
     if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
     return text;
+  }
+  if (what == UJ_DUMP_MIR) {
+    const ir_func_t* f = uop_program_func(p, pass, 1);
+    return f ? jit_mir_dump(f, params) : NULL;
   }
   if (what != UJ_DUMP_IR_RAW && what != UJ_DUMP_IR) {
     rt_error(UJ_ERR_UNSUPPORTED, "uj_program_dump: dump %d needs an engine that is not available", (int)what);

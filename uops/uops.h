@@ -159,6 +159,7 @@ struct uj_program {
   pthread_mutex_t memo_lock;
   struct {
     uint64_t state;
+    int engine;             /* uj_engine_t that compiled it */
     const ir_func_t* func;  /* raw or optimized: the passes can be switched off */
     int64_t* params;
     void* kernel;

@@ -1,0 +1,88 @@
+/* jit/blocks.c: runs a compiled function, whatever engine compiled it.
+ *
+ * Every engine compiles a block to the same calling convention
+ * (jit_block_fn: buffers, sizes, params, and the [begin, end) range of the
+ * outermost loop), so one runner serves them all: it evaluates each block's
+ * outermost range, then either calls the block once or, when the outermost
+ * loop's iterations are independent and there is enough work, hands slices
+ * of the range to the context's thread pool. A reduction carried by the
+ * outermost loop makes the block not parallel, so it stays correct. */
+#include <stdlib.h>
+
+#include "jit.h"
+
+uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
+  k->nblocks = f->nblocks;
+  k->fns = calloc((size_t)f->nblocks + 1, sizeof *k->fns);
+  k->parallel = calloc((size_t)f->nblocks + 1, sizeof *k->parallel);
+  if (!k->fns || !k->parallel) {
+    jit_blocks_free(k);
+    return rt_error(UJ_ERR_OOM, "out of memory");
+  }
+  for (int b = 0; b < f->nblocks; b++) k->parallel[b] = jit_block_parallel(f, &f->blocks[b]);
+  return UJ_OK;
+}
+
+void jit_blocks_free(jit_blocks_t* k) {
+  free(k->fns);
+  free(k->parallel);
+  k->fns = NULL;
+  k->parallel = NULL;
+}
+
+typedef struct {
+  jit_block_fn fn;
+  void* const* buf;
+  const int64_t* dims;
+  const int64_t* params;
+} range_job_t;
+
+static void run_range(void* ctx, int64_t begin, int64_t end) {
+  const range_job_t* j = ctx;
+  j->fn(j->buf, j->dims, j->params, begin, end);
+}
+
+/* Elements of work per iteration of the outermost loop, roughly: the extents
+ * of the inner loops at their first iteration. */
+static int64_t inner_work(const ir_env_t* env, const ir_block_t* b) {
+  int64_t work = 1;
+  for (int k = 1; k < b->nloops; k++) {
+    int oob = 0;
+    int64_t n = ir_ix_eval(env, b->loops[k].end, &oob) - ir_ix_eval(env, b->loops[k].start, &oob);
+    if (n > 0 && work < (INT64_C(1) << 40)) work *= n;
+  }
+  return work;
+}
+
+uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
+                           const int64_t* params) {
+  int64_t* dims = calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
+  void** data = calloc((size_t)f->ntensors + 1, sizeof *data);
+  int64_t* loops = calloc((size_t)f->next_loop_id + 1, sizeof *loops);
+  uj_status_t s = dims && data && loops ? UJ_OK : rt_error(UJ_ERR_OOM, "out of memory");
+  if (s == UJ_OK) {
+    for (int t = 0; t < f->ntensors; t++) {
+      data[t] = buf[t].data;
+      for (int a = 0; a < f->tensors[t].ndim; a++) dims[t * UJ_MAX_DIMS + a] = buf[t].dims[a];
+    }
+    ir_env_t env = {f, buf, params, loops};
+    for (int b = 0; b < f->nblocks; b++) {
+      const ir_block_t* blk = &f->blocks[b];
+      if (!blk->nloops || !k->fns[b]) continue;
+      int oob = 0;
+      int64_t begin = ir_ix_eval(&env, blk->loops[0].start, &oob), end = ir_ix_eval(&env, blk->loops[0].end, &oob);
+      range_job_t job = {k->fns[b], data, dims, params};
+      /* about 16k elements per chunk pays for waking a thread */
+      int64_t work = inner_work(&env, blk);
+      int64_t min_chunk = (INT64_C(16384) + work - 1) / work;
+      if (k->parallel[b] && js->pool && rt_pool_size(js->pool) > 1 && end - begin >= 2 * min_chunk)
+        rt_pool_run(js->pool, begin, end, min_chunk, run_range, &job);
+      else if (end > begin)
+        k->fns[b](data, dims, params, begin, end);
+    }
+  }
+  free(dims);
+  free(data);
+  free(loops);
+  return s;
+}

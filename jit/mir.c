@@ -1,0 +1,304 @@
+/* jit/mir.c: the MIR engine: IR -> MIR instructions (jit/mir_emit.c) ->
+ * MIR's generator -> machine code in this process.
+ *
+ * Kernels are kept in the context's in-memory cache (jit/cache.c) under a
+ * key text of the engine, MIR's API version, the optimization level and the
+ * canonical IR with the $params folded in; sizes are arguments. There is no
+ * disk cache: generating a kernel takes well under a millisecond.
+ *
+ * MIR contexts. MIR keeps every module it was given until MIR_finish, so a
+ * long-running process that compiles many kernels would grow without bound
+ * in one context. Each state therefore generates into a "generation": a MIR
+ * context that takes at most MODULES_PER_CONTEXT modules and is then
+ * retired; a retired generation is finished once the last kernel generated
+ * in it is freed.
+ *
+ * Errors. MIR reports errors through a function that must not return (its
+ * default exits the process). Ours records the message and longjmps back to
+ * the compile that called MIR, which returns UJ_ERR_COMPILE. MIR cannot
+ * finish a context holding a half-built module, so a generation an error
+ * left in that state is abandoned rather than finished; only a bug in the
+ * lowering makes MIR report an error at all.
+ *
+ * Threads. A MIR context is not thread-safe: compiles run under the state's
+ * lock. Generated code is plain machine code and runs on any thread.
+ *
+ * UOPJIT_MIR_LEVEL (0-3, default 2) sets MIR's optimization level. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit.h"
+#include "mir_emit.h"
+
+#ifndef UJ_HAVE_MIR
+
+int jit_mir_available(void) { return 0; }
+
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
+  (void)js, (void)f, (void)params, (void)out;
+  return rt_error(UJ_ERR_UNSUPPORTED, "engine mir: this build has no MIR (install it and rebuild)");
+}
+
+char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
+  (void)f, (void)params;
+  rt_error(UJ_ERR_UNSUPPORTED, "uj_program_dump: the MIR engine is not available (this build has no MIR)");
+  return NULL;
+}
+
+void jit_mir_free(jit_mir_t* m) { (void)m; }
+
+#else
+#include <mir-gen.h>
+#include <setjmp.h>
+
+#define MODULES_PER_CONTEXT 64
+
+typedef struct {
+  MIR_context_t ctx;
+  int modules;  /* modules created in it */
+  int live;     /* kernels generated in it and not yet freed */
+  int retired;  /* takes no more modules; finished when live drops to 0 */
+  int broken;   /* an error left a module half-built: abandoned, never finished */
+} generation_t;
+
+struct jit_mir {
+  generation_t* current;
+  int level;
+  uint64_t modules_made;  /* names modules uniquely within a state */
+};
+
+typedef struct {
+  jit_blocks_t blocks; /* first: the kernel is handed out as a jit_blocks_t */
+  generation_t* gen;
+} mir_kernel_t;
+
+int jit_mir_available(void) { return 1; }
+
+/* ---- errors: MIR's error function longjmps to the innermost guarded call ---- */
+
+static _Thread_local jmp_buf* error_jump;
+static _Thread_local char error_text[512];
+
+static void MIR_NO_RETURN on_mir_error(MIR_error_type_t type, const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  int n = snprintf(error_text, sizeof error_text, "MIR error %d: ", (int)type);
+  vsnprintf(error_text + n, sizeof error_text - (size_t)n, format, ap);
+  va_end(ap);
+  /* every call into MIR is made under a guard, so error_jump is set; if a
+   * MIR call were ever made without one, stopping here beats returning
+   * into MIR, which assumes the error function does not return */
+  if (!error_jump) abort();
+  longjmp(*error_jump, 1);
+}
+
+static int optimize_level(void) {
+  const char* v = getenv("UOPJIT_MIR_LEVEL");
+  if (v && v[0] >= '0' && v[0] <= '3' && !v[1]) return v[0] - '0';
+  return 2;
+}
+
+/* A fresh MIR context with our error function and its generator set up. */
+static MIR_context_t context_new(int level) {
+  MIR_context_t ctx = MIR_init();
+  jmp_buf jb;
+  jmp_buf* volatile saved = error_jump;
+  error_jump = &jb;
+  if (setjmp(jb) == 0) {
+    MIR_set_error_func(ctx, on_mir_error);
+    MIR_gen_init(ctx);
+    MIR_gen_set_optimize_level(ctx, (unsigned)level);
+  } else {
+    ctx = NULL; /* abandoned: it failed while being set up */
+  }
+  error_jump = saved;
+  return ctx;
+}
+
+static void context_finish(MIR_context_t ctx) {
+  jmp_buf jb;
+  jmp_buf* volatile saved = error_jump;
+  error_jump = &jb;
+  if (setjmp(jb) == 0) {
+    MIR_gen_finish(ctx);
+    MIR_finish(ctx);
+  }
+  error_jump = saved;
+}
+
+static void generation_release(generation_t* g) {
+  if (g->live > 0 || !g->retired) return;
+  if (!g->broken) context_finish(g->ctx);
+  free(g);
+}
+
+static void kernel_free(void* p) {
+  mir_kernel_t* k = p;
+  if (!k) return;
+  jit_blocks_free(&k->blocks);
+  k->gen->live--;
+  generation_release(k->gen);
+  free(k);
+}
+
+void jit_mir_free(jit_mir_t* m) {
+  if (!m) return;
+  if (m->current) {
+    m->current->retired = 1;
+    generation_release(m->current);
+  }
+  free(m);
+}
+
+/* ---- compiling ---- */
+
+static char* key_text(const ir_func_t* f, const int64_t* params, int level) {
+  char* ir = ir_print(f, params, IR_PRINT_CANONICAL);
+  if (!ir) return NULL;
+  rt_buf_t b = {0};
+  rt_buf_printf(&b, "engine mir\nmir api %g\nlevel %d\n%s", (double)MIR_API_VERSION, level, ir);
+  free(ir);
+  return rt_buf_take(&b);
+}
+
+/* The state's generation that takes the next module, made on demand. */
+static generation_t* current_generation(jit_state_t* js) {
+  if (!js->mir) {
+    if (!(js->mir = calloc(1, sizeof *js->mir))) return NULL;
+    js->mir->level = optimize_level();
+  }
+  jit_mir_t* m = js->mir;
+  if (!m->current) {
+    generation_t* g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    if (!(g->ctx = context_new(m->level))) {
+      free(g);
+      return NULL;
+    }
+    m->current = g;
+  }
+  return m->current;
+}
+
+/* Generates f into the current generation: the kernel, or an error. */
+static uj_status_t generate(jit_state_t* js, const ir_func_t* f, const int64_t* params, mir_kernel_t** out) {
+  /* volatile: read after a longjmp */
+  generation_t* volatile g = current_generation(js);
+  mir_kernel_t* volatile k = g ? calloc(1, sizeof *k) : NULL;
+  MIR_item_t* volatile funcs = k ? calloc((size_t)f->nblocks + 1, sizeof *funcs) : NULL;
+  if (!funcs || jit_blocks_init(&k->blocks, f) != UJ_OK) {
+    free(funcs);
+    free(k);
+    return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+  }
+  char name[48];
+  snprintf(name, sizeof name, "m%llu", (unsigned long long)js->mir->modules_made++);
+  volatile int failed = 0, oom = 0;
+  jmp_buf jb;
+  jmp_buf* volatile saved = error_jump;
+  error_jump = &jb;
+  g->modules++;
+  if (setjmp(jb) == 0) {
+    MIR_module_t module = jit_mir_lower(g->ctx, f, params, name, funcs);
+    if (!module) {
+      oom = 1;
+    } else {
+      MIR_load_module(g->ctx, module);
+      MIR_link(g->ctx, MIR_set_gen_interface, jit_mir_resolve);
+      for (int b = 0; b < f->nblocks; b++)
+        if (funcs[b]) {
+          void* code = funcs[b]->u.func->call_addr;
+          memcpy(&k->blocks.fns[b], &code, sizeof code); /* object to function pointer */
+        }
+    }
+  } else {
+    failed = 1;
+  }
+  error_jump = saved;
+  free(funcs);
+  if (!failed && !oom) {
+    k->gen = g;
+    g->live++;
+  }
+  if (failed) g->broken = 1;
+  if (failed || g->modules >= MODULES_PER_CONTEXT) {
+    /* retired: the next compile starts a new generation; this one goes
+     * when its last kernel does (at once if it has none) */
+    g->retired = 1;
+    js->mir->current = NULL;
+    generation_release(g);
+  }
+  if (failed || oom) {
+    jit_blocks_free(&k->blocks);
+    free(k);
+    if (oom) return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+    return rt_error(UJ_ERR_COMPILE, "engine mir: %s", error_text);
+  }
+  *out = k;
+  return UJ_OK;
+}
+
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
+  int level = js->mir ? js->mir->level : optimize_level();
+  char* key = key_text(f, params, level);
+  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  ir_hash_t h = ir_hash_bytes(key, strlen(key));
+  uj_status_t s = UJ_OK;
+  mir_kernel_t* k = jit_cache_get(js->cache, h, key);
+  if (!k) {
+    pthread_mutex_lock(&js->lock); /* MIR contexts are not thread-safe */
+    if (!(k = jit_cache_get(js->cache, h, key)) && (s = generate(js, f, params, &k)) == UJ_OK) {
+      void* resident = NULL;
+      s = jit_cache_insert(js->cache, h, key, k, kernel_free, &resident);
+      k = resident;
+    }
+    pthread_mutex_unlock(&js->lock);
+  }
+  free(key);
+  if (s == UJ_OK) *out = &k->blocks;
+  return s;
+}
+
+/* ---- the text form ---- */
+
+char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
+  MIR_context_t ctx = context_new(0);
+  MIR_item_t* funcs = calloc((size_t)f->nblocks + 1, sizeof *funcs);
+  char* text = NULL;
+  size_t size = 0;
+  FILE* mem = ctx && funcs ? open_memstream(&text, &size) : NULL;
+  if (!mem) {
+    free(funcs);
+    if (ctx) context_finish(ctx);
+    rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+    return NULL;
+  }
+  volatile int failed = 0;
+  jmp_buf jb;
+  jmp_buf* volatile saved = error_jump;
+  error_jump = &jb;
+  if (setjmp(jb) == 0) {
+    MIR_module_t module = jit_mir_lower(ctx, f, params, "uopjit", funcs);
+    if (module) MIR_output_module(ctx, mem, module);
+    else failed = 2;
+  } else {
+    failed = 1;
+  }
+  error_jump = saved;
+  fclose(mem);
+  free(funcs);
+  if (failed == 1) {
+    rt_error(UJ_ERR_COMPILE, "uj_program_dump: %s", error_text); /* ctx abandoned: half-built */
+  } else {
+    context_finish(ctx);
+    if (failed) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+  }
+  if (failed) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+#endif

@@ -1,0 +1,893 @@
+/* jit/mir_emit.c: loop IR to MIR instructions, through the MIR API.
+ *
+ * The walk is the interpreter's (ir/interp.c) and the C emitter's
+ * (jit/c_emit.c): one function b<N>(buf, dims, params, begin, end) per block,
+ * whose outermost loop runs [begin, end); each loop resets its carried
+ * variables, runs the inner loop, then its statements in order. A statement
+ * with run-time checked axes branches past itself when an index is out of
+ * range, checking an i32 index read before using it.
+ *
+ * Values live in MIR registers: f32 in F registers (MIR's float operations
+ * round to f32 after each operation, as the interpreter does), f64 in D,
+ * i32 sign-extended in I64 registers and re-wrapped (EXT32) after each
+ * operation that can leave the 32-bit range. Index arithmetic is 64-bit.
+ * Locals and carried variables are registers; tensor bases and sizes are
+ * loaded once at function entry, and floating constants too (MIR has no
+ * floating immediates in instructions, and its level-2 optimizer does not
+ * hoist them out of loops).
+ *
+ * Math: MIR has no vector or sqrt instructions. f32 exp, log, tanh and
+ * sigmoid are inline instruction sequences (range reduction, polynomial,
+ * exponent bits; bits move between float and integer registers through a
+ * stack slot, since MIR has no bit casts). log and tanh use the C engine's
+ * algorithms and coefficients; exp is shaped for scalar code (see
+ * lower_expf). Relative error: exp 1.8e-7 measured over [-87, 88], log
+ * about 2e-7. sqrt, floor, sin, cos, pow and every f64 function are libm
+ * calls.
+ *
+ * Nothing from the program's text reaches MIR: registers, functions and the
+ * module are named by number. */
+#ifdef UJ_HAVE_MIR
+#include "mir_emit.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The libm functions the lowering may call, by argument count and type. */
+enum { FN_SQRTF, FN_FLOORF, FN_SINF, FN_COSF, FN_POWF, FN_SQRT, FN_FLOOR, FN_SIN, FN_COS, FN_POW,
+       FN_EXP, FN_LOG, FN_TANH, NFNS };
+static const struct {
+  const char* name;
+  int f64, nargs;
+  void* addr;
+} libm[NFNS] = {
+    [FN_SQRTF] = {"sqrtf", 0, 1, (void*)sqrtf}, [FN_FLOORF] = {"floorf", 0, 1, (void*)floorf},
+    [FN_SINF] = {"sinf", 0, 1, (void*)sinf},    [FN_COSF] = {"cosf", 0, 1, (void*)cosf},
+    [FN_POWF] = {"powf", 0, 2, (void*)powf},    [FN_SQRT] = {"sqrt", 1, 1, (void*)sqrt},
+    [FN_FLOOR] = {"floor", 1, 1, (void*)floor}, [FN_SIN] = {"sin", 1, 1, (void*)sin},
+    [FN_COS] = {"cos", 1, 1, (void*)cos},       [FN_POW] = {"pow", 1, 2, (void*)pow},
+    [FN_EXP] = {"exp", 1, 1, (void*)exp},       [FN_LOG] = {"log", 1, 1, (void*)log},
+    [FN_TANH] = {"tanh", 1, 1, (void*)tanh},
+};
+
+void* jit_mir_resolve(const char* name) {
+  for (int i = 0; i < NFNS; i++)
+    if (!strcmp(name, libm[i].name)) return libm[i].addr;
+  return NULL;
+}
+
+/* Instruction codes for one floating type. */
+typedef struct {
+  MIR_type_t type;
+  MIR_insn_code_t mov, add, sub, mul, div, neg, eq, ne, lt, le, gt, ge, blt, ble, bgt, bge, beq, bne, from_int;
+} float_ops_t;
+static const float_ops_t ops_f32 = {MIR_T_F, MIR_FMOV, MIR_FADD, MIR_FSUB, MIR_FMUL, MIR_FDIV, MIR_FNEG, MIR_FEQ,
+                                    MIR_FNE, MIR_FLT, MIR_FLE, MIR_FGT, MIR_FGE, MIR_FBLT, MIR_FBLE, MIR_FBGT,
+                                    MIR_FBGE, MIR_FBEQ, MIR_FBNE, MIR_I2F};
+static const float_ops_t ops_f64 = {MIR_T_D, MIR_DMOV, MIR_DADD, MIR_DSUB, MIR_DMUL, MIR_DDIV, MIR_DNEG, MIR_DEQ,
+                                    MIR_DNE, MIR_DLT, MIR_DLE, MIR_DGT, MIR_DGE, MIR_DBLT, MIR_DBLE, MIR_DBGT,
+                                    MIR_DBGE, MIR_DBEQ, MIR_DBNE, MIR_I2D};
+
+typedef struct {
+  uj_dtype_t dtype;
+  uint64_t bits;
+  MIR_reg_t reg;
+} hoisted_t;
+
+#define MAX_HOISTED 256
+
+typedef struct {
+  MIR_context_t ctx;
+  const ir_func_t* f;
+  const int64_t* params;
+  MIR_item_t item;
+  MIR_func_t func;
+  MIR_insn_t entry;  /* loads of bases, sizes and constants go right after it */
+  MIR_reg_t arg_buf, arg_dims, arg_params, arg_begin, arg_end, slot, exp2_base;
+  int nregs;
+  /* per function, 0 until first used */
+  MIR_reg_t *base, *dim, *local, *loop, *carried, *carried_at;
+  uj_reduce_op_t* carried_op;
+  int nhoisted;
+  hoisted_t hoisted[MAX_HOISTED];
+  MIR_item_t proto[4], import[NFNS];  /* proto: [f64 * 2 + nargs - 1] */
+} lower_t;
+
+#define R(r) MIR_new_reg_op(L->ctx, (r))
+#define IMM(v) MIR_new_int_op(L->ctx, (v))
+#define LBL(l) MIR_new_label_op(L->ctx, (l))
+
+static void emit(lower_t* L, MIR_insn_t insn) { MIR_append_insn(L->ctx, L->item, insn); }
+static void emit_at_entry(lower_t* L, MIR_insn_t insn) { MIR_insert_insn_after(L->ctx, L->item, L->entry, insn); }
+static void insn2(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b) { emit(L, MIR_new_insn(L->ctx, c, a, b)); }
+static void insn3(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b, MIR_op_t d) {
+  emit(L, MIR_new_insn(L->ctx, c, a, b, d));
+}
+static void jump(lower_t* L, MIR_insn_t label) { emit(L, MIR_new_insn(L->ctx, MIR_JMP, LBL(label))); }
+
+static MIR_reg_t new_reg(lower_t* L, MIR_type_t type) {
+  char name[32];
+  snprintf(name, sizeof name, "r%d", L->nregs++);
+  return MIR_new_func_reg(L->ctx, L->func, type, name);
+}
+
+static MIR_type_t reg_type(uj_dtype_t d) { return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I64; }
+static MIR_type_t mem_type(uj_dtype_t d) { return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I32; }
+static MIR_insn_code_t mov_code(uj_dtype_t d) { return d == UJ_F32 ? MIR_FMOV : d == UJ_F64 ? MIR_DMOV : MIR_MOV; }
+static const float_ops_t* fops(uj_dtype_t d) { return d == UJ_F64 ? &ops_f64 : &ops_f32; }
+
+/* A register holding constant v of dtype d, loaded once at entry. */
+static MIR_reg_t constant(lower_t* L, uj_dtype_t d, double v) {
+  uint64_t bits;
+  if (d == UJ_I32) {
+    int64_t c = v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? -2147483647 - 1 : (int64_t)v;
+    memcpy(&bits, &c, sizeof bits);
+  } else if (d == UJ_F32) {
+    float x = (float)v;
+    uint32_t b32;
+    memcpy(&b32, &x, sizeof b32);
+    bits = b32;
+  } else {
+    memcpy(&bits, &v, sizeof bits);
+  }
+  for (int i = 0; i < L->nhoisted; i++)
+    if (L->hoisted[i].dtype == d && L->hoisted[i].bits == bits) return L->hoisted[i].reg;
+  MIR_reg_t r = new_reg(L, reg_type(d));
+  MIR_op_t value = d == UJ_F32 ? MIR_new_float_op(L->ctx, (float)v)
+                   : d == UJ_F64 ? MIR_new_double_op(L->ctx, v) : MIR_new_int_op(L->ctx, (int64_t)bits);
+  MIR_insn_t load = MIR_new_insn(L->ctx, mov_code(d), R(r), value);
+  if (L->nhoisted < MAX_HOISTED) {
+    L->hoisted[L->nhoisted++] = (hoisted_t){d, bits, r};
+    emit_at_entry(L, load);
+  } else {
+    emit(L, load); /* a huge expression: load it where it is used */
+  }
+  return r;
+}
+static MIR_reg_t fconst(lower_t* L, float v) { return constant(L, UJ_F32, v); }
+
+static MIR_reg_t base_reg(lower_t* L, int t) {
+  if (!L->base[t]) {
+    L->base[t] = new_reg(L, MIR_T_I64);
+    emit_at_entry(L, MIR_new_insn(L->ctx, MIR_MOV, R(L->base[t]),
+                                  MIR_new_mem_op(L->ctx, MIR_T_P, 8 * t, L->arg_buf, 0, 1)));
+  }
+  return L->base[t];
+}
+
+static MIR_reg_t dim_reg(lower_t* L, int t, int axis) {
+  int at = t * UJ_MAX_DIMS + axis;
+  if (!L->dim[at]) {
+    L->dim[at] = new_reg(L, MIR_T_I64);
+    emit_at_entry(L, MIR_new_insn(L->ctx, MIR_MOV, R(L->dim[at]),
+                                  MIR_new_mem_op(L->ctx, MIR_T_I64, 8 * at, L->arg_dims, 0, 1)));
+  }
+  return L->dim[at];
+}
+
+/* A 4-byte stack slot for moving bits between float and integer registers. */
+static MIR_reg_t slot_reg(lower_t* L) {
+  if (!L->slot) {
+    L->slot = new_reg(L, MIR_T_I64);
+    emit_at_entry(L, MIR_new_insn(L->ctx, MIR_ALLOCA, R(L->slot), IMM(16)));
+  }
+  return L->slot;
+}
+
+static MIR_reg_t local_reg(lower_t* L, int t) {
+  if (!L->local[t]) L->local[t] = new_reg(L, reg_type(L->f->tensors[t].dtype));
+  return L->local[t];
+}
+
+/* ---- index expressions (64-bit) ---- */
+
+static MIR_reg_t lower_ix(lower_t* L, const ir_ix_t* ix);
+static MIR_op_t access_mem(lower_t* L, const ir_access_t* acc);
+
+/* Floor division or modulo with x/0 == x%0 == 0, as ir_floordiv/ir_floormod. */
+static MIR_reg_t floor_divmod(lower_t* L, MIR_reg_t a, MIR_reg_t b, int modulo) {
+  MIR_reg_t r = new_reg(L, MIR_T_I64), m = new_reg(L, MIR_T_I64), sign = new_reg(L, MIR_T_I64);
+  MIR_insn_t done = MIR_new_label(L->ctx), general = MIR_new_label(L->ctx);
+  insn2(L, MIR_MOV, R(r), IMM(0));
+  insn3(L, MIR_BEQ, LBL(done), R(b), IMM(0));
+  insn3(L, MIR_BNE, LBL(general), R(b), IMM(-1));
+  /* b == -1: the quotient is -a (wrapping, where a / -1 would trap), the remainder 0 */
+  if (!modulo) insn2(L, MIR_NEG, R(r), R(a));
+  jump(L, done);
+  emit(L, general);
+  if (modulo) {
+    insn3(L, MIR_MOD, R(r), R(a), R(b));
+    insn3(L, MIR_BEQ, LBL(done), R(r), IMM(0));
+    insn3(L, MIR_XOR, R(sign), R(r), R(b));
+    insn3(L, MIR_BGE, LBL(done), R(sign), IMM(0));
+    insn3(L, MIR_ADD, R(r), R(r), R(b));
+  } else {
+    insn3(L, MIR_DIV, R(r), R(a), R(b));
+    insn3(L, MIR_MOD, R(m), R(a), R(b));
+    insn3(L, MIR_BEQ, LBL(done), R(m), IMM(0));
+    insn3(L, MIR_XOR, R(sign), R(a), R(b));
+    insn3(L, MIR_BGE, LBL(done), R(sign), IMM(0));
+    insn3(L, MIR_SUB, R(r), R(r), IMM(1));
+  }
+  emit(L, done);
+  return r;
+}
+
+/* r = (a `cmp` b) ? a : b for a branch code cmp: min with BLE, max with BGE. */
+static MIR_reg_t pick(lower_t* L, MIR_insn_code_t keep_a, MIR_type_t type, MIR_insn_code_t mov, MIR_reg_t a,
+                      MIR_reg_t b) {
+  MIR_reg_t r = new_reg(L, type);
+  MIR_insn_t done = MIR_new_label(L->ctx);
+  insn2(L, mov, R(r), R(a));
+  insn3(L, keep_a, LBL(done), R(a), R(b));
+  insn2(L, mov, R(r), R(b));
+  emit(L, done);
+  return r;
+}
+
+static MIR_reg_t lower_ix(lower_t* L, const ir_ix_t* ix) {
+  MIR_reg_t r;
+  switch (ix->kind) {
+    case IR_IX_CONST:
+      r = new_reg(L, MIR_T_I64);
+      insn2(L, MIR_MOV, R(r), IMM(ix->value));
+      return r;
+    case IR_IX_LOOP: return L->loop[ix->id];
+    case IR_IX_DIM: return dim_reg(L, ix->id, ix->axis);
+    case IR_IX_PARAM:
+      r = new_reg(L, MIR_T_I64);
+      if (L->params) insn2(L, MIR_MOV, R(r), IMM(L->params[ix->id]));
+      else insn2(L, MIR_MOV, R(r), MIR_new_mem_op(L->ctx, MIR_T_I64, 8 * ix->id, L->arg_params, 0, 1));
+      return r;
+    case IR_IX_LOAD:
+      if (L->f->tensors[ix->load->tensor].local) return local_reg(L, ix->load->tensor);
+      r = new_reg(L, MIR_T_I64);
+      insn2(L, MIR_MOV, R(r), access_mem(L, ix->load)); /* an i32 element, sign-extended */
+      return r;
+    case IR_IX_NEG:
+      r = new_reg(L, MIR_T_I64);
+      insn2(L, MIR_NEG, R(r), R(lower_ix(L, ix->a)));
+      return r;
+    default: break;
+  }
+  MIR_reg_t a = lower_ix(L, ix->a), b = lower_ix(L, ix->b);
+  switch (ix->kind) {
+    case IR_IX_DIV: return floor_divmod(L, a, b, 0);
+    case IR_IX_MOD: return floor_divmod(L, a, b, 1);
+    case IR_IX_MIN: return pick(L, MIR_BLE, MIR_T_I64, MIR_MOV, a, b);
+    case IR_IX_MAX: return pick(L, MIR_BGE, MIR_T_I64, MIR_MOV, a, b);
+    default: break;
+  }
+  r = new_reg(L, MIR_T_I64);
+  insn3(L, ix->kind == IR_IX_ADD ? MIR_ADD : ix->kind == IR_IX_SUB ? MIR_SUB : MIR_MUL, R(r), R(a), R(b));
+  return r;
+}
+
+/* The memory operand of a (non-local) tensor element: row-major offset
+ * ((i0 * d1 + i1) * d2 + i2) ... scaled by the element size. */
+static MIR_op_t access_mem(lower_t* L, const ir_access_t* acc) {
+  uj_dtype_t d = L->f->tensors[acc->tensor].dtype;
+  MIR_reg_t base = base_reg(L, acc->tensor);
+  if (acc->nidx == 0) return MIR_new_mem_op(L->ctx, mem_type(d), 0, base, 0, 1);
+  MIR_reg_t off = lower_ix(L, acc->idx[0]);
+  for (int k = 1; k < acc->nidx; k++) {
+    MIR_reg_t scaled = new_reg(L, MIR_T_I64), sum = new_reg(L, MIR_T_I64);
+    insn3(L, MIR_MUL, R(scaled), R(off), R(dim_reg(L, acc->tensor, k)));
+    insn3(L, MIR_ADD, R(sum), R(scaled), R(lower_ix(L, acc->idx[k])));
+    off = sum;
+  }
+  return MIR_new_mem_op(L->ctx, mem_type(d), 0, base, off, (MIR_scale_t)uj_dtype_size(d));
+}
+
+/* ---- inline f32 math: the C engine's prelude, instruction for instruction ---- */
+
+static MIR_reg_t freg(lower_t* L) { return new_reg(L, MIR_T_F); }
+
+static MIR_reg_t fop(lower_t* L, MIR_insn_code_t code, MIR_reg_t a, MIR_reg_t b) {
+  MIR_reg_t r = freg(L);
+  insn3(L, code, R(r), R(a), R(b));
+  return r;
+}
+
+/* p = p * x + c for each coefficient after the first (highest degree first). */
+static MIR_reg_t horner(lower_t* L, MIR_reg_t x, const float* coef, int n) {
+  MIR_reg_t p = freg(L);
+  insn2(L, MIR_FMOV, R(p), R(fconst(L, coef[0])));
+  for (int i = 1; i < n; i++) {
+    insn3(L, MIR_FMUL, R(p), R(p), R(x));
+    insn3(L, MIR_FADD, R(p), R(p), R(fconst(L, coef[i])));
+  }
+  return p;
+}
+/* Float bits to and from an integer register through the stack slot. */
+static MIR_reg_t bits_of(lower_t* L, MIR_reg_t x) {
+  MIR_reg_t slot = slot_reg(L), u = new_reg(L, MIR_T_I64);
+  insn2(L, MIR_FMOV, MIR_new_mem_op(L->ctx, MIR_T_F, 0, slot, 0, 1), R(x));
+  insn2(L, MIR_MOV, R(u), MIR_new_mem_op(L->ctx, MIR_T_I32, 0, slot, 0, 1));
+  return u;
+}
+static MIR_reg_t float_of(lower_t* L, MIR_reg_t u) {
+  MIR_reg_t slot = slot_reg(L), x = freg(L);
+  insn2(L, MIR_MOV, MIR_new_mem_op(L->ctx, MIR_T_I32, 0, slot, 0, 1), R(u));
+  insn2(L, MIR_FMOV, R(x), MIR_new_mem_op(L->ctx, MIR_T_F, 0, slot, 0, 1));
+  return x;
+}
+
+/* r = value when `branch` (a, b) is false, else r keeps its value. */
+static void set_unless(lower_t* L, MIR_reg_t r, MIR_insn_code_t branch, MIR_reg_t a, MIR_reg_t b, MIR_reg_t value) {
+  MIR_insn_t skip = MIR_new_label(L->ctx);
+  insn3(L, branch, LBL(skip), R(a), R(b));
+  insn2(L, MIR_FMOV, R(r), R(value));
+  emit(L, skip);
+}
+
+/* 2^(i - 126) at index i: 2^-126 .. 2^128, the last overflowing to +inf as
+ * the C engine's exponent-bit construction does. A table lookup is one
+ * memory operand, where building the float's bits takes several
+ * floating-point instructions: this scalar code is bound by the throughput
+ * of the floating-point ports, so every such instruction counts. */
+static float exp2_table[256];
+static pthread_once_t exp2_once = PTHREAD_ONCE_INIT;
+static void exp2_table_init(void) {
+  for (int i = 0; i < 256; i++) exp2_table[i] = i >= 254 ? INFINITY : ldexpf(1.0f, i - 126);
+}
+
+/* e^x: t = x log2(e) + 1.5 * 2^23 rounds to k = round(x log2(e)) in its low
+ * bits (read as an integer through the stack slot, which costs no
+ * floating-point instruction); r = x - k ln2 (ln2 in two parts, |r| <=
+ * ln2/2); e^r = 1 + r + r^2 q(r) with q a degree-3 fit to (e^r - 1 - r)/r^2
+ * (max relative error 1.1e-7; with rounding, 1.8e-7 measured over
+ * [-87, 88]); times 2^k from the table. The rare path: k outside
+ * [-126, 128] gives 0 below (the true value is below 2^-126), +inf above,
+ * and NaN stays NaN. */
+static MIR_reg_t lower_expf(lower_t* L, MIR_reg_t x) {
+  static const float q[] = {0.008312525227665901f, 0.041890114545822144f, 0.16667114198207855f,
+                            0.499992311000824f};
+  pthread_once(&exp2_once, exp2_table_init);
+  MIR_reg_t magic = fconst(L, 12582912.0f), zero = fconst(L, 0.0f);
+  MIR_reg_t t = fop(L, MIR_FADD, fop(L, MIR_FMUL, x, fconst(L, 1.44269504f)), magic);
+  MIR_reg_t index = bits_of(L, t); /* 0x4B400000 + k: index k + 126 below */
+  insn3(L, MIR_SUB, R(index), R(index), IMM(0x4B400000 - 126));
+  MIR_reg_t k = fop(L, MIR_FSUB, t, magic);
+  MIR_reg_t r = fop(L, MIR_FSUB, x, fop(L, MIR_FMUL, k, fconst(L, 0.693145751953125f)));
+  r = fop(L, MIR_FSUB, r, fop(L, MIR_FMUL, k, fconst(L, 1.428606765330187e-06f)));
+  MIR_reg_t p = horner(L, r, q, 4);
+  p = fop(L, MIR_FADD, fop(L, MIR_FADD, fop(L, MIR_FMUL, p, fop(L, MIR_FMUL, r, r)), r), fconst(L, 1.0f));
+  if (!L->exp2_base) {
+    L->exp2_base = new_reg(L, MIR_T_I64);
+    emit_at_entry(L, MIR_new_insn(L->ctx, MIR_MOV, R(L->exp2_base), MIR_new_int_op(L->ctx, (int64_t)(intptr_t)exp2_table)));
+  }
+  /* masked so the load stays in the table whatever k is; out of range is fixed below */
+  MIR_reg_t slot = new_reg(L, MIR_T_I64), y = freg(L);
+  insn3(L, MIR_AND, R(slot), R(index), IMM(255));
+  insn3(L, MIR_FMUL, R(y), R(p), MIR_new_mem_op(L->ctx, MIR_T_F, 0, L->exp2_base, slot, 4));
+  MIR_insn_t done = MIR_new_label(L->ctx);
+  insn3(L, MIR_UBLE, LBL(done), R(index), IMM(254));
+  insn2(L, MIR_FMOV, R(y), R(zero));
+  insn3(L, MIR_FBLT, LBL(done), R(x), R(zero));
+  insn2(L, MIR_FMOV, R(y), R(fconst(L, INFINITY)));
+  insn3(L, MIR_FBGT, LBL(done), R(x), R(zero));
+  insn2(L, MIR_FMOV, R(y), R(x)); /* NaN */
+  emit(L, done);
+  return y;
+}
+
+/* log x: x = m 2^e with m in [sqrt(1/2), sqrt(2)), the Cephes polynomial in m-1. */
+static MIR_reg_t lower_logf(lower_t* L, MIR_reg_t x) {
+  static const float coef[] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
+                               -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
+                               2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
+  MIR_reg_t u = bits_of(L, x), e = new_reg(L, MIR_T_I64), mb = new_reg(L, MIR_T_I64), big = new_reg(L, MIR_T_I64);
+  insn3(L, MIR_RSH, R(e), R(u), IMM(23));
+  insn3(L, MIR_AND, R(e), R(e), IMM(0xff));
+  insn3(L, MIR_SUB, R(e), R(e), IMM(127));
+  insn3(L, MIR_AND, R(mb), R(u), IMM(0x007fffff));
+  insn3(L, MIR_OR, R(mb), R(mb), IMM(0x3f800000));
+  MIR_reg_t m = float_of(L, mb);
+  MIR_insn_t small = MIR_new_label(L->ctx);
+  insn2(L, MIR_MOV, R(big), IMM(0));
+  insn3(L, MIR_FBLE, LBL(small), R(m), R(fconst(L, 1.41421356f)));
+  insn2(L, MIR_MOV, R(big), IMM(1));
+  insn3(L, MIR_FMUL, R(m), R(m), R(fconst(L, 0.5f)));
+  emit(L, small);
+  MIR_reg_t fe = freg(L);
+  insn3(L, MIR_ADD, R(e), R(e), R(big));
+  insn2(L, MIR_I2F, R(fe), R(e));
+  MIR_reg_t f = fop(L, MIR_FSUB, m, fconst(L, 1.0f)), z = fop(L, MIR_FMUL, f, f);
+  MIR_reg_t y = horner(L, f, coef, 9);
+  y = fop(L, MIR_FSUB, fop(L, MIR_FMUL, fop(L, MIR_FMUL, y, f), z), fop(L, MIR_FMUL, fconst(L, 2.12194440e-4f), fe));
+  y = fop(L, MIR_FSUB, y, fop(L, MIR_FMUL, fconst(L, 0.5f), z));
+  MIR_reg_t r = fop(L, MIR_FADD, fop(L, MIR_FADD, f, y), fop(L, MIR_FMUL, fconst(L, 0.693359375f), fe));
+  MIR_reg_t zero = fconst(L, 0.0f), nan_reg = fconst(L, NAN);
+  set_unless(L, r, MIR_FBNE, x, fconst(L, INFINITY), x);
+  set_unless(L, r, MIR_FBNE, x, zero, fconst(L, -INFINITY));
+  set_unless(L, r, MIR_FBGE, x, zero, nan_reg); /* negative or NaN: NaN */
+  return r;
+}
+
+/* tanh: an odd polynomial below |x| = 0.625, else 1 - 2/(e^(2|x|) + 1) with
+ * the sign put back. Only the side taken is computed. */
+static MIR_reg_t lower_tanhf(lower_t* L, MIR_reg_t x) {
+  static const float coef[] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
+                               -3.33332819422e-1f};
+  MIR_reg_t zero = fconst(L, 0.0f), a = freg(L), r = freg(L);
+  MIR_insn_t big = MIR_new_label(L->ctx), done = MIR_new_label(L->ctx);
+  insn2(L, MIR_FMOV, R(a), R(x));
+  MIR_insn_t positive = MIR_new_label(L->ctx);
+  insn3(L, MIR_FBGE, LBL(positive), R(x), R(zero));
+  insn2(L, MIR_FNEG, R(a), R(x));
+  emit(L, positive);
+  insn3(L, MIR_FBGE, LBL(big), R(a), R(fconst(L, 0.625f)));
+  MIR_reg_t z = fop(L, MIR_FMUL, x, x), p = horner(L, z, coef, 5);
+  insn3(L, MIR_FADD, R(r), R(fop(L, MIR_FMUL, fop(L, MIR_FMUL, p, z), x)), R(x));
+  jump(L, done);
+  emit(L, big);
+  MIR_reg_t one = fconst(L, 1.0f), two = fconst(L, 2.0f);
+  MIR_reg_t ex = lower_expf(L, fop(L, MIR_FMUL, two, a));
+  insn3(L, MIR_FSUB, R(r), R(one), R(fop(L, MIR_FDIV, two, fop(L, MIR_FADD, ex, one))));
+  insn3(L, MIR_FBGE, LBL(done), R(x), R(zero));
+  insn2(L, MIR_FNEG, R(r), R(r));
+  emit(L, done);
+  return r;
+}
+
+static MIR_reg_t lower_sigmoidf(lower_t* L, MIR_reg_t x) {
+  MIR_reg_t neg = freg(L), one = fconst(L, 1.0f);
+  insn2(L, MIR_FNEG, R(neg), R(x));
+  return fop(L, MIR_FDIV, one, fop(L, MIR_FADD, one, lower_expf(L, neg)));
+}
+
+/* ---- value expressions ---- */
+
+static MIR_reg_t call_libm(lower_t* L, int fn, MIR_reg_t a, MIR_reg_t b) {
+  MIR_type_t t = libm[fn].f64 ? MIR_T_D : MIR_T_F;
+  MIR_reg_t r = new_reg(L, t);
+  MIR_item_t proto = L->proto[libm[fn].f64 * 2 + libm[fn].nargs - 1];
+  MIR_op_t p = MIR_new_ref_op(L->ctx, proto), callee = MIR_new_ref_op(L->ctx, L->import[fn]);
+  if (libm[fn].nargs == 1) emit(L, MIR_new_call_insn(L->ctx, 4, p, callee, R(r), R(a)));
+  else emit(L, MIR_new_call_insn(L->ctx, 5, p, callee, R(r), R(a), R(b)));
+  return r;
+}
+
+static MIR_reg_t wrap32(lower_t* L, MIR_reg_t x) {
+  MIR_reg_t r = new_reg(L, MIR_T_I64);
+  insn2(L, MIR_EXT32, R(r), R(x));
+  return r;
+}
+
+/* Float (f32 converted exactly to f64) to i32, saturating, NaN to 0. */
+static MIR_reg_t saturate_i32(lower_t* L, MIR_reg_t x, uj_dtype_t from) {
+  MIR_reg_t d = x;
+  if (from == UJ_F32) {
+    d = new_reg(L, MIR_T_D);
+    insn2(L, MIR_F2D, R(d), R(x));
+  }
+  MIR_reg_t r = new_reg(L, MIR_T_I64);
+  MIR_insn_t done = MIR_new_label(L->ctx);
+  insn2(L, MIR_MOV, R(r), IMM(0));
+  insn3(L, MIR_DBNE, LBL(done), R(d), R(d));
+  insn2(L, MIR_MOV, R(r), IMM(2147483647));
+  insn3(L, MIR_DBGE, LBL(done), R(d), R(constant(L, UJ_F64, 2147483647.0)));
+  insn2(L, MIR_MOV, R(r), IMM(-2147483647 - 1));
+  insn3(L, MIR_DBLE, LBL(done), R(d), R(constant(L, UJ_F64, -2147483648.0)));
+  insn2(L, MIR_D2I, R(r), R(d));
+  emit(L, done);
+  return r;
+}
+
+/* |x| by clearing the sign bit, as fabs does (also for -0 and NaN). */
+static MIR_reg_t lower_fabs(lower_t* L, MIR_reg_t x, uj_dtype_t d) {
+  if (d == UJ_F32) {
+    MIR_reg_t u = bits_of(L, x);
+    insn3(L, MIR_AND, R(u), R(u), IMM(0x7fffffff));
+    return float_of(L, u);
+  }
+  MIR_reg_t slot = slot_reg(L), u = new_reg(L, MIR_T_I64), r = new_reg(L, MIR_T_D);
+  insn2(L, MIR_DMOV, MIR_new_mem_op(L->ctx, MIR_T_D, 0, slot, 0, 1), R(x));
+  insn2(L, MIR_MOV, R(u), MIR_new_mem_op(L->ctx, MIR_T_I64, 0, slot, 0, 1));
+  insn3(L, MIR_AND, R(u), R(u), IMM(INT64_MAX));
+  insn2(L, MIR_MOV, MIR_new_mem_op(L->ctx, MIR_T_I64, 0, slot, 0, 1), R(u));
+  insn2(L, MIR_DMOV, R(r), MIR_new_mem_op(L->ctx, MIR_T_D, 0, slot, 0, 1));
+  return r;
+}
+
+static MIR_reg_t lower_expr(lower_t* L, const ir_expr_t* e);
+
+static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
+  uj_unary_op_t op = (uj_unary_op_t)e->op;
+  MIR_reg_t a = lower_expr(L, e->a), r;
+  if (e->dtype == UJ_I32) {
+    if (op == UJ_UNARY_FLOOR) return a; /* floor of an integer */
+    r = new_reg(L, MIR_T_I64);
+    insn2(L, MIR_NEG, R(r), R(a));
+    if (op == UJ_UNARY_ABS) r = pick(L, MIR_BGE, MIR_T_I64, MIR_MOV, a, r);
+    return wrap32(L, r);
+  }
+  int f32 = e->dtype == UJ_F32;
+  const float_ops_t* o = fops(e->dtype);
+  switch (op) {
+    case UJ_UNARY_NEG:
+      r = new_reg(L, o->type);
+      insn2(L, o->neg, R(r), R(a));
+      return r;
+    case UJ_UNARY_ABS: return lower_fabs(L, a, e->dtype);
+    case UJ_UNARY_EXP: return f32 ? lower_expf(L, a) : call_libm(L, FN_EXP, a, 0);
+    case UJ_UNARY_LOG: return f32 ? lower_logf(L, a) : call_libm(L, FN_LOG, a, 0);
+    case UJ_UNARY_TANH: return f32 ? lower_tanhf(L, a) : call_libm(L, FN_TANH, a, 0);
+    case UJ_UNARY_SQRT: return call_libm(L, f32 ? FN_SQRTF : FN_SQRT, a, 0);
+    case UJ_UNARY_SIN: return call_libm(L, f32 ? FN_SINF : FN_SIN, a, 0);
+    case UJ_UNARY_COS: return call_libm(L, f32 ? FN_COSF : FN_COS, a, 0);
+    case UJ_UNARY_FLOOR: return call_libm(L, f32 ? FN_FLOORF : FN_FLOOR, a, 0);
+    case UJ_UNARY_RSQRT:
+    case UJ_UNARY_RECIP: {
+      MIR_reg_t x = op == UJ_UNARY_RSQRT ? call_libm(L, f32 ? FN_SQRTF : FN_SQRT, a, 0) : a;
+      r = new_reg(L, o->type);
+      insn3(L, o->div, R(r), R(constant(L, e->dtype, 1.0)), R(x));
+      return r;
+    }
+    case UJ_UNARY_SIGMOID: {
+      if (f32) return lower_sigmoidf(L, a);
+      MIR_reg_t neg = new_reg(L, MIR_T_D), one = constant(L, UJ_F64, 1.0), den = new_reg(L, MIR_T_D);
+      insn2(L, MIR_DNEG, R(neg), R(a));
+      insn3(L, MIR_DADD, R(den), R(one), R(call_libm(L, FN_EXP, neg, 0)));
+      r = new_reg(L, MIR_T_D);
+      insn3(L, MIR_DDIV, R(r), R(one), R(den));
+      return r;
+    }
+  }
+  return a;
+}
+
+/* fmax/fmin-like: a wins when it compares better or b is NaN. */
+static MIR_reg_t float_extremum(lower_t* L, const float_ops_t* o, int is_max, MIR_reg_t a, MIR_reg_t b) {
+  MIR_reg_t r = new_reg(L, o->type);
+  MIR_insn_t done = MIR_new_label(L->ctx);
+  insn2(L, o->mov, R(r), R(a));
+  insn3(L, is_max ? o->bgt : o->blt, LBL(done), R(a), R(b));
+  insn3(L, o->bne, LBL(done), R(b), R(b));
+  insn2(L, o->mov, R(r), R(b));
+  emit(L, done);
+  return r;
+}
+
+static MIR_reg_t lower_binary(lower_t* L, const ir_expr_t* e) {
+  uj_binary_op_t op = (uj_binary_op_t)e->op;
+  MIR_reg_t a = lower_expr(L, e->a), b = lower_expr(L, e->b);
+  int i32 = e->dtype == UJ_I32;
+  const float_ops_t* o = fops(e->dtype);
+  if (op >= UJ_BINARY_EQ) {
+    static const MIR_insn_code_t int_cmp[] = {[UJ_BINARY_EQ] = MIR_EQ, [UJ_BINARY_NE] = MIR_NE,
+                                              [UJ_BINARY_LT] = MIR_LT, [UJ_BINARY_LE] = MIR_LE,
+                                              [UJ_BINARY_GT] = MIR_GT, [UJ_BINARY_GE] = MIR_GE};
+    MIR_insn_code_t code = i32 ? int_cmp[op]
+                           : op == UJ_BINARY_EQ ? o->eq : op == UJ_BINARY_NE ? o->ne : op == UJ_BINARY_LT ? o->lt
+                           : op == UJ_BINARY_LE ? o->le : op == UJ_BINARY_GT ? o->gt : o->ge;
+    MIR_reg_t flag = new_reg(L, MIR_T_I64);
+    insn3(L, code, R(flag), R(a), R(b));
+    if (i32) return flag;
+    MIR_reg_t r = new_reg(L, o->type);
+    insn2(L, o->from_int, R(r), R(flag));
+    return r;
+  }
+  if (op == UJ_BINARY_MAX || op == UJ_BINARY_MIN) {
+    if (!i32) return float_extremum(L, o, op == UJ_BINARY_MAX, a, b);
+    return pick(L, op == UJ_BINARY_MAX ? MIR_BGE : MIR_BLE, MIR_T_I64, MIR_MOV, a, b);
+  }
+  if (op == UJ_BINARY_POW) {
+    if (e->dtype == UJ_F32) return call_libm(L, FN_POWF, a, b);
+    if (e->dtype == UJ_F64) return call_libm(L, FN_POW, a, b);
+    MIR_reg_t da = new_reg(L, MIR_T_D), db = new_reg(L, MIR_T_D);
+    insn2(L, MIR_I2D, R(da), R(a));
+    insn2(L, MIR_I2D, R(db), R(b));
+    return saturate_i32(L, call_libm(L, FN_POW, da, db), UJ_F64);
+  }
+  if (i32 && op == UJ_BINARY_DIV) return wrap32(L, floor_divmod(L, a, b, 0));
+  MIR_insn_code_t code = op == UJ_BINARY_ADD ? (i32 ? MIR_ADD : o->add)
+                         : op == UJ_BINARY_SUB ? (i32 ? MIR_SUB : o->sub)
+                         : op == UJ_BINARY_MUL ? (i32 ? MIR_MUL : o->mul) : o->div;
+  MIR_reg_t r = new_reg(L, reg_type(e->dtype));
+  insn3(L, code, R(r), R(a), R(b));
+  return i32 ? wrap32(L, r) : r;
+}
+
+static MIR_reg_t lower_cast(lower_t* L, const ir_expr_t* e) {
+  uj_dtype_t to = e->dtype, from = e->a->dtype;
+  MIR_reg_t a = lower_expr(L, e->a);
+  if (to == from) return a;
+  if (to == UJ_I32) return saturate_i32(L, a, from);
+  MIR_reg_t r = new_reg(L, reg_type(to));
+  MIR_insn_code_t code = from == UJ_I32 ? (to == UJ_F32 ? MIR_I2F : MIR_I2D) : to == UJ_F64 ? MIR_F2D : MIR_D2F;
+  insn2(L, code, R(r), R(a));
+  return r;
+}
+
+/* cond != 0 ? b : c, computing only the side taken. */
+static MIR_reg_t lower_where(lower_t* L, const ir_expr_t* e) {
+  MIR_reg_t cond = lower_expr(L, e->a), r = new_reg(L, reg_type(e->dtype));
+  MIR_insn_t other = MIR_new_label(L->ctx), done = MIR_new_label(L->ctx);
+  uj_dtype_t cd = e->a->dtype;
+  insn3(L, cd == UJ_I32 ? MIR_BEQ : fops(cd)->beq, LBL(other), R(cond), R(constant(L, cd, 0.0)));
+  insn2(L, mov_code(e->dtype), R(r), R(lower_expr(L, e->b)));
+  jump(L, done);
+  emit(L, other);
+  insn2(L, mov_code(e->dtype), R(r), R(lower_expr(L, e->c)));
+  emit(L, done);
+  return r;
+}
+
+static MIR_reg_t lower_expr(lower_t* L, const ir_expr_t* e) {
+  MIR_reg_t r;
+  switch (e->kind) {
+    case IR_EX_CONST: return constant(L, e->dtype, e->value);
+    case IR_EX_LOAD:
+      if (L->f->tensors[e->access.tensor].local) return local_reg(L, e->access.tensor);
+      r = new_reg(L, reg_type(e->dtype));
+      insn2(L, mov_code(e->dtype), R(r), access_mem(L, &e->access));
+      return r;
+    case IR_EX_CARRIED: {
+      uj_reduce_op_t op = L->carried_op[e->carried];
+      if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) return wrap32(L, L->carried_at[e->carried]);
+      return L->carried[e->carried];
+    }
+    case IR_EX_INDEX: {
+      MIR_reg_t ix = lower_ix(L, e->ix);
+      if (e->dtype == UJ_I32) return wrap32(L, ix);
+      r = new_reg(L, reg_type(e->dtype));
+      insn2(L, e->dtype == UJ_F32 ? MIR_I2F : MIR_I2D, R(r), R(ix));
+      return r;
+    }
+    case IR_EX_UNARY: return lower_unary(L, e);
+    case IR_EX_BINARY: return lower_binary(L, e);
+    case IR_EX_WHERE: return lower_where(L, e);
+    case IR_EX_CAST: return lower_cast(L, e);
+  }
+  return constant(L, e->dtype, 0.0);
+}
+
+/* ---- statements and loops ---- */
+
+/* Branches to skip when a checked axis is out of range: the index trees'
+ * own i32 loads first, so each is checked before it is read. */
+static void checks_ix(lower_t* L, const ir_ix_t* ix, MIR_insn_t skip);
+
+static void checks_access(lower_t* L, const ir_access_t* acc, MIR_insn_t skip) {
+  for (int k = 0; k < acc->nidx; k++) checks_ix(L, acc->idx[k], skip);
+  for (int k = 0; k < acc->nidx; k++)
+    if (acc->check_mask & (1u << k))
+      insn3(L, MIR_UBGE, LBL(skip), R(lower_ix(L, acc->idx[k])), R(dim_reg(L, acc->tensor, k)));
+}
+
+static void checks_ix(lower_t* L, const ir_ix_t* ix, MIR_insn_t skip) {
+  if (!ix) return;
+  if (ix->kind == IR_IX_LOAD) {
+    checks_access(L, ix->load, skip);
+    return;
+  }
+  checks_ix(L, ix->a, skip);
+  checks_ix(L, ix->b, skip);
+}
+
+static void checks_expr(lower_t* L, const ir_expr_t* e, MIR_insn_t skip) {
+  if (!e) return;
+  if (e->kind == IR_EX_LOAD) checks_access(L, &e->access, skip);
+  checks_ix(L, e->ix, skip);
+  checks_expr(L, e->a, skip);
+  checks_expr(L, e->b, skip);
+  checks_expr(L, e->c, skip);
+}
+
+static void lower_accum(lower_t* L, const ir_stmt_t* s) {
+  int c = s->carried;
+  uj_reduce_op_t op = L->carried_op[c];
+  uj_dtype_t d = s->value->dtype;
+  const float_ops_t* o = fops(d);
+  MIR_reg_t acc = L->carried[c], v = lower_expr(L, s->value);
+  switch (op) {
+    case UJ_REDUCE_SUM:
+    case UJ_REDUCE_MEAN:
+    case UJ_REDUCE_PROD: {
+      int prod = op == UJ_REDUCE_PROD;
+      if (d == UJ_I32) {
+        insn3(L, prod ? MIR_MUL : MIR_ADD, R(acc), R(acc), R(v));
+        insn2(L, MIR_EXT32, R(acc), R(acc));
+      } else {
+        insn3(L, prod ? o->mul : o->add, R(acc), R(acc), R(v));
+      }
+      return;
+    }
+    case UJ_REDUCE_MAX:
+    case UJ_REDUCE_MIN: {
+      /* the new value wins unless the old compares better (fmax-like) */
+      MIR_reg_t best = d == UJ_I32 ? pick(L, op == UJ_REDUCE_MAX ? MIR_BGE : MIR_BLE, MIR_T_I64, MIR_MOV, v, acc)
+                                   : float_extremum(L, o, op == UJ_REDUCE_MAX, v, acc);
+      insn2(L, mov_code(d), R(acc), R(best));
+      return;
+    }
+    default: {
+      /* argmax/argmin: strictly better wins, so ties keep the first; an i32
+       * identity is a valid value, so the first element always enters */
+      MIR_reg_t at = lower_ix(L, s->arg_index);
+      MIR_insn_t take = MIR_new_label(L->ctx), done = MIR_new_label(L->ctx);
+      int up = op == UJ_REDUCE_ARGMAX;
+      if (d == UJ_I32) {
+        insn3(L, up ? MIR_BGT : MIR_BLT, LBL(take), R(v), R(acc));
+        insn3(L, MIR_BEQ, LBL(take), R(at), IMM(0));
+      } else {
+        insn3(L, up ? o->bgt : o->blt, LBL(take), R(v), R(acc));
+      }
+      jump(L, done);
+      emit(L, take);
+      insn2(L, mov_code(d), R(acc), R(v));
+      insn2(L, MIR_MOV, R(L->carried_at[c]), R(at));
+      emit(L, done);
+      return;
+    }
+  }
+}
+
+static int has_checks_ix(const ir_ix_t* ix);
+static int has_checks_access(const ir_access_t* acc) {
+  if (acc->check_mask) return 1;
+  for (int k = 0; k < acc->nidx; k++)
+    if (has_checks_ix(acc->idx[k])) return 1;
+  return 0;
+}
+static int has_checks_ix(const ir_ix_t* ix) {
+  if (!ix) return 0;
+  if (ix->kind == IR_IX_LOAD) return has_checks_access(ix->load);
+  return has_checks_ix(ix->a) || has_checks_ix(ix->b);
+}
+static int has_checks_expr(const ir_expr_t* e) {
+  if (!e) return 0;
+  if (e->kind == IR_EX_LOAD && has_checks_access(&e->access)) return 1;
+  return has_checks_ix(e->ix) || has_checks_expr(e->a) || has_checks_expr(e->b) || has_checks_expr(e->c);
+}
+
+static void lower_stmt(lower_t* L, const ir_stmt_t* s) {
+  int guarded = has_checks_expr(s->value) || has_checks_ix(s->arg_index) ||
+                (s->kind != IR_ST_ACCUM && has_checks_access(&s->target));
+  MIR_insn_t skip = guarded ? MIR_new_label(L->ctx) : NULL;
+  if (guarded) {
+    checks_expr(L, s->value, skip);
+    checks_ix(L, s->arg_index, skip);
+    if (s->kind != IR_ST_ACCUM) checks_access(L, &s->target, skip);
+  }
+  if (s->kind == IR_ST_ACCUM) {
+    lower_accum(L, s);
+  } else {
+    int t = s->target.tensor;
+    uj_dtype_t d = L->f->tensors[t].dtype;
+    MIR_reg_t v = lower_expr(L, s->value);
+    if (L->f->tensors[t].local) {
+      insn2(L, mov_code(d), R(local_reg(L, t)), R(v));
+    } else {
+      MIR_op_t mem = access_mem(L, &s->target);
+      if (s->kind == IR_ST_SCATTER_ADD) {
+        MIR_reg_t old = new_reg(L, reg_type(d)), sum = new_reg(L, reg_type(d));
+        insn2(L, mov_code(d), R(old), mem);
+        insn3(L, d == UJ_I32 ? MIR_ADD : fops(d)->add, R(sum), R(old), R(v));
+        v = sum; /* an i32 store keeps the low 32 bits: the wrap */
+      }
+      insn2(L, mov_code(d), mem, R(v));
+    }
+  }
+  if (skip) emit(L, skip);
+}
+
+static void init_carried(lower_t* L, const ir_carried_t* c) {
+  MIR_reg_t r = L->carried[c->id];
+  int fl = c->dtype != UJ_I32;
+  double v;
+  switch (c->op) {
+    case UJ_REDUCE_SUM:
+    case UJ_REDUCE_MEAN: v = 0; break;
+    case UJ_REDUCE_PROD: v = 1; break;
+    case UJ_REDUCE_MAX:
+    case UJ_REDUCE_ARGMAX: v = fl ? -INFINITY : -2147483648.0; break;
+    default: v = fl ? INFINITY : 2147483647.0; break;
+  }
+  insn2(L, mov_code(c->dtype), R(r), R(constant(L, c->dtype, v)));
+  if (c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN) insn2(L, MIR_MOV, R(L->carried_at[c->id]), IMM(0));
+}
+
+static void lower_loop(lower_t* L, const ir_block_t* b, int k) {
+  const ir_loop_t* l = &b->loops[k];
+  MIR_reg_t i = L->loop[l->id] = new_reg(L, MIR_T_I64), end = L->arg_end;
+  if (k == 0) {
+    insn2(L, MIR_MOV, R(i), R(L->arg_begin));
+  } else {
+    insn2(L, MIR_MOV, R(i), R(lower_ix(L, l->start)));
+    end = new_reg(L, MIR_T_I64);
+    insn2(L, MIR_MOV, R(end), R(lower_ix(L, l->end)));
+  }
+  for (int c = 0; c < l->ncarried; c++) {
+    const ir_carried_t* cv = &l->carried[c];
+    L->carried[cv->id] = new_reg(L, reg_type(cv->dtype));
+    if (cv->op == UJ_REDUCE_ARGMAX || cv->op == UJ_REDUCE_ARGMIN) L->carried_at[cv->id] = new_reg(L, MIR_T_I64);
+  }
+  MIR_insn_t top = MIR_new_label(L->ctx), exit = MIR_new_label(L->ctx);
+  insn3(L, MIR_BGE, LBL(exit), R(i), R(end));
+  emit(L, top);
+  for (int c = 0; c < l->ncarried; c++) init_carried(L, &l->carried[c]);
+  if (k + 1 < b->nloops) lower_loop(L, b, k + 1);
+  for (int s = 0; s < l->nstmts; s++) lower_stmt(L, &l->stmts[s]);
+  insn3(L, MIR_ADD, R(i), R(i), IMM(1));
+  insn3(L, MIR_BLT, LBL(top), R(i), R(end));
+  emit(L, exit);
+}
+
+static MIR_item_t lower_block(lower_t* L, int bi) {
+  char name[32];
+  snprintf(name, sizeof name, "b%d", bi);
+  L->item = MIR_new_func(L->ctx, name, 0, NULL, 5, MIR_T_P, "buf", MIR_T_P, "dims", MIR_T_P, "params", MIR_T_I64,
+                         "begin", MIR_T_I64, "end");
+  L->func = L->item->u.func;
+  L->arg_buf = MIR_reg(L->ctx, "buf", L->func);
+  L->arg_dims = MIR_reg(L->ctx, "dims", L->func);
+  L->arg_params = MIR_reg(L->ctx, "params", L->func);
+  L->arg_begin = MIR_reg(L->ctx, "begin", L->func);
+  L->arg_end = MIR_reg(L->ctx, "end", L->func);
+  L->slot = 0;
+  L->exp2_base = 0;
+  L->nhoisted = 0;
+  const ir_func_t* f = L->f;
+  memset(L->base, 0, sizeof *L->base * (size_t)f->ntensors);
+  memset(L->local, 0, sizeof *L->local * (size_t)f->ntensors);
+  memset(L->dim, 0, sizeof *L->dim * (size_t)f->ntensors * UJ_MAX_DIMS);
+  L->entry = MIR_new_label(L->ctx);
+  emit(L, L->entry);
+  lower_loop(L, &f->blocks[bi], 0);
+  emit(L, MIR_new_ret_insn(L->ctx, 0));
+  MIR_finish_func(L->ctx);
+  return L->item;
+}
+
+MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t* params, const char* module_name,
+                           MIR_item_t* funcs) {
+  lower_t* L = calloc(1, sizeof *L);
+  size_t nt = (size_t)f->ntensors + 1, nl = (size_t)f->next_loop_id + 1, nc = (size_t)f->next_carried_id + 1;
+  if (L) {
+    L->base = calloc(nt, sizeof *L->base);
+    L->local = calloc(nt, sizeof *L->local);
+    L->dim = calloc(nt * UJ_MAX_DIMS, sizeof *L->dim);
+    L->loop = calloc(nl, sizeof *L->loop);
+    L->carried = calloc(nc, sizeof *L->carried);
+    L->carried_at = calloc(nc, sizeof *L->carried_at);
+    L->carried_op = calloc(nc, sizeof *L->carried_op);
+  }
+  MIR_module_t m = NULL;
+  if (L && L->base && L->local && L->dim && L->loop && L->carried && L->carried_at && L->carried_op) {
+    L->ctx = ctx;
+    L->f = f;
+    L->params = params;
+    for (int b = 0; b < f->nblocks; b++)
+      for (int k = 0; k < f->blocks[b].nloops; k++)
+        for (int c = 0; c < f->blocks[b].loops[k].ncarried; c++)
+          L->carried_op[f->blocks[b].loops[k].carried[c].id] = f->blocks[b].loops[k].carried[c].op;
+    m = MIR_new_module(ctx, module_name);
+    static const char* const proto_names[] = {"pf1", "pf2", "pd1", "pd2"};
+    for (int i = 0; i < 4; i++) {
+      MIR_type_t t = i >= 2 ? MIR_T_D : MIR_T_F;
+      L->proto[i] = i % 2 ? MIR_new_proto(ctx, proto_names[i], 1, &t, 2, t, "a", t, "b")
+                          : MIR_new_proto(ctx, proto_names[i], 1, &t, 1, t, "a");
+    }
+    for (int i = 0; i < NFNS; i++) L->import[i] = MIR_new_import(ctx, libm[i].name);
+    for (int b = 0; b < f->nblocks; b++) funcs[b] = f->blocks[b].nloops ? lower_block(L, b) : NULL;
+    MIR_finish_module(ctx);
+  }
+  if (L) {
+    free(L->base);
+    free(L->local);
+    free(L->dim);
+    free(L->loop);
+    free(L->carried);
+    free(L->carried_at);
+    free(L->carried_op);
+  }
+  free(L);
+  return m;
+}
+#endif
