@@ -1,0 +1,103 @@
+/* tools/cli.h: what the files of the uopjit command-line tool share: the
+ * command functions main() dispatches to, error reporting, the option parser
+ * of the commands that take an expression-language program (run, dump, aot),
+ * loading such a program and picking the build it is specialized to, and a
+ * seeded generator.
+ *
+ * The tool uses only the public API (include/uopjit.h), except `uopjit
+ * cache`, which manages the on-disk kernel cache through jit/cache.h. Exit
+ * status everywhere: 0 success, 1 a failure, 2 bad usage. */
+#ifndef UJ_TOOLS_CLI_H
+#define UJ_TOOLS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "uopjit.h"
+
+/* ---- commands (argv[0] is the command's name) ---------------------------------------- */
+
+int cli_cmd_info(int argc, char** argv);  /* cli_info.c */
+int cli_cmd_demo(int argc, char** argv);  /* cli_demo.c */
+int cli_cmd_run(int argc, char** argv);   /* cli_run.c */
+int cli_cmd_dump(int argc, char** argv);  /* cli_dump.c */
+int cli_cmd_aot(int argc, char** argv);   /* cli_aot.c */
+int cli_cmd_cache(int argc, char** argv); /* cli_cache.c */
+
+/* ---- reporting -------------------------------------------------------------------------- */
+
+/* Prints a failed API call as "uopjit: STATUS: detail" and returns 1. */
+int cli_report(uj_status_t s);
+/* Prints "uopjit CMD: WHAT "ARG"" (ARG may be NULL) and a pointer to the
+ * usage, and returns 2. */
+int cli_usage_error(const char* cmd, const char* what, const char* arg);
+/* Says that engine e cannot be used here, with the library's reason;
+ * returns 1. */
+int cli_engine_unavailable(uj_engine_t e);
+/* "[2,3]". */
+void cli_print_dims(FILE* out, int ndim, const int64_t* dims);
+
+/* Every engine, in the order `info` lists them and --engine names them. */
+enum { CLI_ENGINE_COUNT = 5 };
+extern const uj_engine_t cli_engines[CLI_ENGINE_COUNT];
+
+/* ---- seeded values ------------------------------------------------------------------------ */
+
+/* splitmix64: small, seedable and identical on every platform, so that runs
+ * are reproducible. */
+uint64_t cli_rng_next(uint64_t* state);
+/* Uniform in [-1, 1). */
+float cli_rng_float(uint64_t* state);
+
+/* ---- options of the commands that take a program ------------------------------------------ */
+
+/* Which options a command accepts besides --shape, --dtype and --scalar,
+ * which all of them take (they pick the build: input ranks, dtypes, size-1
+ * axes). */
+enum {
+  CLI_ACCEPT_RUN = 1,       /* --engine --repeat --seed --check */
+  CLI_ACCEPT_DUMP_KIND = 2, /* --ir-raw --ir --c --mir --cuda */
+  CLI_ACCEPT_OUTPUT = 4     /* -o FILE, --output FILE */
+};
+
+typedef struct {
+  const char* source;
+  int ndim; /* of every non-scalar input */
+  int64_t dims[UJ_MAX_DIMS];
+  uj_dtype_t dtype;
+  const char* scalars; /* "lr,b1": inputs made 0-d; NULL for none */
+  int specialized;     /* --shape, --scalar or --dtype was given */
+  /* run */
+  uj_engine_t engine;
+  int repeat;
+  uint64_t seed;
+  int check;
+  /* dump */
+  uj_dump_t dump;
+  /* aot */
+  const char* output_path; /* NULL when not given */
+} cli_options_t;
+
+/* Options come as "--name value" or "--name=value" (and "-o FILE"); the
+ * one other argument is the program source. Returns 0, or the exit status
+ * of a usage error after printing it. */
+int cli_parse_options(const char* cmd, int argc, char** argv, unsigned accepted, cli_options_t* o);
+
+/* 1 when name is in the comma-separated list (which may be NULL). */
+int cli_in_list(const char* list, const char* name);
+
+/* ---- programs ------------------------------------------------------------------------------- */
+
+/* Parses the options' source (a bare expression such as '1/(1+exp(-x))' is
+ * taken as 'y = EXPR') and checks that every --scalar name is an input.
+ * Returns 0 with *p set, or the exit status after printing the problem
+ * (*p is then NULL). */
+int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p);
+
+/* Makes a parsed program build the uop program for the options' signature
+ * (--dtype for every input, --scalar inputs 0-d, the others of --shape's
+ * rank with its size-1 axes) without running it, so that uj_program_dump
+ * shows that build. */
+uj_status_t cli_specialize(uj_program_t* p, const cli_options_t* o);
+
+#endif

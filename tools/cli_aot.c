@@ -1,0 +1,100 @@
+/* tools/cli_aot.c: `uopjit aot SOURCE -o FILE`, an expression-language
+ * program as a self-contained C file (uj_program_dump's UJ_DUMP_C_AOT) with
+ * the entry points uopjit_kernel_run and uopjit_kernel_output_dims, to be
+ * compiled ahead of time into a program that does not link uopjit.
+ *
+ * The file is for one build of the program: --dtype, --scalar and --shape
+ * pick the input dtypes, which inputs are 0-d and the other inputs' rank
+ * (and which of their axes have size 1); the sizes themselves stay run-time
+ * arguments. The generated code holds no text from the command line (the
+ * library only prints identifiers of its own), so any source is safe to
+ * compile. */
+/* mkstemp, fchmod and umask need POSIX; the Makefile's _GNU_SOURCE covers
+ * them, this keeps a bare `cc -std=c11` working too. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* Writes text to path through a temporary file in the same directory that
+ * is renamed into place, so that path is either left as it was or holds
+ * the whole text, never a part. The file gets the usual 0666 less umask
+ * (mkstemp alone would make it 0600). 0, or 1 after saying why. */
+static int write_file_whole(const char* path, const char* text) {
+  static const char suffix[] = ".tmp-XXXXXX";
+  size_t path_len = strlen(path);
+  char* temp = malloc(path_len + sizeof suffix);
+  if (!temp) return cli_report(UJ_ERR_OOM);
+  memcpy(temp, path, path_len);
+  memcpy(temp + path_len, suffix, sizeof suffix);
+
+  int fd = mkstemp(temp);
+  if (fd < 0) {
+    fprintf(stderr, "uopjit aot: cannot write %s: %s\n", path, strerror(errno));
+    free(temp);
+    return 1;
+  }
+  const char* failed_step = NULL;
+  int err = 0;
+  mode_t mask = umask(0);
+  umask(mask);
+  FILE* f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    failed_step = "cannot set up the temporary file";
+    err = errno;
+    close(fd);
+  } else {
+    size_t len = strlen(text);
+    int wrote = fwrite(text, 1, len, f) == len;
+    int write_errno = errno;
+    /* fclose flushes: a full disk may only show here. */
+    int closed = fclose(f) == 0;
+    if (!wrote || !closed) {
+      failed_step = "cannot write the temporary file";
+      err = wrote ? errno : write_errno;
+    } else if (rename(temp, path) != 0) {
+      failed_step = "cannot rename the temporary file into place";
+      err = errno;
+    }
+  }
+  if (failed_step) {
+    unlink(temp);
+    fprintf(stderr, "uopjit aot: cannot write %s: %s (%s)\n", path, failed_step, strerror(err));
+  }
+  free(temp);
+  return failed_step ? 1 : 0;
+}
+
+static int aot_main(const cli_options_t* o, uj_program_t** p, uj_ctx_t** ctx, char** text) {
+  int rc = cli_load_program("aot", o, p);
+  if (rc) return rc;
+  /* Always specialize, even without options: the file is for the build
+   * that the options (or their defaults) describe, not whichever ran last. */
+  uj_status_t s = cli_specialize(*p, o);
+  if (s != UJ_OK) return cli_report(s);
+  if (!(*ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
+  if (!(*text = uj_program_dump(*ctx, *p, UJ_FORWARD, UJ_DUMP_C_AOT, NULL))) return cli_report(UJ_ERR_INVALID);
+  return write_file_whole(o->output_path, *text);
+}
+
+int cli_cmd_aot(int argc, char** argv) {
+  cli_options_t o;
+  int rc = cli_parse_options("aot", argc, argv, CLI_ACCEPT_OUTPUT, &o);
+  if (rc) return rc;
+  if (!o.output_path) return cli_usage_error("aot", "missing -o FILE, the C file to write", NULL);
+  uj_program_t* p = NULL;
+  uj_ctx_t* ctx = NULL;
+  char* text = NULL;
+  rc = aot_main(&o, &p, &ctx, &text);
+  free(text);
+  uj_ctx_free(ctx);
+  uj_program_free(p);
+  return rc;
+}

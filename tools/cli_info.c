@@ -1,0 +1,37 @@
+/* tools/cli_info.c: `uopjit info`, the version, the engines this build and
+ * machine can use, and the devices. */
+/* sysconf needs POSIX; the Makefile's _GNU_SOURCE covers it, this keeps a
+ * bare `cc -std=c11` working too. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <unistd.h>
+
+#include "cli.h"
+
+int cli_cmd_info(int argc, char** argv) {
+  (void)argc;
+  (void)argv;
+  uj_ctx_t* ctx = uj_ctx_new();
+  if (!ctx) return cli_report(UJ_ERR_OOM);
+
+  printf("uopjit %s\n", UJ_VERSION);
+  printf("engines:\n");
+  for (int i = 0; i < CLI_ENGINE_COUNT; i++)
+    printf("  %-8s %s\n", uj_engine_name(cli_engines[i]),
+           uj_engine_available(ctx, cli_engines[i]) ? "available" : "not available");
+  printf("  (this context runs on %s)\n", uj_engine_name(uj_ctx_engine(ctx)));
+
+  printf("devices:\n");
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0)
+    printf("  cpu      %ld cores\n", cores);
+  else
+    printf("  cpu      yes\n");
+  /* The GPU runtime is not wired up yet; say so rather than guess. */
+  printf("  cuda     not detected\n");
+
+  uj_ctx_free(ctx);
+  return 0;
+}
