@@ -85,5 +85,11 @@ uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* para
 char* jit_mir_dump(const ir_func_t* f, const int64_t* params);
 /* Frees the state's MIR contexts (after the cache, which holds kernels). */
 void jit_mir_free(jit_mir_t* m);
+/* How many MIR contexts the state has made so far (for tests of recycling). */
+int jit_mir_generations(const jit_state_t* js);
+/* For tests of the error path: asks MIR, in a context of its own, for
+ * something it rejects (a function outside any module) and returns what
+ * that error becomes: UJ_ERR_COMPILE with MIR's message, the process alive. */
+uj_status_t jit_mir_provoke_error(void);
 
 #endif

@@ -49,6 +49,15 @@ char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
 
 void jit_mir_free(jit_mir_t* m) { (void)m; }
 
+int jit_mir_generations(const jit_state_t* js) {
+  (void)js;
+  return 0;
+}
+
+uj_status_t jit_mir_provoke_error(void) {
+  return rt_error(UJ_ERR_UNSUPPORTED, "engine mir: this build has no MIR");
+}
+
 #else
 #include <mir-gen.h>
 #include <setjmp.h>
@@ -67,6 +76,7 @@ struct jit_mir {
   generation_t* current;
   int level;
   uint64_t modules_made;  /* names modules uniquely within a state */
+  int generations_made;
 };
 
 typedef struct {
@@ -178,6 +188,7 @@ static generation_t* current_generation(jit_state_t* js) {
       return NULL;
     }
     m->current = g;
+    m->generations_made++;
   }
   return m->current;
 }
@@ -259,6 +270,25 @@ uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* para
   free(key);
   if (s == UJ_OK) *out = &k->blocks;
   return s;
+}
+
+int jit_mir_generations(const jit_state_t* js) { return js->mir ? js->mir->generations_made : 0; }
+
+uj_status_t jit_mir_provoke_error(void) {
+  MIR_context_t ctx = context_new(0);
+  if (!ctx) return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+  volatile int failed = 0;
+  jmp_buf jb;
+  jmp_buf* volatile saved = error_jump;
+  error_jump = &jb;
+  if (setjmp(jb) == 0) MIR_new_func(ctx, "f", 0, NULL, 0); /* no module: MIR reports an error */
+  else failed = 1;
+  error_jump = saved;
+  /* the error came before any module was begun, so this context, unlike
+   * one a failed compile leaves behind, can still be finished */
+  context_finish(ctx);
+  if (!failed) return UJ_OK;
+  return rt_error(UJ_ERR_COMPILE, "engine mir: %s", error_text);
 }
 
 /* ---- the text form ---- */

@@ -36,8 +36,9 @@ jit_state_t* jit_state(uj_ctx_t* ctx) {
   /* states are told apart by a process-wide counter, so that a program's
    * memo can never mistake a new context for a freed one at the same address */
   static _Atomic uint64_t next_state_id = 1;
-  if (ctx->jit_state) return ctx->jit_state;
-  jit_state_t* js = calloc(1, sizeof *js);
+  jit_state_t* js = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
+  if (js) return js;
+  js = calloc(1, sizeof *js);
   if (!js || !(js->cache = jit_cache_new())) {
     free(js);
     rt_error(UJ_ERR_OOM, "out of memory creating the JIT state");
@@ -47,8 +48,13 @@ jit_state_t* jit_state(uj_ctx_t* ctx) {
   pthread_mutex_init(&js->lock, NULL);
   js->c_probe = -1;
   js->id = next_state_id++;
-  ctx->jit_state = js;
+  /* threads may race to make the first state of a context: one wins */
+  void* expected = NULL;
   ctx->jit_state_free = jit_state_free;
+  if (!__atomic_compare_exchange_n(&ctx->jit_state, &expected, js, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    jit_state_free(js);
+    return expected;
+  }
   return js;
 }
 
