@@ -1,0 +1,267 @@
+/* bench/bench.h: what the parts of the benchmark program share.
+ *
+ * The benchmark (make bench; make run runs it with --short) times three
+ * programs of the expression language, kept in bench/<name>.uj with their
+ * CLI options in bench/<name>.args, on every CPU engine:
+ *
+ *   interp, mir, c   through the public API (uj_program_run), 1 and 2 threads
+ *   aot              the C that `uopjit aot` wrote at build time, compiled
+ *                    with gcc -O3 -march=native into this binary (1 thread)
+ *   unfused          plain C loops, one pass per op writing a temporary
+ *                    array, as NumPy evaluates an expression (1 thread)
+ *
+ * workload.c sets up the tensors and runs and checks one engine, compile.c
+ * measures compile and dispatch times, stream.c the machine's STREAM copy and
+ * triad bandwidth, baseline.c holds the unfused loops, report.c prints the
+ * tables and bench.c drives it all. */
+#ifndef BENCH_H
+#define BENCH_H
+
+#include <stdint.h>
+
+#include "uopjit.h"
+
+#ifndef BENCH_SOURCE_DIR
+#define BENCH_SOURCE_DIR "bench"
+/* ---- the results, gathered by bench.c and printed by report.c ---------------------------- */
+
+#define BENCH_MAX_PROGRAMS 8
+#define BENCH_MAX_SIZES 4
+#define BENCH_MAX_ROWS 256
+#define BENCH_THREAD_COUNTS 2 /* the JIT engines run on 1 and on 2 threads */
+
+typedef enum { ROW_OK, ROW_REFERENCE, ROW_MISMATCH, ROW_UNAVAILABLE, ROW_FAILED } row_status_t;
+
+/* One engine on one program at one size. */
+typedef struct {
+  int program; /* index into bench_results_t.programs */
+  int64_t n;
+  runner_kind_t kind;
+  int threads;
+  row_status_t status;
+  double max_error;
+  double ns_per_call; /* median; meaningful for ROW_OK and ROW_REFERENCE */
+} throughput_row_t;
+
+typedef struct {
+  int short_run;
+  int online_cores;
+  char cpu_model[128];
+  char load_average[32]; /* /proc/loadavg's 1-minute figure when the run began */
+  int nprograms;
+  const program_spec_t* programs[BENCH_MAX_PROGRAMS];
+  int nsizes;
+  int64_t sizes[BENCH_MAX_SIZES];
+  int compile_repetitions, large_samples, small_samples, interp_large_samples;
+  int64_t stream_length;
+  int stream_repetitions;
+  int stream_ok[BENCH_THREAD_COUNTS];
+  stream_result_t stream[BENCH_THREAD_COUNTS]; /* [threads - 1] */
+  compile_times_t compile[BENCH_MAX_PROGRAMS][3]; /* [program][0: interp, 1: mir, 2: c] */
+  int nrows;
+  throughput_row_t rows[BENCH_MAX_ROWS];
+} bench_results_t;
+
+void report_print(const bench_results_t* results);
+
+#endif
+
+#define BENCH_MAX_IO 16
+/* Temporaries the unfused baselines may use, each as long as the input. */
+#define UNFUSED_SCRATCH 3
+
+/* ---- util.c ---------------------------------------------------------------------- */
+
+double bench_now_ns(void);
+/* The median of values[0..count) (the mean of the middle two for an even
+ * count); values is left unchanged. NAN for count 0. */
+double bench_median(const double* values, int count);
+/* A file's contents with trailing white space removed; NULL (and a message
+ * on stderr) when it cannot be read. The caller frees. */
+char* bench_read_file(const char* path);
+/* Creates a fresh private directory under parent (mode 0700); NULL on failure. */
+char* bench_make_dir(const char* parent, const char* prefix);
+/* Removes dir and the files directly in it (the kernel cache is flat). */
+void bench_remove_dir(const char* dir);
+
+/* ---- the AOT kernels (build/bench/aot_<name>.o, names renamed) ---------------------- */
+
+typedef int (*aot_run_fn)(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
+                          const int64_t* params);
+typedef int (*aot_dims_fn)(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
+
+int aot_sigmoid_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
+                    const int64_t* params);
+int aot_sigmoid_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
+int aot_adam_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
+                 const int64_t* params);
+int aot_adam_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
+int aot_sumsq_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
+                  const int64_t* params);
+int aot_sumsq_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
+
+/* ---- baseline.c ---------------------------------------------------------------------- */
+
+/* An unfused baseline works on the program's tensors by name: tensors[k]
+ * is the tensor called names[k] (an in-place output is its input), each
+ * scalar a 1-element array, each vector n elements long. */
+typedef void (*unfused_fn)(float* const* tensors, int64_t n, float* const* scratch);
+typedef struct {
+  int count;
+  const char* names[BENCH_MAX_IO];
+  unfused_fn run;
+} unfused_baseline_t;
+
+extern const unfused_baseline_t unfused_sigmoid, unfused_adam, unfused_sumsq;
+
+/* ---- stream.c ------------------------------------------------------------------------ */
+
+typedef struct {
+  double copy_gbs, triad_gbs;           /* medians */
+  double copy_best_gbs, triad_best_gbs; /* the fastest repetition, as STREAM reports */
+} stream_result_t;
+
+/* STREAM copy (c = a) and triad (a = b + q*c) on arrays of `length`
+ * doubles split over `threads` (1..64) pthreads. 0, or -1 when memory could
+ * not be had (a thread that cannot start ends the program). */
+int stream_measure(int threads, int64_t length, int repetitions, stream_result_t* out);
+
+/* ---- workload.c ------------------------------------------------------------------------ */
+
+/* One benchmarked program: its name (bench/<name>.uj and .args) and what
+ * the bench needs to know beside the source. */
+typedef struct {
+  const char* name;
+  int bytes_per_element; /* memory traffic per element, counted as STREAM does */
+  /* the largest |got - ref| / max(1, |ref|) that passes at size n:
+   * max(tolerance, n * tolerance_per_element) */
+  double tolerance, tolerance_per_element;
+  aot_run_fn aot_run;
+  aot_dims_fn aot_dims;
+  const unfused_baseline_t* unfused;
+} program_spec_t;
+
+/* The program's source and the inputs its .args make 0-d. */
+typedef struct {
+  const program_spec_t* spec;
+  char* source;
+  char* args;
+  int nscalars;
+  char* scalars[BENCH_MAX_IO];
+} program_text_t;
+
+int program_text_load(const program_spec_t* spec, program_text_t* text);
+void program_text_free(program_text_t* text);
+
+/* The tensors of one program at one size. Inputs get seeded values in
+ * [0.5, 1.5) (scalars named lr, b1, b2, eps get 1e-3, 0.9, 0.999, 1e-8, as
+ * the CLI gives them); an output with an input's name is that input's memory
+ * (an in-place update). */
+typedef struct {
+  const program_text_t* text;
+  int64_t n;
+  int ninputs, noutputs;
+  uj_tensor_t inputs[BENCH_MAX_IO], outputs[BENCH_MAX_IO];
+  int64_t input_numel[BENCH_MAX_IO], output_numel[BENCH_MAX_IO];
+  int output_alias[BENCH_MAX_IO]; /* the input an output updates in place, else -1 */
+  float* pristine[BENCH_MAX_IO];  /* the inputs' initial values */
+  float* reference[BENCH_MAX_IO]; /* the interpreter's outputs from the initial values */
+  float* scratch[UNFUSED_SCRATCH];
+  float* unfused_tensors[BENCH_MAX_IO]; /* the unfused baseline's tensors, by its names */
+  int aot_dims_agree;                   /* the AOT kernel infers the outputs' shapes as the library does */
+} workspace_t;
+
+/* Builds the tensors (shapes from a parse of the source, through the
+ * interpreter). 0, or -1 with a message on stderr. */
+int workspace_new(const program_text_t* text, int64_t n, workspace_t* ws);
+void workspace_free(workspace_t* ws);
+/* Puts the initial values back into every input and NaN into every output
+ * that is not in place, so an engine that writes nothing cannot pass. */
+void workspace_reset(workspace_t* ws);
+
+typedef enum { RUNNER_INTERP, RUNNER_MIR, RUNNER_C, RUNNER_AOT, RUNNER_UNFUSED } runner_kind_t;
+
+/* One way of running a workspace's program. */
+typedef struct {
+  runner_kind_t kind;
+  int threads;
+  uj_ctx_t* ctx;         /* the JIT engines' context */
+  uj_program_t* program; /* parsed for this runner alone */
+} runner_t;
+
+const char* runner_name(runner_kind_t kind);
+/* Sets a runner up; UOPJIT_THREADS is set to `threads` before the context's
+ * thread pool exists. 1 when ready, 0 when the engine is unavailable here,
+ * -1 on an error (message on stderr). */
+int runner_open(runner_t* r, runner_kind_t kind, int threads, const program_text_t* text);
+void runner_close(runner_t* r);
+/* One run on the workspace; 0, or -1 with a message on stderr. */
+int runner_run(runner_t* r, workspace_t* ws);
+/* Keeps the current outputs as the reference. */
+void workspace_keep_reference(workspace_t* ws);
+/* The largest relative error of the outputs against the reference
+ * (INFINITY for a NaN). */
+double workspace_max_error(const workspace_t* ws);
+/* The largest error that passes for the workspace's program and size. */
+double workspace_tolerance(const workspace_t* ws);
+/* Median nanoseconds per call over `samples` samples, each of as many calls
+ * as fit in about min_sample_ns; a negative value on a failed run. */
+double runner_time_ns(runner_t* r, workspace_t* ws, int samples, double min_sample_ns);
+
+/* ---- compile.c ------------------------------------------------------------------------ */
+
+typedef struct {
+  int available;      /* 0: the engine is not in this build or on this machine */
+  int failed;         /* a run failed (message on stderr) */
+  double cold_ms;     /* median first run in a new context with an empty disk cache */
+  double disk_ms;     /* median first run in a new context, same disk cache (NAN: no disk cache) */
+  double dispatch_us; /* median per-call time of a run on a tiny tensor, kernel in memory */
+} compile_times_t;
+
+/* Measures an engine's compile times for a program, with its disk cache in
+ * fresh directories under cache_root. */
+void compile_measure(const program_text_t* text, uj_engine_t engine, const char* cache_root, int repetitions,
+                     compile_times_t* out);
+
+/* ---- the results, gathered by bench.c and printed by report.c ---------------------------- */
+
+#define BENCH_MAX_PROGRAMS 8
+#define BENCH_MAX_SIZES 4
+#define BENCH_MAX_ROWS 256
+#define BENCH_THREAD_COUNTS 2 /* the JIT engines run on 1 and on 2 threads */
+
+typedef enum { ROW_OK, ROW_REFERENCE, ROW_MISMATCH, ROW_UNAVAILABLE, ROW_FAILED } row_status_t;
+
+/* One engine on one program at one size. */
+typedef struct {
+  int program; /* index into bench_results_t.programs */
+  int64_t n;
+  runner_kind_t kind;
+  int threads;
+  row_status_t status;
+  double max_error;
+  double ns_per_call; /* median; meaningful for ROW_OK and ROW_REFERENCE */
+} throughput_row_t;
+
+typedef struct {
+  int short_run;
+  int online_cores;
+  char cpu_model[128];
+  char load_average[32]; /* /proc/loadavg's 1-minute figure when the run began */
+  int nprograms;
+  const program_spec_t* programs[BENCH_MAX_PROGRAMS];
+  int nsizes;
+  int64_t sizes[BENCH_MAX_SIZES];
+  int compile_repetitions, large_samples, small_samples, interp_large_samples;
+  int64_t stream_length;
+  int stream_repetitions;
+  int stream_ok[BENCH_THREAD_COUNTS];
+  stream_result_t stream[BENCH_THREAD_COUNTS]; /* [threads - 1] */
+  compile_times_t compile[BENCH_MAX_PROGRAMS][3]; /* [program][0: interp, 1: mir, 2: c] */
+  int nrows;
+  throughput_row_t rows[BENCH_MAX_ROWS];
+} bench_results_t;
+
+void report_print(const bench_results_t* results);
+
+#endif

@@ -1,0 +1,101 @@
+/* bench/util.c: the benchmark's small helpers: a monotonic clock in
+ * nanoseconds, medians (every figure the bench prints is a median of
+ * repeated measurements, machines being noisy), reading the program files
+ * and the private directories that hold the kernel cache while it runs. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+double bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+double bench_median(const double* values, int count) {
+  if (count <= 0) return NAN;
+  double* sorted = malloc((size_t)count * sizeof *sorted);
+  if (!sorted) return NAN;
+  memcpy(sorted, values, (size_t)count * sizeof *sorted);
+  qsort(sorted, (size_t)count, sizeof *sorted, compare_doubles);
+  double m = count % 2 ? sorted[count / 2] : 0.5 * (sorted[count / 2 - 1] + sorted[count / 2]);
+  free(sorted);
+  return m;
+}
+
+char* bench_read_file(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "bench: cannot open %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 256, len = 0;
+  char* text = malloc(cap);
+  while (text) {
+    len += fread(text + len, 1, cap - len - 1, f);
+    if (len < cap - 1) break;
+    char* bigger = realloc(text, cap * 2);
+    if (!bigger) {
+      free(text);
+      text = NULL;
+      break;
+    }
+    text = bigger;
+    cap *= 2;
+  }
+  int failed = ferror(f);
+  fclose(f);
+  if (!text || failed) {
+    fprintf(stderr, "bench: cannot read %s\n", path);
+    free(text);
+    return NULL;
+  }
+  while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\t' ||
+                     text[len - 1] == '\r'))
+    len--;
+  text[len] = '\0';
+  return text;
+}
+
+char* bench_make_dir(const char* parent, const char* prefix) {
+  size_t size = strlen(parent) + strlen(prefix) + 16;
+  char* path = malloc(size);
+  if (!path) return NULL;
+  snprintf(path, size, "%s/%s-XXXXXX", parent, prefix);
+  if (!mkdtemp(path)) {
+    fprintf(stderr, "bench: cannot create a directory under %s: %s\n", parent, strerror(errno));
+    free(path);
+    return NULL;
+  }
+  return path;
+}
+
+void bench_remove_dir(const char* dir) {
+  DIR* d = opendir(dir);
+  if (d) {
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      size_t size = strlen(dir) + strlen(e->d_name) + 2;
+      char* path = malloc(size);
+      if (!path) break;
+      snprintf(path, size, "%s/%s", dir, e->d_name);
+      unlink(path);
+      free(path);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
