@@ -119,21 +119,28 @@ static const char* tensor_label(const ir_tensor_t* t, char* buf, size_t n, int i
 
 uj_status_t ir_func_sizes(const ir_func_t* f, const int64_t* params, ir_buffer_t* buf) {
   ir_env_t env = {f, buf, params, NULL};
-  char label[64];
+  char label[64]; /* formatted only for an error: this runs on every call */
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
-    tensor_label(tt, label, sizeof label, t);
     if (tt->role != IR_TENSOR_INPUT) {
       for (int k = 0; k < tt->ndim; k++) {
         const char* why = NULL;
         if (!shape_eval(&env, tt->dims[k], &buf[t].dims[k], &why))
-          return rt_error(UJ_ERR_SHAPE, "%s: size of axis %d: %s", label, k, why);
+          return rt_error(UJ_ERR_SHAPE, "%s: size of axis %d: %s", tensor_label(tt, label, sizeof label, t), k,
+                          why);
         if (buf[t].dims[k] < 0)
-          return rt_error(UJ_ERR_SHAPE, "%s: axis %d would have negative size %lld", label, k,
-                          (long long)buf[t].dims[k]);
+          return rt_error(UJ_ERR_SHAPE, "%s: axis %d would have negative size %lld",
+                          tensor_label(tt, label, sizeof label, t), k, (long long)buf[t].dims[k]);
       }
     }
-    uj_status_t s = rt_numel(label, tt->ndim, buf[t].dims, &buf[t].numel);
+    int64_t n = 1;
+    int ok = 1;
+    for (int k = 0; k < tt->ndim && ok; k++) ok = rt_mul_i64(n, buf[t].dims[k], &n);
+    if (ok) {
+      buf[t].numel = n;
+      continue;
+    }
+    uj_status_t s = rt_numel(tensor_label(tt, label, sizeof label, t), tt->ndim, buf[t].dims, &buf[t].numel);
     if (s != UJ_OK) return s;
   }
   for (int i = 0; i < f->nasserts; i++) {

@@ -56,9 +56,14 @@ static int64_t inner_work(const ir_env_t* env, const ir_block_t* b) {
 
 uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
                            const int64_t* params) {
-  int64_t* dims = calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
-  void** data = calloc((size_t)f->ntensors + 1, sizeof *data);
-  int64_t* loops = calloc((size_t)f->next_loop_id + 1, sizeof *loops);
+  /* on the stack for small functions: this runs on every call */
+  enum { TENSORS_ON_STACK = 32, LOOPS_ON_STACK = 64 };
+  int64_t stack_dims[TENSORS_ON_STACK * UJ_MAX_DIMS], stack_loops[LOOPS_ON_STACK];
+  void* stack_data[TENSORS_ON_STACK];
+  int small = f->ntensors <= TENSORS_ON_STACK && f->next_loop_id <= LOOPS_ON_STACK;
+  int64_t* dims = small ? stack_dims : calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
+  void** data = small ? stack_data : calloc((size_t)f->ntensors + 1, sizeof *data);
+  int64_t* loops = small ? stack_loops : calloc((size_t)f->next_loop_id + 1, sizeof *loops);
   uj_status_t s = dims && data && loops ? UJ_OK : rt_error(UJ_ERR_OOM, "out of memory");
   if (s == UJ_OK) {
     for (int t = 0; t < f->ntensors; t++) {
@@ -81,8 +86,10 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
         k->fns[b](data, dims, params, begin, end);
     }
   }
-  free(dims);
-  free(data);
-  free(loops);
+  if (!small) {
+    free(dims);
+    free(data);
+    free(loops);
+  }
   return s;
 }

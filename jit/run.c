@@ -143,10 +143,12 @@ static uj_status_t bind_inputs(const ir_func_t* f, const uj_program_t* p, uj_pas
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role != IR_TENSOR_INPUT) continue;
     const uj_tensor_t* in = inputs[tt->io_index];
-    char what[32];
-    snprintf(what, sizeof what, "input %d", tt->io_index);
-    uj_status_t s = rt_tensor_check(what, in, tt->ndim, tt->dtype, NULL);
-    if (s != UJ_OK) return s;
+    if (!rt_tensor_ok(in, tt->ndim, tt->dtype, NULL)) {
+      char what[32];
+      snprintf(what, sizeof what, "input %d", tt->io_index);
+      uj_status_t s = rt_tensor_check(what, in, tt->ndim, tt->dtype, NULL);
+      if (s != UJ_OK) return s;
+    }
     memcpy(buf[t].dims, in->dims, sizeof in->dims[0] * (size_t)tt->ndim);
     buf[t].data = in->data;
   }
@@ -161,10 +163,12 @@ static uj_status_t check_outputs(const ir_func_t* f, uj_tensor_t* const* outputs
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role != IR_TENSOR_OUTPUT) continue;
-    char what[32];
-    snprintf(what, sizeof what, "output %d", tt->io_index);
-    uj_status_t s = rt_tensor_check(what, outputs[tt->io_index], tt->ndim, tt->dtype, buf[t].dims);
-    if (s != UJ_OK) return s;
+    if (!rt_tensor_ok(outputs[tt->io_index], tt->ndim, tt->dtype, buf[t].dims)) {
+      char what[32];
+      snprintf(what, sizeof what, "output %d", tt->io_index);
+      uj_status_t s = rt_tensor_check(what, outputs[tt->io_index], tt->ndim, tt->dtype, buf[t].dims);
+      if (s != UJ_OK) return s;
+    }
     buf[t].data = outputs[tt->io_index]->data;
   }
   return UJ_OK;
@@ -217,10 +221,31 @@ static int overlap(const ir_func_t* f, const ir_buffer_t* buf, int a, int b) {
   return na && nb && pa < pb + nb && pb < pa + na;
 }
 
+/* ir_alias_safe(f, in, out), remembered by the program. */
+static int alias_safe(uj_program_t* p, uj_pass_t pass, const ir_func_t* f, int in, int out) {
+  pthread_mutex_lock(&p->memo_lock);
+  size_t n = (size_t)f->ntensors * (size_t)f->ntensors;
+  if (p->alias[pass].func != f) {
+    free(p->alias[pass].safe);
+    p->alias[pass].func = f;
+    if ((p->alias[pass].safe = malloc(n))) memset(p->alias[pass].safe, -1, n);
+  }
+  signed char* known = p->alias[pass].safe ? &p->alias[pass].safe[(size_t)in * (size_t)f->ntensors + (size_t)out] : NULL;
+  int safe = known && *known >= 0 ? *known : -1;
+  pthread_mutex_unlock(&p->memo_lock);
+  if (safe >= 0) return safe;
+  safe = ir_alias_safe(f, in, out);
+  pthread_mutex_lock(&p->memo_lock);
+  if (known && p->alias[pass].func == f) *known = (signed char)safe;
+  pthread_mutex_unlock(&p->memo_lock);
+  return safe;
+}
+
 /* An output sharing memory with an input is written in place when the IR
  * reads every element before overwriting it, else computed into memory of
  * its own (aside[t] keeps the caller's buffer to copy into). */
-static uj_status_t place_aliased_outputs(const ir_func_t* f, ir_buffer_t* buf, void** aside) {
+static uj_status_t place_aliased_outputs(uj_program_t* p, uj_pass_t pass, const ir_func_t* f, ir_buffer_t* buf,
+                                         void** aside) {
   for (int o = 0; o < f->ntensors; o++) {
     if (f->tensors[o].role != IR_TENSOR_OUTPUT) continue;
     int apart = 0;
@@ -231,7 +256,7 @@ static uj_status_t place_aliased_outputs(const ir_func_t* f, ir_buffer_t* buf, v
                         f->tensors[o].io_index);
       int same = buf[t].data == buf[o].data && tensor_bytes(f, buf, t) == tensor_bytes(f, buf, o) &&
                  f->tensors[t].dtype == f->tensors[o].dtype;
-      if (!same || !ir_alias_safe(f, t, o)) apart = 1;
+      if (!same || !alias_safe(p, pass, f, t, o)) apart = 1;
     }
     if (!apart) continue;
     size_t bytes = tensor_bytes(f, buf, o);
@@ -251,7 +276,13 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
   if (ps != UJ_OK) return ps;
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
-  ir_buffer_t* buf = buffers_new(f);
+  /* a call's bookkeeping lives on the stack when the function is small:
+   * dispatching a cached kernel should cost little more than the kernel */
+  enum { ON_STACK = 32 };
+  ir_buffer_t stack_buf[ON_STACK];
+  void* stack_aside[ON_STACK];
+  int small = f->ntensors <= ON_STACK;
+  ir_buffer_t* buf = small ? memset(stack_buf, 0, sizeof stack_buf[0] * (size_t)f->ntensors) : buffers_new(f);
   if (!buf) return UJ_ERR_OOM;
   uj_status_t s = bind_inputs(f, p, pass, inputs, input_count, params, param_count, buf);
   if (s == UJ_OK) s = check_outputs(f, outputs, output_count, p->noutputs[pass], buf);
@@ -262,9 +293,11 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
     if (!(buf[t].data = malloc(bytes ? bytes : 1)))
       s = rt_error(UJ_ERR_OOM, "out of memory allocating tensor t%d (%zu bytes)", t, bytes);
   }
-  void** aside = s == UJ_OK ? calloc((size_t)f->ntensors + 1, sizeof *aside) : NULL;
+  void** aside = s != UJ_OK ? NULL
+                : small ? memset(stack_aside, 0, sizeof stack_aside[0] * (size_t)f->ntensors)
+                        : calloc((size_t)f->ntensors + 1, sizeof *aside);
   if (s == UJ_OK && !aside) s = rt_error(UJ_ERR_OOM, "out of memory");
-  if (s == UJ_OK) s = place_aliased_outputs(f, buf, aside);
+  if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, buf, aside);
   if (s == UJ_OK) {
     uj_engine_t e = uj_ctx_engine(ctx);
     if (e == UJ_ENGINE_C || e == UJ_ENGINE_MIR) {
@@ -280,10 +313,10 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
     if (s == UJ_OK) memcpy(aside[t], buf[t].data, tensor_bytes(f, buf, t));
     free(buf[t].data);
   }
-  free(aside);
+  if (!small) free(aside);
   for (int t = 0; t < f->ntensors; t++)
     if (f->tensors[t].role == IR_TENSOR_TEMP) free(buf[t].data);
-  free(buf);
+  if (!small) free(buf);
   return s;
 }
 

@@ -63,6 +63,9 @@ uj_status_t rt_numel(const char* what, int ndim, const int64_t* dims, int64_t* o
  * data present when it has elements. `what` names it in the error. */
 uj_status_t rt_tensor_check(const char* what, const uj_tensor_t* t, int ndim, uj_dtype_t dtype,
                             const int64_t* dims);
+/* 1 when rt_tensor_check would return UJ_OK, without formatting anything:
+ * callers check with it first and build `what` only for the error. */
+int rt_tensor_ok(const uj_tensor_t* t, int ndim, uj_dtype_t dtype, const int64_t* dims);
 
 /* ---- context (rt/ctx.c) -------------------------------------------------------- */
 

@@ -60,6 +60,23 @@ uj_status_t rt_numel(const char* what, int ndim, const int64_t* dims, int64_t* o
   return UJ_OK;
 }
 
+/* 1 when the tensor passes every check of rt_tensor_check: the fast path
+ * of a call, which must not pay for formatting a name it will not print. */
+int rt_tensor_ok(const uj_tensor_t* t, int ndim, uj_dtype_t dtype, const int64_t* dims) {
+  if (!t || t->device != UJ_CPU || t->ndim != ndim || ndim < 0 || ndim > UJ_MAX_DIMS || t->dtype != dtype ||
+      uj_dtype_size(dtype) == 0)
+    return 0;
+  int64_t numel = 1, empty = 0;
+  for (int k = 0; k < ndim; k++) {
+    if (t->dims[k] < 0 || (dims && t->dims[k] != dims[k])) return 0;
+    empty |= t->dims[k] == 0;
+    if (!empty && !rt_mul_i64(numel, t->dims[k], &numel)) return 0;
+  }
+  if (empty) return 1;
+  int64_t bytes;
+  return rt_mul_i64(numel, uj_dtype_size(dtype), &bytes) && t->data != NULL;
+}
+
 uj_status_t rt_tensor_check(const char* what, const uj_tensor_t* t, int ndim, uj_dtype_t dtype,
                             const int64_t* dims) {
   if (!t) return rt_error(UJ_ERR_INVALID, "%s: NULL tensor", what);

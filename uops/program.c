@@ -24,7 +24,7 @@ static void program_release(uj_program_t* p) {
   if (!p) return;
   pn_program_free(p->parsed);
   pthread_mutex_destroy(&p->memo_lock);
-  for (int i = 0; i < 2; i++) free(p->memo[i].params);
+  for (int i = 0; i < 2; i++) free(p->memo[i].params), free(p->alias[i].safe);
   for (int i = 0; i < 2; i++) {
     ir_func_free(p->raw[i]);
     ir_func_free(p->opt[i]);

@@ -164,6 +164,13 @@ struct uj_program {
     int64_t* params;
     void* kernel;
   } memo[2];
+  /* ir_alias_safe(func, in, out) by [in * ntensors + out]: -1 not yet
+   * asked; an in-place call asks on every run, and the answer depends on
+   * the function alone */
+  struct {
+    const ir_func_t* func;
+    signed char* safe;
+  } alias[2];
 };
 
 /* The backward function of a description with ingrads and outgrads
