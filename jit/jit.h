@@ -43,8 +43,6 @@ typedef struct {
 uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f);
 void jit_blocks_free(jit_blocks_t* k);
 
-typedef struct jit_mir jit_mir_t;
-
 /* What jit/ keeps per context (hung from uj_ctx.jit_state). */
 typedef struct {
   jit_cache_t* cache;
@@ -54,7 +52,6 @@ typedef struct {
   char* c_identity;       /* the compiler's first line of --version */
   char* cpu_identity;     /* the CPU's model and feature flags */
   uint64_t id;            /* unique in the process: programs memoize kernels by it */
-  jit_mir_t* mir;         /* the MIR engine's contexts, created on first use */
 } jit_state_t;
 
 /* The context's JIT state, created on first use; NULL (error set) on OOM. */
@@ -83,10 +80,8 @@ uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* para
 /* MIR's text form of the module the engine builds for f (params NULL: read
  * from the params argument). NULL with the error set. */
 char* jit_mir_dump(const ir_func_t* f, const int64_t* params);
-/* Frees the state's MIR contexts (after the cache, which holds kernels). */
-void jit_mir_free(jit_mir_t* m);
-/* How many MIR contexts the state has made so far (for tests of recycling). */
-int jit_mir_generations(const jit_state_t* js);
+/* How many MIR contexts the process has made so far (for tests of recycling). */
+int jit_mir_generations(void);
 /* For tests of the error path: asks MIR, in a context of its own, for
  * something it rejects (a function outside any module) and returns what
  * that error becomes: UJ_ERR_COMPILE with MIR's message, the process alive. */

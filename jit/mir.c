@@ -8,10 +8,12 @@
  *
  * MIR contexts. MIR keeps every module it was given until MIR_finish, so a
  * long-running process that compiles many kernels would grow without bound
- * in one context. Each state therefore generates into a "generation": a MIR
- * context that takes at most MODULES_PER_CONTEXT modules and is then
+ * in one context. Kernels are therefore generated into a "generation": a
+ * MIR context that takes at most MODULES_PER_CONTEXT modules and is then
  * retired; a retired generation is finished once the last kernel generated
- * in it is freed.
+ * in it is freed. Generations belong to the process, not to a uopjit
+ * context: setting one up costs about as much as a compile, and a new
+ * uopjit context should not pay it again.
  *
  * Errors. MIR reports errors through a function that must not return (its
  * default exits the process). Ours records the message and longjmps back to
@@ -20,10 +22,12 @@
  * left in that state is abandoned rather than finished; only a bug in the
  * lowering makes MIR report an error at all.
  *
- * Threads. A MIR context is not thread-safe: compiles run under the state's
- * lock. Generated code is plain machine code and runs on any thread.
+ * Threads. A MIR context is not thread-safe: compiles, and the release of
+ * kernels, run under one process-wide lock. Generated code is plain machine
+ * code and runs on any thread.
  *
  * UOPJIT_MIR_LEVEL (0-3, default 2) sets MIR's optimization level. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,12 +51,7 @@ char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
   return NULL;
 }
 
-void jit_mir_free(jit_mir_t* m) { (void)m; }
-
-int jit_mir_generations(const jit_state_t* js) {
-  (void)js;
-  return 0;
-}
+int jit_mir_generations(void) { return 0; }
 
 uj_status_t jit_mir_provoke_error(void) {
   return rt_error(UJ_ERR_UNSUPPORTED, "engine mir: this build has no MIR");
@@ -72,12 +71,15 @@ typedef struct {
   int broken;   /* an error left a module half-built: abandoned, never finished */
 } generation_t;
 
-struct jit_mir {
+/* The process's MIR state, under mir_lock (recursive: a kernel freed while
+ * a compile holds the lock takes it again). */
+static struct {
   generation_t* current;
-  int level;
-  uint64_t modules_made;  /* names modules uniquely within a state */
+  int level;              /* -1 until read from the environment */
+  uint64_t modules_made;  /* names modules uniquely */
   int generations_made;
-};
+} mir = {NULL, -1, 0, 0};
+static pthread_mutex_t mir_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 typedef struct {
   jit_blocks_t blocks; /* first: the kernel is handed out as a jit_blocks_t */
@@ -148,18 +150,11 @@ static void kernel_free(void* p) {
   mir_kernel_t* k = p;
   if (!k) return;
   jit_blocks_free(&k->blocks);
+  pthread_mutex_lock(&mir_lock);
   k->gen->live--;
   generation_release(k->gen);
+  pthread_mutex_unlock(&mir_lock);
   free(k);
-}
-
-void jit_mir_free(jit_mir_t* m) {
-  if (!m) return;
-  if (m->current) {
-    m->current->retired = 1;
-    generation_release(m->current);
-  }
-  free(m);
 }
 
 /* ---- compiling ---- */
@@ -173,30 +168,25 @@ static char* key_text(const ir_func_t* f, const int64_t* params, int level) {
   return rt_buf_take(&b);
 }
 
-/* The state's generation that takes the next module, made on demand. */
-static generation_t* current_generation(jit_state_t* js) {
-  if (!js->mir) {
-    if (!(js->mir = calloc(1, sizeof *js->mir))) return NULL;
-    js->mir->level = optimize_level();
-  }
-  jit_mir_t* m = js->mir;
-  if (!m->current) {
+/* The generation that takes the next module, made on demand (under mir_lock). */
+static generation_t* current_generation(void) {
+  if (!mir.current) {
     generation_t* g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    if (!(g->ctx = context_new(m->level))) {
+    if (!(g->ctx = context_new(mir.level))) {
       free(g);
       return NULL;
     }
-    m->current = g;
-    m->generations_made++;
+    mir.current = g;
+    mir.generations_made++;
   }
-  return m->current;
+  return mir.current;
 }
 
 /* Generates f into the current generation: the kernel, or an error. */
-static uj_status_t generate(jit_state_t* js, const ir_func_t* f, const int64_t* params, mir_kernel_t** out) {
+static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kernel_t** out) {
   /* volatile: read after a longjmp */
-  generation_t* volatile g = current_generation(js);
+  generation_t* volatile g = current_generation();
   mir_kernel_t* volatile k = g ? calloc(1, sizeof *k) : NULL;
   MIR_item_t* volatile funcs = k ? calloc((size_t)f->nblocks + 1, sizeof *funcs) : NULL;
   if (!funcs || jit_blocks_init(&k->blocks, f) != UJ_OK) {
@@ -205,7 +195,7 @@ static uj_status_t generate(jit_state_t* js, const ir_func_t* f, const int64_t* 
     return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
   }
   char name[48];
-  snprintf(name, sizeof name, "m%llu", (unsigned long long)js->mir->modules_made++);
+  snprintf(name, sizeof name, "m%llu", (unsigned long long)mir.modules_made++);
   volatile int failed = 0, oom = 0;
   jmp_buf jb;
   jmp_buf* volatile saved = error_jump;
@@ -238,7 +228,7 @@ static uj_status_t generate(jit_state_t* js, const ir_func_t* f, const int64_t* 
     /* retired: the next compile starts a new generation; this one goes
      * when its last kernel does (at once if it has none) */
     g->retired = 1;
-    js->mir->current = NULL;
+    mir.current = NULL;
     generation_release(g);
   }
   if (failed || oom) {
@@ -252,27 +242,35 @@ static uj_status_t generate(jit_state_t* js, const ir_func_t* f, const int64_t* 
 }
 
 uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
-  int level = js->mir ? js->mir->level : optimize_level();
+  pthread_mutex_lock(&mir_lock);
+  if (mir.level < 0) mir.level = optimize_level();
+  int level = mir.level;
+  pthread_mutex_unlock(&mir_lock);
   char* key = key_text(f, params, level);
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
   uj_status_t s = UJ_OK;
   mir_kernel_t* k = jit_cache_get(js->cache, h, key);
   if (!k) {
-    pthread_mutex_lock(&js->lock); /* MIR contexts are not thread-safe */
-    if (!(k = jit_cache_get(js->cache, h, key)) && (s = generate(js, f, params, &k)) == UJ_OK) {
+    pthread_mutex_lock(&mir_lock); /* MIR contexts are not thread-safe */
+    if (!(k = jit_cache_get(js->cache, h, key)) && (s = generate(f, params, &k)) == UJ_OK) {
       void* resident = NULL;
       s = jit_cache_insert(js->cache, h, key, k, kernel_free, &resident);
       k = resident;
     }
-    pthread_mutex_unlock(&js->lock);
+    pthread_mutex_unlock(&mir_lock);
   }
   free(key);
   if (s == UJ_OK) *out = &k->blocks;
   return s;
 }
 
-int jit_mir_generations(const jit_state_t* js) { return js->mir ? js->mir->generations_made : 0; }
+int jit_mir_generations(void) {
+  pthread_mutex_lock(&mir_lock);
+  int n = mir.generations_made;
+  pthread_mutex_unlock(&mir_lock);
+  return n;
+}
 
 uj_status_t jit_mir_provoke_error(void) {
   MIR_context_t ctx = context_new(0);

@@ -847,6 +847,31 @@ static MIR_item_t lower_block(lower_t* L, int bi) {
   return L->item;
 }
 
+/* Which libm functions e calls once lowered (as lower_unary/lower_binary
+ * choose them), so a module imports only those. */
+static void note_calls(const ir_expr_t* e, unsigned char* need) {
+  if (!e) return;
+  int f64 = e->dtype == UJ_F64;
+  if (e->kind == IR_EX_UNARY && e->dtype != UJ_I32) {
+    switch ((uj_unary_op_t)e->op) {
+      case UJ_UNARY_SQRT:
+      case UJ_UNARY_RSQRT: need[f64 ? FN_SQRT : FN_SQRTF] = 1; break;
+      case UJ_UNARY_SIN: need[f64 ? FN_SIN : FN_SINF] = 1; break;
+      case UJ_UNARY_COS: need[f64 ? FN_COS : FN_COSF] = 1; break;
+      case UJ_UNARY_FLOOR: need[f64 ? FN_FLOOR : FN_FLOORF] = 1; break;
+      case UJ_UNARY_EXP:
+      case UJ_UNARY_SIGMOID: need[FN_EXP] |= (unsigned char)f64; break;
+      case UJ_UNARY_LOG: need[FN_LOG] |= (unsigned char)f64; break;
+      case UJ_UNARY_TANH: need[FN_TANH] |= (unsigned char)f64; break;
+      default: break;
+    }
+  }
+  if (e->kind == IR_EX_BINARY && e->op == UJ_BINARY_POW) need[e->dtype == UJ_F32 ? FN_POWF : FN_POW] = 1;
+  note_calls(e->a, need);
+  note_calls(e->b, need);
+  note_calls(e->c, need);
+}
+
 MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t* params, const char* module_name,
                            MIR_item_t* funcs) {
   lower_t* L = calloc(1, sizeof *L);
@@ -869,14 +894,22 @@ MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t*
       for (int k = 0; k < f->blocks[b].nloops; k++)
         for (int c = 0; c < f->blocks[b].loops[k].ncarried; c++)
           L->carried_op[f->blocks[b].loops[k].carried[c].id] = f->blocks[b].loops[k].carried[c].op;
+    unsigned char need[NFNS] = {0}, need_proto[4] = {0};
+    for (int b = 0; b < f->nblocks; b++)
+      for (int k = 0; k < f->blocks[b].nloops; k++)
+        for (int st = 0; st < f->blocks[b].loops[k].nstmts; st++) note_calls(f->blocks[b].loops[k].stmts[st].value, need);
+    for (int i = 0; i < NFNS; i++)
+      if (need[i]) need_proto[libm[i].f64 * 2 + libm[i].nargs - 1] = 1;
     m = MIR_new_module(ctx, module_name);
     static const char* const proto_names[] = {"pf1", "pf2", "pd1", "pd2"};
     for (int i = 0; i < 4; i++) {
       MIR_type_t t = i >= 2 ? MIR_T_D : MIR_T_F;
+      if (!need_proto[i]) continue;
       L->proto[i] = i % 2 ? MIR_new_proto(ctx, proto_names[i], 1, &t, 2, t, "a", t, "b")
                           : MIR_new_proto(ctx, proto_names[i], 1, &t, 1, t, "a");
     }
-    for (int i = 0; i < NFNS; i++) L->import[i] = MIR_new_import(ctx, libm[i].name);
+    for (int i = 0; i < NFNS; i++)
+      if (need[i]) L->import[i] = MIR_new_import(ctx, libm[i].name);
     for (int b = 0; b < f->nblocks; b++) funcs[b] = f->blocks[b].nloops ? lower_block(L, b) : NULL;
     MIR_finish_module(ctx);
   }

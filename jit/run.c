@@ -23,8 +23,7 @@ const char* uj_engine_name(uj_engine_t e) {
 static void jit_state_free(void* p) {
   jit_state_t* js = p;
   if (!js) return;
-  jit_cache_free(js->cache); /* the kernels first: MIR's hold its contexts */
-  jit_mir_free(js->mir);
+  jit_cache_free(js->cache);
   rt_pool_free(js->pool);
   pthread_mutex_destroy(&js->lock);
   free(js->c_identity);
