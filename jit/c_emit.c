@@ -665,6 +665,10 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
       for (int c = 0; c < f->blocks[b].loops[k].ncarried; c++)
         ops[f->blocks[b].loops[k].carried[c].id] = f->blocks[b].loops[k].carried[c].op;
   emitter_t E = {f, params, flags, &out, 0, ops};
+  if (flags & JIT_C_AOT)
+    rt_buf_printf(&out, "/* Self-contained: needs only the C library. The JIT builds the same code with\n"
+                        " * -O3 -march=native -fno-math-errno -ffp-contract=off; without\n"
+                        " * -fno-math-errno a sqrt that may set errno keeps loops from vectorizing. */\n");
   rt_buf_printf(&out, "%s", prelude);
   for (int b = 0; b < f->nblocks; b++) emit_block(&E, b);
   if (flags & JIT_C_AOT) emit_aot_entry(&E, name ? name : "uopjit_kernel");
