@@ -60,7 +60,8 @@ static const char prelude[] =
     /* exp: x = k ln2 + r, |r| <= ln2/2 (Cody-Waite split), e^r by a degree-6
      * polynomial, 2^k through the exponent bits. Max relative error about
      * 2e-7 on [-87, 88]; below -87.3 it returns about 1e-38 instead of a
-     * subnormal, above 88.7 +inf; NaN stays NaN. */
+     * subnormal; from about 88.38, where k reaches 128, +inf (the true value
+     * stays finite up to 88.72); NaN stays NaN. */
     "static inline float uj_expf(float x) {\n"
     "  float c = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);\n"
     "  float k = (c * 1.44269504f + 12582912.0f) - 12582912.0f;\n"

@@ -19,16 +19,72 @@
 #include "harness.h"
 
 /* The configurations every oracle test runs on: the reference interpreter,
- * what AUTO picks, and the interpreter on the IR as emitted (passes off), so
- * that a pass that changes a result shows up as a mismatch. */
+ * each CPU JIT engine (C, MIR), and the interpreter on the IR as emitted
+ * (passes off), so that a pass that changes a result shows up as a mismatch.
+ *
+ * A configuration whose engine is not available in this build or on this
+ * machine (uj_engine_available == 0) is left out, with a one-time message on
+ * stderr ("engine mir unavailable: skipping its configuration"); it is not a
+ * failure. or_configs[] and OR_NENGINES name only the configurations kept,
+ * so a loop over slots 0..OR_NENGINES-1 runs exactly the available ones and
+ * picks up an engine as soon as it reports itself available. The raw-IR
+ * configuration comes before MIR so that fixed slots 0..2 (interp, c,
+ * interp-raw) keep their meaning whether or not MIR is there. */
 typedef struct {
   uj_engine_t engine;
   int passes;
   const char* name;
 } or_config_t;
-static const or_config_t or_configs[] = {
-    {UJ_ENGINE_INTERP, 1, "interp"}, {UJ_ENGINE_AUTO, 1, "auto"}, {UJ_ENGINE_INTERP, 0, "interp-raw"}};
-#define OR_NENGINES ((int)(sizeof or_configs / sizeof or_configs[0]))
+static const or_config_t or_all_configs[] = {{UJ_ENGINE_INTERP, 1, "interp"},
+                                             {UJ_ENGINE_C, 1, "c"},
+                                             {UJ_ENGINE_INTERP, 0, "interp-raw"},
+                                             {UJ_ENGINE_MIR, 1, "mir"}};
+#define OR_NCONFIGS_ALL ((int)(sizeof or_all_configs / sizeof or_all_configs[0]))
+
+/* The available configurations, in or_all_configs order; entries past the
+ * count stay {INTERP, passes on, "none"} so a stray slot reads something sane. */
+static or_config_t or_active_configs_[OR_NCONFIGS_ALL];
+static int or_active_count_ = -1;
+
+/* 1 when engine e is available (asked of a throwaway context, so that the
+ * answer does not depend on any configuration's context). */
+static inline int or_engine_available(uj_engine_t e) {
+  if (e == UJ_ENGINE_INTERP || e == UJ_ENGINE_AUTO) return 1;
+  uj_ctx_t* c = uj_ctx_new();
+  int ok = c && uj_engine_available(c, e);
+  uj_ctx_free(c);
+  return ok;
+}
+
+static inline void or_configs_init_(void) {
+  if (or_active_count_ >= 0) return;
+  int n = 0;
+  for (int i = 0; i < OR_NCONFIGS_ALL; i++) {
+    const or_config_t* c = &or_all_configs[i];
+    if (or_engine_available(c->engine)) {
+      or_active_configs_[n++] = *c;
+    } else {
+      int first = 1; /* one message per engine, even if it had several configurations */
+      for (int j = 0; j < i; j++) first &= or_all_configs[j].engine != c->engine;
+      if (first) fprintf(stderr, "engine %s unavailable: skipping its configuration\n", uj_engine_name(c->engine));
+    }
+  }
+  for (int i = n; i < OR_NCONFIGS_ALL; i++) or_active_configs_[i] = (or_config_t){UJ_ENGINE_INTERP, 1, "none"};
+  or_active_count_ = n;
+}
+/* Decided before main, so that test files which fork per case (or call
+ * or_configs in children) still print the skip message once per binary. */
+__attribute__((constructor)) static void or_configs_at_start_(void) { or_configs_init_(); }
+static inline const or_config_t* or_configs_get_(void) {
+  or_configs_init_();
+  return or_active_configs_;
+}
+static inline int or_nengines_(void) {
+  or_configs_init_();
+  return or_active_count_;
+}
+#define or_configs (or_configs_get_())
+#define OR_NENGINES (or_nengines_())
 
 #define OR_TOL_F32 1e-5
 #define OR_TOL_F32_SUM 5e-5 /* accumulations of many f32 terms */
@@ -39,6 +95,10 @@ static const or_config_t or_configs[] = {
 
 /* A new context for configuration slot; NULL (with a message) on failure. */
 static inline uj_ctx_t* or_ctx_new(int slot) {
+  if (slot < 0 || slot >= OR_NENGINES) {
+    fprintf(stderr, "  no configuration in slot %d (%d available)\n", slot, OR_NENGINES);
+    return NULL;
+  }
   uj_ctx_t* c = uj_ctx_new();
   if (!c) return NULL;
   if (uj_ctx_set_engine(c, or_configs[slot].engine) != UJ_OK ||
@@ -51,12 +111,13 @@ static inline uj_ctx_t* or_ctx_new(int slot) {
 }
 
 /* One context per configuration, kept for the whole run so kernel caches are reused. */
-static uj_ctx_t* or_ctx_cache[OR_NENGINES];
+static uj_ctx_t* or_ctx_cache[OR_NCONFIGS_ALL];
 static void or_ctx_release(void) {
-  for (int i = 0; i < OR_NENGINES; i++) uj_ctx_free(or_ctx_cache[i]), or_ctx_cache[i] = NULL;
+  for (int i = 0; i < OR_NCONFIGS_ALL; i++) uj_ctx_free(or_ctx_cache[i]), or_ctx_cache[i] = NULL;
 }
 static inline uj_ctx_t* or_ctx(int slot) {
   static int registered;
+  if (slot < 0 || slot >= OR_NENGINES) return or_ctx_new(slot); /* NULL, with the message */
   if (!registered) registered = 1, atexit(or_ctx_release);
   if (!or_ctx_cache[slot]) or_ctx_cache[slot] = or_ctx_new(slot);
   return or_ctx_cache[slot];

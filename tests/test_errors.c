@@ -718,13 +718,15 @@ TEST(program_dump) {
   if (s2) CHECK(count_block_lines(s2) >= 1);
   free(s1);
   free(s2);
-  /* code dumps need their engines: a string, or NULL with a message */
-  static const uj_dump_t what[] = {UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA};
-  static const uj_engine_t eng[] = {UJ_ENGINE_C, UJ_ENGINE_MIR, UJ_ENGINE_CUDA};
-  for (int i = 0; i < 3; i++) {
+  /* code dumps: C source needs no compiler to be written; MIR's text form
+   * needs MIR in the build, CUDA's its engine: a string, or NULL with a message */
+  static const uj_dump_t what[] = {UJ_DUMP_C, UJ_DUMP_C_AOT, UJ_DUMP_MIR, UJ_DUMP_CUDA};
+  static const uj_engine_t eng[] = {UJ_ENGINE_INTERP, UJ_ENGINE_INTERP, UJ_ENGINE_MIR, UJ_ENGINE_CUDA};
+  for (int i = 0; i < 4; i++) {
     prime();
     char* s = uj_program_dump(ctx, p, UJ_FORWARD, what[i], NULL);
     if (!uj_engine_available(ctx, eng[i])) CHECK(s == NULL); /* needs its engine */
+    if (eng[i] == UJ_ENGINE_INTERP) CHECK(s != NULL);
     if (!s) {
       CHECK(fresh_error());
     } else {
