@@ -23,47 +23,6 @@
 
 #ifndef BENCH_SOURCE_DIR
 #define BENCH_SOURCE_DIR "bench"
-/* ---- the results, gathered by bench.c and printed by report.c ---------------------------- */
-
-#define BENCH_MAX_PROGRAMS 8
-#define BENCH_MAX_SIZES 4
-#define BENCH_MAX_ROWS 256
-#define BENCH_THREAD_COUNTS 2 /* the JIT engines run on 1 and on 2 threads */
-
-typedef enum { ROW_OK, ROW_REFERENCE, ROW_MISMATCH, ROW_UNAVAILABLE, ROW_FAILED } row_status_t;
-
-/* One engine on one program at one size. */
-typedef struct {
-  int program; /* index into bench_results_t.programs */
-  int64_t n;
-  runner_kind_t kind;
-  int threads;
-  row_status_t status;
-  double max_error;
-  double ns_per_call; /* median; meaningful for ROW_OK and ROW_REFERENCE */
-} throughput_row_t;
-
-typedef struct {
-  int short_run;
-  int online_cores;
-  char cpu_model[128];
-  char load_average[32]; /* /proc/loadavg's 1-minute figure when the run began */
-  int nprograms;
-  const program_spec_t* programs[BENCH_MAX_PROGRAMS];
-  int nsizes;
-  int64_t sizes[BENCH_MAX_SIZES];
-  int compile_repetitions, large_samples, small_samples, interp_large_samples;
-  int64_t stream_length;
-  int stream_repetitions;
-  int stream_ok[BENCH_THREAD_COUNTS];
-  stream_result_t stream[BENCH_THREAD_COUNTS]; /* [threads - 1] */
-  compile_times_t compile[BENCH_MAX_PROGRAMS][3]; /* [program][0: interp, 1: mir, 2: c] */
-  int nrows;
-  throughput_row_t rows[BENCH_MAX_ROWS];
-} bench_results_t;
-
-void report_print(const bench_results_t* results);
-
 #endif
 
 #define BENCH_MAX_IO 16

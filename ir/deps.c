@@ -181,3 +181,22 @@ int ir_alias_safe(const ir_func_t* f, int in, int out) {
   }
   return 1;
 }
+
+/* ---- run-time checks ---- */
+
+int ir_access_has_checks(const ir_access_t* acc) {
+  if (acc->check_mask) return 1;
+  for (int k = 0; k < acc->nidx; k++)
+    if (ir_ix_has_checks(acc->idx[k])) return 1;
+  return 0;
+}
+int ir_ix_has_checks(const ir_ix_t* ix) {
+  if (!ix) return 0;
+  if (ix->kind == IR_IX_LOAD) return ir_access_has_checks(ix->load);
+  return ir_ix_has_checks(ix->a) || ir_ix_has_checks(ix->b);
+}
+int ir_expr_has_checks(const ir_expr_t* e) {
+  if (!e) return 0;
+  if (e->kind == IR_EX_LOAD && ir_access_has_checks(&e->access)) return 1;
+  return ir_ix_has_checks(e->ix) || ir_expr_has_checks(e->a) || ir_expr_has_checks(e->b) || ir_expr_has_checks(e->c);
+}

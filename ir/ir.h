@@ -320,6 +320,13 @@ int ir_deps_writes(const ir_deps_t* d, int block, int tensor);
 /* 1 when the two blocks touch a common tensor and one of them writes it. */
 int ir_deps_conflict(const ir_deps_t* d, int a, int b);
 
+/* 1 when an axis of the access (or of an i32 load inside it), of the index
+ * tree or of the expression is checked at run time: the statement holding
+ * it is guarded (out of range: skipped). */
+int ir_access_has_checks(const ir_access_t* acc);
+int ir_ix_has_checks(const ir_ix_t* ix);
+int ir_expr_has_checks(const ir_expr_t* e);
+
 /* 1 when tensor `out` may be written into the memory of tensor `in`: both
  * are touched in one block only, `out` by one unchecked store that names a
  * distinct element per iteration, and every read of `in` is at that index,

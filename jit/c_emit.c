@@ -359,23 +359,6 @@ static void emit_checks_expr(emitter_t* E, const ir_expr_t* e, int* n) {
   emit_checks_expr(E, e->c, n);
 }
 
-static int has_checks_ix(const ir_ix_t* ix);
-static int has_checks_access(const ir_access_t* acc) {
-  if (acc->check_mask) return 1;
-  for (int k = 0; k < acc->nidx; k++)
-    if (has_checks_ix(acc->idx[k])) return 1;
-  return 0;
-}
-static int has_checks_ix(const ir_ix_t* ix) {
-  if (!ix) return 0;
-  if (ix->kind == IR_IX_LOAD) return has_checks_access(ix->load);
-  return has_checks_ix(ix->a) || has_checks_ix(ix->b);
-}
-static int has_checks_expr(const ir_expr_t* e) {
-  if (!e) return 0;
-  if (e->kind == IR_EX_LOAD && has_checks_access(&e->access)) return 1;
-  return has_checks_ix(e->ix) || has_checks_expr(e->a) || has_checks_expr(e->b) || has_checks_expr(e->c);
-}
 
 static void indent(emitter_t* E, int depth) { rt_buf_printf(E->out, "%*s", 2 * depth + 2, ""); }
 
@@ -419,8 +402,8 @@ static void emit_accum(emitter_t* E, const ir_stmt_t* s) {
 }
 
 static void emit_stmt(emitter_t* E, const ir_stmt_t* s, int depth) {
-  int guarded = has_checks_expr(s->value) || has_checks_ix(s->arg_index) ||
-                (s->kind != IR_ST_ACCUM && has_checks_access(&s->target));
+  int guarded = ir_expr_has_checks(s->value) || ir_ix_has_checks(s->arg_index) ||
+                (s->kind != IR_ST_ACCUM && ir_access_has_checks(&s->target));
   indent(E, depth);
   if (guarded) {
     int n = 0;
