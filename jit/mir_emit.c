@@ -17,12 +17,8 @@
  * hoist them out of loops).
  *
  * Math: MIR has no vector or sqrt instructions. f32 exp, log, tanh and
- * sigmoid are inline instruction sequences (range reduction, polynomial,
- * exponent bits; bits move between float and integer registers through a
- * stack slot, since MIR has no bit casts). log and tanh use the C engine's
- * algorithms and coefficients; exp is shaped for scalar code (see
- * lower_expf). Relative error: exp 1.8e-7 measured over [-87, 88], log
- * about 2e-7. sqrt is a call to sqrtf (libm's is one instruction; an
+ * sigmoid are inline instruction sequences (jit/mir_math.c, with their
+ * error bounds). sqrt is a call to sqrtf (libm's is one instruction; an
  * inline Newton iteration measured slower, its dependency chain being
  * longer than the call), as are floor, sin, cos, pow and every f64
  * function.
@@ -30,17 +26,13 @@
  * Nothing from the program's text reaches MIR: registers, functions and the
  * module are named by number. */
 #ifdef UJ_HAVE_MIR
-#include "mir_emit.h"
+#include "mir_lower.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The libm functions the lowering may call, by argument count and type. */
-enum { FN_SQRTF, FN_FLOORF, FN_SINF, FN_COSF, FN_POWF, FN_SQRT, FN_FLOOR, FN_SIN, FN_COS, FN_POW,
-       FN_EXP, FN_LOG, FN_TANH, NFNS };
 static const struct {
   const char* name;
   int f64, nargs;
@@ -73,83 +65,7 @@ static const float_ops_t ops_f64 = {MIR_T_D, MIR_DMOV, MIR_DADD, MIR_DSUB, MIR_D
                                     MIR_DNE, MIR_DLT, MIR_DLE, MIR_DGT, MIR_DGE, MIR_DBLT, MIR_DBLE, MIR_DBGT,
                                     MIR_DBGE, MIR_DBEQ, MIR_DBNE, MIR_I2D};
 
-typedef struct {
-  uj_dtype_t dtype;
-  uint64_t bits;
-  MIR_reg_t reg;
-} hoisted_t;
-
-#define MAX_HOISTED 256
-
-typedef struct {
-  MIR_context_t ctx;
-  const ir_func_t* f;
-  const int64_t* params;
-  MIR_item_t item;
-  MIR_func_t func;
-  MIR_insn_t entry;  /* loads of bases, sizes and constants go right after it */
-  MIR_reg_t arg_buf, arg_dims, arg_params, arg_begin, arg_end, slot, exp2_base;
-  int nregs;
-  /* per function, 0 until first used */
-  MIR_reg_t *base, *dim, *local, *loop, *carried, *carried_at;
-  uj_reduce_op_t* carried_op;
-  int nhoisted;
-  hoisted_t hoisted[MAX_HOISTED];
-  MIR_item_t proto[4], import[NFNS];  /* proto: [f64 * 2 + nargs - 1] */
-} lower_t;
-
-#define R(r) MIR_new_reg_op(L->ctx, (r))
-#define IMM(v) MIR_new_int_op(L->ctx, (v))
-#define LBL(l) MIR_new_label_op(L->ctx, (l))
-
-static void emit(lower_t* L, MIR_insn_t insn) { MIR_append_insn(L->ctx, L->item, insn); }
-static void emit_at_entry(lower_t* L, MIR_insn_t insn) { MIR_insert_insn_after(L->ctx, L->item, L->entry, insn); }
-static void insn2(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b) { emit(L, MIR_new_insn(L->ctx, c, a, b)); }
-static void insn3(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b, MIR_op_t d) {
-  emit(L, MIR_new_insn(L->ctx, c, a, b, d));
-}
-static void jump(lower_t* L, MIR_insn_t label) { emit(L, MIR_new_insn(L->ctx, MIR_JMP, LBL(label))); }
-
-static MIR_reg_t new_reg(lower_t* L, MIR_type_t type) {
-  char name[32];
-  snprintf(name, sizeof name, "r%d", L->nregs++);
-  return MIR_new_func_reg(L->ctx, L->func, type, name);
-}
-
-static MIR_type_t reg_type(uj_dtype_t d) { return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I64; }
-static MIR_type_t mem_type(uj_dtype_t d) { return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I32; }
-static MIR_insn_code_t mov_code(uj_dtype_t d) { return d == UJ_F32 ? MIR_FMOV : d == UJ_F64 ? MIR_DMOV : MIR_MOV; }
 static const float_ops_t* fops(uj_dtype_t d) { return d == UJ_F64 ? &ops_f64 : &ops_f32; }
-
-/* A register holding constant v of dtype d, loaded once at entry. */
-static MIR_reg_t constant(lower_t* L, uj_dtype_t d, double v) {
-  uint64_t bits;
-  if (d == UJ_I32) {
-    int64_t c = v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? -2147483647 - 1 : (int64_t)v;
-    memcpy(&bits, &c, sizeof bits);
-  } else if (d == UJ_F32) {
-    float x = (float)v;
-    uint32_t b32;
-    memcpy(&b32, &x, sizeof b32);
-    bits = b32;
-  } else {
-    memcpy(&bits, &v, sizeof bits);
-  }
-  for (int i = 0; i < L->nhoisted; i++)
-    if (L->hoisted[i].dtype == d && L->hoisted[i].bits == bits) return L->hoisted[i].reg;
-  MIR_reg_t r = new_reg(L, reg_type(d));
-  MIR_op_t value = d == UJ_F32 ? MIR_new_float_op(L->ctx, (float)v)
-                   : d == UJ_F64 ? MIR_new_double_op(L->ctx, v) : MIR_new_int_op(L->ctx, (int64_t)bits);
-  MIR_insn_t load = MIR_new_insn(L->ctx, mov_code(d), R(r), value);
-  if (L->nhoisted < MAX_HOISTED) {
-    L->hoisted[L->nhoisted++] = (hoisted_t){d, bits, r};
-    emit_at_entry(L, load);
-  } else {
-    emit(L, load); /* a huge expression: load it where it is used */
-  }
-  return r;
-}
-static MIR_reg_t fconst(lower_t* L, float v) { return constant(L, UJ_F32, v); }
 
 static MIR_reg_t base_reg(lower_t* L, int t) {
   if (!L->base[t]) {
@@ -168,15 +84,6 @@ static MIR_reg_t dim_reg(lower_t* L, int t, int axis) {
                                   MIR_new_mem_op(L->ctx, MIR_T_I64, 8 * at, L->arg_dims, 0, 1)));
   }
   return L->dim[at];
-}
-
-/* A 4-byte stack slot for moving bits between float and integer registers. */
-static MIR_reg_t slot_reg(lower_t* L) {
-  if (!L->slot) {
-    L->slot = new_reg(L, MIR_T_I64);
-    emit_at_entry(L, MIR_new_insn(L->ctx, MIR_ALLOCA, R(L->slot), IMM(16)));
-  }
-  return L->slot;
 }
 
 static MIR_reg_t local_reg(lower_t* L, int t) {
@@ -284,169 +191,6 @@ static MIR_op_t access_mem(lower_t* L, const ir_access_t* acc) {
   return MIR_new_mem_op(L->ctx, mem_type(d), 0, base, off, (MIR_scale_t)uj_dtype_size(d));
 }
 
-/* ---- inline f32 math: the C engine's prelude, instruction for instruction ---- */
-
-static MIR_reg_t freg(lower_t* L) { return new_reg(L, MIR_T_F); }
-
-static MIR_reg_t fop(lower_t* L, MIR_insn_code_t code, MIR_reg_t a, MIR_reg_t b) {
-  MIR_reg_t r = freg(L);
-  insn3(L, code, R(r), R(a), R(b));
-  return r;
-}
-
-/* p = p * x + c for each coefficient after the first (highest degree first). */
-static MIR_reg_t horner(lower_t* L, MIR_reg_t x, const float* coef, int n) {
-  MIR_reg_t p = freg(L);
-  insn2(L, MIR_FMOV, R(p), R(fconst(L, coef[0])));
-  for (int i = 1; i < n; i++) {
-    insn3(L, MIR_FMUL, R(p), R(p), R(x));
-    insn3(L, MIR_FADD, R(p), R(p), R(fconst(L, coef[i])));
-  }
-  return p;
-}
-/* Float bits to and from an integer register through the stack slot. */
-static MIR_reg_t bits_of(lower_t* L, MIR_reg_t x) {
-  MIR_reg_t slot = slot_reg(L), u = new_reg(L, MIR_T_I64);
-  insn2(L, MIR_FMOV, MIR_new_mem_op(L->ctx, MIR_T_F, 0, slot, 0, 1), R(x));
-  insn2(L, MIR_MOV, R(u), MIR_new_mem_op(L->ctx, MIR_T_I32, 0, slot, 0, 1));
-  return u;
-}
-static MIR_reg_t float_of(lower_t* L, MIR_reg_t u) {
-  MIR_reg_t slot = slot_reg(L), x = freg(L);
-  insn2(L, MIR_MOV, MIR_new_mem_op(L->ctx, MIR_T_I32, 0, slot, 0, 1), R(u));
-  insn2(L, MIR_FMOV, R(x), MIR_new_mem_op(L->ctx, MIR_T_F, 0, slot, 0, 1));
-  return x;
-}
-
-/* r = value when `branch` (a, b) is false, else r keeps its value. */
-static void set_unless(lower_t* L, MIR_reg_t r, MIR_insn_code_t branch, MIR_reg_t a, MIR_reg_t b, MIR_reg_t value) {
-  MIR_insn_t skip = MIR_new_label(L->ctx);
-  insn3(L, branch, LBL(skip), R(a), R(b));
-  insn2(L, MIR_FMOV, R(r), R(value));
-  emit(L, skip);
-}
-
-/* 2^(i - 126) at index i for i <= 253 (2^-126 .. 2^127); 2^127 again at
- * 254, where k = 128 and the rare path doubles the product, since 2^128 is
- * not a float but e^x is finite up to x = 88.72. A table lookup is one
- * memory operand, where building the float's bits takes several
- * floating-point instructions: this scalar code is bound by the throughput
- * of the floating-point ports, so every such instruction counts. */
-static float exp2_table[256];
-static pthread_once_t exp2_once = PTHREAD_ONCE_INIT;
-static void exp2_table_init(void) {
-  for (int i = 0; i < 256; i++) exp2_table[i] = ldexpf(1.0f, (i <= 253 ? i : 253) - 126);
-}
-
-/* e^x: t = x log2(e) + 1.5 * 2^23 rounds to k = round(x log2(e)) in its low
- * bits (read as an integer through the stack slot, which costs no
- * floating-point instruction); r = x - k ln2 (ln2 in two parts, |r| <=
- * ln2/2); e^r = 1 + r + r^2 q(r) with q a degree-3 fit to (e^r - 1 - r)/r^2
- * (max relative error 1.1e-7; with rounding, 1.8e-7 measured over
- * [-87, 88]); times 2^k from the table. The rare path: k = 128 doubles
- * the product of 2^127 (finite up to 88.72, then +inf), k below -126 gives
- * 0 (the true value is below 2^-126), above 128 +inf, and NaN stays NaN. */
-static MIR_reg_t lower_expf(lower_t* L, MIR_reg_t x) {
-  static const float q[] = {0.008312525227665901f, 0.041890114545822144f, 0.16667114198207855f,
-                            0.499992311000824f};
-  pthread_once(&exp2_once, exp2_table_init);
-  MIR_reg_t magic = fconst(L, 12582912.0f), zero = fconst(L, 0.0f);
-  MIR_reg_t t = fop(L, MIR_FADD, fop(L, MIR_FMUL, x, fconst(L, 1.44269504f)), magic);
-  MIR_reg_t index = bits_of(L, t); /* 0x4B400000 + k: index k + 126 below */
-  insn3(L, MIR_SUB, R(index), R(index), IMM(0x4B400000 - 126));
-  MIR_reg_t k = fop(L, MIR_FSUB, t, magic);
-  MIR_reg_t r = fop(L, MIR_FSUB, x, fop(L, MIR_FMUL, k, fconst(L, 0.693145751953125f)));
-  r = fop(L, MIR_FSUB, r, fop(L, MIR_FMUL, k, fconst(L, 1.428606765330187e-06f)));
-  MIR_reg_t p = horner(L, r, q, 4);
-  p = fop(L, MIR_FADD, fop(L, MIR_FADD, fop(L, MIR_FMUL, p, fop(L, MIR_FMUL, r, r)), r), fconst(L, 1.0f));
-  if (!L->exp2_base) {
-    L->exp2_base = new_reg(L, MIR_T_I64);
-    emit_at_entry(L, MIR_new_insn(L->ctx, MIR_MOV, R(L->exp2_base), MIR_new_int_op(L->ctx, (int64_t)(intptr_t)exp2_table)));
-  }
-  /* masked so the load stays in the table whatever k is; out of range is fixed below */
-  MIR_reg_t slot = new_reg(L, MIR_T_I64), y = freg(L);
-  insn3(L, MIR_AND, R(slot), R(index), IMM(255));
-  insn3(L, MIR_FMUL, R(y), R(p), MIR_new_mem_op(L->ctx, MIR_T_F, 0, L->exp2_base, slot, 4));
-  MIR_insn_t done = MIR_new_label(L->ctx), outside = MIR_new_label(L->ctx);
-  insn3(L, MIR_UBLE, LBL(done), R(index), IMM(253));
-  insn3(L, MIR_BNE, LBL(outside), R(index), IMM(254));
-  insn3(L, MIR_FMUL, R(y), R(y), R(fconst(L, 2.0f)));
-  jump(L, done);
-  emit(L, outside);
-  insn2(L, MIR_FMOV, R(y), R(zero));
-  insn3(L, MIR_FBLT, LBL(done), R(x), R(zero));
-  insn2(L, MIR_FMOV, R(y), R(fconst(L, INFINITY)));
-  insn3(L, MIR_FBGT, LBL(done), R(x), R(zero));
-  insn2(L, MIR_FMOV, R(y), R(x)); /* NaN */
-  emit(L, done);
-  return y;
-}
-
-/* log x: x = m 2^e with m in [sqrt(1/2), sqrt(2)), the Cephes polynomial in m-1. */
-static MIR_reg_t lower_logf(lower_t* L, MIR_reg_t x) {
-  static const float coef[] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
-                               -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
-                               2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
-  MIR_reg_t u = bits_of(L, x), e = new_reg(L, MIR_T_I64), mb = new_reg(L, MIR_T_I64), big = new_reg(L, MIR_T_I64);
-  insn3(L, MIR_RSH, R(e), R(u), IMM(23));
-  insn3(L, MIR_AND, R(e), R(e), IMM(0xff));
-  insn3(L, MIR_SUB, R(e), R(e), IMM(127));
-  insn3(L, MIR_AND, R(mb), R(u), IMM(0x007fffff));
-  insn3(L, MIR_OR, R(mb), R(mb), IMM(0x3f800000));
-  MIR_reg_t m = float_of(L, mb);
-  MIR_insn_t small = MIR_new_label(L->ctx);
-  insn2(L, MIR_MOV, R(big), IMM(0));
-  insn3(L, MIR_FBLE, LBL(small), R(m), R(fconst(L, 1.41421356f)));
-  insn2(L, MIR_MOV, R(big), IMM(1));
-  insn3(L, MIR_FMUL, R(m), R(m), R(fconst(L, 0.5f)));
-  emit(L, small);
-  MIR_reg_t fe = freg(L);
-  insn3(L, MIR_ADD, R(e), R(e), R(big));
-  insn2(L, MIR_I2F, R(fe), R(e));
-  MIR_reg_t f = fop(L, MIR_FSUB, m, fconst(L, 1.0f)), z = fop(L, MIR_FMUL, f, f);
-  MIR_reg_t y = horner(L, f, coef, 9);
-  y = fop(L, MIR_FSUB, fop(L, MIR_FMUL, fop(L, MIR_FMUL, y, f), z), fop(L, MIR_FMUL, fconst(L, 2.12194440e-4f), fe));
-  y = fop(L, MIR_FSUB, y, fop(L, MIR_FMUL, fconst(L, 0.5f), z));
-  MIR_reg_t r = fop(L, MIR_FADD, fop(L, MIR_FADD, f, y), fop(L, MIR_FMUL, fconst(L, 0.693359375f), fe));
-  MIR_reg_t zero = fconst(L, 0.0f), nan_reg = fconst(L, NAN);
-  set_unless(L, r, MIR_FBNE, x, fconst(L, INFINITY), x);
-  set_unless(L, r, MIR_FBNE, x, zero, fconst(L, -INFINITY));
-  set_unless(L, r, MIR_FBGE, x, zero, nan_reg); /* negative or NaN: NaN */
-  return r;
-}
-
-/* tanh: an odd polynomial below |x| = 0.625, else 1 - 2/(e^(2|x|) + 1) with
- * the sign put back. Only the side taken is computed. */
-static MIR_reg_t lower_tanhf(lower_t* L, MIR_reg_t x) {
-  static const float coef[] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
-                               -3.33332819422e-1f};
-  MIR_reg_t zero = fconst(L, 0.0f), a = freg(L), r = freg(L);
-  MIR_insn_t big = MIR_new_label(L->ctx), done = MIR_new_label(L->ctx);
-  insn2(L, MIR_FMOV, R(a), R(x));
-  MIR_insn_t positive = MIR_new_label(L->ctx);
-  insn3(L, MIR_FBGE, LBL(positive), R(x), R(zero));
-  insn2(L, MIR_FNEG, R(a), R(x));
-  emit(L, positive);
-  insn3(L, MIR_FBGE, LBL(big), R(a), R(fconst(L, 0.625f)));
-  MIR_reg_t z = fop(L, MIR_FMUL, x, x), p = horner(L, z, coef, 5);
-  insn3(L, MIR_FADD, R(r), R(fop(L, MIR_FMUL, fop(L, MIR_FMUL, p, z), x)), R(x));
-  jump(L, done);
-  emit(L, big);
-  MIR_reg_t one = fconst(L, 1.0f), two = fconst(L, 2.0f);
-  MIR_reg_t ex = lower_expf(L, fop(L, MIR_FMUL, two, a));
-  insn3(L, MIR_FSUB, R(r), R(one), R(fop(L, MIR_FDIV, two, fop(L, MIR_FADD, ex, one))));
-  insn3(L, MIR_FBGE, LBL(done), R(x), R(zero));
-  insn2(L, MIR_FNEG, R(r), R(r));
-  emit(L, done);
-  return r;
-}
-
-static MIR_reg_t lower_sigmoidf(lower_t* L, MIR_reg_t x) {
-  MIR_reg_t neg = freg(L), one = fconst(L, 1.0f);
-  insn2(L, MIR_FNEG, R(neg), R(x));
-  return fop(L, MIR_FDIV, one, fop(L, MIR_FADD, one, lower_expf(L, neg)));
-}
-
 /* ---- value expressions ---- */
 
 static MIR_reg_t call_libm(lower_t* L, int fn, MIR_reg_t a, MIR_reg_t b) {
@@ -521,9 +265,9 @@ static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
       insn2(L, o->neg, R(r), R(a));
       return r;
     case UJ_UNARY_ABS: return lower_fabs(L, a, e->dtype);
-    case UJ_UNARY_EXP: return f32 ? lower_expf(L, a) : call_libm(L, FN_EXP, a, 0);
-    case UJ_UNARY_LOG: return f32 ? lower_logf(L, a) : call_libm(L, FN_LOG, a, 0);
-    case UJ_UNARY_TANH: return f32 ? lower_tanhf(L, a) : call_libm(L, FN_TANH, a, 0);
+    case UJ_UNARY_EXP: return f32 ? jit_mir_expf(L, a) : call_libm(L, FN_EXP, a, 0);
+    case UJ_UNARY_LOG: return f32 ? jit_mir_logf(L, a) : call_libm(L, FN_LOG, a, 0);
+    case UJ_UNARY_TANH: return f32 ? jit_mir_tanhf(L, a) : call_libm(L, FN_TANH, a, 0);
     case UJ_UNARY_SQRT: return call_libm(L, f32 ? FN_SQRTF : FN_SQRT, a, 0);
     case UJ_UNARY_SIN: return call_libm(L, f32 ? FN_SINF : FN_SIN, a, 0);
     case UJ_UNARY_COS: return call_libm(L, f32 ? FN_COSF : FN_COS, a, 0);
@@ -536,7 +280,7 @@ static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
       return r;
     }
     case UJ_UNARY_SIGMOID: {
-      if (f32) return lower_sigmoidf(L, a);
+      if (f32) return jit_mir_sigmoidf(L, a);
       MIR_reg_t neg = new_reg(L, MIR_T_D), one = constant(L, UJ_F64, 1.0), den = new_reg(L, MIR_T_D);
       insn2(L, MIR_DNEG, R(neg), R(a));
       insn3(L, MIR_DADD, R(den), R(one), R(call_libm(L, FN_EXP, neg, 0)));

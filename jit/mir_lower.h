@@ -1,0 +1,133 @@
+/* jit/mir_lower.h: what the two halves of the MIR lowering share: the
+ * lowering state (lower_t) and the small instruction builders, used by
+ * jit/mir_emit.c (loops, statements, expressions) and jit/mir_math.c (the
+ * inline f32 math). Internal to jit/; only built with MIR. */
+#ifndef UJ_JIT_MIR_LOWER_H
+#define UJ_JIT_MIR_LOWER_H
+
+#ifdef UJ_HAVE_MIR
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mir_emit.h"
+
+/* The libm functions the lowering may call, by argument count and type. */
+enum { FN_SQRTF, FN_FLOORF, FN_SINF, FN_COSF, FN_POWF, FN_SQRT, FN_FLOOR, FN_SIN, FN_COS, FN_POW,
+       FN_EXP, FN_LOG, FN_TANH, NFNS };
+typedef struct {
+  uj_dtype_t dtype;
+  uint64_t bits;
+  MIR_reg_t reg;
+} hoisted_t;
+
+#define MAX_HOISTED 256
+
+typedef struct {
+  MIR_context_t ctx;
+  const ir_func_t* f;
+  const int64_t* params;
+  MIR_item_t item;
+  MIR_func_t func;
+  MIR_insn_t entry;  /* loads of bases, sizes and constants go right after it */
+  MIR_reg_t arg_buf, arg_dims, arg_params, arg_begin, arg_end, slot, exp2_base;
+  int nregs;
+  /* per function, 0 until first used */
+  MIR_reg_t *base, *dim, *local, *loop, *carried, *carried_at;
+  uj_reduce_op_t* carried_op;
+  int nhoisted;
+  hoisted_t hoisted[MAX_HOISTED];
+  MIR_item_t proto[4], import[NFNS];  /* proto: [f64 * 2 + nargs - 1] */
+} lower_t;
+
+#define R(r) MIR_new_reg_op(L->ctx, (r))
+#define IMM(v) MIR_new_int_op(L->ctx, (v))
+#define LBL(l) MIR_new_label_op(L->ctx, (l))
+
+static inline void emit(lower_t* L, MIR_insn_t insn) { MIR_append_insn(L->ctx, L->item, insn); }
+static inline void emit_at_entry(lower_t* L, MIR_insn_t insn) { MIR_insert_insn_after(L->ctx, L->item, L->entry, insn); }
+static inline void insn2(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b) { emit(L, MIR_new_insn(L->ctx, c, a, b)); }
+static inline void insn3(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b, MIR_op_t d) {
+  emit(L, MIR_new_insn(L->ctx, c, a, b, d));
+}
+static inline void jump(lower_t* L, MIR_insn_t label) { emit(L, MIR_new_insn(L->ctx, MIR_JMP, LBL(label))); }
+
+static inline MIR_reg_t new_reg(lower_t* L, MIR_type_t type) {
+  char name[32];
+  snprintf(name, sizeof name, "r%d", L->nregs++);
+  return MIR_new_func_reg(L->ctx, L->func, type, name);
+}
+
+static inline MIR_type_t reg_type(uj_dtype_t d) { return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I64; }
+static inline MIR_type_t mem_type(uj_dtype_t d) { return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I32; }
+static inline MIR_insn_code_t mov_code(uj_dtype_t d) { return d == UJ_F32 ? MIR_FMOV : d == UJ_F64 ? MIR_DMOV : MIR_MOV; }
+
+/* A register holding constant v of dtype d, loaded once at entry. */
+static inline MIR_reg_t constant(lower_t* L, uj_dtype_t d, double v) {
+  uint64_t bits;
+  if (d == UJ_I32) {
+    int64_t c = v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? -2147483647 - 1 : (int64_t)v;
+    memcpy(&bits, &c, sizeof bits);
+  } else if (d == UJ_F32) {
+    float x = (float)v;
+    uint32_t b32;
+    memcpy(&b32, &x, sizeof b32);
+    bits = b32;
+  } else {
+    memcpy(&bits, &v, sizeof bits);
+  }
+  for (int i = 0; i < L->nhoisted; i++)
+    if (L->hoisted[i].dtype == d && L->hoisted[i].bits == bits) return L->hoisted[i].reg;
+  MIR_reg_t r = new_reg(L, reg_type(d));
+  MIR_op_t value = d == UJ_F32 ? MIR_new_float_op(L->ctx, (float)v)
+                   : d == UJ_F64 ? MIR_new_double_op(L->ctx, v) : MIR_new_int_op(L->ctx, (int64_t)bits);
+  MIR_insn_t load = MIR_new_insn(L->ctx, mov_code(d), R(r), value);
+  if (L->nhoisted < MAX_HOISTED) {
+    L->hoisted[L->nhoisted++] = (hoisted_t){d, bits, r};
+    emit_at_entry(L, load);
+  } else {
+    emit(L, load); /* a huge expression: load it where it is used */
+  }
+  return r;
+}
+static inline MIR_reg_t fconst(lower_t* L, float v) { return constant(L, UJ_F32, v); }
+
+/* A 4-byte stack slot for moving bits between float and integer registers. */
+static inline MIR_reg_t slot_reg(lower_t* L) {
+  if (!L->slot) {
+    L->slot = new_reg(L, MIR_T_I64);
+    emit_at_entry(L, MIR_new_insn(L->ctx, MIR_ALLOCA, R(L->slot), IMM(16)));
+  }
+  return L->slot;
+}
+
+static inline MIR_reg_t freg(lower_t* L) { return new_reg(L, MIR_T_F); }
+
+static inline MIR_reg_t fop(lower_t* L, MIR_insn_code_t code, MIR_reg_t a, MIR_reg_t b) {
+  MIR_reg_t r = freg(L);
+  insn3(L, code, R(r), R(a), R(b));
+  return r;
+}
+
+/* Float bits to and from an integer register through the stack slot. */
+static inline MIR_reg_t bits_of(lower_t* L, MIR_reg_t x) {
+  MIR_reg_t slot = slot_reg(L), u = new_reg(L, MIR_T_I64);
+  insn2(L, MIR_FMOV, MIR_new_mem_op(L->ctx, MIR_T_F, 0, slot, 0, 1), R(x));
+  insn2(L, MIR_MOV, R(u), MIR_new_mem_op(L->ctx, MIR_T_I32, 0, slot, 0, 1));
+  return u;
+}
+static inline MIR_reg_t float_of(lower_t* L, MIR_reg_t u) {
+  MIR_reg_t slot = slot_reg(L), x = freg(L);
+  insn2(L, MIR_MOV, MIR_new_mem_op(L->ctx, MIR_T_I32, 0, slot, 0, 1), R(u));
+  insn2(L, MIR_FMOV, R(x), MIR_new_mem_op(L->ctx, MIR_T_F, 0, slot, 0, 1));
+  return x;
+}
+
+/* Inline f32 math (jit/mir_math.c): each returns a new register. */
+MIR_reg_t jit_mir_expf(lower_t* L, MIR_reg_t x);
+MIR_reg_t jit_mir_logf(lower_t* L, MIR_reg_t x);
+MIR_reg_t jit_mir_tanhf(lower_t* L, MIR_reg_t x);
+MIR_reg_t jit_mir_sigmoidf(lower_t* L, MIR_reg_t x);
+#endif
+
+#endif
