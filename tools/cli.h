@@ -100,4 +100,11 @@ int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p);
  * shows that build. */
 uj_status_t cli_specialize(uj_program_t* p, const cli_options_t* o);
 
+/* The options' program as uj_program_dump(what) gives it, for the build
+ * the options describe (always, or only when --shape, --scalar or --dtype
+ * was given: otherwise a dump shows the default build). Returns 0 with
+ * *text set (the caller frees it), or the exit status after printing the
+ * problem. */
+int cli_program_text(const char* cmd, const cli_options_t* o, uj_dump_t what, int always_specialize, char** text);
+
 #endif

@@ -72,29 +72,16 @@ static int write_file_whole(const char* path, const char* text) {
   return failed_step ? 1 : 0;
 }
 
-static int aot_main(const cli_options_t* o, uj_program_t** p, uj_ctx_t** ctx, char** text) {
-  int rc = cli_load_program("aot", o, p);
-  if (rc) return rc;
-  /* Always specialize, even without options: the file is for the build
-   * that the options (or their defaults) describe, not whichever ran last. */
-  uj_status_t s = cli_specialize(*p, o);
-  if (s != UJ_OK) return cli_report(s);
-  if (!(*ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
-  if (!(*text = uj_program_dump(*ctx, *p, UJ_FORWARD, UJ_DUMP_C_AOT, NULL))) return cli_report(UJ_ERR_INVALID);
-  return write_file_whole(o->output_path, *text);
-}
-
 int cli_cmd_aot(int argc, char** argv) {
   cli_options_t o;
   int rc = cli_parse_options("aot", argc, argv, CLI_ACCEPT_OUTPUT, &o);
   if (rc) return rc;
   if (!o.output_path) return cli_usage_error("aot", "missing -o FILE, the C file to write", NULL);
-  uj_program_t* p = NULL;
-  uj_ctx_t* ctx = NULL;
-  char* text = NULL;
-  rc = aot_main(&o, &p, &ctx, &text);
+  /* always specialized, even without options: the file is for the build
+   * that the options (or their defaults) describe, not whichever ran last */
+  char* text;
+  if ((rc = cli_program_text("aot", &o, UJ_DUMP_C_AOT, 1, &text)) != 0) return rc;
+  rc = write_file_whole(o.output_path, text);
   free(text);
-  uj_ctx_free(ctx);
-  uj_program_free(p);
   return rc;
 }
