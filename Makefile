@@ -23,7 +23,8 @@ BUILD ?= build
 DEBUG ?= 0
 
 ifeq ($(DEBUG),1)
-OPTFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPTFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+            -DUJ_VERIFY_PASSES
 SANFLAGS := -fsanitize=address,undefined
 else
 # Asserts stay on in every build: they guard internal invariants only.
@@ -108,6 +109,15 @@ all: $(LIB_A) $(LIB_SO) $(CLI)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# The C engine's disk cache outlives the library that filled it, so its keys
+# name the code that wrote the cached source: a checksum of the emitter's
+# files. A changed emitter then misses instead of loading what an older one
+# compiled (the IR text alone cannot tell them apart).
+C_EMITTER_FILES := jit/c.c jit/c_emit.c ir/deps.c
+C_EMITTER_ID := $(firstword $(shell cat $(C_EMITTER_FILES) | cksum))
+$(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
+$(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: $(C_EMITTER_FILES)
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)

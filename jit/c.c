@@ -2,8 +2,9 @@
  * compiler -> a shared object -> dlopen.
  *
  * A kernel is found in the context's in-memory cache or the disk cache
- * (jit/cache.c) by its key text: engine, compiler identity and flags, CPU,
- * and the canonical IR with the $params folded in. Sizes are not part of
+ * (jit/cache.c) by its key text: engine and emitter version (a checksum of
+ * the emitter's source files, from the Makefile), compiler identity and
+ * flags, CPU, and the canonical IR with the $params folded in. Sizes are not part of
  * the key; they are arguments. (jit/run.c keeps a per-program memo in front
  * of this, so a repeated call does not rebuild the key.)
  *
@@ -207,7 +208,7 @@ static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params
   char* ir = ir_print(f, params, IR_PRINT_CANONICAL);
   if (!ir) return NULL;
   rt_buf_t b = {0};
-  rt_buf_printf(&b, "engine c\ncompiler %s\nflags", js->c_identity);
+  rt_buf_printf(&b, "engine c emitter %s\ncompiler %s\nflags", UJ_C_EMITTER_ID, js->c_identity);
   for (int i = 0; i < NFLAGS; i++) rt_buf_printf(&b, " %s", cc_flags[i]);
   rt_buf_printf(&b, "\ncpu %s\n%s", js->cpu_identity, ir);
   free(ir);

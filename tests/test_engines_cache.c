@@ -72,6 +72,15 @@ static int disk_entries(uj_ctx_t* ctx) {
   return n;
 }
 
+/* Whether some line of the disk cache's listing contains text. */
+static int disk_listing_has(uj_ctx_t* ctx, const char* text) {
+  jit_state_t* js = jit_state(ctx);
+  rt_buf_t b = {0};
+  int found = js && jit_disk_list(js->cache, &b) == UJ_OK && b.data && strstr(b.data, text);
+  rt_buf_release(&b);
+  return found;
+}
+
 /* ---- $params ------------------------------------------------------------------------------- */
 
 /* y = x + x[i*$s + $k] (0 out of range), z[j] = x[j*$s] for j < ceil(n / $s). */
@@ -282,6 +291,9 @@ TEST(disk_reuse_in_new_process) {
   CHECK(k.disk_stores >= 1); /* compiled here, and stored */
   CHECK(k.disk_hits == 0);
   CHECK(disk_entries(ctx) >= 1);
+  /* the key names the emitter that wrote the entry, so that a library with a
+   * changed emitter misses instead of loading an older build's code */
+  CHECK(disk_listing_has(ctx, " engine c emitter " UJ_C_EMITTER_ID "\n"));
   /* the parent's answer is the interpreter's, within the inline-math bound */
   CHECK(disk_run(en_interp(), p, &x, &iy, &iz) == UJ_OK);
   double *wy = or_to_double(&iy), *wz = or_to_double(&iz);
