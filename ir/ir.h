@@ -277,8 +277,8 @@ char* ir_print(const ir_func_t* f, const int64_t* params, int flags);
 typedef struct {
   uint64_t lo, hi;
 } ir_hash_t;
-/* 128-bit FNV-1a of the canonical text: equal for equal IR, different when
- * anything but a name changes. */
+/* 128-bit hash (ir/hash.c) of the canonical text: equal for equal IR,
+ * different when anything but a name changes. */
 ir_hash_t ir_hash(const ir_func_t* f);
 ir_hash_t ir_hash_bytes(const void* data, size_t n);
 

@@ -1,7 +1,10 @@
 /* ir/pipeline.c: the pass pipeline, in order. It runs on a copy so that the
  * raw IR stays printable (UJ_DUMP_IR_RAW) beside the optimized one
  * (UJ_DUMP_IR). With UOPJIT_DEBUG containing "passes", the IR after each
- * pass goes to stderr. Debug builds verify the IR after every pass.
+ * pass goes to stderr. Every build verifies the result once; debug builds
+ * (UJ_VERIFY_PASSES, set by `make debug`) and UOPJIT_DEBUG containing
+ * "verify" verify after every pass, which names the pass that broke the IR
+ * but costs as much as the passes themselves on the compile path.
  *
  *   bounds  first, so that proven reads no longer count as checked
  *   dce     dead blocks and stores go before fusion looks at them
@@ -28,28 +31,34 @@ static const pass_entry_t pipeline[] = {
     {"subst", ir_pass_subst},   {"dce", ir_pass_dce},   {"cse", ir_pass_cse},
 };
 
-static int debug_passes(void) {
+static int debug_wants(const char* what) {
   const char* d = getenv("UOPJIT_DEBUG");
-  return d && strstr(d, "passes");
+  return d && strstr(d, what);
+}
+
+static uj_status_t verify_after(ir_func_t* f, const char* pass) {
+  if (ir_verify(f) == UJ_OK) return UJ_OK;
+  rt_error_prefix("internal error after pass %s: ", pass);
+  return UJ_ERR_INVALID;
 }
 
 uj_status_t ir_pipeline(const ir_func_t* raw, ir_func_t** out) {
   ir_func_t* f = ir_func_clone(raw);
   if (!f) return rt_error(UJ_ERR_OOM, "pass pipeline: out of memory");
-  int debug = debug_passes();
-  for (size_t i = 0; i < sizeof pipeline / sizeof *pipeline; i++) {
+  int debug = debug_wants("passes");
+#ifdef UJ_VERIFY_PASSES
+  int verify_each = 1;
+#else
+  int verify_each = debug_wants("verify");
+#endif
+  size_t npasses = sizeof pipeline / sizeof *pipeline;
+  for (size_t i = 0; i < npasses; i++) {
     uj_status_t s = pipeline[i].run(f);
+    if (s == UJ_OK && (verify_each || i + 1 == npasses)) s = verify_after(f, pipeline[i].name);
     if (s != UJ_OK) {
       ir_func_free(f);
       return s;
     }
-#ifndef NDEBUG
-    if (ir_verify(f) != UJ_OK) {
-      rt_error_prefix("internal error after pass %s: ", pipeline[i].name);
-      ir_func_free(f);
-      return UJ_ERR_INVALID;
-    }
-#endif
     if (debug) {
       char* text = ir_print(f, NULL, 0);
       fprintf(stderr, "== after %s ==\n%s", pipeline[i].name, text ? text : "(out of memory)\n");

@@ -61,6 +61,24 @@ __attribute__((format(printf, 2, 3))) static void putf(printer_t* p, const char*
   p->write(p->ctx, piece, (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1);
 }
 
+/* Integers are most of the text (ids, sizes, slots): written directly,
+ * since a formatted print per id dominated the cost of building cache keys. */
+static void put_int(printer_t* p, long long v) {
+  char digits[24];
+  int n = 0;
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  do digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
+  while (u /= 10);
+  if (v < 0) digits[sizeof digits - 1 - n++] = '-';
+  p->write(p->ctx, digits + sizeof digits - n, (size_t)n);
+}
+
+/* prefix then n: "i3", "t12[", "c0" */
+static void put_id(printer_t* p, const char* prefix, long long n) {
+  put(p, prefix);
+  put_int(p, n);
+}
+
 static void indent(printer_t* p, int level) {
   for (int k = 0; k < level; k++) put(p, "  ");
 }
@@ -146,14 +164,14 @@ static void print_ix_operand(printer_t* p, const ir_ix_t* child, const ir_ix_t* 
 static void print_param(printer_t* p, const ir_ix_t* ix) {
   const ir_func_t* f = p->f;
   if (param_folded(p, ix)) {
-    putf(p, "%lld", (long long)p->params[ix->id]);
+    put_int(p, p->params[ix->id]);
   } else if (ix->id >= 0 && (p->canonical || !ix->name)) {
     int named = !p->canonical && ix->id < f->nparams && f->param_names && f->param_names[ix->id];
     if (named) {
       put(p, "$");
       put_escaped(p, f->param_names[ix->id]);
     } else {
-      putf(p, "$%d", ix->id);
+      put_id(p, "$", ix->id);
     }
   } else {
     /* unbound (slot -1): the name is all there is, canonical or not */
@@ -169,9 +187,9 @@ static void print_ix(printer_t* p, const ir_ix_t* ix) {
   }
   const char* infix = NULL;
   switch (ix->kind) {
-    case IR_IX_CONST: putf(p, "%lld", (long long)ix->value); return;
-    case IR_IX_LOOP: putf(p, "i%d", ix->id); return;
-    case IR_IX_DIM: putf(p, "d%d_%d", ix->id, ix->axis); return;
+    case IR_IX_CONST: put_int(p, ix->value); return;
+    case IR_IX_LOOP: put_id(p, "i", ix->id); return;
+    case IR_IX_DIM: put_id(p, "d", ix->id), put_id(p, "_", ix->axis); return;
     case IR_IX_PARAM: print_param(p, ix); return;
     case IR_IX_LOAD:
       if (ix->load)
@@ -210,7 +228,7 @@ static void print_ix(printer_t* p, const ir_ix_t* ix) {
 }
 
 static void print_access(printer_t* p, const ir_access_t* acc) {
-  putf(p, "t%d[", acc->tensor);
+  put_id(p, "t", acc->tensor), put(p, "[");
   int n = acc->nidx < 0 ? 0 : acc->nidx > UJ_MAX_DIMS ? UJ_MAX_DIMS : acc->nidx;
   for (int k = 0; k < n; k++) {
     if (k) put(p, ", ");
@@ -352,7 +370,7 @@ static void print_expr(printer_t* p, const ir_expr_t* e) {
   switch (e->kind) {
     case IR_EX_CONST: print_const(p, e); return;
     case IR_EX_LOAD: print_access(p, &e->access); return;
-    case IR_EX_CARRIED: putf(p, "c%d", e->carried); return;
+    case IR_EX_CARRIED: put_id(p, "c", e->carried); return;
     case IR_EX_INDEX:
       putf(p, "(%s)(", dtype_name(e->dtype));
       print_ix(p, e->ix);
@@ -476,11 +494,11 @@ static void print_loops(printer_t* p, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   int level = k + 1;
   indent(p, level);
-  putf(p, "for (i%d = ", l->id);
+  put_id(p, "for (i", l->id), put(p, " = ");
   print_ix(p, l->start);
-  putf(p, "; i%d < ", l->id);
+  put_id(p, "; i", l->id), put(p, " < ");
   print_ix(p, l->end);
-  putf(p, "; i%d++) {\n", l->id);
+  put_id(p, "; i", l->id), put(p, "++) {\n");
   for (int c = 0; c < l->ncarried; c++) {
     indent(p, level + 1);
     print_carried_decl(p, &l->carried[c]);
@@ -493,15 +511,15 @@ static void print_loops(printer_t* p, const ir_block_t* b, int k) {
 
 static void print_tensor(printer_t* p, int t) {
   const ir_tensor_t* x = &p->f->tensors[t];
-  putf(p, "  t%d", t);
+  put_id(p, "  t", t);
   if (!p->canonical && x->name) {
     put(p, " \"");
     put_escaped(p, x->name);
     put(p, "\"");
   }
   switch (x->role) {
-    case IR_TENSOR_INPUT: putf(p, " input %d", x->io_index); break;
-    case IR_TENSOR_OUTPUT: putf(p, " output %d", x->io_index); break;
+    case IR_TENSOR_INPUT: put_id(p, " input ", x->io_index); break;
+    case IR_TENSOR_OUTPUT: put_id(p, " output ", x->io_index); break;
     case IR_TENSOR_TEMP: put(p, " temp"); break;
     default: putf(p, " role?%d", (int)x->role);
   }
@@ -561,8 +579,7 @@ void ir_print_stream(const ir_func_t* f, const int64_t* params, int flags, ir_te
 
 static void write_to_buf(void* ctx, const char* text, size_t n) {
   rt_buf_t* buf = ctx;
-  /* pieces are tokens and names: far below INT_MAX */
-  rt_buf_printf(buf, "%.*s", (int)n, text);
+  rt_buf_append(buf, text, n);
 }
 
 char* ir_print(const ir_func_t* f, const int64_t* params, int flags) {

@@ -164,8 +164,16 @@ void rt_buf_printf(rt_buf_t* b, const char* fmt, ...) {
   va_start(ap, fmt);
   va_list ap2;
   va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  /* one formatting pass when the text fits the room left, which is the
+   * common case: the buffer grows geometrically */
+  size_t room = b->data ? b->cap - b->len : 0;
+  int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap);
   va_end(ap);
+  if (n >= 0 && (size_t)n < room) {
+    b->len += (size_t)n;
+    va_end(ap2);
+    return;
+  }
   if (n < 0 || !buf_reserve(b, (size_t)n)) {
     b->failed = 1;
     va_end(ap2);
@@ -174,6 +182,13 @@ void rt_buf_printf(rt_buf_t* b, const char* fmt, ...) {
   vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
   va_end(ap2);
   b->len += (size_t)n;
+}
+
+void rt_buf_append(rt_buf_t* b, const char* text, size_t n) {
+  if (b->failed || !buf_reserve(b, n)) return;
+  memcpy(b->data + b->len, text, n);
+  b->len += n;
+  b->data[b->len] = '\0';
 }
 
 void rt_buf_putc(rt_buf_t* b, char c) {

@@ -47,6 +47,8 @@ typedef struct {
 } rt_buf_t;
 void rt_buf_printf(rt_buf_t* b, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void rt_buf_putc(rt_buf_t* b, char c);
+/* Appends n bytes of text (no formatting). */
+void rt_buf_append(rt_buf_t* b, const char* text, size_t n);
 /* Hands the text over (NUL-terminated) or NULL if a write failed. */
 char* rt_buf_take(rt_buf_t* b);
 void rt_buf_release(rt_buf_t* b);
