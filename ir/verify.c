@@ -31,10 +31,22 @@ typedef struct {
   const ir_func_t* f;
   const ir_block_t* block; /* NULL outside blocks (tensor sizes, asserts) */
   int scope;               /* loops block->loops[0..scope] are visible; -1: none */
-  char where[96];          /* "block 2 loop i5: " */
-  char suffix[48];         /* " (statement 1)" */
+  /* where the check is, formatted only when one fails (the verifier runs
+   * on every compile, where formatting labels up front cost more than the
+   * checks themselves): "block 2 loop i5: ... (statement 1)" */
+  enum { AT_NONE, AT_TENSOR, AT_ASSERT, AT_BLOCK, AT_LOOP } at;
+  int at_index, at_loop;
+  enum { IN_ALL, IN_START, IN_END, IN_STATEMENT, IN_AXIS } in;
+  int in_index;
   uj_status_t status;
 } verifier_t;
+
+static void locate(verifier_t* v, int at, int index, int loop) {
+  v->at = at;
+  v->at_index = index;
+  v->at_loop = loop;
+  v->in = IN_ALL;
+}
 
 __attribute__((format(printf, 2, 3))) static int fail(verifier_t* v, const char* fmt, ...) {
   if (v->status != UJ_OK) return 0;
@@ -43,7 +55,22 @@ __attribute__((format(printf, 2, 3))) static int fail(verifier_t* v, const char*
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  v->status = rt_error(UJ_ERR_INVALID, "%s%s%s", v->where, what, v->suffix);
+  char where[64] = "", suffix[48] = "";
+  switch (v->at) {
+    case AT_NONE: break;
+    case AT_TENSOR: snprintf(where, sizeof where, "tensor t%d: ", v->at_index); break;
+    case AT_ASSERT: snprintf(where, sizeof where, "assert %d: ", v->at_index); break;
+    case AT_BLOCK: snprintf(where, sizeof where, "block %d: ", v->at_index); break;
+    case AT_LOOP: snprintf(where, sizeof where, "block %d loop i%d: ", v->at_index, v->at_loop); break;
+  }
+  switch (v->in) {
+    case IN_ALL: break;
+    case IN_START: snprintf(suffix, sizeof suffix, " (start)"); break;
+    case IN_END: snprintf(suffix, sizeof suffix, " (end)"); break;
+    case IN_STATEMENT: snprintf(suffix, sizeof suffix, " (statement %d)", v->in_index); break;
+    case IN_AXIS: snprintf(suffix, sizeof suffix, " (size of axis %d)", v->in_index); break;
+  }
+  v->status = rt_error(UJ_ERR_INVALID, "%s%s%s", where, what, suffix);
   return 0;
 }
 
@@ -241,19 +268,18 @@ static int carried_id_seen_before(const ir_func_t* f, int bi, int k, int ci, int
 static int check_loop(verifier_t* v, int bi, int k) {
   const ir_func_t* f = v->f;
   const ir_loop_t* l = &v->block->loops[k];
-  snprintf(v->where, sizeof v->where, "block %d loop i%d: ", bi, l->id);
-  v->suffix[0] = '\0';
+  locate(v, AT_LOOP, bi, l->id);
   if (l->id < 0 || l->id >= f->next_loop_id)
     return fail(v, "loop id outside [0, %d)", f->next_loop_id);
   if (loop_id_seen_before(f, bi, k, l->id)) return fail(v, "loop id used twice");
 
   /* the bounds see the enclosing loops only */
   v->scope = k - 1;
-  snprintf(v->suffix, sizeof v->suffix, " (start)");
+  v->in = IN_START;
   if (!check_ix(v, l->start)) return 0;
-  snprintf(v->suffix, sizeof v->suffix, " (end)");
+  v->in = IN_END;
   if (!check_ix(v, l->end)) return 0;
-  v->suffix[0] = '\0';
+  v->in = IN_ALL;
 
   for (int c = 0; c < l->ncarried; c++) {
     const ir_carried_t* cv = &l->carried[c];
@@ -267,10 +293,10 @@ static int check_loop(verifier_t* v, int bi, int k) {
 
   v->scope = k;
   for (int s = 0; s < l->nstmts; s++) {
-    snprintf(v->suffix, sizeof v->suffix, " (statement %d)", s);
+    v->in = IN_STATEMENT, v->in_index = s;
     if (!check_stmt(v, &l->stmts[s])) return 0;
   }
-  v->suffix[0] = '\0';
+  v->in = IN_ALL;
   return 1;
 }
 
@@ -279,7 +305,7 @@ static int check_tensors_and_asserts(verifier_t* v) {
   if (f->ntensors < 0 || (f->ntensors > 0 && !f->tensors)) return fail(v, "bad tensor table");
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* x = &f->tensors[t];
-    snprintf(v->where, sizeof v->where, "tensor t%d: ", t);
+    locate(v, AT_TENSOR, t, 0);
     if (!dtype_valid(x->dtype)) return fail(v, "dtype %d", (int)x->dtype);
     if (x->ndim < 0 || x->ndim > UJ_MAX_DIMS) return fail(v, "rank %d outside [0, %d]", x->ndim, UJ_MAX_DIMS);
     if (x->role != IR_TENSOR_TEMP && x->role != IR_TENSOR_INPUT && x->role != IR_TENSOR_OUTPUT)
@@ -287,13 +313,13 @@ static int check_tensors_and_asserts(verifier_t* v) {
     /* Sizes may be unset in hand-built functions; when set they are
      * expressions over sizes and parameters, outside every loop. */
     for (int k = 0; k < x->ndim; k++) {
-      snprintf(v->suffix, sizeof v->suffix, " (size of axis %d)", k);
+      v->in = IN_AXIS, v->in_index = k;
       if (x->dims[k] && !check_ix(v, x->dims[k])) return 0;
     }
-    v->suffix[0] = '\0';
+    v->in = IN_ALL;
   }
   for (int a = 0; a < f->nasserts; a++) {
-    snprintf(v->where, sizeof v->where, "assert %d: ", a);
+    locate(v, AT_ASSERT, a, 0);
     if (!check_ix(v, f->asserts[a].a) || !check_ix(v, f->asserts[a].b)) return 0;
   }
   return 1;
@@ -301,13 +327,13 @@ static int check_tensors_and_asserts(verifier_t* v) {
 
 uj_status_t ir_verify(const ir_func_t* f) {
   if (!f) return rt_error(UJ_ERR_INVALID, "ir_verify: function is NULL");
-  verifier_t v = {f, NULL, -1, "", "", UJ_OK};
+  verifier_t v = {f, NULL, -1, AT_NONE, 0, 0, IN_ALL, 0, UJ_OK};
   if (f->nparams < 0) return rt_error(UJ_ERR_INVALID, "function has %d parameters", f->nparams);
   if (!check_tensors_and_asserts(&v)) return v.status;
   for (int bi = 0; bi < f->nblocks; bi++) {
     const ir_block_t* b = &f->blocks[bi];
     v.block = b;
-    snprintf(v.where, sizeof v.where, "block %d: ", bi);
+    locate(&v, AT_BLOCK, bi, 0);
     if (b->nloops < 1) return fail(&v, "has no loops"), v.status;
     for (int k = 0; k < b->nloops; k++)
       if (!check_loop(&v, bi, k)) return v.status;
