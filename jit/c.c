@@ -207,10 +207,19 @@ static void remove_dir(const char* dir) {
 static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params) {
   char* ir = ir_print(f, params, IR_PRINT_CANONICAL);
   if (!ir) return NULL;
+  /* appended rather than formatted: the CPU's flags and the IR are
+   * kilobytes, and this runs on every disk-cache hit */
+  const char* parts[] = {"engine c emitter ", UJ_C_EMITTER_ID, "\ncompiler ", js->c_identity, "\nflags"};
   rt_buf_t b = {0};
-  rt_buf_printf(&b, "engine c emitter %s\ncompiler %s\nflags", UJ_C_EMITTER_ID, js->c_identity);
-  for (int i = 0; i < NFLAGS; i++) rt_buf_printf(&b, " %s", cc_flags[i]);
-  rt_buf_printf(&b, "\ncpu %s\n%s", js->cpu_identity, ir);
+  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) rt_buf_append(&b, parts[i], strlen(parts[i]));
+  for (int i = 0; i < NFLAGS; i++) {
+    rt_buf_putc(&b, ' ');
+    rt_buf_append(&b, cc_flags[i], strlen(cc_flags[i]));
+  }
+  rt_buf_append(&b, "\ncpu ", 5);
+  rt_buf_append(&b, js->cpu_identity, strlen(js->cpu_identity));
+  rt_buf_putc(&b, '\n');
+  rt_buf_append(&b, ir, strlen(ir));
   free(ir);
   return rt_buf_take(&b);
 }
