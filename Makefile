@@ -119,6 +119,10 @@ C_EMITTER_ID := $(firstword $(shell cat $(C_EMITTER_FILES) | cksum))
 $(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
 $(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: $(C_EMITTER_FILES)
 
+# Batched square roots for MIR code: vector instructions need errno out of
+# the way (jit/batch_math.c).
+$(BUILD)/obj/jit/batch_math.o: override CFLAGS += -O3 -fno-math-errno
+
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@

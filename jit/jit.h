@@ -72,6 +72,11 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
 
 /* ---- the MIR engine (jit/mir.c, lowering in jit/mir_emit.c) ---- */
 
+/* x[i] = sqrt(x[i]) for i < n, compiled to vectorize (jit/batch_math.c):
+ * what MIR code calls once per strip instead of sqrtf once per element. */
+void jit_batch_sqrtf(float* x, int64_t n);
+void jit_batch_sqrt(double* x, int64_t n);
+
 /* 1 when the build has MIR. */
 int jit_mir_available(void);
 /* The kernel for f with these $params, from the memory cache or generated

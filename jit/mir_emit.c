@@ -18,10 +18,11 @@
  *
  * Math: MIR has no vector or sqrt instructions. f32 exp, log, tanh and
  * sigmoid are inline instruction sequences (jit/mir_math.c, with their
- * error bounds). sqrt is a call to sqrtf (libm's is one instruction; an
- * inline Newton iteration measured slower, its dependency chain being
- * longer than the call), as are floor, sin, cos, pow and every f64
- * function.
+ * error bounds). sqrt is a call to sqrtf (an inline Newton iteration
+ * measured slower, its dependency chain being longer than the call), made
+ * once per strip of elements instead of once per element where
+ * jit/mir_batch.c can prove that safe; floor, sin, cos, pow and every f64
+ * function but sqrt are calls per element.
  *
  * Nothing from the program's text reaches MIR: registers, functions and the
  * module are named by number. */
@@ -47,9 +48,13 @@ static const struct {
     [FN_TANH] = {"tanh", 1, 1, (void*)tanh},
 };
 
+static const char* const batch_names[2] = {"jit_batch_sqrtf", "jit_batch_sqrt"};
+
 void* jit_mir_resolve(const char* name) {
   for (int i = 0; i < NFNS; i++)
     if (!strcmp(name, libm[i].name)) return libm[i].addr;
+  if (!strcmp(name, batch_names[0])) return (void*)jit_batch_sqrtf;
+  if (!strcmp(name, batch_names[1])) return (void*)jit_batch_sqrt;
   return NULL;
 }
 
@@ -390,7 +395,7 @@ static MIR_reg_t lower_expr(lower_t* L, const ir_expr_t* e) {
       insn2(L, e->dtype == UJ_F32 ? MIR_I2F : MIR_I2D, R(r), R(ix));
       return r;
     }
-    case IR_EX_UNARY: return lower_unary(L, e);
+    case IR_EX_UNARY: return (r = jit_mir_batched(L, e)) ? r : lower_unary(L, e);
     case IR_EX_BINARY: return lower_binary(L, e);
     case IR_EX_WHERE: return lower_where(L, e);
     case IR_EX_CAST: return lower_cast(L, e);
@@ -511,6 +516,9 @@ static void lower_stmt(lower_t* L, const ir_stmt_t* s) {
   if (skip) emit(L, skip);
 }
 
+MIR_reg_t jit_mir_expr(lower_t* L, const ir_expr_t* e) { return lower_expr(L, e); }
+void jit_mir_stmt(lower_t* L, const ir_stmt_t* s) { lower_stmt(L, s); }
+
 static void init_carried(lower_t* L, const ir_carried_t* c) {
   MIR_reg_t r = L->carried[c->id];
   int fl = c->dtype != UJ_I32;
@@ -573,7 +581,10 @@ static MIR_item_t lower_block(lower_t* L, int bi) {
   memset(L->dim, 0, sizeof *L->dim * (size_t)f->ntensors * UJ_MAX_DIMS);
   L->entry = MIR_new_label(L->ctx);
   emit(L, L->entry);
-  lower_loop(L, &f->blocks[bi], 0);
+  jit_mir_batch_t* batch = jit_mir_batchable(f, &f->blocks[bi]);
+  if (batch) jit_mir_lower_strips(L, batch);
+  else lower_loop(L, &f->blocks[bi], 0);
+  jit_mir_batch_free(batch);
   emit(L, MIR_new_ret_insn(L->ctx, 0));
   MIR_finish_func(L->ctx);
   return L->item;
@@ -642,6 +653,11 @@ MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t*
     }
     for (int i = 0; i < NFNS; i++)
       if (need[i]) L->import[i] = MIR_new_import(ctx, libm[i].name);
+    for (int f64 = 0; f64 < 2; f64++) {
+      if (!jit_mir_batch_wants(f, f64)) continue;
+      if (!L->batch_proto) L->batch_proto = MIR_new_proto(ctx, "pbatch", 0, NULL, 2, MIR_T_P, "x", MIR_T_I64, "n");
+      L->batch_import[f64] = MIR_new_import(ctx, batch_names[f64]);
+    }
     for (int b = 0; b < f->nblocks; b++) funcs[b] = f->blocks[b].nloops ? lower_block(L, b) : NULL;
     MIR_finish_module(ctx);
   }

@@ -23,6 +23,9 @@ typedef struct {
 
 #define MAX_HOISTED 256
 
+/* A block whose square roots are computed in batches (jit/mir_batch.c). */
+typedef struct jit_mir_batch jit_mir_batch_t;
+
 typedef struct {
   MIR_context_t ctx;
   const ir_func_t* f;
@@ -38,6 +41,8 @@ typedef struct {
   int nhoisted;
   hoisted_t hoisted[MAX_HOISTED];
   MIR_item_t proto[4], import[NFNS];  /* proto: [f64 * 2 + nargs - 1] */
+  MIR_item_t batch_proto, batch_import[2]; /* jit_batch_sqrtf, jit_batch_sqrt */
+  jit_mir_batch_t* batch;                  /* while lowering a batched block */
 } lower_t;
 
 #define R(r) MIR_new_reg_op(L->ctx, (r))
@@ -122,6 +127,22 @@ static inline MIR_reg_t float_of(lower_t* L, MIR_reg_t u) {
   insn2(L, MIR_FMOV, R(x), MIR_new_mem_op(L->ctx, MIR_T_F, 0, slot, 0, 1));
   return x;
 }
+
+/* One expression or statement, as jit/mir_emit.c lowers them. */
+MIR_reg_t jit_mir_expr(lower_t* L, const ir_expr_t* e);
+void jit_mir_stmt(lower_t* L, const ir_stmt_t* s);
+
+/* Batched square roots (jit/mir_batch.c). jit_mir_batchable: the plan for
+ * block b when its roots can be batched, else NULL (free it with
+ * jit_mir_batch_free). jit_mir_batch_wants: whether some block of f batches
+ * roots of f32 (f64 = 0) or f64 values, so the module imports the helper.
+ * jit_mir_lower_strips: the block's loop, in strips. jit_mir_batched: inside
+ * that, the register holding e's value when e is a batched root, else 0. */
+jit_mir_batch_t* jit_mir_batchable(const ir_func_t* f, const ir_block_t* b);
+void jit_mir_batch_free(jit_mir_batch_t* B);
+int jit_mir_batch_wants(const ir_func_t* f, int f64);
+void jit_mir_lower_strips(lower_t* L, jit_mir_batch_t* B);
+MIR_reg_t jit_mir_batched(lower_t* L, const ir_expr_t* e);
 
 /* Inline f32 math (jit/mir_math.c): each returns a new register. */
 MIR_reg_t jit_mir_expf(lower_t* L, MIR_reg_t x);

@@ -136,4 +136,151 @@ TEST(mir_dump_names_nothing_of_the_user) {
   uj_program_free(p);
 }
 
+/* ---- batched square roots (jit/mir_batch.c) ---- */
+
+/* Runs the parsed program on MIR and on the interpreter with every input
+ * n values of dtype d (0-d for the names in `scalars`, each between spaces)
+ * from seed, outputs shaped as the program says and given
+ * their input's memory when they share its name (in place), and counts
+ * output elements that differ by more than 2 ulp (NaN equals NaN; square
+ * roots agree exactly, batched or not). -1 on failure. */
+static long roots_mismatches(uj_program_t* p, uj_dtype_t d, int64_t n, const char* scalars, uint64_t seed,
+                             int negatives) {
+  enum { MAX_IO = 8 };
+  int ni = uj_program_io_count(p, 0), no = uj_program_io_count(p, 1);
+  if (ni > MAX_IO || no > MAX_IO) return -1;
+  size_t esize = d == UJ_F64 ? 8 : 4;
+  long bad = 0;
+  unsigned char* result[2][MAX_IO] = {{0}};
+  int64_t count[MAX_IO];
+  for (int run = 0; run < 2 && bad >= 0; run++) {
+    uj_ctx_t* ctx = uj_ctx_new();
+    uj_ctx_set_engine(ctx, run ? UJ_ENGINE_INTERP : UJ_ENGINE_MIR);
+    uj_tensor_t in[MAX_IO], out[MAX_IO];
+    const uj_tensor_t* ip[MAX_IO];
+    uj_tensor_t* op[MAX_IO];
+    void* data[MAX_IO] = {0};
+    for (int o = 0; o < no; o++) count[o] = 1;
+    uint64_t state = seed;
+    for (int i = 0; i < ni; i++) {
+      const char* name = uj_program_io_name(p, 0, i);
+      char word[64];
+      snprintf(word, sizeof word, " %s ", name ? name : "");
+      int scalar = name && strstr(scalars, word) != NULL;
+      int64_t count = scalar ? 1 : n;
+      data[i] = calloc((size_t)count + 1, esize);
+      for (int64_t k = 0; k < count; k++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        double v = (double)(state >> 11) / 9007199254740992.0 * 4.0 + (negatives ? -1.0 : 0.01);
+        if (d == UJ_F64) ((double*)data[i])[k] = v;
+        else ((float*)data[i])[k] = (float)v;
+      }
+      in[i] = (uj_tensor_t){data[i], d, UJ_CPU, scalar ? 0 : 1, {scalar ? 0 : n}};
+      ip[i] = &in[i];
+    }
+    for (int o = 0; o < no; o++) {
+      void* mem = NULL;
+      const char* name = uj_program_io_name(p, 1, o); /* NULL for a graph's unnamed outputs */
+      for (int i = 0; i < ni && name; i++) {
+        const char* input = uj_program_io_name(p, 0, i);
+        if (input && !strcmp(name, input)) mem = data[i];
+      }
+      out[o] = (uj_tensor_t){NULL, d, UJ_CPU, 0, {0}};
+      if (uj_program_shape(p, UJ_FORWARD, ip, NULL, o, &out[o].ndim, out[o].dims) != UJ_OK) bad = -1;
+      for (int k = 0; k < out[o].ndim; k++) count[o] *= out[o].dims[k];
+      result[run][o] = mem ? NULL : calloc((size_t)count[o] + 1, esize);
+      out[o].data = mem ? mem : result[run][o];
+      op[o] = &out[o];
+    }
+    if (bad < 0 || uj_program_run(ctx, p, UJ_FORWARD, ip, ni, NULL, 0, op, no) != UJ_OK) {
+      printf("  %s\n", uj_last_error());
+      bad = -1;
+    }
+    for (int o = 0; o < no; o++) {
+      if (!result[run][o]) { /* in place: keep a copy of the input's memory */
+        result[run][o] = malloc((size_t)count[o] * esize + 1);
+        if (result[run][o]) memcpy(result[run][o], out[o].data, (size_t)count[o] * esize);
+      }
+    }
+    for (int i = 0; i < ni; i++) free(data[i]);
+    uj_ctx_free(ctx);
+  }
+  for (int o = 0; o < no && bad >= 0; o++)
+    for (int64_t k = 0; k < count[o]; k++) {
+      double a = d == UJ_F64 ? ((double*)result[0][o])[k] : ((float*)result[0][o])[k];
+      double b = d == UJ_F64 ? ((double*)result[1][o])[k] : ((float*)result[1][o])[k];
+      /* 2 ulp: the interpreter rounds 1/sqrt(x) once, the engines twice */
+      double ulps = d == UJ_F64 ? 2.3e-16 : 1.2e-7;
+      if (!(a != a && b != b) && !(fabs(a - b) <= 2 * ulps * fmax(fabs(a), fabs(b)))) bad++;
+    }
+  for (int run = 0; run < 2; run++)
+    for (int o = 0; o < no; o++) free(result[run][o]);
+  return bad;
+}
+
+/* Whether the MIR module built for p calls the batched root helper. */
+static int dump_has(uj_program_t* p, const char* what) {
+  uj_ctx_t* ctx = uj_ctx_new();
+  char* text = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_MIR, NULL);
+  int found = text && strstr(text, what) != NULL;
+  free(text);
+  uj_ctx_free(ctx);
+  return found;
+}
+
+TEST(mir_batched_roots_match_interpreter) {
+  SKIP_WITHOUT_MIR();
+  static const struct {
+    const char* source;
+    const char* scalars;
+    int batched; /* whether the module must call the batch helper */
+  } programs[] = {
+      /* in place, locals feeding the root, 0-d inputs */
+      {"m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p - lr*m/(sqrt(v)+eps)", " b1 b2 lr eps ", 1},
+      /* two sites, one an rsqrt, one of them shared */
+      {"y = sqrt(x) + rsqrt(x + 1) * sqrt(x)", "", 1},
+      /* a root of a value the block writes: computed from the new value */
+      {"x = x * 2 + 1; y = sqrt(x)", "", 1},
+      /* a root inside a root: not batched (pass 1 would need the inner one) */
+      {"y = sqrt(sqrt(x) + 1)", "", 0},
+      /* a reduction: the roots are a block of their own before the sum */
+      {"s = sum(sqrt(x))", "", 1},
+  };
+  static const int64_t sizes[] = {0, 1, 7, 255, 256, 257, 513, 1000};
+  uint64_t seed = 0x5eedu;
+  HARNESS_SEED(seed);
+  for (size_t i = 0; i < sizeof programs / sizeof *programs; i++) {
+    uj_program_t* p = NULL;
+    CHECK(uj_program_parse(programs[i].source, &p) == UJ_OK);
+    if (!p) continue;
+    CHECK(dump_has(p, "jit_batch_sqrtf") == programs[i].batched);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+      long bad = roots_mismatches(p, UJ_F32, sizes[s], programs[i].scalars, seed + s, (int)(s % 2));
+      CHECK(bad == 0);
+      if (bad) printf("  %s, n = %lld: %ld elements differ\n", programs[i].source, (long long)sizes[s], bad);
+    }
+    uj_program_free(p);
+  }
+}
+
+TEST(mir_batched_roots_f64) {
+  SKIP_WITHOUT_MIR();
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 1, UJ_F64);
+  uj_io_t y = uj_binary(g, UJ_BINARY_ADD, uj_unary(g, UJ_UNARY_SQRT, x), uj_unary(g, UJ_UNARY_RSQRT, x));
+  uj_program_desc_t d = {.input_count = 1, .inputs = &x, .output_count = 1, .outputs = &y};
+  uj_program_t* p = NULL;
+  CHECK(uj_program_new(g, &d, &p) == UJ_OK);
+  uj_graph_free(g);
+  if (!p) return;
+  CHECK(dump_has(p, "jit_batch_sqrt\n") || dump_has(p, "jit_batch_sqrt "));
+  static const int64_t sizes[] = {1, 255, 256, 257, 2000};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    long bad = roots_mismatches(p, UJ_F64, sizes[s], "", 77 + s, (int)(s % 2));
+    CHECK(bad == 0);
+    if (bad) printf("  f64 n = %lld: %ld elements differ\n", (long long)sizes[s], bad);
+  }
+  uj_program_free(p);
+}
+
 TEST_MAIN()
