@@ -109,6 +109,14 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The hand-written CPU convolution backends: their kernels are written with
+# GCC vector types and want a*b + c fused into one instruction, which
+# -std=c11 turns off (-ffp-contract=off); -O3 unrolls their small fixed
+# loops. Instruction sets are chosen at run time inside the files
+# (target attributes), not here, so the library stays portable.
+CONV_CFLAGS := -ffp-contract=fast $(if $(filter 1,$(DEBUG)),,-O3)
+$(BUILD)/obj/backends/conv/%.o: override CFLAGS += $(CONV_CFLAGS)
+
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
