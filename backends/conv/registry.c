@@ -10,6 +10,7 @@
 const bk_conv_backend_t* const bk_conv_backends[] = {
     &bk_conv_ref,
     &bk_conv_cpu_direct,
+    &bk_conv_cpu_winograd,
 };
 const int bk_conv_backend_total = (int)(sizeof bk_conv_backends / sizeof bk_conv_backends[0]);
 
