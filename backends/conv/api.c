@@ -156,9 +156,14 @@ static uj_status_t check_x_w(const char* fn, const uj_conv2d_desc_t* d, const ch
 /* A tensor shaped like the output [N,OH,OW,K] of the problem. */
 static uj_status_t check_y_shape(const char* fn, const char* name, const uj_tensor_t* y, const bk_conv_problem_t* p,
                                  const char* n_source, const char* k_source) {
+  char oh_source[128], ow_source[128];
+  snprintf(oh_source, sizeof oh_source, "(H + 2*pad_h - KH) / stride_h + 1 = (%lld + %d - %lld) / %d + 1",
+           (long long)p->h, 2 * p->pad_h, (long long)p->kh, p->stride_h);
+  snprintf(ow_source, sizeof ow_source, "(W + 2*pad_w - KW) / stride_w + 1 = (%lld + %d - %lld) / %d + 1",
+           (long long)p->w, 2 * p->pad_w, (long long)p->kw, p->stride_w);
   uj_status_t s = check_axis(fn, name, y, 0, y_axes, p->n, n_source);
-  if (s == UJ_OK) s = check_axis(fn, name, y, 1, y_axes, p->oh, "(H + 2*pad_h - KH) / stride_h + 1");
-  if (s == UJ_OK) s = check_axis(fn, name, y, 2, y_axes, p->ow, "(W + 2*pad_w - KW) / stride_w + 1");
+  if (s == UJ_OK) s = check_axis(fn, name, y, 1, y_axes, p->oh, oh_source);
+  if (s == UJ_OK) s = check_axis(fn, name, y, 2, y_axes, p->ow, ow_source);
   if (s == UJ_OK) s = check_axis(fn, name, y, 3, y_axes, p->k, k_source);
   return s;
 }
@@ -172,11 +177,14 @@ static uj_status_t check_bias(const char* fn, const char* name, const uj_tensor_
   return s;
 }
 
-static uj_status_t run(uj_ctx_t* ctx, bk_conv_call_t* call, const bk_conv_problem_t* p, const char* backend) {
+/* Chooses the backend and runs it; a failure's message gets the function's name. */
+static uj_status_t run(const char* fn, uj_ctx_t* ctx, bk_conv_call_t* call, const bk_conv_problem_t* p,
+                       const char* backend) {
   call->ctx = ctx;
   call->p = p;
-  if (!(call->state = bk_conv_state(ctx))) return UJ_ERR_OOM;
-  return bk_conv_dispatch(call, backend);
+  uj_status_t s = (call->state = bk_conv_state(ctx)) ? bk_conv_dispatch(call, backend) : UJ_ERR_OOM;
+  if (s != UJ_OK) rt_error_prefix("%s: ", fn);
+  return s;
 }
 
 uj_status_t uj_conv2d(uj_ctx_t* ctx, const uj_conv2d_desc_t* desc, const uj_tensor_t* x, const uj_tensor_t* w,
@@ -197,7 +205,7 @@ uj_status_t uj_conv2d(uj_ctx_t* ctx, const uj_conv2d_desc_t* desc, const uj_tens
   if ((s = check_no_overlap(fn, 1, outs, out_names, 3, ins, in_names)) != UJ_OK) return s;
   p.has_bias = bias != NULL;
   bk_conv_call_t call = {.x = x, .w = w, .bias = bias, .y = y};
-  return run(ctx, &call, &p, backend);
+  return run(fn, ctx, &call, &p, backend);
 }
 
 uj_status_t uj_conv2d_backward_data(uj_ctx_t* ctx, const uj_conv2d_desc_t* desc, const uj_tensor_t* dy,
@@ -220,7 +228,7 @@ uj_status_t uj_conv2d_backward_data(uj_ctx_t* ctx, const uj_conv2d_desc_t* desc,
   if ((s = check_no_overlap(fn, 1, outs, out_names, 2, ins, in_names)) != UJ_OK) return s;
   p.op = BK_CONV_BACKWARD_DATA;
   bk_conv_call_t call = {.w = w, .dy = dy, .dx = dx};
-  return run(ctx, &call, &p, backend);
+  return run(fn, ctx, &call, &p, backend);
 }
 
 uj_status_t uj_conv2d_backward_filter(uj_ctx_t* ctx, const uj_conv2d_desc_t* desc, const uj_tensor_t* x,
@@ -245,7 +253,7 @@ uj_status_t uj_conv2d_backward_filter(uj_ctx_t* ctx, const uj_conv2d_desc_t* des
   p.has_bias = dbias != NULL;
   p.filter_key = 0; /* the filter is what this computes */
   bk_conv_call_t call = {.x = x, .dy = dy, .dw = dw, .dbias = dbias};
-  return run(ctx, &call, &p, backend);
+  return run(fn, ctx, &call, &p, backend);
 }
 
 uj_status_t uj_conv2d_output_shape(const uj_conv2d_desc_t* desc, const uj_tensor_t* x, const uj_tensor_t* w,
