@@ -55,16 +55,19 @@ const bk_conv_kernel_t* bk_conv_kernels(int* count);
  * state is made) names another this CPU can run. It lets tests and
  * benchmarks reach every variant on one machine. */
 const bk_conv_kernel_t* bk_conv_kernel_for(bk_conv_state_t* st);
-/* Parallel work with per-thread scratch. The items [0, items) are split
- * into `slots` contiguous runs, slot i getting [i*items/slots,
- * (i+1)*items/slots), and fn(ctx, slot, begin, end) runs for every slot on
- * the context's threads. Scratch allocated per slot before the call is then
- * used by one thread at a time. bk_conv_slots says how many slots to plan
- * for: at most the pool's threads, and none with fewer than min_items
- * items (at least 1 slot). */
+/* Parallel work with per-thread scratch. The items [0, items) are cut into
+ * runs of `grain` consecutive items, and `slots` runners, one per thread of
+ * the context's pool, claim runs in order from a shared counter until none
+ * is left, calling fn(ctx, slot, begin, end) for each. A runner whose thread
+ * is held up (a busy machine) simply claims fewer runs, instead of the
+ * whole call waiting for its fixed share. Scratch allocated per slot before
+ * the call is used by one thread at a time. bk_conv_slots says how many
+ * slots to plan for: at most the pool's threads, and none with fewer than
+ * min_items items (at least 1 slot). Which runner computes an item never
+ * changes its value, so results do not depend on the threads. */
 typedef void (*bk_conv_slot_fn)(void* ctx, int slot, int64_t begin, int64_t end);
 int bk_conv_slots(rt_pool_t* pool, int64_t items, int64_t min_items);
-void bk_conv_parallel(rt_pool_t* pool, int slots, int64_t items, bk_conv_slot_fn fn, void* ctx);
+void bk_conv_parallel(rt_pool_t* pool, int slots, int64_t items, int64_t grain, bk_conv_slot_fn fn, void* ctx);
 
 /* 64-byte aligned memory for n floats (n may be 0); NULL with the error
  * set on OOM or a size that overflows. Free with free(). */

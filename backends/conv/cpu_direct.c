@@ -21,8 +21,8 @@
  * row and image boundaries and only the very last tile is partial. Work is
  * ordered as groups of pixels (about 128 KiB of input rows each, kept in
  * L2), then filter panels, then tiles of the group: the panel in use stays
- * in cache while the group's tiles stream past it. The ordered list of
- * tiles is split into contiguous runs across the context's threads. Partial
+ * in cache while the group's tiles stream past it. The context's threads
+ * claim runs of that ordered list (cpu.h, bk_conv_parallel). Partial
  * tiles (the last pixels, or K not a multiple of cols) go through a scratch
  * tile and are copied out, so nothing outside y is ever written. */
 #include <stdlib.h>
@@ -177,7 +177,11 @@ static uj_status_t direct_run(const bk_conv_call_t* call) {
       }
     }
   }
-  if (s == UJ_OK) bk_conv_parallel(pool, slots, items, direct_range, &j);
+  /* runs of at most one group's tiles for one panel, and about 8 runs per
+   * slot so that a slow thread costs little */
+  int64_t grain = (items + 8 * slots - 1) / (8 * slots);
+  if (grain > j.group_tiles) grain = j.group_tiles;
+  if (s == UJ_OK) bk_conv_parallel(pool, slots, items, grain, direct_range, &j);
   free(j.rows_of_slot);
   free(for_cache);
   bk_conv_scratch_give(call->state, scratch, scratch_floats);

@@ -15,9 +15,9 @@
  * large as x and y times 36/16, and U is w times 4. Two schedules:
  *
  *   private  U fits in L2 (up to 1 MiB, i.e. C*K up to about 7000): each
- *            thread takes a contiguous run of tiles and walks it in blocks
- *            whose V and M fit in L2 next to U, doing all three steps per
- *            block; nothing but x, y and the shared U leaves the core.
+ *            thread claims blocks of tiles whose V and M fit in L2 next to
+ *            U and does all three steps per block in scratch of its own;
+ *            nothing but x, y and the shared U leaves the core.
  *   shared   U is larger: reading it once per thread per block would cost
  *            more than the arithmetic, so all threads work on one block of
  *            many tiles at a time, step by step: the input and output steps
@@ -144,7 +144,8 @@ static void filter_slot(void* ctx, int slot, int64_t begin, int64_t end) {
 static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g, rt_pool_t* pool, float* u) {
   filter_job_t fj = {g, call->w->data, u};
   int64_t C = call->p->c;
-  bk_conv_parallel(pool, bk_conv_slots(pool, C, 8), C, filter_slot, &fj);
+  int slots = bk_conv_slots(pool, C, 8);
+  bk_conv_parallel(pool, slots, C, (C + 4 * slots - 1) / (4 * slots), filter_slot, &fj);
 }
 
 /* Tiles per block and the schedule (see the file comment). */
@@ -160,20 +161,22 @@ static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
     if (j->block > bk_round_up(j->g.tiles, rows)) j->block = bk_round_up(j->g.tiles, rows);
     *slots = rt_pool_size(pool);
   } else {
+    /* blocks are the runs threads claim: at least two per slot */
     *slots = bk_conv_slots(pool, j->g.tiles, MIN_TILES_PER_SLOT);
-    int64_t per_slot = bk_round_up((j->g.tiles + *slots - 1) / *slots, rows);
-    j->block = fit < per_slot ? fit : per_slot;
+    int64_t half_share = bk_round_up((j->g.tiles + 2 * *slots - 1) / (2 * *slots), rows);
+    j->block = fit < half_share ? fit : half_share;
   }
 }
 
 static void run_shared(wino_job_t* j, rt_pool_t* pool) {
   for (j->block_first = 0; j->block_first < j->g.tiles; j->block_first += j->block) {
     j->block_count = j->g.tiles - j->block_first < j->block ? j->g.tiles - j->block_first : j->block;
-    bk_conv_parallel(pool, bk_conv_slots(pool, j->block_count, MIN_TILES_PER_SLOT), j->block_count, shared_input, j);
+    int64_t tiles = j->block_count, rows = j->kern->rows;
+    bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_input, j);
     zero_tail(j, j->v, j->block_count);
     int64_t nproducts = 36 * j->g.panels;
-    bk_conv_parallel(pool, bk_conv_slots(pool, nproducts, 1), nproducts, shared_products, j);
-    bk_conv_parallel(pool, bk_conv_slots(pool, j->block_count, MIN_TILES_PER_SLOT), j->block_count, shared_output, j);
+    bk_conv_parallel(pool, bk_conv_slots(pool, nproducts, 1), nproducts, 1, shared_products, j);
+    bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_output, j);
   }
 }
 
@@ -233,7 +236,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
     }
   }
   if (s == UJ_OK && shared) run_shared(&j, pool);
-  else if (s == UJ_OK) bk_conv_parallel(pool, slots, j.g.tiles, private_slot, &j);
+  else if (s == UJ_OK) bk_conv_parallel(pool, slots, j.g.tiles, j.block, private_slot, &j);
   free(j.a);
   free(u_for_cache);
   bk_conv_scratch_give(call->state, scratch, scratch_floats);

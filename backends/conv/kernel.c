@@ -20,6 +20,7 @@
  * with their own target attribute (the avx2 and generic ones inline one
  * body); which one runs is decided by __builtin_cpu_supports, and by
  * UOPJIT_CONV_ISA for a context (cpu.h). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,20 +219,25 @@ int bk_conv_slots(rt_pool_t* pool, int64_t items, int64_t min_items) {
 typedef struct {
   bk_conv_slot_fn fn;
   void* ctx;
-  int slots;
-  int64_t items;
+  int64_t items, grain;
+  _Atomic int64_t next; /* the first item no runner has claimed */
 } slot_job_t;
 
-/* The pool hands out slot numbers; a busy pool gives one thread them all. */
+/* The pool hands out slot numbers; a busy pool gives one thread them all,
+ * and the first of them then claims every run. */
 static void run_slots(void* ctx, int64_t begin, int64_t end) {
-  const slot_job_t* j = ctx;
-  for (int64_t s = begin; s < end; s++) {
-    int64_t lo = s * j->items / j->slots, hi = (s + 1) * j->items / j->slots;
-    if (hi > lo) j->fn(j->ctx, (int)s, lo, hi);
-  }
+  slot_job_t* j = ctx;
+  for (int64_t s = begin; s < end; s++)
+    for (;;) {
+      int64_t lo = atomic_fetch_add(&j->next, j->grain);
+      if (lo >= j->items) break;
+      int64_t hi = lo + j->grain < j->items ? lo + j->grain : j->items;
+      j->fn(j->ctx, (int)s, lo, hi);
+    }
 }
 
-void bk_conv_parallel(rt_pool_t* pool, int slots, int64_t items, bk_conv_slot_fn fn, void* ctx) {
-  slot_job_t j = {fn, ctx, slots, items};
+void bk_conv_parallel(rt_pool_t* pool, int slots, int64_t items, int64_t grain, bk_conv_slot_fn fn, void* ctx) {
+  slot_job_t j = {fn, ctx, items, grain > 0 ? grain : 1, 0};
+  atomic_init(&j.next, 0);
   rt_pool_run(pool, 0, slots, 1, run_slots, &j);
 }
