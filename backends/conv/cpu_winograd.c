@@ -70,16 +70,16 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t rows
                      const float** a) {
   const bk_wino_geom_t* g = &j->g;
   int rows = j->kern->rows;
-  int64_t C = g->p->c, cols = g->cols, v_row = 36 * g->cs, m_row = 36 * g->kp;
+  int64_t C = g->p->c, cols = g->cols;
   for (int64_t i = begin; i < end; i++) {
     int64_t xi = i / g->panels, panel = i % g->panels;
     const float* ux = j->u + (xi * g->panels + panel) * C * cols;
-    float* mx = m + xi * g->kp + panel * cols;
+    float* mx = m + xi * g->m_xi + panel * cols;
     for (int64_t c0 = 0; c0 < C; c0 += DEPTH_SLICE) {
       int64_t depth = C - c0 < DEPTH_SLICE ? C - c0 : DEPTH_SLICE;
       for (int64_t r0 = 0; r0 < rows_used; r0 += rows) {
-        for (int r = 0; r < rows; r++) a[r] = v + (r0 + r) * v_row + xi * g->cs;
-        j->kern->tile(1, a, c0, depth, ux + c0 * cols, 0, NULL, c0 > 0, mx + r0 * m_row, m_row);
+        for (int r = 0; r < rows; r++) a[r] = v + (r0 + r) * g->v_tile + xi * g->v_xi;
+        j->kern->tile(1, a, c0, depth, ux + c0 * cols, 0, NULL, c0 > 0, mx + r0 * g->m_tile, g->m_tile);
       }
     }
   }
@@ -88,7 +88,8 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t rows
 /* Zeros the V rows of tiles [count, rows_used): the kernel reads them. */
 static void zero_tail(const wino_job_t* j, float* v, int64_t count) {
   int64_t rows_used = bk_round_up(count, j->kern->rows);
-  if (rows_used > count) memset(v + count * 36 * j->g.cs, 0, sizeof(float) * (size_t)((rows_used - count) * 36 * j->g.cs));
+  for (int64_t t = count; t < rows_used; t++)
+    for (int64_t xi = 0; xi < 36; xi++) memset(v + t * j->g.v_tile + xi * j->g.v_xi, 0, sizeof(float) * (size_t)j->g.cs);
 }
 
 /* Tiles [first, first + count) through all three steps, in V and M of one slot. */
@@ -194,11 +195,14 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   j.g.panels = (p->k + j.g.cols - 1) / j.g.cols;
   j.g.kp = j.g.panels * j.g.cols;
   j.x = call->x->data;
+  j.g.v_tile = 36 * j.g.cs, j.g.v_xi = j.g.cs;
+  j.g.m_tile = 36 * j.g.kp, j.g.m_xi = j.g.kp;
   j.y = call->y->data;
   j.bias = call->bias ? call->bias->data : NULL;
   rt_pool_t* pool = bk_conv_pool(call->ctx);
   int shared, slots;
   plan(&j, pool, &shared, &slots);
+
 
   /* U: kept under the filter_key; else made now, into memory the cache
    * will own (a key) or into the call's scratch (no key) */

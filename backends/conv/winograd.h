@@ -24,14 +24,16 @@
  * of the filter and the output), as GCC vectors, and is built for avx512,
  * avx2 and the default target, picked at run time (target_clones).
  *
- * Layouts (floats), tile-major so that each transform reads and writes
- * one contiguous stretch per tile (the product kernel takes its rows by
- * pointer, so it does not mind the stride between them):
- *   V   [tiles][36][cs]: tile t at V + (t - row0)*36*cs, position xi at
- *       + xi*cs, channel c at + c; cs = round_up(C, 16), channels past C are 0
+ * Layouts (floats):
+ *   V   tile t at V + (t - row0)*v_tile, position xi at + xi*v_xi, channel c
+ *       at + c; rows of cs = round_up(C, 16) floats, channels past C are 0.
+ *       Tile-major (v_tile = 36*cs, v_xi = cs) lets each transform read and
+ *       write one contiguous stretch per tile; the product kernel takes its
+ *       rows by pointer and does not mind the stride between them
  *   U   [36][panels][C][cols]: for each xi the filters in panels of cols,
  *       the right-hand side panels of the product kernel (cpu.h)
- *   M   [tiles][36][kp]: like V with filters for channels; kp = panels*cols */
+ *   M   like V (m_tile, m_xi) with filters for channels; rows of
+ *       kp = panels*cols floats */
 #ifndef UJ_BACKENDS_CONV_WINOGRAD_H
 #define UJ_BACKENDS_CONV_WINOGRAD_H
 
@@ -44,6 +46,8 @@ typedef struct {
   int64_t tiles_h, tiles_w, tiles; /* tiles = n * tiles_h * tiles_w */
   int64_t cs, kp;                  /* row lengths of V and M */
   int64_t cols, panels;            /* the product kernel's panel width, K split into panels */
+  int64_t v_tile, v_xi;            /* V: floats from one tile to the next, from one xi to the next */
+  int64_t m_tile, m_xi;            /* M: the same */
 } bk_wino_geom_t;
 
 /* Transformed input tiles [t_begin, t_end) of x into V. */
