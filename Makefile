@@ -5,7 +5,8 @@
 #   make test       everything, then every tests/test_* binary, with a summary
 #   make debug      the same tests built with ASan + UBSan under build/debug/
 #   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
-#   make bench      bench/: every CPU engine against AOT C and an unfused baseline
+#   make bench      bench/: every CPU engine against AOT C and an unfused baseline,
+#                   then the convolution backends on network layers (bench --conv)
 #   make clean
 #
 # Optional parts (MIR, CUDA, cuDNN) are detected here and reported once.
@@ -228,6 +229,7 @@ $(BENCH): $(BENCH_OBJS) $(BENCH_AOT_OBJS) $(LIB_A)
 
 bench: all $(BENCH)
 	$(BENCH)
+	$(BENCH) --conv
 
 # The demo, then two fused chains through the expression language checked
 # against the interpreter in f64, then the short bench.
