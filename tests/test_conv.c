@@ -347,12 +347,15 @@ TEST(winograd_transforms_match_matrices) {
   const bk_conv_kernel_t* kern = bk_conv_kernels(&count);
   bk_conv_problem_t p = {.n = 1, .h = 6, .w = 6, .c = C, .k = K, .kh = 3, .kw = 3, .oh = 4, .ow = 4,
                          .stride_h = 1, .stride_w = 1};
-  bk_wino_geom_t g = {&p, 1, 1, 1, bk_round_up(C, 16), 0, kern->cols, (K + kern->cols - 1) / kern->cols};
+  bk_wino_geom_t g = {&p, 1, 1, 1, bk_round_up(C, 16), 0, kern->cols, (K + kern->cols - 1) / kern->cols, 0, 0, 0, 0, 0};
   g.kp = g.panels * g.cols;
+  g.u_block = C * g.cols + 16;
+  g.v_tile = 36 * g.cs, g.v_xi = g.cs;
+  g.m_tile = 36 * g.kp, g.m_xi = g.kp;
   float* x = malloc(sizeof(float) * 36 * C);
   float* v = malloc(sizeof(float) * 36 * (size_t)g.cs);
   float* w = malloc(sizeof(float) * (size_t)(K * 9 * C));
-  float* u = malloc(sizeof(float) * 36 * (size_t)(C * g.kp));
+  float* u = malloc(sizeof(float) * 36 * (size_t)(g.panels * g.u_block));
   float* m = malloc(sizeof(float) * 36 * (size_t)g.kp);
   float* y = malloc(sizeof(float) * 16 * K);
   float* bias = malloc(sizeof(float) * K);
@@ -376,7 +379,7 @@ TEST(winograd_transforms_match_matrices) {
       for (int i = 0; i < 9; i++) in[i] = k < K ? w[(k * 9 + i) * C + c] : 0.0;
       sandwich(6, 3, &wino_g[0][0], in, want, mag);
       for (int xi = 0; xi < 36; xi++) {
-        float got = u[((xi * g.panels + k / g.cols) * C + c) * g.cols + k % g.cols];
+        float got = u[(xi * g.panels + k / g.cols) * g.u_block + c * g.cols + k % g.cols];
         CHECK(fabs(got - want[xi]) <= TRANSFORM_TOL * mag[xi]);
       }
     }

@@ -73,7 +73,7 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t rows
   int64_t C = g->p->c, cols = g->cols;
   for (int64_t i = begin; i < end; i++) {
     int64_t xi = i / g->panels, panel = i % g->panels;
-    const float* ux = j->u + (xi * g->panels + panel) * C * cols;
+    const float* ux = j->u + (xi * g->panels + panel) * g->u_block;
     float* mx = m + xi * g->m_xi + panel * cols;
     for (int64_t c0 = 0; c0 < C; c0 += DEPTH_SLICE) {
       int64_t depth = C - c0 < DEPTH_SLICE ? C - c0 : DEPTH_SLICE;
@@ -145,8 +145,9 @@ static void filter_slot(void* ctx, int slot, int64_t begin, int64_t end) {
 static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g, rt_pool_t* pool, float* u) {
   filter_job_t fj = {g, call->w->data, u};
   int64_t C = call->p->c;
-  int slots = bk_conv_slots(pool, C, 8);
-  bk_conv_parallel(pool, slots, C, (C + 4 * slots - 1) / (4 * slots), filter_slot, &fj);
+  /* runs of whole groups of 16 channels, a few per slot */
+  int slots = bk_conv_slots(pool, C, 16);
+  bk_conv_parallel(pool, slots, C, bk_round_up((C + 4 * slots - 1) / (4 * slots), 16), filter_slot, &fj);
 }
 
 /* Tiles per block and the schedule (see the file comment). */
@@ -155,7 +156,7 @@ static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
   int64_t tile_bytes = 36 * (j->g.cs + j->g.kp) * (int64_t)sizeof(float);
   int64_t fit = BLOCK_BYTES / tile_bytes / rows * rows;
   if (fit < rows) fit = rows;
-  int64_t u_bytes = 36 * j->g.p->c * j->g.kp * (int64_t)sizeof(float);
+  int64_t u_bytes = 36 * j->g.panels * j->g.u_block * (int64_t)sizeof(float);
   *shared = u_bytes > PRIVATE_U_BYTES;
   if (*shared) {
     j->block = fit > SHARED_MIN_TILES ? fit : bk_round_up(SHARED_MIN_TILES, rows);
@@ -194,6 +195,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   j.g.cols = j.kern->cols;
   j.g.panels = (p->k + j.g.cols - 1) / j.g.cols;
   j.g.kp = j.g.panels * j.g.cols;
+  j.g.u_block = p->c * j.g.cols + 16;
   j.x = call->x->data;
   j.g.v_tile = 36 * j.g.cs, j.g.v_xi = j.g.cs;
   j.g.m_tile = 36 * j.g.kp, j.g.m_xi = j.g.kp;
@@ -206,7 +208,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
 
   /* U: kept under the filter_key; else made now, into memory the cache
    * will own (a key) or into the call's scratch (no key) */
-  int64_t u_floats = 36 * p->c * j.g.kp;
+  int64_t u_floats = 36 * j.g.panels * j.g.u_block;
   bk_conv_filter_t* kept = bk_conv_filter_find(call->state, &bk_conv_cpu_winograd, p, (int)j.g.cols);
   float* u_for_cache = NULL;
   uj_status_t s = UJ_OK;

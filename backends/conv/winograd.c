@@ -185,6 +185,6 @@ BK_CLONES void bk_wino_filter(const bk_wino_geom_t* g, const float* w, int64_t c
       }
       for (int xi = 0; xi < 36; xi++)
         for (int64_t ci = 0; ci < nc; ci++)
-          memcpy(u + ((xi * panels + panel) * C + c0 + ci) * cols, rows[xi][ci], sizeof(float) * (size_t)cols);
+          memcpy(u + (xi * panels + panel) * g->u_block + (c0 + ci) * cols, rows[xi][ci], sizeof(float) * (size_t)cols);
     }
 }

@@ -30,8 +30,11 @@
  *       Tile-major (v_tile = 36*cs, v_xi = cs) lets each transform read and
  *       write one contiguous stretch per tile; the product kernel takes its
  *       rows by pointer and does not mind the stride between them
- *   U   [36][panels][C][cols]: for each xi the filters in panels of cols,
- *       the right-hand side panels of the product kernel (cpu.h)
+ *   U   [36][panels] blocks of [C][cols], u_block floats apart: for each xi
+ *       the filters in panels of cols, the right-hand side panels of the
+ *       product kernel (cpu.h). u_block = C*cols + 16: one cache line more
+ *       than the block, because with C*cols a power of two the 36 blocks
+ *       the filter transform writes at once would share cache sets
  *   M   like V (m_tile, m_xi) with filters for channels; rows of
  *       kp = panels*cols floats */
 #ifndef UJ_BACKENDS_CONV_WINOGRAD_H
@@ -46,6 +49,7 @@ typedef struct {
   int64_t tiles_h, tiles_w, tiles; /* tiles = n * tiles_h * tiles_w */
   int64_t cs, kp;                  /* row lengths of V and M */
   int64_t cols, panels;            /* the product kernel's panel width, K split into panels */
+  int64_t u_block;                 /* floats from one (xi, panel) block of U to the next */
   int64_t v_tile, v_xi;            /* V: floats from one tile to the next, from one xi to the next */
   int64_t m_tile, m_xi;            /* M: the same */
 } bk_wino_geom_t;
