@@ -42,6 +42,9 @@ typedef float bk_v8u __attribute__((vector_size(32), aligned(4), may_alias));
 typedef void (*bk_conv_tile_fn)(int ntaps, const float* const* a, int64_t a_offset, int64_t depth, const float* b,
                                 int64_t b_tap, const float* init, int accumulate, float* out, int64_t ldo);
 
+/* rows * cols of the largest kernel: the size of a scratch tile. */
+#define BK_CONV_TILE_MAX (6 * 64)
+
 typedef struct {
   const char* isa; /* "avx512", "avx2", "generic" */
   int rows, cols;  /* the tile */

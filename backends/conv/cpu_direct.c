@@ -35,7 +35,6 @@
 /* Multiply-adds below which splitting across threads costs more than it saves. */
 #define MIN_PARALLEL_WORK (1 << 18)
 
-
 typedef struct {
   const bk_conv_problem_t* p;
   const bk_conv_kernel_t* kern;
@@ -98,7 +97,7 @@ static void direct_range(void* ctx, int slot, int64_t begin, int64_t end) {
   const bk_conv_problem_t* p = j->p;
   int rows = j->kern->rows, cols = j->kern->cols;
   const float** a = j->rows_of_slot + (int64_t)slot * j->taps * rows;
-  float partial[6 * 64]; /* rows * cols of the largest kernel */
+  float partial[BK_CONV_TILE_MAX];
   int64_t per_group = j->panels * j->group_tiles;
   for (int64_t i = begin; i < end; i++) {
     int64_t group = i / per_group, in_group = i % per_group;

@@ -5,11 +5,11 @@
  * channel and filter where the direct sum does 144 (winograd.h has the
  * algebra, winograd.c the transforms). The work is three steps:
  *
- *   input    every tile's 6x6 input patch -> V [36][tiles][C]
+ *   input    every tile's 6x6 input patch -> V [tiles][36][C]
  *   product  M_xi = V_xi U_xi for xi < 36, with the product kernel of
  *            kernel.c; U [36][C][K] is the transformed filter, computed
  *            once per call, or once per filter_key and kept in the context
- *   output   every tile's M values -> its 4x4 outputs (+ bias) in y
+ *   output   every tile's M [tiles][36][K] -> its 4x4 outputs (+ bias) in y
  *
  * Memory traffic decides the speed as much as arithmetic: V and M are as
  * large as x and y times 36/16, and U is w times 4. Two schedules:
@@ -24,9 +24,9 @@
  *            split the tiles, the product splits the 36 x (K / cols)
  *            products, so U streams through once per block.
  *
- * Rounding: the transforms scale values by up to 8 (A^T) and 4 (B^T) and
- * divide by up to 24 (G), so the f32 result is less accurate than a direct
- * sum; the tested bound is 1e-5 * 9C * max|x| * max|w| per element, against
+ * Rounding: the transforms multiply values by up to 5 (B^T) and 8 (A^T)
+ * and divide by up to 24 (G), and the terms they add cancel, so the f32
+ * result is less accurate than a direct sum; the tested bound is 1e-5 * 9C * max|x| * max|w| per element, against
  * 1e-6 for the direct and reference backends (include/uopjit.h). */
 #include <stdlib.h>
 #include <string.h>

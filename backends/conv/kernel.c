@@ -168,6 +168,8 @@ static void tile_generic(int ntaps, const float* const* a, int64_t a_offset, int
   tile_v8_body(ntaps, a, a_offset, depth, b, b_tap, init, accumulate, out, ldo);
 }
 
+_Static_assert(6 * 64 <= BK_CONV_TILE_MAX && 6 * 16 <= BK_CONV_TILE_MAX, "a tile larger than BK_CONV_TILE_MAX");
+
 /* Fastest first; bk_conv_kernels() skips those the CPU lacks. */
 static const bk_conv_kernel_t kernel_table[] = {
 #if BK_X86
