@@ -158,8 +158,8 @@ TEST(wrong_ranks_dtypes_devices) {
   x = f.x, w = f.w, y = f.y;
   x.device = w.device = y.device = UJ_CUDA;
   EXPECT(&f, forward(&f, &x, &w, NULL, &y, NULL), UJ_ERR_UNSUPPORTED, "no convolution backend can run this call",
-         "backend cpu_winograd runs on the cpu device, the tensors are on cuda");
-  EXPECT(&f, forward(&f, &x, &w, NULL, &y, "ref"), UJ_ERR_UNSUPPORTED, "backend ref runs on the cpu device", NULL);
+         "backend cpu_winograd runs on cpu only, the tensors are on cuda");
+  EXPECT(&f, forward(&f, &x, &w, NULL, &y, "ref"), UJ_ERR_UNSUPPORTED, "backend ref runs on cpu only", NULL);
   fixture_free(&f);
 }
 

@@ -41,9 +41,9 @@ typedef struct {
 
 /* What a backend handles. A limit of 0 means "any". */
 typedef struct {
-  unsigned ops;    /* bit (1u << bk_conv_op_t) per op */
-  uj_device_t device;
-  unsigned dtypes; /* bit (1u << uj_dtype_t) per dtype */
+  unsigned ops;     /* bit (1u << bk_conv_op_t) per op */
+  unsigned devices; /* bit (1u << uj_device_t) per device: a CUDA backend has 1u << UJ_CUDA */
+  unsigned dtypes;  /* bit (1u << uj_dtype_t) per dtype */
   bk_conv_layout_t layout;
   int kernel_min, kernel_max; /* KH and KW, inclusive */
   int stride_max;             /* stride_h and stride_w */
@@ -136,11 +136,12 @@ typedef struct bk_conv_filter bk_conv_filter_t;
  * (a kernel's panel width, say). */
 bk_conv_filter_t* bk_conv_filter_find(bk_conv_state_t* st, const bk_conv_backend_t* b, const bk_conv_problem_t* p,
                                       int variant);
-/* Keeps data (malloc'ed, `bytes` long; ownership passes to the cache) under
- * p->filter_key and returns the held entry; on OOM frees data and returns
- * NULL. An older entry for the same name is replaced. */
+/* Keeps data (`bytes` long; ownership passes to the cache, which releases
+ * it with free_fn, or free() when NULL: a GPU backend keeps device memory)
+ * under p->filter_key and returns the held entry; on OOM releases data and
+ * returns NULL. An older entry for the same name is replaced. */
 bk_conv_filter_t* bk_conv_filter_add(bk_conv_state_t* st, const bk_conv_backend_t* b, const bk_conv_problem_t* p,
-                                     int variant, void* data, size_t bytes);
+                                     int variant, void* data, size_t bytes, void (*free_fn)(void*));
 const void* bk_conv_filter_data(const bk_conv_filter_t* f);
 void bk_conv_filter_release(bk_conv_state_t* st, bk_conv_filter_t* f);
 /* Drops the entries of key (0: all) that no call holds; held ones go when released. */

@@ -170,7 +170,7 @@ static uj_status_t direct_run(const bk_conv_call_t* call) {
       j.wp = packed;
       if (for_cache) { /* the cache owns it from here, or frees it on OOM */
         kept = bk_conv_filter_add(call->state, &bk_conv_cpu_direct, p, cols, for_cache,
-                                  (size_t)packed_floats * sizeof(float));
+                                  (size_t)packed_floats * sizeof(float), NULL);
         for_cache = NULL;
         if (!kept) s = rt_error(UJ_ERR_OOM, "cpu_direct: out of memory keeping the packed filter");
       }
@@ -193,7 +193,7 @@ const bk_conv_backend_t bk_conv_cpu_direct = {
     .caps =
         {
             .ops = 1u << BK_CONV_FORWARD,
-            .device = UJ_CPU,
+            .devices = 1u << UJ_CPU,
             .dtypes = 1u << UJ_F32,
             .layout = BK_CONV_NHWC,
             .kernel_min = 1,

@@ -235,7 +235,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
       j.u = u;
       if (u_for_cache) { /* the cache owns it from here, or frees it on OOM */
         kept = bk_conv_filter_add(call->state, &bk_conv_cpu_winograd, p, (int)j.g.cols, u_for_cache,
-                                  (size_t)u_floats * sizeof(float));
+                                  (size_t)u_floats * sizeof(float), NULL);
         u_for_cache = NULL;
         if (!kept) s = rt_error(UJ_ERR_OOM, "cpu_winograd: out of memory keeping the transformed filter");
       }
@@ -255,7 +255,7 @@ const bk_conv_backend_t bk_conv_cpu_winograd = {
     .caps =
         {
             .ops = 1u << BK_CONV_FORWARD,
-            .device = UJ_CPU,
+            .devices = 1u << UJ_CPU,
             .dtypes = 1u << UJ_F32,
             .layout = BK_CONV_NHWC,
             .kernel_min = 3,

@@ -179,7 +179,7 @@ const bk_conv_backend_t bk_conv_ref = {
     .caps =
         {
             .ops = 1u << BK_CONV_FORWARD | 1u << BK_CONV_BACKWARD_DATA | 1u << BK_CONV_BACKWARD_FILTER,
-            .device = UJ_CPU,
+            .devices = 1u << UJ_CPU,
             .dtypes = 1u << UJ_F32 | 1u << UJ_F64,
             .layout = BK_CONV_NHWC,
             .kernel_min = 1,

@@ -48,15 +48,28 @@ static void dtype_list(unsigned mask, char* out, size_t size) {
                                                   uj_dtype_name((uj_dtype_t)d));
 }
 
+/* "cpu" or "cpu, cuda": the devices in a capability's mask. */
+static void device_list(unsigned mask, char* out, size_t size) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (int d = UJ_CPU; d <= UJ_CUDA; d++)
+    if (mask & (1u << d))
+      len += (size_t)snprintf(out + len, len < size ? size - len : 0, "%s%s", len ? ", " : "",
+                              device_name((uj_device_t)d));
+}
+
 uj_status_t bk_conv_capable(const bk_conv_backend_t* b, const bk_conv_problem_t* p, int explain) {
   const bk_conv_caps_t* c = &b->caps;
   if (!(c->ops & (1u << p->op)))
     return explain ? rt_error(UJ_ERR_UNSUPPORTED, "backend %s does not run %s", b->name, op_name(p->op))
                    : UJ_ERR_UNSUPPORTED;
-  if (c->device != p->device)
-    return explain ? rt_error(UJ_ERR_UNSUPPORTED, "backend %s runs on the %s device, the tensors are on %s", b->name,
-                              device_name(c->device), device_name(p->device))
-                   : UJ_ERR_UNSUPPORTED;
+  if (!(c->devices & (1u << p->device))) {
+    if (!explain) return UJ_ERR_UNSUPPORTED;
+    char list[32];
+    device_list(c->devices, list, sizeof list);
+    return rt_error(UJ_ERR_UNSUPPORTED, "backend %s runs on %s only, the tensors are on %s", b->name, list,
+                    device_name(p->device));
+  }
   if (!(c->dtypes & (1u << p->dtype))) {
     if (!explain) return UJ_ERR_UNSUPPORTED;
     char list[32];

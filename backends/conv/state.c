@@ -41,6 +41,7 @@ struct bk_conv_filter {
   int64_t dims[4]; /* w's sizes: k kh kw c */
   int variant;
   void* data;
+  void (*free_fn)(void*);
   size_t bytes;
   int holds;     /* calls reading it now */
   int dropped;   /* out of the list; freed at the last release */
@@ -70,7 +71,7 @@ struct bk_conv_state {
 };
 
 static void filter_free(bk_conv_filter_t* f) {
-  free(f->data);
+  f->free_fn(f->data);
   free(f);
 }
 
@@ -257,13 +258,14 @@ bk_conv_filter_t* bk_conv_filter_find(bk_conv_state_t* st, const bk_conv_backend
 }
 
 bk_conv_filter_t* bk_conv_filter_add(bk_conv_state_t* st, const bk_conv_backend_t* b, const bk_conv_problem_t* p,
-                                     int variant, void* data, size_t bytes) {
+                                     int variant, void* data, size_t bytes, void (*free_fn)(void*)) {
+  if (!free_fn) free_fn = free;
   bk_conv_filter_t* f = calloc(1, sizeof *f);
   if (!f) {
-    free(data);
+    free_fn(data);
     return NULL;
   }
-  *f = (bk_conv_filter_t){b, p->filter_key, {p->k, p->kh, p->kw, p->c}, variant, data, bytes, 1, 0, 0, NULL};
+  *f = (bk_conv_filter_t){b, p->filter_key, {p->k, p->kh, p->kw, p->c}, variant, data, free_fn, bytes, 1, 0, 0, NULL};
   pthread_mutex_lock(&st->lock);
   /* the same key with other sizes or from another backend is a different
    * entry; the same everything (two calls racing to prepare it) is replaced */
