@@ -14,20 +14,25 @@
  * Memory traffic decides the speed as much as arithmetic: V and M are as
  * large as x and y times 36/16, and U is w times 4. Two schedules:
  *
- *   private  U fits in L2 (up to 1 MiB, i.e. C*K up to about 7000): each
- *            thread claims blocks of tiles whose V and M fit in L2 next to
- *            U and does all three steps per block in scratch of its own;
- *            nothing but x, y and the shared U leaves the core.
+ *   private  each thread claims blocks of tiles whose V and M fit in L2
+ *            and does all three steps per block in scratch of its own;
+ *            nothing but x, y and U leaves the core, but every block reads
+ *            all of U. Used while U is small: up to 1 MiB (C*K up to about
+ *            7000, U stays in L2) on one thread, up to 4 MiB (C = K = 128)
+ *            on several, where the alternative moves V and M between cores.
  *   shared   U is larger: reading it once per thread per block would cost
  *            more than the arithmetic, so all threads work on one block of
  *            many tiles at a time, step by step: the input and output steps
  *            split the tiles, the product splits the 36 x (K / cols)
  *            products, so U streams through once per block.
+ * The limits come from timing the layers of bench/conv.c on one and two
+ * threads.
  *
  * Rounding: the transforms multiply values by up to 5 (B^T) and 8 (A^T)
  * and divide by up to 24 (G), and the terms they add cancel, so the f32
- * result is less accurate than a direct sum; the tested bound is 1e-5 * 9C * max|x| * max|w| per element, against
- * 1e-6 for the direct and reference backends (include/uopjit.h). */
+ * result is less accurate than a direct sum; the tested bound is
+ * 1e-5 * 9C * max|x| * max|w| per element, against 1e-6 for the direct and
+ * reference backends (include/uopjit.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +41,10 @@
 
 /* V and M of one block should fit in this much of a core's L2. */
 #define BLOCK_BYTES (1 << 20)
-/* U up to this size is read by every thread (the private schedule). */
-#define PRIVATE_U_BYTES (1 << 20)
+/* U up to this size is read by every block (the private schedule), on one
+ * thread and on several. */
+#define PRIVATE_U_BYTES_ONE_THREAD (1 << 20)
+#define PRIVATE_U_BYTES_THREADS (4 << 20)
 /* The shared schedule's blocks have at least this many tiles, so that the
  * product's panels of U are used for enough rows to pay for reading them. */
 #define SHARED_MIN_TILES 96
@@ -157,7 +164,7 @@ static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
   int64_t fit = BLOCK_BYTES / tile_bytes / rows * rows;
   if (fit < rows) fit = rows;
   int64_t u_bytes = 36 * j->g.panels * j->g.u_block * (int64_t)sizeof(float);
-  *shared = u_bytes > PRIVATE_U_BYTES;
+  *shared = u_bytes > (rt_pool_size(pool) > 1 ? PRIVATE_U_BYTES_THREADS : PRIVATE_U_BYTES_ONE_THREAD);
   if (*shared) {
     j->block = fit > SHARED_MIN_TILES ? fit : bk_round_up(SHARED_MIN_TILES, rows);
     if (j->block > bk_round_up(j->g.tiles, rows)) j->block = bk_round_up(j->g.tiles, rows);
