@@ -13,7 +13,9 @@
  *     calls as an inference loop would keep them; the "no key" rows time
  *     cpu_winograd with its filter transform in every call;
  *   - times are medians of SAMPLES samples, each as many calls as fill
- *     SAMPLE_NS (at least one); ref takes seconds at batch 8, so it is
+ *     SAMPLE_NS (at least one), the backends' samples taken in turn so that
+ *     a change in the machine's load touches all of them; ref takes
+ *     seconds at batch 8, so it is
  *     timed by the median of REF_RUNS_BATCH1 runs at batch 1 and by its one
  *     checking run at batch 8 (the table says which);
  *   - "x direct" is cpu_direct's time over the row's (above 1: faster).
@@ -112,19 +114,28 @@ static int run_once(uj_ctx_t* ctx, workload_t* wl, row_kind_t kind, uj_tensor_t*
   return s == UJ_OK ? 0 : -1;
 }
 
-/* Median milliseconds per call over SAMPLES samples of SAMPLE_NS each. */
-static double time_backend(uj_ctx_t* ctx, workload_t* wl, row_kind_t kind) {
-  double samples[SAMPLES];
-  int calls = 1;
-  for (int s = 0; s < SAMPLES; s++) {
-    double t0 = bench_now_ns();
-    for (int c = 0; c < calls; c++)
-      if (run_once(ctx, wl, kind, &wl->y) != 0) return -1;
-    double elapsed = bench_now_ns() - t0;
-    samples[s] = elapsed / calls * 1e-6;
-    if (s == 0 && elapsed < SAMPLE_NS) calls = (int)(SAMPLE_NS / fmax(elapsed, 1.0)) + 1;
-  }
-  return bench_median(samples, SAMPLES);
+/* Calls per sample for a row: enough to fill SAMPLE_NS, judged from one call. */
+static int calls_per_sample(uj_ctx_t* ctx, workload_t* wl, row_kind_t kind) {
+  double t0 = bench_now_ns();
+  if (run_once(ctx, wl, kind, &wl->y) != 0) return -1;
+  double elapsed = bench_now_ns() - t0;
+  return elapsed >= SAMPLE_NS ? 1 : (int)(SAMPLE_NS / fmax(elapsed, 1.0)) + 1;
+}
+
+/* Median milliseconds per call of each row in rows[] (those with calls[k]
+ * > 0), over SAMPLES samples taken round-robin: a machine whose load
+ * changes during the run then slows every row alike and the ratios hold. */
+static void time_rows(uj_ctx_t* ctx, workload_t* wl, const int* calls, cell_t* cells) {
+  double samples[NROWS][SAMPLES];
+  for (int s = 0; s < SAMPLES; s++)
+    for (int k = ROW_DIRECT; k < NROWS; k++) {
+      if (calls[k] <= 0) continue;
+      double t0 = bench_now_ns();
+      for (int c = 0; c < calls[k] && cells[k].ok; c++) cells[k].ok = run_once(ctx, wl, (row_kind_t)k, &wl->y) == 0;
+      samples[k][s] = (bench_now_ns() - t0) / calls[k] * 1e-6;
+    }
+  for (int k = ROW_DIRECT; k < NROWS; k++)
+    if (calls[k] > 0 && cells[k].ok) cells[k].ms = bench_median(samples[k], SAMPLES);
 }
 
 /* Largest |y - ref| over the backend's bound (tolerances as include/uopjit.h:
@@ -164,6 +175,7 @@ static void measure(uj_ctx_t* ctx, const layer_t* l, int batch, cell_t* cells) {
       if (ok) cells[ROW_REF] = (cell_t){1, bench_median(runs, REF_RUNS_BATCH1), 0, "median of 3 runs"};
     }
   }
+  int calls[NROWS] = {0};
   for (int k = ROW_DIRECT; k < NROWS && cells[ROW_REF].ok; k++) {
     memset(wl.y.data, 0xff, sizeof(float) * (size_t)numel(&wl.y)); /* NaN: a backend that writes nothing fails */
     if (run_once(ctx, &wl, (row_kind_t)k, &wl.y) != 0) continue;  /* also the warm-up */
@@ -172,10 +184,11 @@ static void measure(uj_ctx_t* ctx, const layer_t* l, int batch, cell_t* cells) {
       cells[k].note = "MISMATCH";
       continue;
     }
-    cells[k].ms = time_backend(ctx, &wl, (row_kind_t)k);
-    cells[k].ok = cells[k].ms > 0;
+    calls[k] = calls_per_sample(ctx, &wl, (row_kind_t)k);
+    cells[k].ok = calls[k] > 0;
     cells[k].note = k == ROW_WINOGRAD_NO_KEY ? "no key, median" : "median";
   }
+  time_rows(ctx, &wl, calls, cells);
   uj_conv2d_forget(ctx, wl.filter_key);
   workload_free(&wl);
 }
@@ -211,14 +224,15 @@ int bench_conv_main(int argc, char** argv) {
   if (isatty(2)) fprintf(stderr, "\r\033[K");
 
   printf("\n== convolution: 3x3 filters, stride 1, padding 1, f32, NHWC\n");
-  printf("%d thread(s) (%s), ref on the %s engine; hand-written backends keep their filter\n", threads,
-         from_env ? "UOPJIT_THREADS" : "every core", uj_engine_name(uj_ctx_engine(ctx)));
-  printf("packing/transform (filter_key) unless \"no key\"; times are medians of %d samples of >= %.0f ms;\n", SAMPLES,
+  printf("%d thread(s) (%s); ref on the %s engine.\n", threads, from_env ? "UOPJIT_THREADS" : "every core",
+         uj_engine_name(uj_ctx_engine(ctx)));
+  printf("cpu_direct and cpu_winograd keep their filter packing/transform (a filter_key) except in the\n");
+  printf("\"no key\" rows. Times: medians of %d samples of >= %.0f ms, the backends sampled by turns;\n", SAMPLES,
          SAMPLE_NS * 1e-6);
-  printf("ref is timed by the median of %d runs at batch 1 and by its single checking run at batch 8\n",
+  printf("ref: median of %d runs at batch 1, its one checking run at batch 8 (seconds per call there).\n",
          REF_RUNS_BATCH1);
-  printf("(seconds per call there); \"x direct\" = cpu_direct's time / the row's; \"err\" = largest |y - ref| over\n");
-  printf("the documented bound (1e-6, Winograd 1e-5, times 9C max|x| max|w|; ref's own 1e-6 added): <= 1 passes.\n\n");
+  printf("\"x direct\" = cpu_direct's time / the row's. \"err\" = largest |y - ref| / the documented bound\n");
+  printf("(1e-6, Winograd 1e-5, times 9C max|x| max|w|, plus ref's own 1e-6): <= 1 passes.\n\n");
   printf("%-16s %5s  %-22s %10s %9s %9s %8s\n", "layer", "batch", "backend", "ms", "GFLOP/s", "x direct", "err");
   int status = 0, wino_met = 0, wino_rows = 0, ref_met = 0, ref_rows = 0;
   double wino_min = INFINITY, ref_min = INFINITY;
