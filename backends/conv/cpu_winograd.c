@@ -23,8 +23,9 @@
  *   shared   U is larger: reading it once per thread per block would cost
  *            more than the arithmetic, so all threads work on one block of
  *            many tiles at a time, step by step: the input and output steps
- *            split the tiles, the product splits the 36 x (K / cols)
- *            products, so U streams through once per block.
+ *            split the tiles; the product splits the 36 x (K / cols)
+ *            products, so U streams through once per block, or, with many
+ *            rows per thread, the rows (see run_shared).
  * The limits come from timing the layers of bench/conv.c on one and two
  * threads.
  *
@@ -50,6 +51,8 @@
 #define SHARED_MIN_TILES 96
 /* Channels per slice of the products' sums (see products()). */
 #define DEPTH_SLICE 128
+/* Row blocks per thread from which the shared schedule's products split by rows. */
+#define ROWS_PER_SLOT 8
 /* Tiles per slot below which threads are not worth waking. */
 #define MIN_TILES_PER_SLOT 6
 
@@ -73,8 +76,8 @@ typedef struct {
  * over channels is split into slices of DEPTH_SLICE, each slice of the U
  * panel (DEPTH_SLICE x cols floats, 32 KiB) staying in L1 while every row
  * of the block passes over it. */
-static void products(const wino_job_t* j, const float* v, float* m, int64_t rows_used, int64_t begin, int64_t end,
-                     const float** a) {
+static void products(const wino_job_t* j, const float* v, float* m, int64_t row_begin, int64_t rows_used,
+                     int64_t begin, int64_t end, const float** a) {
   const bk_wino_geom_t* g = &j->g;
   int rows = j->kern->rows;
   int64_t C = g->p->c, cols = g->cols;
@@ -84,7 +87,7 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t rows
     float* mx = m + xi * g->m_xi + panel * cols;
     for (int64_t c0 = 0; c0 < C; c0 += DEPTH_SLICE) {
       int64_t depth = C - c0 < DEPTH_SLICE ? C - c0 : DEPTH_SLICE;
-      for (int64_t r0 = 0; r0 < rows_used; r0 += rows) {
+      for (int64_t r0 = row_begin; r0 < rows_used; r0 += rows) {
         for (int r = 0; r < rows; r++) a[r] = v + (r0 + r) * g->v_tile + xi * g->v_xi;
         j->kern->tile(1, a, c0, depth, ux + c0 * cols, 0, NULL, c0 > 0, mx + r0 * g->m_tile, g->m_tile);
       }
@@ -104,7 +107,7 @@ static void block_all_steps(const wino_job_t* j, int64_t first, int64_t count, f
   const bk_wino_geom_t* g = &j->g;
   bk_wino_input(g, j->x, first, first + count, v, first);
   zero_tail(j, v, count);
-  products(j, v, m, bk_round_up(count, j->kern->rows), 0, 36 * g->panels, a);
+  products(j, v, m, 0, bk_round_up(count, j->kern->rows), 0, 36 * g->panels, a);
   bk_wino_output(g, m, first, first, first + count, j->bias, j->y);
 }
 
@@ -126,7 +129,14 @@ static void shared_input(void* ctx, int slot, int64_t begin, int64_t end) {
 
 static void shared_products(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
-  products(j, j->v, j->m, bk_round_up(j->block_count, j->kern->rows), begin, end, j->a + (int64_t)slot * j->kern->rows);
+  products(j, j->v, j->m, 0, bk_round_up(j->block_count, j->kern->rows), begin, end, j->a + (int64_t)slot * j->kern->rows);
+}
+
+/* Row blocks [begin, end) of every product. */
+static void shared_products_rows(void* ctx, int slot, int64_t begin, int64_t end) {
+  const wino_job_t* j = ctx;
+  int rows = j->kern->rows;
+  products(j, j->v, j->m, begin * rows, end * rows, 0, 36 * j->g.panels, j->a + (int64_t)slot * rows);
 }
 
 static void shared_output(void* ctx, int slot, int64_t begin, int64_t end) {
@@ -177,14 +187,23 @@ static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
   }
 }
 
+/* The shared schedule. The products split by rows when every thread gets
+ * at least ROWS_PER_SLOT row blocks: each thread then reads all of U but
+ * only the V and M rows it works on; with fewer rows, reading U once per
+ * thread costs more, and the products split by (xi, panel) instead. */
 static void run_shared(wino_job_t* j, rt_pool_t* pool) {
+  int64_t rows = j->kern->rows;
   for (j->block_first = 0; j->block_first < j->g.tiles; j->block_first += j->block) {
-    j->block_count = j->g.tiles - j->block_first < j->block ? j->g.tiles - j->block_first : j->block;
-    int64_t tiles = j->block_count, rows = j->kern->rows;
+    int64_t tiles = j->g.tiles - j->block_first < j->block ? j->g.tiles - j->block_first : j->block;
+    j->block_count = tiles;
+    int64_t rowblocks = bk_round_up(tiles, rows) / rows, nproducts = 36 * j->g.panels;
+    int row_slots = bk_conv_slots(pool, rowblocks, ROWS_PER_SLOT);
     bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_input, j);
-    zero_tail(j, j->v, j->block_count);
-    int64_t nproducts = 36 * j->g.panels;
-    bk_conv_parallel(pool, bk_conv_slots(pool, nproducts, 1), nproducts, 1, shared_products, j);
+    zero_tail(j, j->v, tiles);
+    if (row_slots > 1)
+      bk_conv_parallel(pool, row_slots, rowblocks, (rowblocks + row_slots - 1) / row_slots, shared_products_rows, j);
+    else
+      bk_conv_parallel(pool, bk_conv_slots(pool, nproducts, 1), nproducts, 1, shared_products, j);
     bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_output, j);
   }
 }
