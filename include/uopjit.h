@@ -309,7 +309,9 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
  *                   and back): within 1e-5 * KH*KW*C * max|x| * max|w| of
  *                   the exact result per element, against 1e-6 for the others.
  * Both CPU backends split their work over the context's threads
- * (UOPJIT_THREADS).
+ * (UOPJIT_THREADS) and pick their kernels' instruction set (avx512, avx2
+ * or generic) from the CPU; UOPJIT_CONV_ISA=<one of those>, read on a
+ * context's first convolution, makes them use another the CPU can run.
  *
  * backend names one of them; NULL or "auto" picks by capability: the
  * backends that can run the call, "ref" only when no other can. When
