@@ -5,7 +5,8 @@
 #   make test       everything, then every tests/test_* binary, with a summary
 #   make debug      the same tests built with ASan + UBSan under build/debug/
 #   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
-#   make bench      bench/: every CPU engine against AOT C and an unfused baseline
+#   make bench      bench/: every CPU engine against AOT C and an unfused baseline,
+#                   then the convolution backends on network layers (bench --conv)
 #   make clean
 #
 # Optional parts (MIR, CUDA, cuDNN) are detected here and reported once.
@@ -123,6 +124,14 @@ $(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: $(C_EMITTER_FILES)
 # the way (jit/batch_math.c).
 $(BUILD)/obj/jit/batch_math.o: override CFLAGS += -O3 -fno-math-errno
 
+# The hand-written CPU convolution backends: their kernels are written with
+# GCC vector types and want a*b + c fused into one instruction, which
+# -std=c11 turns off (-ffp-contract=off); -O3 unrolls their small fixed
+# loops. Instruction sets are chosen at run time inside the files
+# (target attributes), not here, so the library stays portable.
+CONV_CFLAGS := -ffp-contract=fast $(if $(filter 1,$(DEBUG)),,-O3)
+$(BUILD)/obj/backends/conv/%.o: override CFLAGS += $(CONV_CFLAGS)
+
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
@@ -234,6 +243,7 @@ $(BENCH): $(BENCH_OBJS) $(BENCH_AOT_OBJS) $(LIB_A)
 
 bench: all $(BENCH)
 	$(BENCH)
+	$(BENCH) --conv
 
 # The demo, then two fused chains through the expression language checked
 # against the interpreter in f64, then the short bench.

@@ -141,12 +141,14 @@ static void usage(FILE* f) {
           "usage: bench [--short]\n"
           "  Times the programs in %s/*.uj on the interpreter, MIR and C JIT engines,\n"
           "  their AOT C and an unfused baseline, with compile times and STREAM bandwidth.\n"
-          "  --short  sizes 2^16 and 2^20 and fewer repetitions\n",
+          "  --short  sizes 2^16 and 2^20 and fewer repetitions\n"
+          "  --conv [--threads N]  instead, the convolution backends on network layers (conv.c)\n",
           BENCH_SOURCE_DIR);
 }
 
 int main(int argc, char** argv) {
   static bench_results_t res; /* large: static rather than on the stack */
+  if (argc > 1 && strcmp(argv[1], "--conv") == 0) return bench_conv_main(argc - 1, argv + 1);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--short") == 0) {
       res.short_run = 1;

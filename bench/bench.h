@@ -223,4 +223,8 @@ typedef struct {
 
 void report_print(const bench_results_t* results);
 
+/* ---- conv.c: `bench --conv`, the convolution backends on network layers ---- */
+
+int bench_conv_main(int argc, char** argv);
+
 #endif

@@ -272,6 +272,105 @@ typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA,
 char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t what,
                       const int64_t* params);
 
+/* ---- convolution ---------------------------------------------------------- */
+
+/* 2-D convolution (the cross-correlation of deep learning frameworks) on
+ * NHWC tensors:
+ *
+ *   x [N, H, W, C]    w [K, KH, KW, C]    bias [K] (optional)    y [N, OH, OW, K]
+ *   OH = (H + 2*pad_h - KH) / stride_h + 1      OW = (W + 2*pad_w - KW) / stride_w + 1
+ *   y[n,oh,ow,k] = bias[k] + sum over r < KH, s < KW, c < C of
+ *                  x[n, oh*stride_h + r - pad_h, ow*stride_w + s - pad_w, c] * w[k,r,s,c]
+ *
+ * where reads outside x count as 0 (zero padding). Every size must be >= 1
+ * and the (padded) input at least as large as the filter. The backward
+ * functions give the gradients through y of a loss L, from dy = dL/dy:
+ * dx = dL/dx, dw = dL/dw and dbias = dL/dbias.
+ *
+ *   uj_conv2d_desc_t d = {.stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1};
+ *   float xv[1*8*8*16], wv[32*3*3*16], yv[1*8*8*32];
+ *   uj_tensor_t x = {xv, UJ_F32, UJ_CPU, 4, {1, 8, 8, 16}};
+ *   uj_tensor_t w = {wv, UJ_F32, UJ_CPU, 4, {32, 3, 3, 16}};
+ *   uj_tensor_t y = {yv, UJ_F32, UJ_CPU, 4, {1, 8, 8, 32}};
+ *   uj_status_t s = uj_conv2d(ctx, &d, &x, &w, NULL, &y, NULL);   // NULL: auto
+ *
+ * Backends, each with its capability (outside it: UJ_ERR_UNSUPPORTED with
+ * the reason, nothing written):
+ *   "ref"           the convolution written in uops, run on the context's
+ *                   engine (uj_ctx_set_engine): the definition the others are
+ *                   tested against. f32 and f64, any filter, stride and
+ *                   padding; forward, backward data and backward filter
+ *                   (the gradients by the uop autodiff).
+ *   "cpu_direct"    hand-written, cache- and register-blocked. f32 forward,
+ *                   any filter, stride and padding.
+ *   "cpu_winograd"  Winograd F(4x4, 3x3). f32 forward, 3x3 filters, stride
+ *                   1, any padding. Its rounding error is larger than a
+ *                   direct sum's (the transforms scale values by up to 8
+ *                   and back): within 1e-5 * KH*KW*C * max|x| * max|w| of
+ *                   the exact result per element, against 1e-6 for the others.
+ * Both CPU backends split their work over the context's threads
+ * (UOPJIT_THREADS) and pick their kernels' instruction set (avx512, avx2
+ * or generic) from the CPU; UOPJIT_CONV_ISA=<one of those>, read on a
+ * context's first convolution, makes them use another the CPU can run.
+ *
+ * backend names one of them; NULL or "auto" picks by capability: the
+ * backends that can run the call, "ref" only when no other can. When
+ * several qualify, the first call of a shape on a context runs each of them
+ * four times (a warm-up, then the best of three timed runs counts) and the
+ * context remembers the fastest for that shape (op, dtype, sizes, stride,
+ * padding, bias or not).
+ * UOPJIT_CONV_BACKEND=<name>, read on a context's first convolution, makes
+ * auto mean that backend (its capability still applies); an unknown name
+ * there makes auto calls fail with UJ_ERR_INVALID naming the variable.
+ *
+ * filter_key: 0, or a caller-chosen name for the current values of w. With
+ * a nonzero key the caller promises that every call on this context with
+ * that key passes a w of the same shape and values; backends that
+ * transform the filter first (cpu_winograd's filter transform, cpu_direct's
+ * packing) keep the result in the context under the key and skip that work
+ * on later calls. Use a new key, or uj_conv2d_forget, when the values
+ * change. Kept copies are freed with the context, least recently used first
+ * when they pass 512 MiB.
+ *
+ * Errors (checked before anything is written): UJ_ERR_INVALID for a NULL
+ * ctx, desc or tensor, an unknown backend name, a stride < 1, a padding < 0,
+ * a dtype other than f32/f64 or tensors of different dtypes or devices, or
+ * an output sharing memory with an input; UJ_ERR_SHAPE for a wrong rank or
+ * size, naming the tensor, the axis, expected and got; UJ_ERR_UNSUPPORTED
+ * when the chosen backend (or, for auto, every backend) cannot run it. */
+typedef struct {
+  int stride_h, stride_w; /* >= 1 */
+  int pad_h, pad_w;       /* zero rows and columns added on each side, >= 0 */
+  uint64_t filter_key;    /* 0, or a name for w's values (above) */
+} uj_conv2d_desc_t;
+
+/* y = conv(x, w) (+ bias when bias is not NULL). */
+uj_status_t uj_conv2d(uj_ctx_t* ctx, const uj_conv2d_desc_t* desc, const uj_tensor_t* x, const uj_tensor_t* w,
+                      const uj_tensor_t* bias, uj_tensor_t* y, const char* backend);
+/* dx [N,H,W,C] from dy [N,OH,OW,K] and w; dx's sizes give H and W (with a
+ * stride > 1 several input sizes share one output size). */
+uj_status_t uj_conv2d_backward_data(uj_ctx_t* ctx, const uj_conv2d_desc_t* desc, const uj_tensor_t* dy,
+                                    const uj_tensor_t* w, uj_tensor_t* dx, const char* backend);
+/* dw [K,KH,KW,C] from x and dy; dw's sizes give KH and KW. dbias [K] too
+ * when it is not NULL. filter_key is ignored. */
+uj_status_t uj_conv2d_backward_filter(uj_ctx_t* ctx, const uj_conv2d_desc_t* desc, const uj_tensor_t* x,
+                                      const uj_tensor_t* dy, uj_tensor_t* dw, uj_tensor_t* dbias,
+                                      const char* backend);
+/* The sizes of y for x and w: dims[0..4) = N, OH, OW, K. Errors as uj_conv2d's
+ * for desc, x and w. */
+uj_status_t uj_conv2d_output_shape(const uj_conv2d_desc_t* desc, const uj_tensor_t* x, const uj_tensor_t* w,
+                                   int64_t dims[4]);
+/* The backends, in the order auto tries them: names for i in 0..count-1,
+ * NULL out of range. */
+int uj_conv2d_backend_count(void);
+const char* uj_conv2d_backend_name(int i);
+/* The backend that ran the last successful convolution call on ctx; NULL
+ * when none has. */
+const char* uj_conv2d_last_backend(uj_ctx_t* ctx);
+/* Drops what the context keeps under filter_key (0: every key).
+ * UJ_ERR_INVALID for a NULL ctx. */
+uj_status_t uj_conv2d_forget(uj_ctx_t* ctx, uint64_t filter_key);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /* rt/ctx.c: creating and destroying a context. The context is deliberately
  * thin here: rt knows nothing of kernels, so everything the JIT keeps per
  * context (caches, compiled modules) hangs from an opaque slot that jit/
- * fills and that uj_ctx_free hands back to jit/ to release. Engine queries
+ * fills and that uj_ctx_free hands back to jit/ to release; backends/ has a
+ * slot of its own the same way. Engine queries
  * and selection live in jit/run.c, next to the engines themselves. */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ uj_ctx_t* uj_ctx_new(void) {
 
 void uj_ctx_free(uj_ctx_t* ctx) {
   if (!ctx) return;
+  if (ctx->backend_state && ctx->backend_state_free) ctx->backend_state_free(ctx->backend_state);
   if (ctx->jit_state && ctx->jit_state_free) ctx->jit_state_free(ctx->jit_state);
   free(ctx);
 }

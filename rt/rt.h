@@ -76,6 +76,12 @@ struct uj_ctx {
   int raw_ir;                     /* run the IR as emitted, skipping the passes */
   void* jit_state;                /* owned by jit/: caches, compiled modules */
   void (*jit_state_free)(void*);  /* called by uj_ctx_free */
+  /* owned by backends/: the convolution backends' choices per shape, cached
+   * filter transforms, reference programs. Made on first use (the first
+   * maker wins a race, as with jit_state) and freed before jit_state, since
+   * a backend's state may hold programs whose kernels live in the JIT's. */
+  void* backend_state;
+  void (*backend_state_free)(void*);
 };
 
 /* ---- thread pool (rt/threads.c) ---------------------------------------------- */

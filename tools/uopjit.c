@@ -13,6 +13,8 @@
  *   uopjit dump    the loop IR or engine code of an expression-language program
  *   uopjit aot     an expression-language program as a self-contained C file
  *   uopjit cache   the on-disk kernel cache: stats, list, clear
+ *   uopjit conv    one 2-D convolution on a chosen or automatic backend:
+ *                  timing, or (--check) a comparison with the reference in f64
  *
  * A new command is a new function plus a row in the table. Exit status: 0
  * success, 1 a failure, 2 bad usage. */
@@ -33,6 +35,7 @@ static const command_t commands[] = {
     {"dump", "the loop IR or engine code of an expression-language program", cli_cmd_dump},
     {"aot", "an expression-language program as a self-contained C file", cli_cmd_aot},
     {"cache", "the on-disk kernel cache: stats, list or clear", cli_cmd_cache},
+    {"conv", "a 2-D convolution on a backend: timing or --check", cli_cmd_conv},
 };
 
 static int usage(void) {
@@ -66,6 +69,15 @@ static int usage(void) {
           "      (list); every entry removed (clear). The directory is $UOPJIT_CACHE_DIR,\n"
           "      else $XDG_CACHE_HOME/uopjit, else ~/.cache/uopjit; UOPJIT_CACHE=0 turns\n"
           "      the cache off.\n"
+          "  uopjit conv [--n 1] [--hw 56 | --h H --w W] [--c 64] [--k 64] [--kernel 3]\n"
+          "              [--stride 1] [--pad KERNEL/2] [--bias] [--backend auto|ref|cpu_direct|...]\n"
+          "              [--op forward|backward-data|backward-filter] [--dtype f32|f64]\n"
+          "              [--engine auto|interp|mir|c] [--cache-filter] [--repeat 5] [--seed 1] [--check]\n"
+          "      x [N,H,W,C] and w [K,KERNEL,KERNEL,C] (and dy) get seeded values in [-1, 1).\n"
+          "      Prints the backend that ran and the median time of the runs with GFLOP/s;\n"
+          "      --check instead compares with the ref backend in f64 (on --engine), each\n"
+          "      element within 1e-6 (cpu_winograd: 1e-5) * KERNEL^2*C * max|x| * max|w|.\n"
+          "      --cache-filter passes a filter_key, so a backend keeps its filter transform.\n"
           "  A SOURCE that is a bare expression, such as '1/(1+exp(-x))', means 'y = EXPR'.\n"
           "\n"
           "  e.g. uopjit run --check '1/(1+exp(-(a*x+b)))' --scalar a,b\n"

@@ -1,0 +1,294 @@
+/* backends/conv/cpu_winograd.c: "cpu_winograd", Winograd F(4x4, 3x3) on the
+ * CPU: f32, NHWC, forward, 3x3 filters, stride 1, any padding.
+ *
+ * Per 4x4 block of output pixels ("tile") it does 36 multiplications per
+ * channel and filter where the direct sum does 144 (winograd.h has the
+ * algebra, winograd.c the transforms). The work is three steps:
+ *
+ *   input    every tile's 6x6 input patch -> V [tiles][36][C]
+ *   product  M_xi = V_xi U_xi for xi < 36, with the product kernel of
+ *            kernel.c; U [36][C][K] is the transformed filter, computed
+ *            once per call, or once per filter_key and kept in the context
+ *   output   every tile's M [tiles][36][K] -> its 4x4 outputs (+ bias) in y
+ *
+ * Memory traffic decides the speed as much as arithmetic: V and M are as
+ * large as x and y times 36/16, and U is w times 4. Two schedules:
+ *
+ *   private  each thread claims blocks of tiles whose V and M fit in L2
+ *            and does all three steps per block in scratch of its own;
+ *            nothing but x, y and U leaves the core, but every block reads
+ *            all of U. Used while U is small: up to 1 MiB (C*K up to about
+ *            7000, U stays in L2) on one thread, up to 4 MiB (C = K = 128)
+ *            on several, where the alternative moves V and M between cores.
+ *   shared   U is larger: reading it once per thread per block would cost
+ *            more than the arithmetic, so all threads work on one block of
+ *            many tiles at a time, step by step: the input and output steps
+ *            split the tiles; the product splits the 36 x (K / cols)
+ *            products, so U streams through once per block, or, with many
+ *            rows per thread, the rows (see run_shared).
+ * The limits come from timing the layers of bench/conv.c on one and two
+ * threads.
+ *
+ * Rounding: the transforms multiply values by up to 5 (B^T) and 8 (A^T)
+ * and divide by up to 24 (G), and the terms they add cancel, so the f32
+ * result is less accurate than a direct sum; the tested bound is
+ * 1e-5 * 9C * max|x| * max|w| per element, against 1e-6 for the direct and
+ * reference backends (include/uopjit.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "winograd.h"
+
+/* V and M of one block should fit in this much of a core's L2. */
+#define BLOCK_BYTES (1 << 20)
+/* U up to this size is read by every block (the private schedule), on one
+ * thread and on several. */
+#define PRIVATE_U_BYTES_ONE_THREAD (1 << 20)
+#define PRIVATE_U_BYTES_THREADS (4 << 20)
+/* The shared schedule's blocks have at least this many tiles, so that the
+ * product's panels of U are used for enough rows to pay for reading them. */
+#define SHARED_MIN_TILES 96
+/* Channels per slice of the products' sums (see products()). */
+#define DEPTH_SLICE 128
+/* Row blocks per thread from which the shared schedule's products split by rows. */
+#define ROWS_PER_SLOT 8
+/* Tiles per slot below which threads are not worth waking. */
+#define MIN_TILES_PER_SLOT 6
+
+typedef struct {
+  bk_wino_geom_t g;
+  const bk_conv_kernel_t* kern;
+  const float* x;
+  const float* u;
+  const float* bias;
+  float* y;
+  int64_t block;       /* tiles per block, a multiple of the kernel's rows */
+  float* v;            /* per slot (private) or one (shared) */
+  float* m;
+  const float** a;     /* row pointers: kernel rows per slot */
+  int64_t block_first; /* shared: the block being worked on */
+  int64_t block_count;
+} wino_job_t;
+
+/* M_xi = V_xi U_xi for products [begin, end) of one block; product i is
+ * (xi, panel) = (i / panels, i % panels), all rows of the block. The sum
+ * over channels is split into slices of DEPTH_SLICE, each slice of the U
+ * panel (DEPTH_SLICE x cols floats, 32 KiB) staying in L1 while every row
+ * of the block passes over it. */
+static void products(const wino_job_t* j, const float* v, float* m, int64_t row_begin, int64_t rows_used,
+                     int64_t begin, int64_t end, const float** a) {
+  const bk_wino_geom_t* g = &j->g;
+  int rows = j->kern->rows;
+  int64_t C = g->p->c, cols = g->cols;
+  for (int64_t i = begin; i < end; i++) {
+    int64_t xi = i / g->panels, panel = i % g->panels;
+    const float* ux = j->u + (xi * g->panels + panel) * g->u_block;
+    float* mx = m + xi * g->m_xi + panel * cols;
+    for (int64_t c0 = 0; c0 < C; c0 += DEPTH_SLICE) {
+      int64_t depth = C - c0 < DEPTH_SLICE ? C - c0 : DEPTH_SLICE;
+      for (int64_t r0 = row_begin; r0 < rows_used; r0 += rows) {
+        for (int r = 0; r < rows; r++) a[r] = v + (r0 + r) * g->v_tile + xi * g->v_xi;
+        j->kern->tile(1, a, c0, depth, ux + c0 * cols, 0, NULL, c0 > 0, mx + r0 * g->m_tile, g->m_tile);
+      }
+    }
+  }
+}
+
+/* Zeros the V rows of tiles [count, rows_used): the kernel reads them. */
+static void zero_tail(const wino_job_t* j, float* v, int64_t count) {
+  int64_t rows_used = bk_round_up(count, j->kern->rows);
+  for (int64_t t = count; t < rows_used; t++)
+    for (int64_t xi = 0; xi < 36; xi++) memset(v + t * j->g.v_tile + xi * j->g.v_xi, 0, sizeof(float) * (size_t)j->g.cs);
+}
+
+/* Tiles [first, first + count) through all three steps, in V and M of one slot. */
+static void block_all_steps(const wino_job_t* j, int64_t first, int64_t count, float* v, float* m, const float** a) {
+  const bk_wino_geom_t* g = &j->g;
+  bk_wino_input(g, j->x, first, first + count, v, first);
+  zero_tail(j, v, count);
+  products(j, v, m, 0, bk_round_up(count, j->kern->rows), 0, 36 * g->panels, a);
+  bk_wino_output(g, m, first, first, first + count, j->bias, j->y);
+}
+
+static void private_slot(void* ctx, int slot, int64_t begin, int64_t end) {
+  const wino_job_t* j = ctx;
+  float* v = j->v + (int64_t)slot * j->block * 36 * j->g.cs;
+  float* m = j->m + (int64_t)slot * j->block * 36 * j->g.kp;
+  const float** a = j->a + (int64_t)slot * j->kern->rows;
+  for (int64_t t = begin; t < end; t += j->block)
+    block_all_steps(j, t, end - t < j->block ? end - t : j->block, v, m, a);
+}
+
+/* The shared schedule's three steps, each split across the slots. */
+static void shared_input(void* ctx, int slot, int64_t begin, int64_t end) {
+  const wino_job_t* j = ctx;
+  (void)slot;
+  bk_wino_input(&j->g, j->x, j->block_first + begin, j->block_first + end, j->v, j->block_first);
+}
+
+static void shared_products(void* ctx, int slot, int64_t begin, int64_t end) {
+  const wino_job_t* j = ctx;
+  products(j, j->v, j->m, 0, bk_round_up(j->block_count, j->kern->rows), begin, end, j->a + (int64_t)slot * j->kern->rows);
+}
+
+/* Row blocks [begin, end) of every product. */
+static void shared_products_rows(void* ctx, int slot, int64_t begin, int64_t end) {
+  const wino_job_t* j = ctx;
+  int rows = j->kern->rows;
+  products(j, j->v, j->m, begin * rows, end * rows, 0, 36 * j->g.panels, j->a + (int64_t)slot * rows);
+}
+
+static void shared_output(void* ctx, int slot, int64_t begin, int64_t end) {
+  const wino_job_t* j = ctx;
+  (void)slot;
+  bk_wino_output(&j->g, j->m, j->block_first, j->block_first + begin, j->block_first + end, j->bias, j->y);
+}
+
+/* The filter transform, split over input channels. */
+typedef struct {
+  const bk_wino_geom_t* g;
+  const float* w;
+  float* u;
+} filter_job_t;
+
+static void filter_slot(void* ctx, int slot, int64_t begin, int64_t end) {
+  const filter_job_t* f = ctx;
+  (void)slot;
+  bk_wino_filter(f->g, f->w, begin, end, f->u);
+}
+
+/* Fills U from w (into memory the caller provides). */
+static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g, rt_pool_t* pool, float* u) {
+  filter_job_t fj = {g, call->w->data, u};
+  int64_t C = call->p->c;
+  /* runs of whole groups of 16 channels, a few per slot */
+  int slots = bk_conv_slots(pool, C, 16);
+  bk_conv_parallel(pool, slots, C, bk_round_up((C + 4 * slots - 1) / (4 * slots), 16), filter_slot, &fj);
+}
+
+/* Tiles per block and the schedule (see the file comment). */
+static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
+  int rows = j->kern->rows;
+  int64_t tile_bytes = 36 * (j->g.cs + j->g.kp) * (int64_t)sizeof(float);
+  int64_t fit = BLOCK_BYTES / tile_bytes / rows * rows;
+  if (fit < rows) fit = rows;
+  int64_t u_bytes = 36 * j->g.panels * j->g.u_block * (int64_t)sizeof(float);
+  *shared = u_bytes > (rt_pool_size(pool) > 1 ? PRIVATE_U_BYTES_THREADS : PRIVATE_U_BYTES_ONE_THREAD);
+  if (*shared) {
+    j->block = fit > SHARED_MIN_TILES ? fit : bk_round_up(SHARED_MIN_TILES, rows);
+    if (j->block > bk_round_up(j->g.tiles, rows)) j->block = bk_round_up(j->g.tiles, rows);
+    *slots = rt_pool_size(pool);
+  } else {
+    /* blocks are the runs threads claim: at least two per slot */
+    *slots = bk_conv_slots(pool, j->g.tiles, MIN_TILES_PER_SLOT);
+    int64_t half_share = bk_round_up((j->g.tiles + 2 * *slots - 1) / (2 * *slots), rows);
+    j->block = fit < half_share ? fit : half_share;
+  }
+}
+
+/* The shared schedule. The products split by rows when every thread gets
+ * at least ROWS_PER_SLOT row blocks: each thread then reads all of U but
+ * only the V and M rows it works on; with fewer rows, reading U once per
+ * thread costs more, and the products split by (xi, panel) instead. */
+static void run_shared(wino_job_t* j, rt_pool_t* pool) {
+  int64_t rows = j->kern->rows;
+  for (j->block_first = 0; j->block_first < j->g.tiles; j->block_first += j->block) {
+    int64_t tiles = j->g.tiles - j->block_first < j->block ? j->g.tiles - j->block_first : j->block;
+    j->block_count = tiles;
+    int64_t rowblocks = bk_round_up(tiles, rows) / rows, nproducts = 36 * j->g.panels;
+    int row_slots = bk_conv_slots(pool, rowblocks, ROWS_PER_SLOT);
+    bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_input, j);
+    zero_tail(j, j->v, tiles);
+    if (row_slots > 1)
+      bk_conv_parallel(pool, row_slots, rowblocks, (rowblocks + row_slots - 1) / row_slots, shared_products_rows, j);
+    else
+      bk_conv_parallel(pool, bk_conv_slots(pool, nproducts, 1), nproducts, 1, shared_products, j);
+    bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_output, j);
+  }
+}
+
+static uj_status_t winograd_run(const bk_conv_call_t* call) {
+  const bk_conv_problem_t* p = call->p;
+  wino_job_t j;
+  memset(&j, 0, sizeof j);
+  j.kern = bk_conv_kernel_for(call->state);
+  j.g.p = p;
+  j.g.tiles_h = (p->oh + 3) / 4;
+  j.g.tiles_w = (p->ow + 3) / 4;
+  j.g.tiles = p->n * j.g.tiles_h * j.g.tiles_w;
+  j.g.cs = bk_round_up(p->c, 16);
+  j.g.cols = j.kern->cols;
+  j.g.panels = (p->k + j.g.cols - 1) / j.g.cols;
+  j.g.kp = j.g.panels * j.g.cols;
+  j.g.u_block = p->c * j.g.cols + 16;
+  j.x = call->x->data;
+  j.g.v_tile = 36 * j.g.cs, j.g.v_xi = j.g.cs;
+  j.g.m_tile = 36 * j.g.kp, j.g.m_xi = j.g.kp;
+  j.y = call->y->data;
+  j.bias = call->bias ? call->bias->data : NULL;
+  rt_pool_t* pool = bk_conv_pool(call->ctx);
+  int shared, slots;
+  plan(&j, pool, &shared, &slots);
+
+
+  /* U: kept under the filter_key; else made now, into memory the cache
+   * will own (a key) or into the call's scratch (no key) */
+  int64_t u_floats = 36 * j.g.panels * j.g.u_block;
+  bk_conv_filter_t* kept = bk_conv_filter_find(call->state, &bk_conv_cpu_winograd, p, (int)j.g.cols);
+  float* u_for_cache = NULL;
+  uj_status_t s = UJ_OK;
+  if (!kept && p->filter_key && !(u_for_cache = bk_conv_alloc(u_floats, "cpu_winograd"))) s = UJ_ERR_OOM;
+  int64_t u_in_scratch = kept || u_for_cache ? 0 : u_floats;
+  int buffers = shared ? 1 : slots;
+  int64_t v_floats = j.block * 36 * j.g.cs, m_floats = j.block * 36 * j.g.kp, scratch_floats = 0;
+  float* scratch = NULL;
+  if (s == UJ_OK) {
+    scratch = bk_conv_scratch_take(call->state, u_in_scratch + buffers * (v_floats + m_floats), &scratch_floats,
+                                   "cpu_winograd");
+    j.a = scratch ? malloc(sizeof *j.a * (size_t)(slots * j.kern->rows)) : NULL;
+    if (!scratch) s = UJ_ERR_OOM;
+    else if (!j.a) s = rt_error(UJ_ERR_OOM, "cpu_winograd: out of memory");
+  }
+  if (s == UJ_OK) {
+    j.v = scratch + u_in_scratch;
+    j.m = j.v + buffers * v_floats;
+    if (kept) {
+      j.u = bk_conv_filter_data(kept);
+    } else {
+      float* u = u_for_cache ? u_for_cache : scratch;
+      filter_transform(call, &j.g, pool, u);
+      j.u = u;
+      if (u_for_cache) { /* the cache owns it from here, or frees it on OOM */
+        kept = bk_conv_filter_add(call->state, &bk_conv_cpu_winograd, p, (int)j.g.cols, u_for_cache,
+                                  (size_t)u_floats * sizeof(float), NULL);
+        u_for_cache = NULL;
+        if (!kept) s = rt_error(UJ_ERR_OOM, "cpu_winograd: out of memory keeping the transformed filter");
+      }
+    }
+  }
+  if (s == UJ_OK && shared) run_shared(&j, pool);
+  else if (s == UJ_OK) bk_conv_parallel(pool, slots, j.g.tiles, j.block, private_slot, &j);
+  free(j.a);
+  free(u_for_cache);
+  bk_conv_scratch_give(call->state, scratch, scratch_floats);
+  bk_conv_filter_release(call->state, kept);
+  return s;
+}
+
+const bk_conv_backend_t bk_conv_cpu_winograd = {
+    .name = "cpu_winograd",
+    .caps =
+        {
+            .ops = 1u << BK_CONV_FORWARD,
+            .devices = 1u << UJ_CPU,
+            .dtypes = 1u << UJ_F32,
+            .layout = BK_CONV_NHWC,
+            .kernel_min = 3,
+            .kernel_max = 3,
+            .stride_max = 1,
+            .pad_max = -1,
+            .reference = 0,
+        },
+    .run = winograd_run,
+};

@@ -1,0 +1,245 @@
+/* backends/conv/kernel.c: the register-blocked product kernel of the CPU
+ * convolution backends (declared in cpu.h), in one variant per instruction
+ * set, chosen at run time; and the scratch and threading helpers they share.
+ *
+ * A tile keeps rows x cols sums in vector registers for the whole reduction:
+ * per step c it loads cols/width vectors of the panel b (one row of the
+ * right-hand side) and, for each of the rows, broadcasts a[r][c] and
+ * multiply-adds it into that row's accumulators. The loads per step are
+ * rows + cols/width against rows * cols/width multiply-adds, so the tile is
+ * as large as the registers allow:
+ *
+ *   avx512   6 x 64: 24 accumulators of 16 floats, 4 panel vectors and a
+ *            broadcast in 32 registers
+ *   avx2     6 x 16: 12 accumulators of 8 floats in 16 registers
+ *   generic  the avx2 body for the compiler's default target (SSE2 on
+ *            x86-64, NEON on AArch64): correct anywhere, slower
+ *
+ * The accumulators are named variables, not an array, so that the compiler
+ * never has a reason to keep them in memory. Variants are separate functions
+ * with their own target attribute (the avx2 and generic ones inline one
+ * body); which one runs is decided by __builtin_cpu_supports, and by
+ * UOPJIT_CONV_ISA for a context (cpu.h). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define BK_X86 1
+#else
+#define BK_X86 0
+#endif
+
+#if BK_X86
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static void tile_avx512(
+    int ntaps, const float* const* a, int64_t a_offset, int64_t depth, const float* b, int64_t b_tap,
+    const float* init, int accumulate, float* out, int64_t ldo) {
+  bk_v16 i0 = {0}, i1 = {0}, i2 = {0}, i3 = {0};
+  if (init) {
+    i0 = *(const bk_v16u*)(init + 0);
+    i1 = *(const bk_v16u*)(init + 16);
+    i2 = *(const bk_v16u*)(init + 32);
+    i3 = *(const bk_v16u*)(init + 48);
+  }
+  bk_v16 c00 = i0, c01 = i1, c02 = i2, c03 = i3;
+  bk_v16 c10 = i0, c11 = i1, c12 = i2, c13 = i3;
+  bk_v16 c20 = i0, c21 = i1, c22 = i2, c23 = i3;
+  bk_v16 c30 = i0, c31 = i1, c32 = i2, c33 = i3;
+  bk_v16 c40 = i0, c41 = i1, c42 = i2, c43 = i3;
+  bk_v16 c50 = i0, c51 = i1, c52 = i2, c53 = i3;
+  if (accumulate) {
+    const bk_v16u* o = (const bk_v16u*)out;
+    c00 = o[0], c01 = o[1], c02 = o[2], c03 = o[3];
+    o = (const bk_v16u*)(out + ldo);
+    c10 = o[0], c11 = o[1], c12 = o[2], c13 = o[3];
+    o = (const bk_v16u*)(out + 2 * ldo);
+    c20 = o[0], c21 = o[1], c22 = o[2], c23 = o[3];
+    o = (const bk_v16u*)(out + 3 * ldo);
+    c30 = o[0], c31 = o[1], c32 = o[2], c33 = o[3];
+    o = (const bk_v16u*)(out + 4 * ldo);
+    c40 = o[0], c41 = o[1], c42 = o[2], c43 = o[3];
+    o = (const bk_v16u*)(out + 5 * ldo);
+    c50 = o[0], c51 = o[1], c52 = o[2], c53 = o[3];
+  }
+  for (int t = 0; t < ntaps; t++) {
+    const float* restrict a0 = a[6 * t + 0] + a_offset;
+    const float* restrict a1 = a[6 * t + 1] + a_offset;
+    const float* restrict a2 = a[6 * t + 2] + a_offset;
+    const float* restrict a3 = a[6 * t + 3] + a_offset;
+    const float* restrict a4 = a[6 * t + 4] + a_offset;
+    const float* restrict a5 = a[6 * t + 5] + a_offset;
+    const float* restrict bp = b + (int64_t)t * b_tap;
+    for (int64_t c = 0; c < depth; c++, bp += 64) {
+      bk_v16 b0 = *(const bk_v16u*)(bp + 0), b1 = *(const bk_v16u*)(bp + 16);
+      bk_v16 b2 = *(const bk_v16u*)(bp + 32), b3 = *(const bk_v16u*)(bp + 48);
+      float x = a0[c];
+      c00 += x * b0, c01 += x * b1, c02 += x * b2, c03 += x * b3;
+      x = a1[c];
+      c10 += x * b0, c11 += x * b1, c12 += x * b2, c13 += x * b3;
+      x = a2[c];
+      c20 += x * b0, c21 += x * b1, c22 += x * b2, c23 += x * b3;
+      x = a3[c];
+      c30 += x * b0, c31 += x * b1, c32 += x * b2, c33 += x * b3;
+      x = a4[c];
+      c40 += x * b0, c41 += x * b1, c42 += x * b2, c43 += x * b3;
+      x = a5[c];
+      c50 += x * b0, c51 += x * b1, c52 += x * b2, c53 += x * b3;
+    }
+  }
+  bk_v16u* o = (bk_v16u*)out;
+  o[0] = c00, o[1] = c01, o[2] = c02, o[3] = c03;
+  o = (bk_v16u*)(out + ldo);
+  o[0] = c10, o[1] = c11, o[2] = c12, o[3] = c13;
+  o = (bk_v16u*)(out + 2 * ldo);
+  o[0] = c20, o[1] = c21, o[2] = c22, o[3] = c23;
+  o = (bk_v16u*)(out + 3 * ldo);
+  o[0] = c30, o[1] = c31, o[2] = c32, o[3] = c33;
+  o = (bk_v16u*)(out + 4 * ldo);
+  o[0] = c40, o[1] = c41, o[2] = c42, o[3] = c43;
+  o = (bk_v16u*)(out + 5 * ldo);
+  o[0] = c50, o[1] = c51, o[2] = c52, o[3] = c53;
+}
+#endif
+
+/* 6 x 16 with 8-float vectors, inlined into the avx2 and generic variants. */
+static inline __attribute__((always_inline)) void tile_v8_body(int ntaps, const float* const* a, int64_t a_offset,
+                                                               int64_t depth, const float* b, int64_t b_tap,
+                                                               const float* init, int accumulate, float* out,
+                                                               int64_t ldo) {
+  bk_v8 i0 = {0}, i1 = {0};
+  if (init) {
+    i0 = *(const bk_v8u*)(init + 0);
+    i1 = *(const bk_v8u*)(init + 8);
+  }
+  bk_v8 c00 = i0, c01 = i1, c10 = i0, c11 = i1, c20 = i0, c21 = i1;
+  bk_v8 c30 = i0, c31 = i1, c40 = i0, c41 = i1, c50 = i0, c51 = i1;
+  if (accumulate) {
+    c00 = *(const bk_v8u*)(out + 0), c01 = *(const bk_v8u*)(out + 8);
+    c10 = *(const bk_v8u*)(out + ldo), c11 = *(const bk_v8u*)(out + ldo + 8);
+    c20 = *(const bk_v8u*)(out + 2 * ldo), c21 = *(const bk_v8u*)(out + 2 * ldo + 8);
+    c30 = *(const bk_v8u*)(out + 3 * ldo), c31 = *(const bk_v8u*)(out + 3 * ldo + 8);
+    c40 = *(const bk_v8u*)(out + 4 * ldo), c41 = *(const bk_v8u*)(out + 4 * ldo + 8);
+    c50 = *(const bk_v8u*)(out + 5 * ldo), c51 = *(const bk_v8u*)(out + 5 * ldo + 8);
+  }
+  for (int t = 0; t < ntaps; t++) {
+    const float* restrict a0 = a[6 * t + 0] + a_offset;
+    const float* restrict a1 = a[6 * t + 1] + a_offset;
+    const float* restrict a2 = a[6 * t + 2] + a_offset;
+    const float* restrict a3 = a[6 * t + 3] + a_offset;
+    const float* restrict a4 = a[6 * t + 4] + a_offset;
+    const float* restrict a5 = a[6 * t + 5] + a_offset;
+    const float* restrict bp = b + (int64_t)t * b_tap;
+    for (int64_t c = 0; c < depth; c++, bp += 16) {
+      bk_v8 b0 = *(const bk_v8u*)(bp + 0), b1 = *(const bk_v8u*)(bp + 8);
+      float x = a0[c];
+      c00 += x * b0, c01 += x * b1;
+      x = a1[c];
+      c10 += x * b0, c11 += x * b1;
+      x = a2[c];
+      c20 += x * b0, c21 += x * b1;
+      x = a3[c];
+      c30 += x * b0, c31 += x * b1;
+      x = a4[c];
+      c40 += x * b0, c41 += x * b1;
+      x = a5[c];
+      c50 += x * b0, c51 += x * b1;
+    }
+  }
+  *(bk_v8u*)(out + 0) = c00, *(bk_v8u*)(out + 8) = c01;
+  *(bk_v8u*)(out + ldo) = c10, *(bk_v8u*)(out + ldo + 8) = c11;
+  *(bk_v8u*)(out + 2 * ldo) = c20, *(bk_v8u*)(out + 2 * ldo + 8) = c21;
+  *(bk_v8u*)(out + 3 * ldo) = c30, *(bk_v8u*)(out + 3 * ldo + 8) = c31;
+  *(bk_v8u*)(out + 4 * ldo) = c40, *(bk_v8u*)(out + 4 * ldo + 8) = c41;
+  *(bk_v8u*)(out + 5 * ldo) = c50, *(bk_v8u*)(out + 5 * ldo + 8) = c51;
+}
+
+#if BK_X86
+__attribute__((target("avx2,fma"))) static void tile_avx2(int ntaps, const float* const* a, int64_t a_offset,
+                                                          int64_t depth, const float* b, int64_t b_tap,
+                                                          const float* init, int accumulate, float* out, int64_t ldo) {
+  tile_v8_body(ntaps, a, a_offset, depth, b, b_tap, init, accumulate, out, ldo);
+}
+#endif
+
+static void tile_generic(int ntaps, const float* const* a, int64_t a_offset, int64_t depth, const float* b,
+                         int64_t b_tap, const float* init, int accumulate, float* out, int64_t ldo) {
+  tile_v8_body(ntaps, a, a_offset, depth, b, b_tap, init, accumulate, out, ldo);
+}
+
+_Static_assert(6 * 64 <= BK_CONV_TILE_MAX && 6 * 16 <= BK_CONV_TILE_MAX, "a tile larger than BK_CONV_TILE_MAX");
+
+/* Fastest first; bk_conv_kernels() skips those the CPU lacks. */
+static const bk_conv_kernel_t kernel_table[] = {
+#if BK_X86
+    {"avx512", 6, 64, tile_avx512},
+    {"avx2", 6, 16, tile_avx2},
+#endif
+    {"generic", 6, 16, tile_generic},
+};
+enum { KERNEL_TOTAL = sizeof kernel_table / sizeof kernel_table[0] };
+
+const bk_conv_kernel_t* bk_conv_kernels(int* count) {
+  int first = 0;
+#if BK_X86
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) first = 1;
+  if (first == 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) first = 2;
+#endif
+  *count = KERNEL_TOTAL - first;
+  return &kernel_table[first];
+}
+
+const bk_conv_kernel_t* bk_conv_kernel_for(bk_conv_state_t* st) {
+  int count;
+  const bk_conv_kernel_t* k = bk_conv_kernels(&count);
+  const char* isa = st ? bk_conv_state_isa(st) : NULL;
+  for (int i = 0; isa && i < count; i++)
+    if (strcmp(k[i].isa, isa) == 0) return &k[i];
+  return &k[0];
+}
+
+float* bk_conv_alloc(int64_t n, const char* what) {
+  int64_t bytes;
+  if (n < 0 || !rt_mul_i64(n, (int64_t)sizeof(float), &bytes) || bytes > INT64_MAX - 64) {
+    rt_error(UJ_ERR_OOM, "%s: %lld floats of scratch is more than can be addressed", what, (long long)n);
+    return NULL;
+  }
+  /* aligned_alloc wants a multiple of the alignment */
+  float* p = aligned_alloc(64, (size_t)bk_round_up(bytes ? bytes : 1, 64));
+  if (!p) rt_error(UJ_ERR_OOM, "%s: out of memory for %lld bytes of scratch", what, (long long)bytes);
+  return p;
+}
+
+int bk_conv_slots(rt_pool_t* pool, int64_t items, int64_t min_items) {
+  int64_t slots = min_items > 0 ? items / min_items : items;
+  if (slots > rt_pool_size(pool)) slots = rt_pool_size(pool);
+  return slots < 1 ? 1 : (int)slots;
+}
+
+typedef struct {
+  bk_conv_slot_fn fn;
+  void* ctx;
+  int64_t items, grain;
+  _Atomic int64_t next; /* the first item no runner has claimed */
+} slot_job_t;
+
+/* The pool hands out slot numbers; a busy pool gives one thread them all,
+ * and the first of them then claims every run. */
+static void run_slots(void* ctx, int64_t begin, int64_t end) {
+  slot_job_t* j = ctx;
+  for (int64_t s = begin; s < end; s++)
+    for (;;) {
+      int64_t lo = atomic_fetch_add(&j->next, j->grain);
+      if (lo >= j->items) break;
+      int64_t hi = lo + j->grain < j->items ? lo + j->grain : j->items;
+      j->fn(j->ctx, (int)s, lo, hi);
+    }
+}
+
+void bk_conv_parallel(rt_pool_t* pool, int slots, int64_t items, int64_t grain, bk_conv_slot_fn fn, void* ctx) {
+  slot_job_t j = {fn, ctx, items, grain > 0 ? grain : 1, 0};
+  atomic_init(&j.next, 0);
+  rt_pool_run(pool, 0, slots, 1, run_slots, &j);
+}

@@ -1,0 +1,65 @@
+/* backends/conv/winograd.h: the three transforms of Winograd F(4x4, 3x3)
+ * (winograd.c), used by the cpu_winograd backend (cpu_winograd.c).
+ *
+ * With d a 6x6 input tile, g a 3x3 filter and Y the 4x4 output tile,
+ *
+ *   Y = A^T [ (G g G^T) .* (B^T d B) ] A
+ *
+ *        | 4  0 -5  0  1  0 |         | 1/4    0     0   |
+ *        | 0 -4 -4  1  1  0 |         | -1/6 -1/6  -1/6  |          | 1  1  1  1  1  0 |
+ *  B^T = | 0  4 -4 -1  1  0 |     G = | -1/6  1/6  -1/6  |    A^T = | 0  1 -1  2 -2  0 |
+ *        | 0 -2 -1  2  1  0 |         | 1/24  1/12  1/6  |          | 0  1  1  4  4  0 |
+ *        | 0  2 -1 -2  1  0 |         | 1/24 -1/12  1/6  |          | 0  1 -1  8 -8  1 |
+ *        | 0  4  0 -5  0  1 |         | 0      0     1   |
+ *
+ * (interpolation at 0, 1, -1, 2, -2 and infinity). Summed over channels,
+ * the elementwise product becomes 36 independent matrix products, one per
+ * position xi = 6*i + j of the 6x6 tile: M_xi [tiles x K] = V_xi [tiles x C]
+ * times U_xi [C x K], with V the transformed input tiles and U the
+ * transformed filters. Tiles step by 4 output pixels and read 6x6 input
+ * pixels from (4*ty - pad_h, 4*tx - pad_w), zero outside x; output pixels
+ * past OH or OW are computed and dropped.
+ *
+ * Every transform works on 16 lanes at once (channels of the input, filters
+ * of the filter and the output), as GCC vectors, and is built for avx512,
+ * avx2 and the default target, picked at run time (target_clones).
+ *
+ * Layouts (floats):
+ *   V   tile t at V + (t - row0)*v_tile, position xi at + xi*v_xi, channel c
+ *       at + c; rows of cs = round_up(C, 16) floats, channels past C are 0.
+ *       Tile-major (v_tile = 36*cs, v_xi = cs) lets each transform read and
+ *       write one contiguous stretch per tile; the product kernel takes its
+ *       rows by pointer and does not mind the stride between them
+ *   U   [36][panels] blocks of [C][cols], u_block floats apart: for each xi
+ *       the filters in panels of cols, the right-hand side panels of the
+ *       product kernel (cpu.h). u_block = C*cols + 16: one cache line more
+ *       than the block, because with C*cols a power of two the 36 blocks
+ *       the filter transform writes at once would share cache sets
+ *   M   like V (m_tile, m_xi) with filters for channels; rows of
+ *       kp = panels*cols floats */
+#ifndef UJ_BACKENDS_CONV_WINOGRAD_H
+#define UJ_BACKENDS_CONV_WINOGRAD_H
+
+#include <stdint.h>
+
+#include "conv.h"
+
+typedef struct {
+  const bk_conv_problem_t* p;
+  int64_t tiles_h, tiles_w, tiles; /* tiles = n * tiles_h * tiles_w */
+  int64_t cs, kp;                  /* row lengths of V and M */
+  int64_t cols, panels;            /* the product kernel's panel width, K split into panels */
+  int64_t u_block;                 /* floats from one (xi, panel) block of U to the next */
+  int64_t v_tile, v_xi;            /* V: floats from one tile to the next, from one xi to the next */
+  int64_t m_tile, m_xi;            /* M: the same */
+} bk_wino_geom_t;
+
+/* Transformed input tiles [t_begin, t_end) of x into V. */
+void bk_wino_input(const bk_wino_geom_t* g, const float* x, int64_t t_begin, int64_t t_end, float* v, int64_t row0);
+/* Output tiles [t_begin, t_end) from M into y (+ bias when not NULL). */
+void bk_wino_output(const bk_wino_geom_t* g, const float* m, int64_t row0, int64_t t_begin, int64_t t_end,
+                    const float* bias, float* y);
+/* U for input channels [c_begin, c_end) of w, every filter (zeros past K). */
+void bk_wino_filter(const bk_wino_geom_t* g, const float* w, int64_t c_begin, int64_t c_end, float* u);
+
+#endif
