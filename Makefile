@@ -55,8 +55,10 @@ endif
 CUDA_DIR ?= /usr/local/cuda
 HAVE_CUDA := $(if $(and $(wildcard $(CUDA_DIR)/include/cuda.h),$(wildcard $(CUDA_DIR)/include/nvrtc.h)),yes,no)
 ifeq ($(HAVE_CUDA),yes)
-# Headers only: libcuda and libnvrtc are dlopen'ed, never linked.
-override CFLAGS += -DUJ_HAVE_CUDA -I$(CUDA_DIR)/include
+# Headers only: libcuda and libnvrtc are dlopen'ed, never linked. The
+# toolkit's directory is where NVRTC is looked for when the loader's path
+# does not have it.
+override CFLAGS += -DUJ_HAVE_CUDA -DUJ_CUDA_DIR='"$(CUDA_DIR)"' -I$(CUDA_DIR)/include
 endif
 
 CUDNN_HEADER := $(firstword $(wildcard $(CUDA_DIR)/include/cudnn.h /usr/include/cudnn.h \

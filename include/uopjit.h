@@ -41,6 +41,7 @@
 #ifndef UOPJIT_H
 #define UOPJIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -115,6 +116,48 @@ uj_engine_t uj_ctx_engine(uj_ctx_t* ctx);
 uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled);
 /* "auto", "interp", "mir", "c", "cuda"; "?" when out of range. */
 const char* uj_engine_name(uj_engine_t e);
+
+/* ---- memory on a device ------------------------------------------------------ */
+
+/* The library's own memory for a tensor of this dtype and shape on `device`:
+ * UJ_CPU, 64-byte aligned host memory; UJ_CUDA, memory on the GPU of ctx
+ * (device UOPJIT_CUDA_DEVICE, default 0), 256-byte aligned. *out is filled
+ * in (data never NULL, even for 0 elements) only on success. Errors:
+ * UJ_ERR_INVALID for a NULL ctx or out, an unknown device or dtype, dims
+ * NULL for rank > 0; UJ_ERR_SHAPE for a rank out of 0..8, a negative size
+ * or a byte count that overflows; UJ_ERR_OOM; for UJ_CUDA, UJ_ERR_DEVICE
+ * when there is no driver or device ("no CUDA driver (libcuda.so.1 not
+ * found: ...)", or the failing driver call and its CUDA error name) and
+ * UJ_ERR_UNSUPPORTED in a build without CUDA.
+ *
+ * GPU work of a context is queued in order on a stream of its own:
+ * uj_program_run on GPU tensors returns once its kernels are queued, and a
+ * copy to or from host memory, uj_tensor_free of GPU memory and
+ * uj_ctx_synchronize wait for the queue first. An error raised while a
+ * kernel runs is reported by the next call that waits. */
+uj_status_t uj_tensor_alloc(uj_ctx_t* ctx, uj_device_t device, uj_dtype_t dtype, int ndim,
+                            const int64_t* dims, uj_tensor_t* out);
+/* Frees memory that uj_tensor_alloc gave t (with the same context for GPU
+ * memory) and sets t->data to NULL. t NULL or t->data NULL: nothing to do.
+ * Only tensors from uj_tensor_alloc may be passed. */
+uj_status_t uj_tensor_free(uj_ctx_t* ctx, uj_tensor_t* t);
+/* Copies src's elements into dst: host to host, host to GPU, GPU to host
+ * or GPU to GPU. dst must have src's dtype, rank and sizes (UJ_ERR_INVALID
+ * for the dtype, UJ_ERR_SHAPE naming the axis for a size), both must be
+ * well-formed (data present when they hold elements), and GPU tensors must
+ * not partly overlap. Nothing is written unless every check passes. A copy
+ * that touches host memory has completed on return; a GPU-to-GPU copy is
+ * queued on the context's stream. */
+uj_status_t uj_tensor_copy(uj_ctx_t* ctx, uj_tensor_t* dst, const uj_tensor_t* src);
+/* Waits until every copy and kernel queued on ctx's stream has finished,
+ * and reports an error any of them raised (UJ_ERR_DEVICE). UJ_OK at once
+ * for a context that never used the GPU. */
+uj_status_t uj_ctx_synchronize(uj_ctx_t* ctx);
+/* The context's GPU: its name (into name, at most name_cap bytes with the
+ * NUL; may be NULL), compute capability as 10 * major + minor (90 for an
+ * H100) and multiprocessor count (each may be NULL). Errors as
+ * uj_tensor_alloc's for a missing driver or device. */
+uj_status_t uj_ctx_device(uj_ctx_t* ctx, char* name, size_t name_cap, int* arch, int* multiprocessors);
 
 /* ---- micro-ops -------------------------------------------------------------- */
 

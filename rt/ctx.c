@@ -2,10 +2,12 @@
  * thin here: rt knows nothing of kernels, so everything the JIT keeps per
  * context (caches, compiled modules) hangs from an opaque slot that jit/
  * fills and that uj_ctx_free hands back to jit/ to release. Engine queries
- * and selection live in jit/run.c, next to the engines themselves. */
+ * and selection live in jit/run.c, next to the engines themselves. The
+ * context's GPU side (rt/cuda.c) is made on first use and released here. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda.h"
 #include "rt.h"
 
 /* The engine named by UOPJIT_ENGINE, or AUTO for an unset or unknown value:
@@ -37,6 +39,8 @@ uj_ctx_t* uj_ctx_new(void) {
 
 void uj_ctx_free(uj_ctx_t* ctx) {
   if (!ctx) return;
+  /* the JIT state first: its CUDA modules live in the context's device state */
   if (ctx->jit_state && ctx->jit_state_free) ctx->jit_state_free(ctx->jit_state);
+  rt_cuda_ctx_free(ctx->cuda);
   free(ctx);
 }
