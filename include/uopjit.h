@@ -283,7 +283,19 @@ uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t*
  * memory with an input (an in-place update): where the fused loops read
  * each element before writing it, the output is written directly;
  * otherwise it is computed aside and copied in. Two outputs may not share
- * memory (UJ_ERR_INVALID). */
+ * memory (UJ_ERR_INVALID).
+ *
+ * Devices: the tensors of one call must all be in host memory or all on
+ * the GPU (UJ_ERR_INVALID naming both otherwise). With the engine AUTO,
+ * GPU tensors run on UJ_ENGINE_CUDA (UJ_ERR_UNSUPPORTED with the reason
+ * when it is not available); a CPU engine given GPU tensors, or the CUDA
+ * engine given host tensors, is UJ_ERR_UNSUPPORTED naming the tensor. On
+ * the GPU the call returns once its kernels are queued on the context's
+ * stream (see uj_ctx_synchronize); its temporaries are stream-ordered
+ * device memory. Float sums and products that a CUDA kernel splits across
+ * threads are merged in a fixed tree order: reproducible for a given size
+ * and device, but rounded differently from the serial order (a relative
+ * difference of about n * 1e-7 for n f32 terms, usually far less). */
 uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
                            const uj_tensor_t* const* inputs, int input_count,
                            const int64_t* params, int param_count,
@@ -308,12 +320,33 @@ typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA,
  *
  * Everything else in the file is static, so several such files link into
  * one program once the two names are renamed (-Duopjit_kernel_run=...).
+ * UJ_DUMP_CUDA is the CUDA engine's source: one `extern "C" __global__`
+ * kernel uj_block_<N> per block of the fused function, with no #include;
+ * params given: folded in, as the engine compiles it; NULL: each kernel
+ * takes the $params it uses as arguments p<slot>. Writing it needs neither
+ * a GPU nor NVRTC.
  * For a parsed program: the build last run, else one for rank-1 inputs.
  * params may be NULL (then $params print by name). Returns a malloc'ed
  * string the caller frees, or NULL with uj_last_error() set (UJ_DUMP_MIR
- * and UJ_DUMP_CUDA need their engines). */
+ * needs MIR in the build). */
 char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t what,
                       const int64_t* params);
+
+/* Compiles, without running anything, the CUDA kernels uj_program_run
+ * would launch for this pass, inputs (only their ranks, dtypes and size-1
+ * axes matter, to pick the build of a parsed program; data is not read)
+ * and params, with NVRTC for architecture arch ("sm_90"). It needs NVRTC
+ * but no GPU, so a machine without one can check that every kernel
+ * compiles; the cubin goes into the disk cache, where a run on such a
+ * device finds it. *kernels (may be NULL) receives the number of kernels
+ * compiled. Errors: UJ_ERR_INVALID for a NULL ctx or p, wrong counts or an
+ * arch not of the form sm_XX; UJ_ERR_UNSUPPORTED without NVRTC (or in a
+ * build without CUDA) or for an arch NVRTC does not know; UJ_ERR_COMPILE
+ * with NVRTC's log. */
+uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
+                                    const uj_tensor_t* const* inputs, int input_count,
+                                    const int64_t* params, int param_count, const char* arch,
+                                    int* kernels);
 
 #ifdef __cplusplus
 }

@@ -113,7 +113,12 @@ const rt_cuda_driver_t* rt_cuda_driver(void) {
   return &driver;
 }
 
-int rt_cuda_device_present(void) { return rt_cuda_driver() != NULL && device_count > 0; }
+uj_status_t rt_cuda_device_check(void) {
+  if (!rt_cuda_driver()) return UJ_ERR_DEVICE;
+  return device_count > 0 ? UJ_OK : rt_error(UJ_ERR_DEVICE, "the CUDA driver reports no device");
+}
+
+int rt_cuda_device_present(void) { return rt_cuda_device_check() == UJ_OK; }
 
 /* Opens the first NVRTC that loads; its name into nvrtc.path. */
 static void* open_nvrtc(char* tried, size_t cap) {
@@ -193,6 +198,8 @@ const rt_nvrtc_t* rt_nvrtc(void) {
   }
   return &nvrtc;
 }
+
+uj_status_t rt_cuda_nvrtc_check(void) { return rt_nvrtc() ? UJ_OK : UJ_ERR_UNSUPPORTED; }
 
 int rt_cuda_nvrtc_present(void) { return rt_nvrtc() != NULL; }
 
@@ -427,6 +434,8 @@ static uj_status_t no_cuda(void) {
   return rt_error(UJ_ERR_UNSUPPORTED, "this build has no CUDA support (the CUDA headers were not found at build time)");
 }
 
+uj_status_t rt_cuda_device_check(void) { return no_cuda(); }
+uj_status_t rt_cuda_nvrtc_check(void) { return no_cuda(); }
 int rt_cuda_device_present(void) { return 0; }
 int rt_cuda_nvrtc_present(void) { return 0; }
 uj_status_t rt_cuda_ctx_get(uj_ctx_t* ctx, rt_cuda_ctx_t** out) {

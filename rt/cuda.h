@@ -116,9 +116,13 @@ struct rt_cuda_ctx {
 
 typedef struct rt_cuda_ctx rt_cuda_ctx_t;
 
-/* 1 when the driver loads and reports at least one device. */
+/* UJ_OK when the driver loads and reports at least one device, else
+ * UJ_ERR_DEVICE with the reason (UJ_ERR_UNSUPPORTED in a build without
+ * CUDA). */
+uj_status_t rt_cuda_device_check(void);
+/* UJ_OK when NVRTC loads, else UJ_ERR_UNSUPPORTED with the reason. */
+uj_status_t rt_cuda_nvrtc_check(void);
 int rt_cuda_device_present(void);
-/* 1 when NVRTC loads. */
 int rt_cuda_nvrtc_present(void);
 
 /* The context's CUDA state, made on first use: the driver, device
