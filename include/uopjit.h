@@ -333,20 +333,24 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
                       const int64_t* params);
 
 /* Compiles, without running anything, the CUDA kernels uj_program_run
- * would launch for this pass, inputs (only their ranks, dtypes and size-1
- * axes matter, to pick the build of a parsed program; data is not read)
- * and params, with NVRTC for architecture arch ("sm_90"). It needs NVRTC
- * but no GPU, so a machine without one can check that every kernel
- * compiles; the cubin goes into the disk cache, where a run on such a
- * device finds it. *kernels (may be NULL) receives the number of kernels
- * compiled. Errors: UJ_ERR_INVALID for a NULL ctx or p, wrong counts or an
- * arch not of the form sm_XX; UJ_ERR_UNSUPPORTED without NVRTC (or in a
- * build without CUDA) or for an arch NVRTC does not know; UJ_ERR_COMPILE
- * with NVRTC's log. */
+ * would launch for this pass, inputs (as uj_program_run takes them; only
+ * their ranks, dtypes and size-1 axes matter, to pick the build of a parsed
+ * program, and their data is not read) and params, with NVRTC for
+ * architecture arch ("sm_90"). It needs NVRTC but no GPU, so a machine
+ * without one can check that every kernel compiles. The cubin goes into
+ * the disk cache, where a run on such a device finds it; when the disk
+ * cache already holds a verified cubin for exactly this source, NVRTC
+ * version, architecture and options, that one stands (*reused = 1; it may
+ * be NULL) and NVRTC is not run again (UOPJIT_CACHE=0 forces it).
+ * *kernels (may be NULL) receives the number of kernels in the module.
+ * Errors: UJ_ERR_INVALID for a NULL ctx or p, wrong counts or an arch not
+ * of the form sm_XX; UJ_ERR_UNSUPPORTED without NVRTC (or in a build
+ * without CUDA) or for an arch NVRTC does not know; UJ_ERR_COMPILE with
+ * NVRTC's log. */
 uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
                                     const uj_tensor_t* const* inputs, int input_count,
                                     const int64_t* params, int param_count, const char* arch,
-                                    int* kernels);
+                                    int* kernels, int* reused);
 
 #ifdef __cplusplus
 }

@@ -134,16 +134,38 @@ static int kernel_count(const jit_cu_module_t* m) {
   return n;
 }
 
-uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int64_t* params, const char* arch,
-                                 int* kernels) {
+/* "sm_XX" as a number NVRTC knows. */
+static uj_status_t parse_arch(const rt_nvrtc_t* nv, const char* arch, int* number) {
+  int used = 0;
+  if (!arch || sscanf(arch, "sm_%d%n", number, &used) != 1 || arch[used] || *number <= 0)
+    return rt_error(UJ_ERR_INVALID, "cuda: architecture \"%s\" is not of the form sm_XX", arch ? arch : "(null)");
+  if (!arch_supported(nv, *number))
+    return rt_error(UJ_ERR_UNSUPPORTED, "NVRTC %d.%d cannot compile for sm_%d (it knows sm_%d to sm_%d)", nv->major,
+                    nv->minor, *number, nv->archs[0], nv->archs[nv->narchs - 1]);
+  return UJ_OK;
+}
+
+uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size) {
   const rt_nvrtc_t* nv = rt_nvrtc();
   if (!nv) return UJ_ERR_UNSUPPORTED;
-  int number = 0, used = 0;
-  if (!arch || sscanf(arch, "sm_%d%n", &number, &used) != 1 || arch[used] || number <= 0)
-    return rt_error(UJ_ERR_INVALID, "cuda: architecture \"%s\" is not of the form sm_XX", arch ? arch : "(null)");
-  if (!arch_supported(nv, number))
-    return rt_error(UJ_ERR_UNSUPPORTED, "NVRTC %d.%d cannot compile for sm_%d (it knows sm_%d to sm_%d)", nv->major,
-                    nv->minor, number, nv->archs[0], nv->archs[nv->narchs - 1]);
+  int number = 0;
+  uj_status_t s = parse_arch(nv, arch, &number);
+  char* image = NULL;
+  size_t size = 0;
+  if (s == UJ_OK) s = nvrtc_compile(nv, source, number, 0, &image, &size);
+  if (s == UJ_OK && cubin_size) *cubin_size = size;
+  free(image);
+  return s;
+}
+
+uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int64_t* params, const char* arch,
+                                 int* kernels, int* reused) {
+  if (reused) *reused = 0;
+  const rt_nvrtc_t* nv = rt_nvrtc();
+  if (!nv) return UJ_ERR_UNSUPPORTED;
+  int number = 0;
+  uj_status_t s0 = parse_arch(nv, arch, &number);
+  if (s0 != UJ_OK) return s0;
   jit_cu_module_t m;
   uj_status_t s = jit_cu_emit(f, params, &m);
   if (s != UJ_OK) return s;
@@ -151,10 +173,16 @@ uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int6
   char* image = NULL;
   size_t size = 0;
   if (!key) s = rt_error(UJ_ERR_OOM, "out of memory");
-  if (s == UJ_OK) s = nvrtc_compile(nv, m.source, number, 0, &image, &size);
-  /* a later run on such a device finds it on disk */
-  if (s == UJ_OK && jit_disk_enabled(js->cache))
-    jit_disk_store(js->cache, ir_hash_bytes(key, strlen(key)), key, "cubin", image, size, NULL, 0);
+  ir_hash_t h = key ? ir_hash_bytes(key, strlen(key)) : (ir_hash_t){0, 0};
+  /* a verified cubin for exactly this key was compiled by this NVRTC before */
+  int found = s == UJ_OK && jit_disk_enabled(js->cache) &&
+              jit_disk_load_bytes(js->cache, h, key, "cubin", &image, &size) == UJ_OK;
+  if (s == UJ_OK && !found) {
+    s = nvrtc_compile(nv, m.source, number, 0, &image, &size);
+    /* a later run on such a device finds it on disk */
+    if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, "cubin", image, size, NULL, 0);
+  }
+  if (s == UJ_OK && reused) *reused = found;
   if (s == UJ_OK && kernels) *kernels = kernel_count(&m);
   free(image);
   free(key);
@@ -367,8 +395,8 @@ static uj_status_t no_cuda(void) {
 }
 
 uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int64_t* params, const char* arch,
-                                 int* kernels) {
-  (void)js, (void)f, (void)params, (void)arch, (void)kernels;
+                                 int* kernels, int* reused) {
+  (void)js, (void)f, (void)params, (void)arch, (void)kernels, (void)reused;
   return no_cuda();
 }
 uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
@@ -379,6 +407,10 @@ uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, con
 uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
                             const int64_t* params) {
   (void)ctx, (void)k, (void)f, (void)buf, (void)params;
+  return no_cuda();
+}
+uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size) {
+  (void)source, (void)arch, (void)cubin_size;
   return no_cuda();
 }
 

@@ -50,32 +50,32 @@ static const char prelude[] =
     "typedef long long int64_t;\n"
     "typedef unsigned long long uint64_t;\n"
     "typedef long long uj_i64;\n"
-    "static __device__ __forceinline__ uj_i64 uj_fdiv(uj_i64 a, uj_i64 b) {\n"
+    "__device__ __forceinline__ uj_i64 uj_fdiv(uj_i64 a, uj_i64 b) {\n"
     "  if (b == 0) return 0;\n"
     "  if (b == -1) return (uj_i64)(0 - (uint64_t)a);\n"
     "  uj_i64 q = a / b;\n"
     "  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
     "}\n"
-    "static __device__ __forceinline__ uj_i64 uj_fmod(uj_i64 a, uj_i64 b) {\n"
+    "__device__ __forceinline__ uj_i64 uj_fmod(uj_i64 a, uj_i64 b) {\n"
     "  if (b == 0 || b == -1) return 0;\n"
     "  uj_i64 r = a % b;\n"
     "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
     "}\n"
-    "static __device__ __forceinline__ uj_i64 uj_imin(uj_i64 a, uj_i64 b) { return a < b ? a : b; }\n"
-    "static __device__ __forceinline__ uj_i64 uj_imax(uj_i64 a, uj_i64 b) { return a > b ? a : b; }\n"
-    "static __device__ __forceinline__ int32_t uj_wrap(uj_i64 x) { return (int32_t)(uint32_t)(uint64_t)x; }\n"
-    "static __device__ __forceinline__ int32_t uj_f2i(double x) {\n"
+    "__device__ __forceinline__ uj_i64 uj_imin(uj_i64 a, uj_i64 b) { return a < b ? a : b; }\n"
+    "__device__ __forceinline__ uj_i64 uj_imax(uj_i64 a, uj_i64 b) { return a > b ? a : b; }\n"
+    "__device__ __forceinline__ int32_t uj_wrap(uj_i64 x) { return (int32_t)(uint32_t)(uint64_t)x; }\n"
+    "__device__ __forceinline__ int32_t uj_f2i(double x) {\n"
     "  return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? (-2147483647 - 1) : (int32_t)x;\n"
     "}\n"
-    "static __device__ __forceinline__ float uj_fmaxf(float a, float b) { return (a > b || b != b) ? a : b; }\n"
-    "static __device__ __forceinline__ float uj_fminf(float a, float b) { return (a < b || b != b) ? a : b; }\n"
-    "static __device__ __forceinline__ double uj_fmax(double a, double b) { return (a > b || b != b) ? a : b; }\n"
-    "static __device__ __forceinline__ double uj_fmin(double a, double b) { return (a < b || b != b) ? a : b; }\n"
-    "static __device__ __forceinline__ float uj_inff(void) { return __int_as_float(0x7f800000); }\n"
-    "static __device__ __forceinline__ float uj_nanf(void) { return __int_as_float(0x7fffffff); }\n"
-    "static __device__ __forceinline__ double uj_inf(void) { return __longlong_as_double(0x7ff0000000000000LL); }\n"
-    "static __device__ __forceinline__ double uj_nan(void) { return __longlong_as_double(0x7ff8000000000000LL); }\n"
-    "static __device__ __forceinline__ float uj_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n";
+    "__device__ __forceinline__ float uj_fmaxf(float a, float b) { return (a > b || b != b) ? a : b; }\n"
+    "__device__ __forceinline__ float uj_fminf(float a, float b) { return (a < b || b != b) ? a : b; }\n"
+    "__device__ __forceinline__ double uj_fmax(double a, double b) { return (a > b || b != b) ? a : b; }\n"
+    "__device__ __forceinline__ double uj_fmin(double a, double b) { return (a < b || b != b) ? a : b; }\n"
+    "__device__ __forceinline__ float uj_inff(void) { return __int_as_float(0x7f800000); }\n"
+    "__device__ __forceinline__ float uj_nanf(void) { return __int_as_float(0x7fffffff); }\n"
+    "__device__ __forceinline__ double uj_inf(void) { return __longlong_as_double(0x7ff0000000000000LL); }\n"
+    "__device__ __forceinline__ double uj_nan(void) { return __longlong_as_double(0x7ff8000000000000LL); }\n"
+    "__device__ __forceinline__ float uj_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n";
 
 typedef struct {
   jit_cx_t cx; /* prints into the kernel's body */
@@ -191,12 +191,19 @@ static void emit_seq_loop(kernel_t* K, int k, int depth) {
 
 static const char lanes[] = "xyzw";
 
-static int vector_access(jit_cx_t* cx, const ir_access_t* acc) {
+/* Flat accesses (offset = the flattened index) on the vector path: lane
+ * `lane` of the vector register loaded (u<t>) or to be stored (w<t>); on
+ * the scalar path of such a block (lane -1): t<t>[uj_g], no unravelling. */
+static int flat_access(jit_cx_t* cx, const ir_access_t* acc) {
   kernel_t* K = cx->hook_state;
-  if (K->lane < 0 || cx->f->tensors[acc->tensor].local || !jit_cu_access_flat(cx->f, K->b, acc)) return 0;
+  if (cx->f->tensors[acc->tensor].local || !jit_cu_access_flat(cx->f, K->b, acc)) return 0;
   int t = acc->tensor;
-  int target = K->stmt && acc == &K->stmt->target;
   cx->used_tensors[t] = 1;
+  if (K->lane < 0) {
+    rt_buf_printf(OUT, "t%d[uj_g]", t);
+    return 1;
+  }
+  int target = K->stmt && acc == &K->stmt->target;
   rt_buf_printf(OUT, "%c%d.%c", target || K->lane_written[t] ? 'w' : 'u', t, lanes[K->lane]);
   return 1;
 }
@@ -246,7 +253,7 @@ static void emit_vector_loop(kernel_t* K, int depth) {
     if (K->loaded[t]) line(K, depth + 2, "const %s u%d = ((const %s*)t%d)[uj_v];", vt, t, vt, t);
     if (K->stored[t]) line(K, depth + 2, "%s w%d;", vt, t);
   }
-  K->cx.access_hook = vector_access;
+  K->cx.access_hook = flat_access;
   for (K->lane = 0; K->lane < width; K->lane++) {
     line(K, depth + 2, "{");
     jit_cx_locals(&K->cx, in, depth + 3);
@@ -271,12 +278,20 @@ static void emit_vector_loop(kernel_t* K, int depth) {
 }
 
 /* The grid-stride loop over the flattened loops (extents uj_n<k>, product
- * uj_total), from uj_first + uj_tail. */
+ * uj_total), from uj_first + uj_tail. A block with a vector path indexes
+ * every tensor by the flat position itself (the loop indices are not
+ * used otherwise), so it skips unravelling. */
 static void emit_threads_loop(kernel_t* K, int depth) {
   int last = K->plan->nouter - 1;
   line(K, depth, "for (uj_i64 uj_g = uj_first + uj_tail; uj_g < uj_total; uj_g += uj_stride) {");
-  emit_unravel(K, 0, last + 1, "uj_n", "uj_total", "uj_g", depth + 1);
-  emit_iteration(K, last, depth + 1);
+  if (K->plan->vector) {
+    K->cx.access_hook = flat_access;
+    emit_iteration(K, last, depth + 1);
+    K->cx.access_hook = NULL;
+  } else {
+    emit_unravel(K, 0, last + 1, "uj_n", "uj_total", "uj_g", depth + 1);
+    emit_iteration(K, last, depth + 1);
+  }
   line(K, depth, "}");
 }
 

@@ -104,10 +104,15 @@ uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, con
  * pointers. Returns once queued. */
 uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
                             const int64_t* params);
-/* Compiles f's kernels with NVRTC for `arch` ("sm_90") without a device,
- * stores the cubin in the disk cache, and says how many kernels the module
- * has. UJ_ERR_UNSUPPORTED without NVRTC, UJ_ERR_COMPILE with NVRTC's log. */
+/* Compiles f's kernels with NVRTC for `arch` ("sm_90") without a device
+ * and stores the cubin in the disk cache, unless the disk cache holds a
+ * verified cubin for exactly this key already (*reused = 1 then); says how
+ * many kernels the module has. UJ_ERR_UNSUPPORTED without NVRTC,
+ * UJ_ERR_COMPILE with NVRTC's log. */
 uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int64_t* params, const char* arch,
-                                 int* kernels);
+                                 int* kernels, int* reused);
+/* NVRTC on any source, for `arch`, with the engine's options: the size of
+ * the cubin, or UJ_ERR_COMPILE with NVRTC's log (for tests of that path). */
+uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size);
 
 #endif

@@ -312,15 +312,15 @@ static const char* device_words(uj_device_t d) { return d == UJ_CUDA ? "on the G
 /* The device of the call's tensors: that of the first one given. A tensor
  * on the other device is UJ_ERR_INVALID naming both; missing or malformed
  * tensors are left to the checks that follow. */
-static uj_status_t call_device(const uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
-                               int input_count, uj_tensor_t* const* outputs, int output_count, uj_device_t* dev) {
+static uj_status_t call_device(const uj_tensor_t* const* inputs, int input_count, uj_tensor_t* const* outputs,
+                               int output_count, uj_device_t* dev) {
   const char* first = NULL;
   int first_index = 0;
   *dev = UJ_CPU;
   for (int side = 0; side < 2; side++) {
     const uj_tensor_t* const* list = side ? (const uj_tensor_t* const*)outputs : inputs;
-    int n = side ? output_count : input_count, declared = side ? p->noutputs[pass] : p->ninputs[pass];
-    for (int i = 0; list && i < n && i < declared; i++) {
+    int n = side ? output_count : input_count;
+    for (int i = 0; list && i < n; i++) {
       const uj_tensor_t* t = list[i];
       if (!t || (t->device != UJ_CPU && t->device != UJ_CUDA)) continue;
       if (!first) {
@@ -358,14 +358,14 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
                            int input_count, const int64_t* params, int param_count, uj_tensor_t* const* outputs,
                            int output_count) {
   if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run: ctx and p must not be NULL");
-  uj_status_t ps = resolve_parsed(&p, pass, inputs, input_count);
+  uj_device_t dev = UJ_CPU;
+  uj_engine_t e = UJ_ENGINE_INTERP;
+  uj_status_t ps = call_device(inputs, input_count, outputs, output_count, &dev);
+  if (ps == UJ_OK) ps = call_engine(ctx, dev, &e);
+  if (ps == UJ_OK) ps = resolve_parsed(&p, pass, inputs, input_count);
   if (ps != UJ_OK) return ps;
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
-  uj_device_t dev = UJ_CPU;
-  uj_engine_t e = UJ_ENGINE_INTERP;
-  if ((ps = call_device(p, pass, inputs, input_count, outputs, output_count, &dev)) != UJ_OK) return ps;
-  if ((ps = call_engine(ctx, dev, &e)) != UJ_OK) return ps;
   /* the engine decides where the tensors must be; the checks say so */
   uj_device_t need = e == UJ_ENGINE_CUDA ? UJ_CUDA : UJ_CPU;
   run_memory_t mem = {NULL};
@@ -458,7 +458,7 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
 
 uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
                                     int input_count, const int64_t* params, int param_count, const char* arch,
-                                    int* kernels) {
+                                    int* kernels, int* reused) {
   if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_compile_cuda: ctx and p must not be NULL");
   uj_status_t s = resolve_parsed(&p, pass, inputs, input_count);
   if (s != UJ_OK) return s;
@@ -471,7 +471,7 @@ uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pa
   if (param_count && !params) return rt_error(UJ_ERR_INVALID, "params is NULL");
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
-  return jit_cuda_compile_for(js, f, param_count ? params : NULL, arch, kernels);
+  return jit_cuda_compile_for(js, f, param_count ? params : NULL, arch, kernels, reused);
 }
 
 uj_status_t uj_program_output_dtype(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
