@@ -223,4 +223,7 @@ typedef struct {
 
 void report_print(const bench_results_t* results);
 
+/* ---- gpu.c: the GPU section, printed after the tables; 0, or 1 on a failure ---- */
+int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_run);
+
 #endif
