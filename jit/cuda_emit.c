@@ -87,6 +87,9 @@ typedef struct {
   const ir_stmt_t* stmt;
   int lane;
   unsigned char *loaded, *stored, *lane_written;
+  /* 0-d tensors the block only reads, loaded once per thread into uj_s<t>
+   * (without restrict, the compiler could not hoist them past the stores) */
+  unsigned char* hoisted;
 } kernel_t;
 
 #define OUT (K->cx.out)
@@ -196,6 +199,10 @@ static const char lanes[] = "xyzw";
  * the scalar path of such a block (lane -1): t<t>[uj_g], no unravelling. */
 static int flat_access(jit_cx_t* cx, const ir_access_t* acc) {
   kernel_t* K = cx->hook_state;
+  if (acc->nidx == 0 && K->hoisted[acc->tensor]) {
+    rt_buf_printf(OUT, "uj_s%d", acc->tensor);
+    return 1;
+  }
   if (cx->f->tensors[acc->tensor].local || !jit_cu_access_flat(cx->f, K->b, acc)) return 0;
   int t = acc->tensor;
   cx->used_tensors[t] = 1;
@@ -295,7 +302,40 @@ static void emit_threads_loop(kernel_t* K, int depth) {
   line(K, depth, "}");
 }
 
+typedef struct {
+  unsigned char *read, *written;
+} access_sets_t;
+
+static void note_access_sets(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level, (void)stmt;
+  access_sets_t* a = ctx;
+  (is_write ? a->written : a->read)[acc->tensor] = 1;
+}
+
+/* uj_s<t> = t<t>[0] for the 0-d tensors a block with a vector path only
+ * reads (an input such as a learning rate). */
+static uj_status_t emit_hoisted_scalars(kernel_t* K, int depth) {
+  const ir_func_t* f = K->cx.f;
+  access_sets_t a = {calloc((size_t)f->ntensors + 1, 1), calloc((size_t)f->ntensors + 1, 1)};
+  if (!a.read || !a.written) {
+    free(a.read), free(a.written);
+    return rt_error(UJ_ERR_OOM, "out of memory");
+  }
+  ir_walk_accesses((ir_block_t*)K->b, note_access_sets, &a);
+  for (int t = 0; t < f->ntensors; t++) {
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (tt->ndim != 0 || tt->local || tt->noalloc || !a.read[t] || a.written[t]) continue;
+    K->hoisted[t] = 1;
+    K->cx.used_tensors[t] = 1;
+    line(K, depth, "const %s uj_s%d = t%d[0];", jit_cx_ctype(tt->dtype), t, t);
+  }
+  free(a.read), free(a.written);
+  return UJ_OK;
+}
+
 static void emit_threads(kernel_t* K, int depth) {
+  /* a failure here leaves the scalars unhoisted, which is only slower */
+  if (K->plan->vector) emit_hoisted_scalars(K, depth);
   line(K, depth, "const uj_i64 uj_first = (uj_i64)blockIdx.x * blockDim.x + threadIdx.x;");
   line(K, depth, "const uj_i64 uj_stride = (uj_i64)gridDim.x * blockDim.x;");
   line(K, depth, "uj_i64 uj_tail = 0;");
@@ -458,7 +498,8 @@ static uj_status_t emit_kernel(const ir_func_t* f, int bi, const jit_cu_plan_t* 
   unsigned char* mem = calloc(nd + 5 * nt + np, 1);
   if (!mem) return rt_error(UJ_ERR_OOM, "out of memory");
   rt_buf_t body = {0};
-  kernel_t K = {*base, &f->blocks[bi], plan, NULL, -1, mem + nd + nt, mem + nd + 2 * nt, mem + nd + 3 * nt};
+  kernel_t K = {*base,           &f->blocks[bi],   plan, NULL, -1, mem + nd + nt, mem + nd + 2 * nt, mem + nd + 3 * nt,
+                mem + nd + 4 * nt + np};
   K.cx.out = &body;
   K.cx.used_dims = mem;
   K.cx.used_tensors = mem + nd;
