@@ -99,10 +99,18 @@ static void line(kernel_t* K, int depth, const char* fmt, ...) {
   char text[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
+  int n = vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  char* whole = text;
+  if (n >= (int)sizeof text && (whole = malloc((size_t)n + 1)) != NULL) { /* never cut a line of code */
+    va_start(ap, fmt);
+    vsnprintf(whole, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
   jit_cx_indent(&K->cx, depth);
-  rt_buf_printf(OUT, "%s\n", text);
+  if (whole) rt_buf_printf(OUT, "%s\n", whole);
+  else OUT->failed = 1; /* out of memory: the module is reported as such */
+  if (whole != text) free(whole);
 }
 
 static const ir_loop_t* loop_at(const kernel_t* K, int k) { return &K->b->loops[k]; }

@@ -312,15 +312,16 @@ static const char* device_words(uj_device_t d) { return d == UJ_CUDA ? "on the G
 /* The device of the call's tensors: that of the first one given. A tensor
  * on the other device is UJ_ERR_INVALID naming both; missing or malformed
  * tensors are left to the checks that follow. */
-static uj_status_t call_device(const uj_tensor_t* const* inputs, int input_count, uj_tensor_t* const* outputs,
-                               int output_count, uj_device_t* dev) {
+static uj_status_t call_device(const uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                               int input_count, uj_tensor_t* const* outputs, int output_count, uj_device_t* dev) {
   const char* first = NULL;
   int first_index = 0;
   *dev = UJ_CPU;
   for (int side = 0; side < 2; side++) {
     const uj_tensor_t* const* list = side ? (const uj_tensor_t* const*)outputs : inputs;
-    int n = side ? output_count : input_count;
-    for (int i = 0; list && i < n; i++) {
+    /* no further than the program's count: a wrong count is reported later, and the array may be that short */
+    int n = side ? output_count : input_count, declared = side ? p->noutputs[pass] : p->ninputs[pass];
+    for (int i = 0; list && i < n && i < declared; i++) {
       const uj_tensor_t* t = list[i];
       if (!t || (t->device != UJ_CPU && t->device != UJ_CUDA)) continue;
       if (!first) {
@@ -358,9 +359,11 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
                            int input_count, const int64_t* params, int param_count, uj_tensor_t* const* outputs,
                            int output_count) {
   if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run: ctx and p must not be NULL");
+  if (pass != UJ_FORWARD && pass != UJ_BACKWARD)
+    return rt_error(UJ_ERR_INVALID, "pass %d is neither UJ_FORWARD nor UJ_BACKWARD", (int)pass);
   uj_device_t dev = UJ_CPU;
   uj_engine_t e = UJ_ENGINE_INTERP;
-  uj_status_t ps = call_device(inputs, input_count, outputs, output_count, &dev);
+  uj_status_t ps = call_device(p, pass, inputs, input_count, outputs, output_count, &dev);
   if (ps == UJ_OK) ps = call_engine(ctx, dev, &e);
   if (ps == UJ_OK) ps = resolve_parsed(&p, pass, inputs, input_count);
   if (ps != UJ_OK) return ps;
