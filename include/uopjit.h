@@ -154,8 +154,8 @@ uj_status_t uj_tensor_copy(uj_ctx_t* ctx, uj_tensor_t* dst, const uj_tensor_t* s
  * for a context that never used the GPU. */
 uj_status_t uj_ctx_synchronize(uj_ctx_t* ctx);
 /* The context's GPU: its name (into name, at most name_cap bytes with the
- * NUL; may be NULL), compute capability as 10 * major + minor (90 for an
- * H100) and multiprocessor count (each may be NULL). Errors as
+ * NUL; may be NULL), compute capability as 10 * major + minor (90 for
+ * 9.0) and multiprocessor count (each may be NULL). Errors as
  * uj_tensor_alloc's for a missing driver or device. */
 uj_status_t uj_ctx_device(uj_ctx_t* ctx, char* name, size_t name_cap, int* arch, int* multiprocessors);
 
