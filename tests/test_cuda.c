@@ -10,19 +10,26 @@
  *                   device tensors' argument checks, host tensors' alloc,
  *                   copy and free; calls that mix devices or reach the GPU
  *                   without one fail cleanly and write nothing;
+ *                   the plans of hand-built blocks the test programs never
+ *                   produce (a serial block, a triangular inner loop, i32
+ *                   vectors and i32 atomics), compiled with NVRTC;
  *   with a GPU      copies in every direction, elementwise chains on and
  *                   off the vector path (an unaligned view), every
  *                   reduction mode (whole tensor over the grid, few long
  *                   rows per block, many short rows per thread), argmax
- *                   ties, i32 sums, scatter-adds, in-place Adam, and a
- *                   second context finding the cubin on disk.
+ *                   ties, i32 sums, scatter-adds, in-place Adam, the
+ *                   hand-built blocks against the interpreter, and a second
+ *                   context finding the cubin in the disk cache.
  * Tests that need NVRTC or a GPU skip with a message when there is none. */
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../jit/cuda_emit.h"
 #include "../jit/jit.h"
 #include "oracle.h"
 
@@ -235,6 +242,153 @@ TEST(compile_cuda_errors) {
   }
   uj_ctx_free(ctx);
   uj_program_free(p);
+}
+
+/* ---- hand-built blocks: the strategies the test programs never need ---- *
+ *
+ *   block 0  for i0: t2[0] = t0[i0]              every iteration writes one element: SERIAL
+ *   block 1  for i1 { c = 0; for i2 < i1 + 1: c += t0[i2]; t3[i1] = c }
+ *                                                 prefix sums: THREADS, a triangular loop inside
+ *   block 2  for i3: t4[i3] = 0                   an i32 zero fill: THREADS with int4 vectors
+ *   block 3  for i4, i5: t4[i5] += t1[i4, i5]     i32 column sums as scatter-adds: atomicAdd on int */
+static ir_func_t* hand_built(void) {
+  ir_func_t* f = ir_func_new();
+  if (!f) return NULL;
+  int x = ir_add_tensor(f, UJ_F32, 1, IR_TENSOR_INPUT, 0), m = ir_add_tensor(f, UJ_I32, 2, IR_TENSOR_INPUT, 1);
+  int last = ir_add_tensor(f, UJ_F32, 1, IR_TENSOR_OUTPUT, 0), pre = ir_add_tensor(f, UJ_F32, 1, IR_TENSOR_OUTPUT, 1);
+  int col = ir_add_tensor(f, UJ_I32, 1, IR_TENSOR_OUTPUT, 2);
+  f->tensors[x].dims[0] = ir_ix_dim(f, x, 0);
+  f->tensors[m].dims[0] = ir_ix_dim(f, m, 0), f->tensors[m].dims[1] = ir_ix_dim(f, m, 1);
+  f->tensors[last].dims[0] = ir_ix_const(f, 1);
+  f->tensors[pre].dims[0] = ir_ix_dim(f, x, 0);
+  f->tensors[col].dims[0] = ir_ix_dim(f, m, 1);
+  ir_access_t a;
+  /* block 0 */
+  ir_block_t* b = ir_add_block(f);
+  ir_loop_t* l = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, x, 0));
+  ir_access_init(&a, x);
+  a.nidx = 1, a.idx[0] = ir_ix_loop(f, l->id);
+  ir_stmt_t* st = ir_add_stmt(f, l, IR_ST_STORE);
+  st->value = ir_ex_load(f, &a);
+  ir_access_init(&st->target, last);
+  st->target.nidx = 1, st->target.idx[0] = ir_ix_const(f, 0);
+  /* block 1 */
+  b = ir_add_block(f);
+  ir_loop_t* outer = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, x, 0));
+  int c = ir_add_carried(f, outer, UJ_REDUCE_SUM, UJ_F32);
+  int outer_id = outer->id;
+  ir_loop_t* inner = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_bin(f, IR_IX_ADD, ir_ix_loop(f, outer_id), ir_ix_const(f, 1)));
+  ir_access_init(&a, x);
+  a.nidx = 1, a.idx[0] = ir_ix_loop(f, inner->id);
+  st = ir_add_stmt(f, inner, IR_ST_ACCUM);
+  st->carried = c, st->value = ir_ex_load(f, &a);
+  outer = &f->blocks[1].loops[0]; /* adding the inner loop may have moved it */
+  st = ir_add_stmt(f, outer, IR_ST_STORE);
+  st->value = ir_ex_carried(f, c, UJ_F32);
+  ir_access_init(&st->target, pre);
+  st->target.nidx = 1, st->target.idx[0] = ir_ix_loop(f, outer_id);
+  /* block 2 */
+  b = ir_add_block(f);
+  l = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, m, 1));
+  st = ir_add_stmt(f, l, IR_ST_STORE);
+  st->value = ir_ex_const(f, UJ_I32, 0);
+  ir_access_init(&st->target, col);
+  st->target.nidx = 1, st->target.idx[0] = ir_ix_loop(f, l->id);
+  /* block 3 */
+  b = ir_add_block(f);
+  int rows = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, m, 0))->id;
+  l = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, m, 1));
+  ir_access_init(&a, m);
+  a.nidx = 2, a.idx[0] = ir_ix_loop(f, rows), a.idx[1] = ir_ix_loop(f, l->id);
+  st = ir_add_stmt(f, l, IR_ST_SCATTER_ADD);
+  st->value = ir_ex_load(f, &a);
+  ir_access_init(&st->target, col);
+  st->target.nidx = 1, st->target.idx[0] = ir_ix_loop(f, l->id);
+  return f;
+}
+
+TEST(plans_of_hand_built_blocks) {
+  ir_func_t* f = hand_built();
+  CHECK(f != NULL);
+  if (!f) return;
+  uj_status_t s = ir_verify(f);
+  if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
+  CHECK(s == UJ_OK);
+  jit_cu_plan_t plan[4];
+  for (int b = 0; b < 4; b++) CHECK(jit_cu_plan(f, &f->blocks[b], &plan[b]) == UJ_OK);
+  CHECK(plan[0].strategy == JIT_CU_SERIAL);
+  CHECK(plan[1].strategy == JIT_CU_THREADS && plan[1].nouter == 1 && plan[1].vector == 0);
+  CHECK(plan[2].strategy == JIT_CU_THREADS && plan[2].vector == 4);
+  CHECK(plan[3].strategy == JIT_CU_THREADS && plan[3].nouter == 2 && plan[3].atomic && plan[3].atomic[4]);
+  for (int b = 0; b < 4; b++) jit_cu_plan_release(&plan[b]);
+  jit_cu_module_t m;
+  CHECK(jit_cu_emit(f, NULL, &m) == UJ_OK);
+  if (m.source) {
+    CHECK(strstr(m.source, "if (blockIdx.x != 0 || threadIdx.x != 0) return;") != NULL);
+    CHECK(strstr(m.source, "atomicAdd((int*)&t4") != NULL);
+    CHECK(strstr(m.source, "int4") != NULL);
+    if (have_nvrtc()) {
+      size_t size = 0;
+      s = jit_cuda_compile_source(m.source, "sm_90", &size);
+      if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
+      CHECK(s == UJ_OK && size > 0);
+    }
+  }
+  jit_cu_module_release(&m);
+  ir_func_free(f);
+}
+
+/* The hand-built function on the GPU against the interpreter, through the
+ * engine's internal entry points (it is no program). */
+TEST(gpu_hand_built_blocks) {
+  SKIP_WITHOUT_GPU();
+  ir_func_t* f = hand_built();
+  uj_ctx_t* ctx = uj_ctx_new();
+  jit_state_t* js = ctx ? jit_state(ctx) : NULL;
+  CHECK(f && js);
+  if (!f || !js) {
+    ir_func_free(f), uj_ctx_free(ctx);
+    return;
+  }
+  ir_buffer_t host[5], dev[5];
+  uj_tensor_t gpu[5];
+  memset(host, 0, sizeof host), memset(gpu, 0, sizeof gpu);
+  host[0].dims[0] = 5000, host[1].dims[0] = 3001, host[1].dims[1] = 37;
+  CHECK(ir_func_sizes(f, NULL, host) == UJ_OK);
+  uint64_t st = 41;
+  for (int t = 0; t < 5; t++) {
+    uj_dtype_t dt = f->tensors[t].dtype;
+    host[t].data = calloc((size_t)host[t].numel + 1, 4);
+    for (int64_t i = 0; t < 2 && i < host[t].numel; i++) {
+      if (dt == UJ_F32) ((float*)host[t].data)[i] = (float)harness_real(&st, -1, 1);
+      else ((int32_t*)host[t].data)[i] = (int32_t)harness_int(&st, -2000000000, 2000000000); /* sums wrap */
+    }
+    CHECK(uj_tensor_alloc(ctx, UJ_CUDA, dt, f->tensors[t].ndim, host[t].dims, &gpu[t]) == UJ_OK);
+    uj_tensor_t h = {host[t].data, dt, UJ_CPU, f->tensors[t].ndim, {0}};
+    memcpy(h.dims, host[t].dims, sizeof h.dims);
+    if (t < 2) CHECK(uj_tensor_copy(ctx, &gpu[t], &h) == UJ_OK);
+    dev[t] = host[t];
+    dev[t].data = gpu[t].data;
+  }
+  const jit_cuda_kernel_t* k = NULL;
+  uj_status_t s = jit_cuda_get(ctx, js, f, NULL, &k);
+  if (s == UJ_OK) s = jit_cuda_launch(ctx, k, f, dev, NULL);
+  if (s == UJ_OK) s = uj_ctx_synchronize(ctx);
+  if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
+  CHECK(s == UJ_OK);
+  CHECK(ir_interp_run(f, host, NULL) == UJ_OK);
+  for (int t = 2; t < 5 && s == UJ_OK; t++) {
+    void* got = calloc((size_t)host[t].numel + 1, 4);
+    uj_tensor_t h = {got, f->tensors[t].dtype, UJ_CPU, f->tensors[t].ndim, {0}};
+    memcpy(h.dims, host[t].dims, sizeof h.dims);
+    CHECK(uj_tensor_copy(ctx, &h, &gpu[t]) == UJ_OK);
+    /* the same additions in the same order (per thread), or wrapping i32 sums: identical */
+    CHECK(memcmp(got, host[t].data, (size_t)host[t].numel * 4) == 0);
+    free(got);
+  }
+  for (int t = 0; t < 5; t++) uj_tensor_free(ctx, &gpu[t]), free(host[t].data);
+  uj_ctx_free(ctx);
+  ir_func_free(f);
 }
 
 /* ---- tensors ---- */
@@ -579,6 +733,55 @@ TEST(gpu_scatter_add_and_in_place_adam) {
   uj_program_free(g);
   uj_ctx_free(gpu);
   uj_ctx_free(ref);
+}
+
+/* A second context finds the first one's cubin in the disk cache. */
+TEST(gpu_cubin_from_disk) {
+  SKIP_WITHOUT_GPU();
+  char dir[] = "/tmp/uopjit-cuda-disk-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  const char* before = getenv("UOPJIT_CACHE_DIR");
+  char* saved = before ? strdup(before) : NULL;
+  setenv("UOPJIT_CACHE_DIR", dir, 1); /* read when a context's JIT state is made */
+  uj_program_t* p = parse("y = x * 3 + 1");
+  int64_t n = 1000;
+  uj_tensor_t x = or_tensor(UJ_F32, 1, &n), y = or_tensor(UJ_F32, 1, &n);
+  uint64_t st = 51;
+  or_fill_real(&st, &x, -1, 1);
+  const uj_tensor_t* in[] = {&x};
+  uj_tensor_t* out[] = {&y};
+  jit_cache_counts_t counts[2];
+  memset(counts, 0, sizeof counts);
+  for (int round = 0; round < 2 && p; round++) {
+    uj_ctx_t* ctx = uj_ctx_new();
+    CHECK(uj_ctx_set_engine(ctx, UJ_ENGINE_CUDA) == UJ_OK);
+    CHECK(or_run_staged(ctx, p, UJ_FORWARD, in, 1, NULL, 0, out, 1) == UJ_OK);
+    for (int64_t i = 0; i < n; i++) CHECK_NEAR(or_get(&y, i), or_get(&x, i) * 3 + 1, 1e-6);
+    jit_state_t* js = jit_state(ctx);
+    if (js) jit_cache_counts(js->cache, &counts[round]);
+    if (round == 0) { /* a new program object, so that its memo does not answer */
+      uj_program_free(p);
+      p = parse("y = x * 3 + 1");
+    }
+    uj_ctx_free(ctx);
+  }
+  CHECK(counts[0].disk_stores == 1 && counts[0].disk_hits == 0);
+  CHECK(counts[1].disk_hits == 1 && counts[1].disk_stores == 0);
+  uj_program_free(p);
+  or_tensor_free(&x), or_tensor_free(&y);
+  if (saved) setenv("UOPJIT_CACHE_DIR", saved, 1);
+  else unsetenv("UOPJIT_CACHE_DIR");
+  free(saved);
+  /* the cache is flat: its files, then the directory */
+  DIR* d = opendir(dir);
+  for (struct dirent* e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  if (d) closedir(d);
+  CHECK(rmdir(dir) == 0);
 }
 
 TEST_MAIN()
