@@ -57,8 +57,10 @@ endif
 CUDA_DIR ?= /usr/local/cuda
 HAVE_CUDA := $(if $(and $(wildcard $(CUDA_DIR)/include/cuda.h),$(wildcard $(CUDA_DIR)/include/nvrtc.h)),yes,no)
 ifeq ($(HAVE_CUDA),yes)
-# Headers only: libcuda and libnvrtc are dlopen'ed, never linked.
-override CFLAGS += -DUJ_HAVE_CUDA -I$(CUDA_DIR)/include
+# Headers only: libcuda and libnvrtc are dlopen'ed, never linked. The
+# toolkit's directory is where NVRTC is looked for when the loader's path
+# does not have it.
+override CFLAGS += -DUJ_HAVE_CUDA -DUJ_CUDA_DIR='"$(CUDA_DIR)"' -I$(CUDA_DIR)/include
 endif
 
 CUDNN_HEADER := $(firstword $(wildcard $(CUDA_DIR)/include/cudnn.h /usr/include/cudnn.h \
@@ -115,7 +117,7 @@ $(BUILD)/obj/%.o: %.c
 # name the code that wrote the cached source: a checksum of the emitter's
 # files. A changed emitter then misses instead of loading what an older one
 # compiled (the IR text alone cannot tell them apart).
-C_EMITTER_FILES := jit/c.c jit/c_emit.c ir/deps.c
+C_EMITTER_FILES := jit/c.c jit/c_emit.c jit/c_like.c ir/deps.c
 C_EMITTER_ID := $(firstword $(shell cat $(C_EMITTER_FILES) | cksum))
 $(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
 $(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: $(C_EMITTER_FILES)

@@ -212,6 +212,7 @@ int main(int argc, char** argv) {
   free(cache_root);
 
   report_print(&res);
+  if (bench_gpu(res.programs, res.nprograms, res.short_run) != 0) status = 1;
   for (int r = 0; r < res.nrows; r++)
     if (res.rows[r].status == ROW_MISMATCH || res.rows[r].status == ROW_FAILED) status = 1;
   return status;

@@ -227,4 +227,7 @@ void report_print(const bench_results_t* results);
 
 int bench_conv_main(int argc, char** argv);
 
+/* ---- gpu.c: the GPU section, printed after the tables; 0, or 1 on a failure ---- */
+int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_run);
+
 #endif

@@ -41,6 +41,7 @@
 #ifndef UOPJIT_H
 #define UOPJIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -115,6 +116,48 @@ uj_engine_t uj_ctx_engine(uj_ctx_t* ctx);
 uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled);
 /* "auto", "interp", "mir", "c", "cuda"; "?" when out of range. */
 const char* uj_engine_name(uj_engine_t e);
+
+/* ---- memory on a device ------------------------------------------------------ */
+
+/* The library's own memory for a tensor of this dtype and shape on `device`:
+ * UJ_CPU, 64-byte aligned host memory; UJ_CUDA, memory on the GPU of ctx
+ * (device UOPJIT_CUDA_DEVICE, default 0), 256-byte aligned. *out is filled
+ * in (data never NULL, even for 0 elements) only on success. Errors:
+ * UJ_ERR_INVALID for a NULL ctx or out, an unknown device or dtype, dims
+ * NULL for rank > 0; UJ_ERR_SHAPE for a rank out of 0..8, a negative size
+ * or a byte count that overflows; UJ_ERR_OOM; for UJ_CUDA, UJ_ERR_DEVICE
+ * when there is no driver or device ("no CUDA driver (libcuda.so.1 not
+ * found: ...)", or the failing driver call and its CUDA error name) and
+ * UJ_ERR_UNSUPPORTED in a build without CUDA.
+ *
+ * GPU work of a context is queued in order on a stream of its own:
+ * uj_program_run on GPU tensors returns once its kernels are queued, and a
+ * copy to or from host memory, uj_tensor_free of GPU memory and
+ * uj_ctx_synchronize wait for the queue first. An error raised while a
+ * kernel runs is reported by the next call that waits. */
+uj_status_t uj_tensor_alloc(uj_ctx_t* ctx, uj_device_t device, uj_dtype_t dtype, int ndim,
+                            const int64_t* dims, uj_tensor_t* out);
+/* Frees memory that uj_tensor_alloc gave t (with the same context for GPU
+ * memory) and sets t->data to NULL. t NULL or t->data NULL: nothing to do.
+ * Only tensors from uj_tensor_alloc may be passed. */
+uj_status_t uj_tensor_free(uj_ctx_t* ctx, uj_tensor_t* t);
+/* Copies src's elements into dst: host to host, host to GPU, GPU to host
+ * or GPU to GPU. dst must have src's dtype, rank and sizes (UJ_ERR_INVALID
+ * for the dtype, UJ_ERR_SHAPE naming the axis for a size), both must be
+ * well-formed (data present when they hold elements), and GPU tensors must
+ * not partly overlap. Nothing is written unless every check passes. A copy
+ * that touches host memory has completed on return; a GPU-to-GPU copy is
+ * queued on the context's stream. */
+uj_status_t uj_tensor_copy(uj_ctx_t* ctx, uj_tensor_t* dst, const uj_tensor_t* src);
+/* Waits until every copy and kernel queued on ctx's stream has finished,
+ * and reports an error any of them raised (UJ_ERR_DEVICE). UJ_OK at once
+ * for a context that never used the GPU. */
+uj_status_t uj_ctx_synchronize(uj_ctx_t* ctx);
+/* The context's GPU: its name (into name, at most name_cap bytes with the
+ * NUL; may be NULL), compute capability as 10 * major + minor (90 for
+ * 9.0) and multiprocessor count (each may be NULL). Errors as
+ * uj_tensor_alloc's for a missing driver or device. */
+uj_status_t uj_ctx_device(uj_ctx_t* ctx, char* name, size_t name_cap, int* arch, int* multiprocessors);
 
 /* ---- micro-ops -------------------------------------------------------------- */
 
@@ -240,7 +283,19 @@ uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t*
  * memory with an input (an in-place update): where the fused loops read
  * each element before writing it, the output is written directly;
  * otherwise it is computed aside and copied in. Two outputs may not share
- * memory (UJ_ERR_INVALID). */
+ * memory (UJ_ERR_INVALID).
+ *
+ * Devices: the tensors of one call must all be in host memory or all on
+ * the GPU (UJ_ERR_INVALID naming both otherwise). With the engine AUTO,
+ * GPU tensors run on UJ_ENGINE_CUDA (UJ_ERR_UNSUPPORTED with the reason
+ * when it is not available); a CPU engine given GPU tensors, or the CUDA
+ * engine given host tensors, is UJ_ERR_UNSUPPORTED naming the tensor. On
+ * the GPU the call returns once its kernels are queued on the context's
+ * stream (see uj_ctx_synchronize); its temporaries are stream-ordered
+ * device memory. Float sums and products that a CUDA kernel splits across
+ * threads are merged in a fixed tree order: reproducible for a given size
+ * and device, but rounded differently from the serial order (a relative
+ * difference of about n * 1e-7 for n f32 terms, usually far less). */
 uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
                            const uj_tensor_t* const* inputs, int input_count,
                            const int64_t* params, int param_count,
@@ -265,10 +320,15 @@ typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA,
  *
  * Everything else in the file is static, so several such files link into
  * one program once the two names are renamed (-Duopjit_kernel_run=...).
+ * UJ_DUMP_CUDA is the CUDA engine's source: one `extern "C" __global__`
+ * kernel uj_block_<N> per block of the fused function, with no #include;
+ * params given: folded in, as the engine compiles it; NULL: each kernel
+ * takes the $params it uses as arguments p<slot>. Writing it needs neither
+ * a GPU nor NVRTC.
  * For a parsed program: the build last run, else one for rank-1 inputs.
  * params may be NULL (then $params print by name). Returns a malloc'ed
  * string the caller frees, or NULL with uj_last_error() set (UJ_DUMP_MIR
- * and UJ_DUMP_CUDA need their engines). */
+ * needs MIR in the build). */
 char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t what,
                       const int64_t* params);
 
@@ -370,6 +430,26 @@ const char* uj_conv2d_last_backend(uj_ctx_t* ctx);
 /* Drops what the context keeps under filter_key (0: every key).
  * UJ_ERR_INVALID for a NULL ctx. */
 uj_status_t uj_conv2d_forget(uj_ctx_t* ctx, uint64_t filter_key);
+
+/* Compiles, without running anything, the CUDA kernels uj_program_run
+ * would launch for this pass, inputs (as uj_program_run takes them; only
+ * their ranks, dtypes and size-1 axes matter, to pick the build of a parsed
+ * program, and their data is not read) and params, with NVRTC for
+ * architecture arch ("sm_90"). It needs NVRTC but no GPU, so a machine
+ * without one can check that every kernel compiles. The cubin goes into
+ * the disk cache, where a run on such a device finds it; when the disk
+ * cache already holds a verified cubin for exactly this source, NVRTC
+ * version, architecture and options, that one stands (*reused = 1; it may
+ * be NULL) and NVRTC is not run again (UOPJIT_CACHE=0 forces it).
+ * *kernels (may be NULL) receives the number of kernels in the module.
+ * Errors: UJ_ERR_INVALID for a NULL ctx or p, wrong counts or an arch not
+ * of the form sm_XX; UJ_ERR_UNSUPPORTED without NVRTC (or in a build
+ * without CUDA) or for an arch NVRTC does not know; UJ_ERR_COMPILE with
+ * NVRTC's log. */
+uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
+                                    const uj_tensor_t* const* inputs, int input_count,
+                                    const int64_t* params, int param_count, const char* arch,
+                                    int* kernels, int* reused);
 
 #ifdef __cplusplus
 }

@@ -8,12 +8,10 @@
  * then its statements in order. A statement with run-time checked axes is
  * guarded by `if (every checked index is in range)`, evaluated innermost
  * first so an i32 index read is itself checked before it is used: the
- * interpreter's "an out-of-range read skips the statement".
+ * interpreter's "an out-of-range read skips the statement". Expressions and
+ * statements are printed by jit/c_like.c, which the CUDA emitter shares.
  *
- * Arithmetic matches the interpreter: f32 in float (no contraction: the
- * compiler runs with -ffp-contract=off), i32 wrapping through uint32, floor
- * division and modulo with x/0 == 0, fmax-like max/min written as ternaries,
- * saturating float to i32. For speed the f32 exp, log, tanh and sigmoid are
+ * Arithmetic matches the interpreter (see jit/c_like.c). For speed the f32 exp, log, tanh and sigmoid are
  * inline polynomials written with ternary clamps and magic-number rounding,
  * so gcc vectorizes them without -ffast-math (see the prelude for their
  * error bounds); f64 math calls libm.
@@ -25,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_like.h"
 #include "jit.h"
 
 static const char prelude[] =
@@ -110,461 +109,67 @@ static const char prelude[] =
     "static inline float uj_sigmoidf(float x) { return 1.0f / (1.0f + uj_expf(-x)); }\n";
 
 typedef struct {
-  const ir_func_t* f;
-  const int64_t* params;
+  jit_cx_t cx; /* the shared printer (jit/c_like.c) */
   int flags;
-  rt_buf_t* out;
-  int size_mode;  /* DIM prints as dims[...] (AOT size code) instead of d<t>_<k> */
-  uj_reduce_op_t* carried_op;  /* by carried id */
 } emitter_t;
 
-static const char* ctype(uj_dtype_t d) { return d == UJ_F32 ? "float" : d == UJ_F64 ? "double" : "int32_t"; }
-
-static void emit_ix(emitter_t* E, const ir_ix_t* ix);
-
-static void emit_offset(emitter_t* E, const ir_access_t* acc) {
-  if (acc->nidx == 0) {
-    rt_buf_printf(E->out, "0");
-    return;
-  }
-  for (int k = 1; k < acc->nidx; k++) rt_buf_printf(E->out, "(");
-  for (int k = 0; k < acc->nidx; k++) {
-    if (k > 0) rt_buf_printf(E->out, " * d%d_%d + ", acc->tensor, k);
-    rt_buf_printf(E->out, "(");
-    emit_ix(E, acc->idx[k]);
-    rt_buf_printf(E->out, ")");
-    if (k > 0) rt_buf_printf(E->out, ")");
-  }
+int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) {
+  return b->nloops > 0 && jit_loop_independent(f, b, 0, NULL);
 }
-
-static void emit_access(emitter_t* E, const ir_access_t* acc) {
-  if (E->f->tensors[acc->tensor].local) {
-    rt_buf_printf(E->out, "t%d", acc->tensor);
-    return;
-  }
-  rt_buf_printf(E->out, "t%d[", acc->tensor);
-  emit_offset(E, acc);
-  rt_buf_printf(E->out, "]");
-}
-
-static void emit_ix(emitter_t* E, const ir_ix_t* ix) {
-  static const char* const infix[] = {[IR_IX_ADD] = " + ", [IR_IX_SUB] = " - ", [IR_IX_MUL] = " * "};
-  switch (ix->kind) {
-    case IR_IX_CONST: rt_buf_printf(E->out, "(uj_i64)%lldLL", (long long)ix->value); return;
-    case IR_IX_LOOP: rt_buf_printf(E->out, "i%d", ix->id); return;
-    case IR_IX_DIM:
-      if (E->size_mode) rt_buf_printf(E->out, "dims[%d]", ix->id * UJ_MAX_DIMS + ix->axis);
-      else rt_buf_printf(E->out, "d%d_%d", ix->id, ix->axis);
-      return;
-    case IR_IX_PARAM:
-      if (E->flags & JIT_C_FOLD_PARAMS) rt_buf_printf(E->out, "(uj_i64)%lldLL", (long long)E->params[ix->id]);
-      else rt_buf_printf(E->out, "params[%d]", ix->id);
-      return;
-    case IR_IX_LOAD:
-      rt_buf_printf(E->out, "(uj_i64)");
-      emit_access(E, ix->load);
-      return;
-    case IR_IX_NEG:
-      rt_buf_printf(E->out, "(-(");
-      emit_ix(E, ix->a);
-      rt_buf_printf(E->out, "))");
-      return;
-    case IR_IX_ADD:
-    case IR_IX_SUB:
-    case IR_IX_MUL:
-      rt_buf_printf(E->out, "(");
-      emit_ix(E, ix->a);
-      rt_buf_printf(E->out, "%s", infix[ix->kind]);
-      emit_ix(E, ix->b);
-      rt_buf_printf(E->out, ")");
-      return;
-    default: {
-      const char* fn = ix->kind == IR_IX_DIV ? "uj_fdiv" : ix->kind == IR_IX_MOD ? "uj_fmod"
-                       : ix->kind == IR_IX_MIN ? "uj_imin" : "uj_imax";
-      rt_buf_printf(E->out, "%s(", fn);
-      emit_ix(E, ix->a);
-      rt_buf_printf(E->out, ", ");
-      emit_ix(E, ix->b);
-      rt_buf_printf(E->out, ")");
-    }
-  }
-}
-
-static void emit_const(emitter_t* E, uj_dtype_t dt, double v) {
-  if (dt == UJ_I32) {
-    double c = v != v ? 0 : v >= 2147483647.0 ? 2147483647.0 : v <= -2147483648.0 ? -2147483648.0 : v;
-    rt_buf_printf(E->out, "((int32_t)%lldLL)", (long long)c);
-  } else if (v != v) {
-    rt_buf_printf(E->out, dt == UJ_F32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")");
-  } else if (isinf(v)) {
-    rt_buf_printf(E->out, "%s%s", v < 0 ? "-" : "", dt == UJ_F32 ? "__builtin_inff()" : "__builtin_inf()");
-  } else {
-    /* enough digits to read back exactly, and always a floating literal */
-    char text[40];
-    snprintf(text, sizeof text, dt == UJ_F32 ? "%.9g" : "%.17g", dt == UJ_F32 ? (double)(float)v : v);
-    if (!strpbrk(text, ".e")) strcat(text, ".0");
-    rt_buf_printf(E->out, "%s%s", text, dt == UJ_F32 ? "f" : "");
-  }
-}
-
-static void emit_expr(emitter_t* E, const ir_expr_t* e);
-
-static void call1(emitter_t* E, const char* fn, const ir_expr_t* a) {
-  rt_buf_printf(E->out, "%s(", fn);
-  emit_expr(E, a);
-  rt_buf_printf(E->out, ")");
-}
-
-static void call2(emitter_t* E, const char* fn, const ir_expr_t* a, const char* sep, const ir_expr_t* b,
-                  const char* end) {
-  rt_buf_printf(E->out, "%s", fn);
-  emit_expr(E, a);
-  rt_buf_printf(E->out, "%s", sep);
-  emit_expr(E, b);
-  rt_buf_printf(E->out, "%s", end);
-}
-
-static void emit_unary(emitter_t* E, const ir_expr_t* e) {
-  uj_unary_op_t op = (uj_unary_op_t)e->op;
-  if (e->dtype == UJ_I32) {
-    if (op == UJ_UNARY_NEG) {
-      call1(E, "uj_wrap(0 - (uj_i64)", e->a);
-      rt_buf_printf(E->out, ")");
-    } else if (op == UJ_UNARY_ABS) {
-      call2(E, "uj_wrap(uj_imax((uj_i64)(", e->a, "), -(uj_i64)(", e->a, ")))");
-    } else {
-      call1(E, "", e->a); /* floor of an integer */
-    }
-    return;
-  }
-  int f32 = e->dtype == UJ_F32;
-  switch (op) {
-    case UJ_UNARY_NEG: call1(E, "-", e->a); return;
-    case UJ_UNARY_ABS: call1(E, f32 ? "__builtin_fabsf" : "__builtin_fabs", e->a); return;
-    case UJ_UNARY_EXP: call1(E, f32 ? "uj_expf" : "exp", e->a); return;
-    case UJ_UNARY_LOG: call1(E, f32 ? "uj_logf" : "log", e->a); return;
-    case UJ_UNARY_SQRT: call1(E, f32 ? "__builtin_sqrtf" : "__builtin_sqrt", e->a); return;
-    case UJ_UNARY_RSQRT:
-      rt_buf_printf(E->out, f32 ? "(1.0f / " : "(1.0 / ");
-      call1(E, f32 ? "__builtin_sqrtf" : "__builtin_sqrt", e->a);
-      rt_buf_printf(E->out, ")");
-      return;
-    case UJ_UNARY_RECIP: call1(E, f32 ? "1.0f / " : "1.0 / ", e->a); return;
-    case UJ_UNARY_SIN: call1(E, f32 ? "sinf" : "sin", e->a); return;
-    case UJ_UNARY_COS: call1(E, f32 ? "cosf" : "cos", e->a); return;
-    case UJ_UNARY_TANH: call1(E, f32 ? "uj_tanhf" : "tanh", e->a); return;
-    case UJ_UNARY_SIGMOID:
-      if (f32) call1(E, "uj_sigmoidf", e->a);
-      else call1(E, "1.0 / (1.0 + exp(-", e->a), rt_buf_printf(E->out, "))");
-      return;
-    case UJ_UNARY_FLOOR: call1(E, f32 ? "__builtin_floorf" : "__builtin_floor", e->a); return;
-  }
-}
-
-static void emit_binary(emitter_t* E, const ir_expr_t* e) {
-  uj_binary_op_t op = (uj_binary_op_t)e->op;
-  static const char* const cmp[] = {[UJ_BINARY_EQ] = " == ", [UJ_BINARY_NE] = " != ", [UJ_BINARY_LT] = " < ",
-                                    [UJ_BINARY_LE] = " <= ", [UJ_BINARY_GT] = " > ",  [UJ_BINARY_GE] = " >= "};
-  static const char* const arith[] = {[UJ_BINARY_ADD] = " + ", [UJ_BINARY_SUB] = " - ", [UJ_BINARY_MUL] = " * ",
-                                      [UJ_BINARY_DIV] = " / "};
-  const char* one = e->dtype == UJ_F32 ? "1.0f" : e->dtype == UJ_F64 ? "1.0" : "1";
-  const char* zero = e->dtype == UJ_F32 ? "0.0f" : e->dtype == UJ_F64 ? "0.0" : "0";
-  if (op >= UJ_BINARY_EQ) {
-    call2(E, "((", e->a, cmp[op], e->b, ") ? ");
-    rt_buf_printf(E->out, "(%s)%s : (%s)%s)", ctype(e->dtype), one, ctype(e->dtype), zero);
-    return;
-  }
-  if (e->dtype == UJ_I32) {
-    switch (op) {
-      case UJ_BINARY_DIV: call2(E, "uj_wrap(uj_fdiv(", e->a, ", ", e->b, "))"); return;
-      case UJ_BINARY_POW: call2(E, "uj_f2i(pow((double)", e->a, ", (double)", e->b, "))"); return;
-      case UJ_BINARY_MAX: call2(E, "(int32_t)uj_imax(", e->a, ", ", e->b, ")"); return;
-      case UJ_BINARY_MIN: call2(E, "(int32_t)uj_imin(", e->a, ", ", e->b, ")"); return;
-      default:
-        rt_buf_printf(E->out, "uj_wrap((uj_i64)");
-        call2(E, "(", e->a, arith[op], e->b, ")");
-        rt_buf_printf(E->out, ")");
-        return;
-    }
-  }
-  int f32 = e->dtype == UJ_F32;
-  switch (op) {
-    case UJ_BINARY_POW: call2(E, f32 ? "powf(" : "pow(", e->a, ", ", e->b, ")"); return;
-    case UJ_BINARY_MAX: call2(E, f32 ? "uj_fmaxf(" : "uj_fmax(", e->a, ", ", e->b, ")"); return;
-    case UJ_BINARY_MIN: call2(E, f32 ? "uj_fminf(" : "uj_fmin(", e->a, ", ", e->b, ")"); return;
-    default: call2(E, "(", e->a, arith[op], e->b, ")"); return;
-  }
-}
-
-static void emit_expr(emitter_t* E, const ir_expr_t* e) {
-  switch (e->kind) {
-    case IR_EX_CONST: emit_const(E, e->dtype, e->value); return;
-    case IR_EX_LOAD: emit_access(E, &e->access); return;
-    case IR_EX_CARRIED: {
-      uj_reduce_op_t op = E->carried_op[e->carried];
-      if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) rt_buf_printf(E->out, "uj_wrap(c%da)", e->carried);
-      else rt_buf_printf(E->out, "c%d", e->carried);
-      return;
-    }
-    case IR_EX_INDEX:
-      rt_buf_printf(E->out, e->dtype == UJ_I32 ? "uj_wrap((" : "((%s)(", ctype(e->dtype));
-      emit_ix(E, e->ix);
-      rt_buf_printf(E->out, "))");
-      return;
-    case IR_EX_UNARY: emit_unary(E, e); return;
-    case IR_EX_BINARY: emit_binary(E, e); return;
-    case IR_EX_WHERE:
-      call2(E, "((", e->a, ") != 0 ? (", e->b, ") : (");
-      emit_expr(E, e->c);
-      rt_buf_printf(E->out, "))");
-      return;
-    case IR_EX_CAST:
-      if (e->dtype == UJ_I32 && e->a->dtype != UJ_I32) call1(E, "uj_f2i", e->a);
-      else rt_buf_printf(E->out, "(%s)", ctype(e->dtype)), call1(E, "", e->a);
-      return;
-  }
-}
-
-/* ---- statements and loops ---- */
-
-/* Range conditions of every checked axis in an index tree, inner loads first. */
-static void emit_checks_ix(emitter_t* E, const ir_ix_t* ix, int* n);
-
-static void emit_checks_access(emitter_t* E, const ir_access_t* acc, int* n) {
-  for (int k = 0; k < acc->nidx; k++) emit_checks_ix(E, acc->idx[k], n);
-  for (int k = 0; k < acc->nidx; k++) {
-    if (!(acc->check_mask & (1u << k))) continue;
-    rt_buf_printf(E->out, "%s(uint64_t)(", (*n)++ ? " && " : "");
-    emit_ix(E, acc->idx[k]);
-    rt_buf_printf(E->out, ") < (uint64_t)d%d_%d", acc->tensor, k);
-  }
-}
-
-static void emit_checks_ix(emitter_t* E, const ir_ix_t* ix, int* n) {
-  if (!ix) return;
-  if (ix->kind == IR_IX_LOAD) {
-    emit_checks_access(E, ix->load, n);
-    return;
-  }
-  emit_checks_ix(E, ix->a, n);
-  emit_checks_ix(E, ix->b, n);
-}
-
-static void emit_checks_expr(emitter_t* E, const ir_expr_t* e, int* n) {
-  if (!e) return;
-  if (e->kind == IR_EX_LOAD) emit_checks_access(E, &e->access, n);
-  emit_checks_ix(E, e->ix, n);
-  emit_checks_expr(E, e->a, n);
-  emit_checks_expr(E, e->b, n);
-  emit_checks_expr(E, e->c, n);
-}
-
-
-static void indent(emitter_t* E, int depth) { rt_buf_printf(E->out, "%*s", 2 * depth + 2, ""); }
-
-static void emit_accum(emitter_t* E, const ir_stmt_t* s) {
-  int c = s->carried;
-  uj_reduce_op_t op = E->carried_op[c];
-  int fl = s->value->dtype != UJ_I32;
-  switch (op) {
-    case UJ_REDUCE_SUM:
-    case UJ_REDUCE_MEAN:
-    case UJ_REDUCE_PROD:
-      if (fl) rt_buf_printf(E->out, "c%d %s ", c, op == UJ_REDUCE_PROD ? "*=" : "+=");
-      else rt_buf_printf(E->out, "c%d = uj_wrap((uj_i64)c%d %s (uj_i64)", c, c, op == UJ_REDUCE_PROD ? "*" : "+");
-      emit_expr(E, s->value);
-      rt_buf_printf(E->out, fl ? ";\n" : ");\n");
-      return;
-    case UJ_REDUCE_MAX:
-    case UJ_REDUCE_MIN:
-    {
-      /* the new value is the first argument: it wins unless the old is larger (fmax-like) */
-      const char* fn = !fl ? (op == UJ_REDUCE_MAX ? "(int32_t)uj_imax" : "(int32_t)uj_imin")
-                       : s->value->dtype == UJ_F32 ? (op == UJ_REDUCE_MAX ? "uj_fmaxf" : "uj_fminf")
-                                                   : (op == UJ_REDUCE_MAX ? "uj_fmax" : "uj_fmin");
-      rt_buf_printf(E->out, "c%d = %s(", c, fn);
-      emit_expr(E, s->value);
-      rt_buf_printf(E->out, ", c%d);\n", c);
-      return;
-    }
-    default: {
-      /* argmax/argmin: strictly better wins, so ties keep the first; for i32
-       * the identity is a valid value, so the first element always enters */
-      rt_buf_printf(E->out, "{ %s v = ", ctype(s->value->dtype));
-      emit_expr(E, s->value);
-      rt_buf_printf(E->out, "; uj_i64 at = ");
-      emit_ix(E, s->arg_index);
-      rt_buf_printf(E->out, "; if (v %s c%d%s) { c%d = v; c%da = at; } }\n", op == UJ_REDUCE_ARGMAX ? ">" : "<", c,
-                    fl ? "" : " || at == 0", c, c);
-      return;
-    }
-  }
-}
-
-static void emit_stmt(emitter_t* E, const ir_stmt_t* s, int depth) {
-  int guarded = ir_expr_has_checks(s->value) || ir_ix_has_checks(s->arg_index) ||
-                (s->kind != IR_ST_ACCUM && ir_access_has_checks(&s->target));
-  indent(E, depth);
-  if (guarded) {
-    int n = 0;
-    rt_buf_printf(E->out, "if (");
-    emit_checks_expr(E, s->value, &n);
-    emit_checks_ix(E, s->arg_index, &n);
-    if (s->kind != IR_ST_ACCUM) emit_checks_access(E, &s->target, &n);
-    rt_buf_printf(E->out, ") ");
-  }
-  if (s->kind == IR_ST_ACCUM) {
-    emit_accum(E, s);
-    return;
-  }
-  emit_access(E, &s->target);
-  if (s->kind == IR_ST_SCATTER_ADD && E->f->tensors[s->target.tensor].dtype == UJ_I32) {
-    rt_buf_printf(E->out, " = uj_wrap((uj_i64)");
-    emit_access(E, &s->target);
-    rt_buf_printf(E->out, " + (uj_i64)");
-    emit_expr(E, s->value);
-    rt_buf_printf(E->out, ");\n");
-    return;
-  }
-  rt_buf_printf(E->out, s->kind == IR_ST_SCATTER_ADD ? " += " : " = ");
-  emit_expr(E, s->value);
-  rt_buf_printf(E->out, ";\n");
-}
-
-/* Locals whose statements sit in loop l: declared at the top of its body,
- * so each iteration (and each thread) has its own. */
-static void emit_locals(emitter_t* E, const ir_loop_t* l, int depth) {
-  for (int s = 0; s < l->nstmts; s++) {
-    const ir_access_t* t = &l->stmts[s].target;
-    if (l->stmts[s].kind == IR_ST_ACCUM || !E->f->tensors[t->tensor].local) continue;
-    int first = 1;
-    for (int j = 0; j < s && first; j++)
-      first = l->stmts[j].kind == IR_ST_ACCUM || l->stmts[j].target.tensor != t->tensor;
-    if (!first) continue;
-    indent(E, depth);
-    rt_buf_printf(E->out, "%s t%d;\n", ctype(E->f->tensors[t->tensor].dtype), t->tensor);
-  }
-}
-
-static void emit_carried(emitter_t* E, const ir_carried_t* c, int depth) {
-  indent(E, depth);
-  const char* t = ctype(c->dtype);
-  int fl = c->dtype != UJ_I32, f32 = c->dtype == UJ_F32;
-  switch (c->op) {
-    case UJ_REDUCE_SUM:
-    case UJ_REDUCE_MEAN: rt_buf_printf(E->out, "%s c%d = 0;\n", t, c->id); return;
-    case UJ_REDUCE_PROD: rt_buf_printf(E->out, "%s c%d = 1;\n", t, c->id); return;
-    default: {
-      int up = c->op == UJ_REDUCE_MAX || c->op == UJ_REDUCE_ARGMAX;
-      if (fl) rt_buf_printf(E->out, "%s c%d = %s%s;", t, c->id, up ? "-" : "", f32 ? "__builtin_inff()" : "__builtin_inf()");
-      else rt_buf_printf(E->out, "%s c%d = %s;", t, c->id, up ? "(-2147483647 - 1)" : "2147483647");
-      if (c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN) rt_buf_printf(E->out, " uj_i64 c%da = 0;", c->id);
-      rt_buf_printf(E->out, "\n");
-    }
-  }
-}
-
-typedef struct {
-  const ir_func_t* f;
-  int loop_id;
-  int ok;
-  unsigned char* written;
-} indep_t;
-
-static void note_written(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
-  (void)level;
-  (void)stmt;
-  indep_t* d = ctx;
-  if (is_write) d->written[acc->tensor] = 1;
-}
-
-static void check_distinct(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
-  (void)is_write;
-  (void)level;
-  (void)stmt;
-  indep_t* d = ctx;
-  if (!d->written[acc->tensor] || d->f->tensors[acc->tensor].local) return;
-  for (int k = 0; k < acc->nidx; k++)
-    if (acc->idx[k]->kind == IR_IX_LOOP && acc->idx[k]->id == d->loop_id) return;
-  d->ok = 0;
-}
-
-/* Iterations of loop k touch disjoint elements of every written tensor,
- * and no statement at or inside loop k accumulates into a variable that
- * lives outside it. */
-static int loop_independent(const ir_func_t* f, const ir_block_t* b, int k) {
-  for (int j = k; j < b->nloops; j++)
-    for (int s = 0; s < b->loops[j].nstmts; s++) {
-      const ir_stmt_t* st = &b->loops[j].stmts[s];
-      if (st->kind != IR_ST_ACCUM) continue;
-      for (int o = 0; o < k; o++)
-        for (int c = 0; c < b->loops[o].ncarried; c++)
-          if (b->loops[o].carried[c].id == st->carried) return 0;
-    }
-  unsigned char* written = calloc((size_t)f->ntensors + 1, 1);
-  if (!written) return 0;
-  indep_t d = {f, b->loops[k].id, 1, written};
-  ir_walk_accesses((ir_block_t*)b, note_written, &d);
-  ir_walk_accesses((ir_block_t*)b, check_distinct, &d);
-  free(written);
-  return d.ok;
-}
-
-int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) { return b->nloops > 0 && loop_independent(f, b, 0); }
 
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
-  if (k == b->nloops - 1 && loop_independent(E->f, b, k)) {
-    indent(E, k);
-    rt_buf_printf(E->out, "#pragma GCC ivdep\n");
+  if (k == b->nloops - 1 && jit_loop_independent(E->cx.f, b, k, NULL)) {
+    jit_cx_indent(&E->cx, k);
+    rt_buf_printf(E->cx.out, "#pragma GCC ivdep\n");
   }
-  indent(E, k);
+  jit_cx_indent(&E->cx, k);
   if (k == 0) {
-    rt_buf_printf(E->out, "for (uj_i64 i%d = begin; i%d < end; i%d++) {\n", l->id, l->id, l->id);
+    rt_buf_printf(E->cx.out, "for (uj_i64 i%d = begin; i%d < end; i%d++) {\n", l->id, l->id, l->id);
   } else {
-    rt_buf_printf(E->out, "for (uj_i64 i%d = ", l->id);
-    emit_ix(E, l->start);
-    rt_buf_printf(E->out, "; i%d < ", l->id);
-    emit_ix(E, l->end);
-    rt_buf_printf(E->out, "; i%d++) {\n", l->id);
+    rt_buf_printf(E->cx.out, "for (uj_i64 i%d = ", l->id);
+    jit_cx_ix(&E->cx, l->start);
+    rt_buf_printf(E->cx.out, "; i%d < ", l->id);
+    jit_cx_ix(&E->cx, l->end);
+    rt_buf_printf(E->cx.out, "; i%d++) {\n", l->id);
   }
-  for (int c = 0; c < l->ncarried; c++) emit_carried(E, &l->carried[c], k + 1);
-  emit_locals(E, l, k + 1);
+  for (int c = 0; c < l->ncarried; c++) jit_cx_carried(&E->cx, &l->carried[c], k + 1);
+  jit_cx_locals(&E->cx, l, k + 1);
   if (k + 1 < b->nloops) emit_loop(E, b, k + 1);
-  for (int s = 0; s < l->nstmts; s++) emit_stmt(E, &l->stmts[s], k + 1);
-  indent(E, k);
-  rt_buf_printf(E->out, "}\n");
+  for (int s = 0; s < l->nstmts; s++) jit_cx_stmt(&E->cx, &l->stmts[s], k + 1);
+  jit_cx_indent(&E->cx, k);
+  rt_buf_printf(E->cx.out, "}\n");
 }
 
 static void emit_block(emitter_t* E, int bi) {
-  const ir_func_t* f = E->f;
-  rt_buf_printf(E->out,
+  const ir_func_t* f = E->cx.f;
+  rt_buf_printf(E->cx.out,
                 "\n%svoid uj_block_%d(void* const* buf, const int64_t* dims, const int64_t* params, uj_i64 begin, uj_i64 end) {\n"
                 "  (void)buf; (void)dims; (void)params;\n",
                 E->flags & JIT_C_AOT ? "static " : "", bi);
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     for (int k = 0; k < tt->ndim; k++)
-      rt_buf_printf(E->out, "  const uj_i64 d%d_%d = dims[%d]; (void)d%d_%d;\n", t, k, t * UJ_MAX_DIMS + k, t, k);
+      rt_buf_printf(E->cx.out, "  const uj_i64 d%d_%d = dims[%d]; (void)d%d_%d;\n", t, k, t * UJ_MAX_DIMS + k, t, k);
     if (!tt->local && !tt->noalloc)
-      rt_buf_printf(E->out, "  %s%s* t%d = (%s%s*)buf[%d]; (void)t%d;\n", tt->role == IR_TENSOR_INPUT ? "const " : "",
-                    ctype(tt->dtype), t, tt->role == IR_TENSOR_INPUT ? "const " : "", ctype(tt->dtype), t, t);
+      rt_buf_printf(E->cx.out, "  %s%s* t%d = (%s%s*)buf[%d]; (void)t%d;\n", tt->role == IR_TENSOR_INPUT ? "const " : "",
+                    jit_cx_ctype(tt->dtype), t, tt->role == IR_TENSOR_INPUT ? "const " : "", jit_cx_ctype(tt->dtype), t, t);
   }
   if (f->blocks[bi].nloops) emit_loop(E, &f->blocks[bi], 0);
-  rt_buf_printf(E->out, "}\n");
+  rt_buf_printf(E->cx.out, "}\n");
 }
 
 /* The AOT entry: sizes from the inputs' sizes and params, the checks, the
  * temporaries, then every block in order on one thread. */
 static void emit_aot_entry(emitter_t* E, const char* name) {
-  const ir_func_t* f = E->f;
+  const ir_func_t* f = E->cx.f;
   int nin = 0, nout = 0;
   for (int t = 0; t < f->ntensors; t++) {
     nin += f->tensors[t].role == IR_TENSOR_INPUT;
     nout += f->tensors[t].role == IR_TENSOR_OUTPUT;
   }
-  E->size_mode = 1;
-  rt_buf_printf(E->out, "\n/* Sizes of every tensor from the inputs' sizes: 0, or -1 when a size would be\n"
+  E->cx.size_mode = 1;
+  rt_buf_printf(E->cx.out, "\n/* Sizes of every tensor from the inputs' sizes: 0, or -1 when a size would be\n"
                         " * negative or two sizes that must agree do not. */\n"
                         "static int uj_sizes(const int64_t* const* input_dims, const int64_t* params, uj_i64* dims) {\n"
                         "  (void)params;\n");
@@ -572,24 +177,24 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
     const ir_tensor_t* tt = &f->tensors[t];
     for (int k = 0; k < tt->ndim; k++) {
       if (tt->role == IR_TENSOR_INPUT) {
-        rt_buf_printf(E->out, "  dims[%d] = input_dims[%d][%d];\n", t * UJ_MAX_DIMS + k, tt->io_index, k);
+        rt_buf_printf(E->cx.out, "  dims[%d] = input_dims[%d][%d];\n", t * UJ_MAX_DIMS + k, tt->io_index, k);
       } else {
-        rt_buf_printf(E->out, "  dims[%d] = ", t * UJ_MAX_DIMS + k);
-        emit_ix(E, tt->dims[k]);
-        rt_buf_printf(E->out, ";\n");
+        rt_buf_printf(E->cx.out, "  dims[%d] = ", t * UJ_MAX_DIMS + k);
+        jit_cx_ix(&E->cx, tt->dims[k]);
+        rt_buf_printf(E->cx.out, ";\n");
       }
-      rt_buf_printf(E->out, "  if (dims[%d] < 0) return -1;\n", t * UJ_MAX_DIMS + k);
+      rt_buf_printf(E->cx.out, "  if (dims[%d] < 0) return -1;\n", t * UJ_MAX_DIMS + k);
     }
   }
   for (int i = 0; i < f->nasserts; i++) {
-    rt_buf_printf(E->out, "  if (");
-    emit_ix(E, f->asserts[i].a);
-    rt_buf_printf(E->out, " != ");
-    emit_ix(E, f->asserts[i].b);
-    rt_buf_printf(E->out, ") return -1;\n");
+    rt_buf_printf(E->cx.out, "  if (");
+    jit_cx_ix(&E->cx, f->asserts[i].a);
+    rt_buf_printf(E->cx.out, " != ");
+    jit_cx_ix(&E->cx, f->asserts[i].b);
+    rt_buf_printf(E->cx.out, ") return -1;\n");
   }
-  rt_buf_printf(E->out, "  return 0;\n}\n\n");
-  rt_buf_printf(E->out,
+  rt_buf_printf(E->cx.out, "  return 0;\n}\n\n");
+  rt_buf_printf(E->cx.out,
                 "/* Writes the sizes of output `output` into dims_out (as many as its rank).\n"
                 " * Returns its rank, or -1 when the inputs' sizes are inconsistent. */\n"
                 "int %s_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims_out) {\n"
@@ -597,13 +202,13 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
                 name, f->ntensors * UJ_MAX_DIMS + 1);
   for (int t = 0; t < f->ntensors; t++)
     if (f->tensors[t].role == IR_TENSOR_OUTPUT) {
-      rt_buf_printf(E->out, "  if (output == %d) {\n", f->tensors[t].io_index);
+      rt_buf_printf(E->cx.out, "  if (output == %d) {\n", f->tensors[t].io_index);
       for (int k = 0; k < f->tensors[t].ndim; k++)
-        rt_buf_printf(E->out, "    dims_out[%d] = dims[%d];\n", k, t * UJ_MAX_DIMS + k);
-      rt_buf_printf(E->out, "    return %d;\n  }\n", f->tensors[t].ndim);
+        rt_buf_printf(E->cx.out, "    dims_out[%d] = dims[%d];\n", k, t * UJ_MAX_DIMS + k);
+      rt_buf_printf(E->cx.out, "    return %d;\n  }\n", f->tensors[t].ndim);
     }
-  rt_buf_printf(E->out, "  return -1;\n}\n\n");
-  rt_buf_printf(E->out,
+  rt_buf_printf(E->cx.out, "  return -1;\n}\n\n");
+  rt_buf_printf(E->cx.out,
                 "/* Runs the program: %d inputs and %d outputs, in order, each contiguous\n"
                 " * row-major; outputs sized as %s_output_dims says. Returns 0, -1 when\n"
                 " * the sizes are inconsistent, -2 when memory runs out. */\n"
@@ -614,41 +219,44 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
                 nin, nout, name, name, f->ntensors * UJ_MAX_DIMS + 1, f->ntensors + 1);
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
-    if (tt->role == IR_TENSOR_INPUT) rt_buf_printf(E->out, "  buf[%d] = inputs[%d];\n", t, tt->io_index);
-    else if (tt->role == IR_TENSOR_OUTPUT) rt_buf_printf(E->out, "  buf[%d] = outputs[%d];\n", t, tt->io_index);
+    if (tt->role == IR_TENSOR_INPUT) rt_buf_printf(E->cx.out, "  buf[%d] = inputs[%d];\n", t, tt->io_index);
+    else if (tt->role == IR_TENSOR_OUTPUT) rt_buf_printf(E->cx.out, "  buf[%d] = outputs[%d];\n", t, tt->io_index);
     else if (!tt->noalloc && !tt->local) {
-      rt_buf_printf(E->out, "  { uj_i64 n = 1;");
-      for (int k = 0; k < tt->ndim; k++) rt_buf_printf(E->out, " n *= dims[%d];", t * UJ_MAX_DIMS + k);
-      rt_buf_printf(E->out, " if (!(buf[%d] = malloc((size_t)(n ? n : 1) * sizeof(%s)))) status = -2; }\n", t,
-                    ctype(tt->dtype));
+      rt_buf_printf(E->cx.out, "  { uj_i64 n = 1;");
+      for (int k = 0; k < tt->ndim; k++) rt_buf_printf(E->cx.out, " n *= dims[%d];", t * UJ_MAX_DIMS + k);
+      rt_buf_printf(E->cx.out, " if (!(buf[%d] = malloc((size_t)(n ? n : 1) * sizeof(%s)))) status = -2; }\n", t,
+                    jit_cx_ctype(tt->dtype));
     }
   }
-  rt_buf_printf(E->out, "  if (status == 0) {\n");
+  rt_buf_printf(E->cx.out, "  if (status == 0) {\n");
   for (int b = 0; b < f->nblocks; b++) {
     if (!f->blocks[b].nloops) continue;
-    rt_buf_printf(E->out, "    uj_block_%d(buf, dims, params, ", b);
-    emit_ix(E, f->blocks[b].loops[0].start);
-    rt_buf_printf(E->out, ", ");
-    emit_ix(E, f->blocks[b].loops[0].end);
-    rt_buf_printf(E->out, ");\n");
+    rt_buf_printf(E->cx.out, "    uj_block_%d(buf, dims, params, ", b);
+    jit_cx_ix(&E->cx, f->blocks[b].loops[0].start);
+    rt_buf_printf(E->cx.out, ", ");
+    jit_cx_ix(&E->cx, f->blocks[b].loops[0].end);
+    rt_buf_printf(E->cx.out, ");\n");
   }
-  rt_buf_printf(E->out, "  }\n");
+  rt_buf_printf(E->cx.out, "  }\n");
   for (int t = 0; t < f->ntensors; t++)
     if (f->tensors[t].role == IR_TENSOR_TEMP && !f->tensors[t].noalloc && !f->tensors[t].local)
-      rt_buf_printf(E->out, "  free(buf[%d]);\n", t);
-  rt_buf_printf(E->out, "  return status;\n}\n");
-  E->size_mode = 0;
+      rt_buf_printf(E->cx.out, "  free(buf[%d]);\n", t);
+  rt_buf_printf(E->cx.out, "  return status;\n}\n");
+  E->cx.size_mode = 0;
 }
 
 char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const char* name) {
   rt_buf_t out = {0};
-  uj_reduce_op_t* ops = calloc((size_t)f->next_carried_id + 1, sizeof *ops);
+  uj_reduce_op_t* ops = jit_cx_carried_ops(f);
   if (!ops) return NULL;
-  for (int b = 0; b < f->nblocks; b++)
-    for (int k = 0; k < f->blocks[b].nloops; k++)
-      for (int c = 0; c < f->blocks[b].loops[k].ncarried; c++)
-        ops[f->blocks[b].loops[k].carried[c].id] = f->blocks[b].loops[k].carried[c].op;
-  emitter_t E = {f, params, flags, &out, 0, ops};
+  emitter_t E = {{0}, flags};
+  E.cx.f = f;
+  E.cx.dialect = JIT_CX_C;
+  E.cx.out = &out;
+  E.cx.params = params;
+  E.cx.fold_params = (flags & JIT_C_FOLD_PARAMS) != 0;
+  E.cx.param_fmt = "params[%d]";
+  E.cx.carried_op = ops;
   if (flags & JIT_C_AOT)
     rt_buf_printf(&out, "/* Self-contained: needs only the C library. The JIT builds the same code with\n"
                         " * -O3 -march=native -fno-math-errno -ffp-contract=off; without\n"

@@ -581,8 +581,10 @@ static uj_status_t reject_entry(jit_cache_t* c, const char* meta_path, const cha
   return rt_error(UJ_ERR_IO, "kernel cache entry %s: %s; entry removed", meta_path, why);
 }
 
-uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                          char* path_out, size_t path_cap) {
+/* jit_disk_load, and when bytes is not NULL the verified payload itself
+ * (what was checksummed, so nothing can change between check and use). */
+static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                             char* path_out, size_t path_cap, char** bytes, size_t* size) {
   if (!c || !key_text || !valid_ext(ext))
     return rt_error(UJ_ERR_INVALID, "jit_disk_load: bad argument (cache, key text or extension \"%s\")",
                     ext ? ext : "(null)");
@@ -631,6 +633,11 @@ uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, c
   hex128(ir_hash_bytes(payload, payload_len), checksum);
   int size_ok = payload_len == m.size;
   int checksum_ok = strcmp(checksum, m.checksum) == 0;
+  if (bytes && size_ok && checksum_ok) {
+    *bytes = payload;
+    *size = payload_len;
+    payload = NULL;
+  }
   free(payload);
   free(meta_text);
   if (!size_ok) return reject_entry(c, meta_path, payload_path, "payload size differs from the meta");
@@ -640,6 +647,18 @@ uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, c
     return rt_error(UJ_ERR_INVALID, "jit_disk_load: path buffer too small for %s", payload_path);
   atomic_fetch_add(&c->disk_hits, 1);
   return UJ_OK;
+}
+
+uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                          char* path_out, size_t path_cap) {
+  return disk_load(c, key, key_text, ext, path_out, path_cap, NULL, NULL);
+}
+
+uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                                char** bytes, size_t* size) {
+  if (!bytes || !size) return rt_error(UJ_ERR_INVALID, "jit_disk_load_bytes: bytes and size must not be NULL");
+  *bytes = NULL;
+  return disk_load(c, key, key_text, ext, NULL, 0, bytes, size);
 }
 
 /* ---- clear and list ----------------------------------------------------------------- */

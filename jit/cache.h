@@ -83,6 +83,12 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
 uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
                           char* path_out, size_t path_cap);
 
+/* jit_disk_load that hands back the payload it verified (malloc'ed, the
+ * caller frees it) instead of its path: for payloads that are loaded from
+ * memory (a cubin), so that nothing can change between check and use. */
+uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                                char** bytes, size_t* size);
+
 /* Removes every entry (payloads with or without a meta, metas) and any
  * temporary left by an interrupted store. Other files are left alone. */
 uj_status_t jit_disk_clear(jit_cache_t* c);

@@ -1,5 +1,6 @@
 /* jit/jit.h: what the engines share: emitted kernels' calling convention,
- * the C emitter, and each engine's entry points for jit/run.c. */
+ * the C emitter, and each engine's entry points for jit/run.c. The CUDA
+ * emitter's own types are in jit/cuda_emit.h. */
 #ifndef UJ_JIT_H
 #define UJ_JIT_H
 
@@ -91,5 +92,32 @@ int jit_mir_generations(void);
  * something it rejects (a function outside any module) and returns what
  * that error becomes: UJ_ERR_COMPILE with MIR's message, the process alive. */
 uj_status_t jit_mir_provoke_error(void);
+
+/* ---- the CUDA engine (jit/cuda.c; kernels from jit/cuda_emit.c) ---- */
+
+/* UJ_OK when the CUDA driver loads, reports a device, and NVRTC loads;
+ * else the status and reason of the first that does not. */
+uj_status_t jit_cuda_check(void);
+int jit_cuda_available(void);
+/* A loaded module for f with these $params on the context's device: from
+ * the memory cache, the disk cache, or compiled now with NVRTC. Owned by
+ * the context's cache. */
+typedef struct jit_cuda_kernel jit_cuda_kernel_t;
+uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
+                         const jit_cuda_kernel_t** out);
+/* Queues one launch per block on the context's stream; buf holds device
+ * pointers. Returns once queued. */
+uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
+                            const int64_t* params);
+/* Compiles f's kernels with NVRTC for `arch` ("sm_90") without a device
+ * and stores the cubin in the disk cache, unless the disk cache holds a
+ * verified cubin for exactly this key already (*reused = 1 then); says how
+ * many kernels the module has. UJ_ERR_UNSUPPORTED without NVRTC,
+ * UJ_ERR_COMPILE with NVRTC's log. */
+uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int64_t* params, const char* arch,
+                                 int* kernels, int* reused);
+/* NVRTC on any source, for `arch`, with the engine's options: the size of
+ * the cubin, or UJ_ERR_COMPILE with NVRTC's log (for tests of that path). */
+uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size);
 
 #endif

@@ -1,12 +1,16 @@
 /* jit/run.c: the one seam between programs and engines. It chooses the
- * engine, checks every argument and binds sizes before anything runs (so a
- * failing call writes nothing), allocates the temporaries, and hands the
- * function to the engine. Dumps go through here too. */
+ * engine (AUTO: CUDA for tensors on the GPU, else the best CPU engine),
+ * checks every argument and binds sizes before anything runs (so a failing
+ * call writes nothing), allocates the temporaries where the engine runs
+ * (host memory, or stream-ordered device memory), and hands the function to
+ * the engine. Dumps and the CUDA compile-only entry go through here too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rt/cuda.h"
 #include "../uops/parse.h"
+#include "cuda_emit.h"
 #include "jit.h"
 
 const char* uj_engine_name(uj_engine_t e) {
@@ -66,6 +70,7 @@ int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e) {
       return js && jit_c_available(js);
     }
     case UJ_ENGINE_MIR: return jit_mir_available();
+    case UJ_ENGINE_CUDA: return jit_cuda_available();
     default: return 0;
   }
 }
@@ -73,6 +78,11 @@ int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e) {
 uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e) {
   if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_engine: ctx is NULL");
   if ((unsigned)e > UJ_ENGINE_CUDA) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_engine: unknown engine %d", (int)e);
+  if (e == UJ_ENGINE_CUDA && jit_cuda_check() != UJ_OK) {
+    char reason[512];
+    snprintf(reason, sizeof reason, "%s", uj_last_error());
+    return rt_error(UJ_ERR_UNSUPPORTED, "engine cuda is not available: %s", reason);
+  }
   if (!uj_engine_available(ctx, e))
     return rt_error(UJ_ERR_UNSUPPORTED, "engine %s is not available in this build or on this machine",
                     uj_engine_name(e));
@@ -97,10 +107,11 @@ uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
 }
 
 /* The program's kernel from engine e for this state and these params: the
- * memo, else the engine's caches (which compile on a miss). */
+ * memo, else the engine's caches (which compile on a miss). A jit_blocks_t
+ * for the CPU engines, a jit_cuda_kernel_t for CUDA. */
 static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass_t pass,
                                  const ir_func_t* f, const int64_t* params, jit_state_t** js_out,
-                                 const jit_blocks_t** out) {
+                                 const void** out) {
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
   *js_out = js;
@@ -111,7 +122,10 @@ static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, 
   *out = hit ? p->memo[pass].kernel : NULL;
   pthread_mutex_unlock(&p->memo_lock);
   if (hit) return UJ_OK;
-  uj_status_t s = e == UJ_ENGINE_MIR ? jit_mir_get(js, f, params, out) : jit_c_get(js, f, params, out);
+  uj_status_t s;
+  if (e == UJ_ENGINE_CUDA) s = jit_cuda_get(ctx, js, f, params, (const jit_cuda_kernel_t**)out);
+  else if (e == UJ_ENGINE_MIR) s = jit_mir_get(js, f, params, (const jit_blocks_t**)out);
+  else s = jit_c_get(js, f, params, (const jit_blocks_t**)out);
   if (s != UJ_OK) return s;
   pthread_mutex_lock(&p->memo_lock);
   int64_t* copy = pbytes ? malloc(pbytes) : NULL;
@@ -129,7 +143,7 @@ static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, 
 }
 
 /* Checks the inputs and params and computes every tensor's sizes into buf. */
-static uj_status_t bind_inputs(const ir_func_t* f, const uj_program_t* p, uj_pass_t pass,
+static uj_status_t bind_inputs(const ir_func_t* f, const uj_program_t* p, uj_pass_t pass, uj_device_t dev,
                                const uj_tensor_t* const* inputs, int input_count, const int64_t* params,
                                int param_count, ir_buffer_t* buf) {
   if (input_count != p->ninputs[pass])
@@ -142,10 +156,10 @@ static uj_status_t bind_inputs(const ir_func_t* f, const uj_program_t* p, uj_pas
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role != IR_TENSOR_INPUT) continue;
     const uj_tensor_t* in = inputs[tt->io_index];
-    if (!rt_tensor_ok(in, tt->ndim, tt->dtype, NULL)) {
+    if (!rt_tensor_ok_on(in, dev, tt->ndim, tt->dtype, NULL)) {
       char what[32];
       snprintf(what, sizeof what, "input %d", tt->io_index);
-      uj_status_t s = rt_tensor_check(what, in, tt->ndim, tt->dtype, NULL);
+      uj_status_t s = rt_tensor_check_on(what, in, dev, tt->ndim, tt->dtype, NULL);
       if (s != UJ_OK) return s;
     }
     memcpy(buf[t].dims, in->dims, sizeof in->dims[0] * (size_t)tt->ndim);
@@ -154,18 +168,18 @@ static uj_status_t bind_inputs(const ir_func_t* f, const uj_program_t* p, uj_pas
   return ir_func_sizes(f, params, buf);
 }
 
-static uj_status_t check_outputs(const ir_func_t* f, uj_tensor_t* const* outputs, int output_count,
-                                 int noutputs, ir_buffer_t* buf) {
+static uj_status_t check_outputs(const ir_func_t* f, uj_device_t dev, uj_tensor_t* const* outputs,
+                                 int output_count, int noutputs, ir_buffer_t* buf) {
   if (output_count != noutputs)
     return rt_error(UJ_ERR_INVALID, "the program has %d outputs, got %d", noutputs, output_count);
   if (output_count && !outputs) return rt_error(UJ_ERR_INVALID, "outputs is NULL");
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role != IR_TENSOR_OUTPUT) continue;
-    if (!rt_tensor_ok(outputs[tt->io_index], tt->ndim, tt->dtype, buf[t].dims)) {
+    if (!rt_tensor_ok_on(outputs[tt->io_index], dev, tt->ndim, tt->dtype, buf[t].dims)) {
       char what[32];
       snprintf(what, sizeof what, "output %d", tt->io_index);
-      uj_status_t s = rt_tensor_check(what, outputs[tt->io_index], tt->ndim, tt->dtype, buf[t].dims);
+      uj_status_t s = rt_tensor_check_on(what, outputs[tt->io_index], dev, tt->ndim, tt->dtype, buf[t].dims);
       if (s != UJ_OK) return s;
     }
     buf[t].data = outputs[tt->io_index]->data;
@@ -199,7 +213,9 @@ uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t*
                     p->noutputs[pass]);
   ir_buffer_t* buf = buffers_new(f);
   if (!buf) return UJ_ERR_OOM;
-  uj_status_t s = bind_inputs(f, p, pass, inputs, p->ninputs[pass], params, p->nparams, buf);
+  /* shapes only: any device will do */
+  uj_device_t dev = inputs && p->ninputs[pass] > 0 && inputs[0] && inputs[0]->device == UJ_CUDA ? UJ_CUDA : UJ_CPU;
+  uj_status_t s = bind_inputs(f, p, pass, dev, inputs, p->ninputs[pass], params, p->nparams, buf);
   for (int t = 0; t < f->ntensors && s == UJ_OK; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role != IR_TENSOR_OUTPUT || tt->io_index != output_index) continue;
@@ -240,11 +256,35 @@ static int alias_safe(uj_program_t* p, uj_pass_t pass, const ir_func_t* f, int i
   return safe;
 }
 
+/* Where a call's temporaries live: host memory, or (cuda set) device
+ * memory ordered on the context's stream, so that freeing it right after
+ * queueing the kernels is safe. */
+typedef struct {
+  rt_cuda_ctx_t* cuda;
+} run_memory_t;
+
+/* what: names the tensor for the error */
+static uj_status_t memory_alloc(const run_memory_t* m, size_t bytes, void** out, const char* what, int t) {
+  if (m->cuda) {
+    uj_status_t s = rt_cuda_alloc_temp(m->cuda, bytes, out);
+    if (s != UJ_OK) rt_error_prefix("%s%d (%zu bytes on the GPU): ", what, t, bytes);
+    return s;
+  }
+  if (!(*out = malloc(bytes ? bytes : 1)))
+    return rt_error(UJ_ERR_OOM, "out of memory allocating %s%d (%zu bytes)", what, t, bytes);
+  return UJ_OK;
+}
+
+static void memory_free(const run_memory_t* m, void* p) {
+  if (!m->cuda) free(p);
+  else rt_cuda_free_temp(m->cuda, p);
+}
+
 /* An output sharing memory with an input is written in place when the IR
  * reads every element before overwriting it, else computed into memory of
  * its own (aside[t] keeps the caller's buffer to copy into). */
-static uj_status_t place_aliased_outputs(uj_program_t* p, uj_pass_t pass, const ir_func_t* f, ir_buffer_t* buf,
-                                         void** aside) {
+static uj_status_t place_aliased_outputs(uj_program_t* p, uj_pass_t pass, const ir_func_t* f,
+                                         const run_memory_t* m, ir_buffer_t* buf, void** aside) {
   for (int o = 0; o < f->ntensors; o++) {
     if (f->tensors[o].role != IR_TENSOR_OUTPUT) continue;
     int apart = 0;
@@ -258,12 +298,60 @@ static uj_status_t place_aliased_outputs(uj_program_t* p, uj_pass_t pass, const 
       if (!same || !alias_safe(p, pass, f, t, o)) apart = 1;
     }
     if (!apart) continue;
-    size_t bytes = tensor_bytes(f, buf, o);
-    void* mem = malloc(bytes ? bytes : 1);
-    if (!mem) return rt_error(UJ_ERR_OOM, "out of memory for a copy of output %d", f->tensors[o].io_index);
+    void* mem = NULL;
+    uj_status_t s = memory_alloc(m, tensor_bytes(f, buf, o), &mem, "a copy of output ", f->tensors[o].io_index);
+    if (s != UJ_OK) return s;
     aside[o] = buf[o].data;
     buf[o].data = mem;
   }
+  return UJ_OK;
+}
+
+static const char* device_words(uj_device_t d) { return d == UJ_CUDA ? "on the GPU" : "in host memory"; }
+
+/* The device of the call's tensors: that of the first one given. A tensor
+ * on the other device is UJ_ERR_INVALID naming both; missing or malformed
+ * tensors are left to the checks that follow. */
+static uj_status_t call_device(const uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                               int input_count, uj_tensor_t* const* outputs, int output_count, uj_device_t* dev) {
+  const char* first = NULL;
+  int first_index = 0;
+  *dev = UJ_CPU;
+  for (int side = 0; side < 2; side++) {
+    const uj_tensor_t* const* list = side ? (const uj_tensor_t* const*)outputs : inputs;
+    /* no further than the program's count: a wrong count is reported later, and the array may be that short */
+    int n = side ? output_count : input_count, declared = side ? p->noutputs[pass] : p->ninputs[pass];
+    for (int i = 0; list && i < n && i < declared; i++) {
+      const uj_tensor_t* t = list[i];
+      if (!t || (t->device != UJ_CPU && t->device != UJ_CUDA)) continue;
+      if (!first) {
+        first = side ? "output" : "input";
+        first_index = i;
+        *dev = t->device;
+      } else if (t->device != *dev) {
+        return rt_error(UJ_ERR_INVALID, "%s %d is %s but %s %d is %s: the tensors of one call must share a device",
+                        side ? "output" : "input", i, device_words(t->device), first, first_index,
+                        device_words(*dev));
+      }
+    }
+  }
+  return UJ_OK;
+}
+
+/* The engine for a call on tensors on dev: the context's choice, and for
+ * AUTO the CUDA engine when they are on the GPU. */
+static uj_status_t call_engine(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e) {
+  if (ctx->engine != UJ_ENGINE_AUTO || dev != UJ_CUDA) {
+    *e = uj_ctx_engine(ctx);
+    return UJ_OK;
+  }
+  if (jit_cuda_check() != UJ_OK) {
+    char reason[512];
+    snprintf(reason, sizeof reason, "%s", uj_last_error());
+    return rt_error(UJ_ERR_UNSUPPORTED, "the tensors are on the GPU but the cuda engine is not available: %s",
+                    reason);
+  }
+  *e = UJ_ENGINE_CUDA;
   return UJ_OK;
 }
 
@@ -271,10 +359,20 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
                            int input_count, const int64_t* params, int param_count, uj_tensor_t* const* outputs,
                            int output_count) {
   if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run: ctx and p must not be NULL");
-  uj_status_t ps = resolve_parsed(&p, pass, inputs, input_count);
+  if (pass != UJ_FORWARD && pass != UJ_BACKWARD)
+    return rt_error(UJ_ERR_INVALID, "pass %d is neither UJ_FORWARD nor UJ_BACKWARD", (int)pass);
+  uj_device_t dev = UJ_CPU;
+  uj_engine_t e = UJ_ENGINE_INTERP;
+  uj_status_t ps = call_device(p, pass, inputs, input_count, outputs, output_count, &dev);
+  if (ps == UJ_OK) ps = call_engine(ctx, dev, &e);
+  if (ps == UJ_OK) ps = resolve_parsed(&p, pass, inputs, input_count);
   if (ps != UJ_OK) return ps;
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
+  /* the engine decides where the tensors must be; the checks say so */
+  uj_device_t need = e == UJ_ENGINE_CUDA ? UJ_CUDA : UJ_CPU;
+  run_memory_t mem = {NULL};
+  if (e == UJ_ENGINE_CUDA && (ps = rt_cuda_ctx_get(ctx, &mem.cuda)) != UJ_OK) return ps;
   /* a call's bookkeeping lives on the stack when the function is small:
    * dispatching a cached kernel should cost little more than the kernel */
   enum { ON_STACK = 32 };
@@ -283,38 +381,39 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
   int small = f->ntensors <= ON_STACK;
   ir_buffer_t* buf = small ? memset(stack_buf, 0, sizeof stack_buf[0] * (size_t)f->ntensors) : buffers_new(f);
   if (!buf) return UJ_ERR_OOM;
-  uj_status_t s = bind_inputs(f, p, pass, inputs, input_count, params, param_count, buf);
-  if (s == UJ_OK) s = check_outputs(f, outputs, output_count, p->noutputs[pass], buf);
+  uj_status_t s = bind_inputs(f, p, pass, need, inputs, input_count, params, param_count, buf);
+  if (s == UJ_OK) s = check_outputs(f, need, outputs, output_count, p->noutputs[pass], buf);
   for (int t = 0; t < f->ntensors && s == UJ_OK; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role != IR_TENSOR_TEMP || tt->noalloc) continue;
     size_t bytes = (size_t)buf[t].numel * (size_t)uj_dtype_size(tt->dtype);
-    if (!(buf[t].data = malloc(bytes ? bytes : 1)))
-      s = rt_error(UJ_ERR_OOM, "out of memory allocating tensor t%d (%zu bytes)", t, bytes);
+    s = memory_alloc(&mem, bytes, &buf[t].data, "tensor t", t);
   }
   void** aside = s != UJ_OK ? NULL
                 : small ? memset(stack_aside, 0, sizeof stack_aside[0] * (size_t)f->ntensors)
                         : calloc((size_t)f->ntensors + 1, sizeof *aside);
   if (s == UJ_OK && !aside) s = rt_error(UJ_ERR_OOM, "out of memory");
-  if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, buf, aside);
+  if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, &mem, buf, aside);
   if (s == UJ_OK) {
-    uj_engine_t e = uj_ctx_engine(ctx);
-    if (e == UJ_ENGINE_C || e == UJ_ENGINE_MIR) {
-      jit_state_t* js;
-      const jit_blocks_t* k;
-      if ((s = engine_kernel(ctx, e, p, pass, f, params, &js, &k)) == UJ_OK) s = jit_blocks_run(js, k, f, buf, params);
+    jit_state_t* js;
+    const void* k;
+    if (e == UJ_ENGINE_C || e == UJ_ENGINE_MIR || e == UJ_ENGINE_CUDA) {
+      if ((s = engine_kernel(ctx, e, p, pass, f, params, &js, &k)) == UJ_OK)
+        s = e == UJ_ENGINE_CUDA ? jit_cuda_launch(ctx, k, f, buf, params) : jit_blocks_run(js, k, f, buf, params);
     } else {
       s = ir_interp_run(f, buf, params);
     }
   }
   for (int t = 0; aside && t < f->ntensors; t++) {
     if (!aside[t]) continue;
-    if (s == UJ_OK) memcpy(aside[t], buf[t].data, tensor_bytes(f, buf, t));
-    free(buf[t].data);
+    size_t bytes = tensor_bytes(f, buf, t);
+    if (s == UJ_OK && mem.cuda) s = rt_cuda_copy(mem.cuda, aside[t], 1, buf[t].data, 1, bytes);
+    else if (s == UJ_OK) memcpy(aside[t], buf[t].data, bytes);
+    memory_free(&mem, buf[t].data);
   }
   if (!small) free(aside);
   for (int t = 0; t < f->ntensors; t++)
-    if (f->tensors[t].role == IR_TENSOR_TEMP) free(buf[t].data);
+    if (f->tensors[t].role == IR_TENSOR_TEMP) memory_free(&mem, buf[t].data);
   if (!small) free(buf);
   return s;
 }
@@ -335,6 +434,16 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
     if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
     return text;
   }
+  if (what == UJ_DUMP_CUDA) {
+    /* CUDA source needs neither a GPU nor NVRTC to be written */
+    const ir_func_t* f = uop_program_func(p, pass, 1);
+    jit_cu_module_t m;
+    if (!f || jit_cu_emit(f, params, &m) != UJ_OK) return NULL;
+    char* text = m.source;
+    m.source = NULL;
+    jit_cu_module_release(&m);
+    return text;
+  }
   if (what == UJ_DUMP_MIR) {
     const ir_func_t* f = uop_program_func(p, pass, 1);
     return f ? jit_mir_dump(f, params) : NULL;
@@ -348,6 +457,24 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
   char* text = ir_print(f, params, 0);
   if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
   return text;
+}
+
+uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                                    int input_count, const int64_t* params, int param_count, const char* arch,
+                                    int* kernels, int* reused) {
+  if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_compile_cuda: ctx and p must not be NULL");
+  uj_status_t s = resolve_parsed(&p, pass, inputs, input_count);
+  if (s != UJ_OK) return s;
+  const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
+  if (!f) return UJ_ERR_INVALID;
+  if (input_count != p->ninputs[pass])
+    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", p->ninputs[pass], input_count);
+  if (param_count != p->nparams)
+    return rt_error(UJ_ERR_INVALID, "the program takes %d params, got %d", p->nparams, param_count);
+  if (param_count && !params) return rt_error(UJ_ERR_INVALID, "params is NULL");
+  jit_state_t* js = jit_state(ctx);
+  if (!js) return UJ_ERR_OOM;
+  return jit_cuda_compile_for(js, f, param_count ? params : NULL, arch, kernels, reused);
 }
 
 uj_status_t uj_program_output_dtype(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,

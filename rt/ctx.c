@@ -2,11 +2,13 @@
  * thin here: rt knows nothing of kernels, so everything the JIT keeps per
  * context (caches, compiled modules) hangs from an opaque slot that jit/
  * fills and that uj_ctx_free hands back to jit/ to release; backends/ has a
- * slot of its own the same way. Engine queries
- * and selection live in jit/run.c, next to the engines themselves. */
+ * slot of its own the same way. Engine queries and selection live in
+ * jit/run.c, next to the engines themselves. The context's GPU side
+ * (rt/cuda.c) is made on first use and released here. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda.h"
 #include "rt.h"
 
 /* The engine named by UOPJIT_ENGINE, or AUTO for an unset or unknown value:
@@ -38,7 +40,10 @@ uj_ctx_t* uj_ctx_new(void) {
 
 void uj_ctx_free(uj_ctx_t* ctx) {
   if (!ctx) return;
+  /* the backends first (their programs' kernels live in the JIT's), then
+   * the JIT state (its CUDA modules live in the context's device state) */
   if (ctx->backend_state && ctx->backend_state_free) ctx->backend_state_free(ctx->backend_state);
   if (ctx->jit_state && ctx->jit_state_free) ctx->jit_state_free(ctx->jit_state);
+  rt_cuda_ctx_free(ctx->cuda);
   free(ctx);
 }

@@ -68,6 +68,11 @@ uj_status_t rt_tensor_check(const char* what, const uj_tensor_t* t, int ndim, uj
 /* 1 when rt_tensor_check would return UJ_OK, without formatting anything:
  * callers check with it first and build `what` only for the error. */
 int rt_tensor_ok(const uj_tensor_t* t, int ndim, uj_dtype_t dtype, const int64_t* dims);
+/* The same two for a tensor expected on `device` (rt_tensor_check is
+ * rt_tensor_check_on with UJ_CPU). */
+uj_status_t rt_tensor_check_on(const char* what, const uj_tensor_t* t, uj_device_t device, int ndim,
+                               uj_dtype_t dtype, const int64_t* dims);
+int rt_tensor_ok_on(const uj_tensor_t* t, uj_device_t device, int ndim, uj_dtype_t dtype, const int64_t* dims);
 
 /* ---- context (rt/ctx.c) -------------------------------------------------------- */
 
@@ -82,6 +87,7 @@ struct uj_ctx {
    * a backend's state may hold programs whose kernels live in the JIT's. */
   void* backend_state;
   void (*backend_state_free)(void*);
+  struct rt_cuda_ctx* cuda;       /* the GPU side (rt/cuda.h), made on first use */
 };
 
 /* ---- thread pool (rt/threads.c) ---------------------------------------------- */

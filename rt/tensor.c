@@ -62,8 +62,8 @@ uj_status_t rt_numel(const char* what, int ndim, const int64_t* dims, int64_t* o
 
 /* 1 when the tensor passes every check of rt_tensor_check: the fast path
  * of a call, which must not pay for formatting a name it will not print. */
-int rt_tensor_ok(const uj_tensor_t* t, int ndim, uj_dtype_t dtype, const int64_t* dims) {
-  if (!t || t->device != UJ_CPU || t->ndim != ndim || ndim < 0 || ndim > UJ_MAX_DIMS || t->dtype != dtype ||
+int rt_tensor_ok_on(const uj_tensor_t* t, uj_device_t device, int ndim, uj_dtype_t dtype, const int64_t* dims) {
+  if (!t || t->device != device || t->ndim != ndim || ndim < 0 || ndim > UJ_MAX_DIMS || t->dtype != dtype ||
       uj_dtype_size(dtype) == 0)
     return 0;
   int64_t numel = 1, empty = 0;
@@ -77,16 +77,27 @@ int rt_tensor_ok(const uj_tensor_t* t, int ndim, uj_dtype_t dtype, const int64_t
   return rt_mul_i64(numel, uj_dtype_size(dtype), &bytes) && t->data != NULL;
 }
 
+int rt_tensor_ok(const uj_tensor_t* t, int ndim, uj_dtype_t dtype, const int64_t* dims) {
+  return rt_tensor_ok_on(t, UJ_CPU, ndim, dtype, dims);
+}
+
 uj_status_t rt_tensor_check(const char* what, const uj_tensor_t* t, int ndim, uj_dtype_t dtype,
                             const int64_t* dims) {
+  return rt_tensor_check_on(what, t, UJ_CPU, ndim, dtype, dims);
+}
+
+uj_status_t rt_tensor_check_on(const char* what, const uj_tensor_t* t, uj_device_t device, int ndim,
+                               uj_dtype_t dtype, const int64_t* dims) {
   if (!t) return rt_error(UJ_ERR_INVALID, "%s: NULL tensor", what);
   if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS)
     return rt_error(UJ_ERR_SHAPE, "%s: rank %d is out of range 0..%d", what, t->ndim,
                     UJ_MAX_DIMS);
-  if (t->device == UJ_CUDA)
-    return rt_error(UJ_ERR_UNSUPPORTED, "%s: is on the GPU; this engine runs on the CPU", what);
-  if (t->device != UJ_CPU)
+  if (t->device != UJ_CPU && t->device != UJ_CUDA)
     return rt_error(UJ_ERR_INVALID, "%s: unknown device %d", what, (int)t->device);
+  if (t->device == UJ_CUDA && device == UJ_CPU)
+    return rt_error(UJ_ERR_UNSUPPORTED, "%s: is on the GPU; this engine runs on the CPU", what);
+  if (t->device == UJ_CPU && device == UJ_CUDA)
+    return rt_error(UJ_ERR_UNSUPPORTED, "%s: is in host memory; the cuda engine runs on the GPU", what);
   if (t->ndim != ndim)
     return rt_error(UJ_ERR_SHAPE, "%s: expected rank %d, got %d", what, ndim, t->ndim);
   if (t->dtype != dtype) {

@@ -6,7 +6,11 @@
  *
  * An engine that is not available (uj_engine_available == 0; MIR until its
  * engine lands) is skipped with oracle.h's one-time message and is not a
- * failure; nothing here needs to change when it becomes available.
+ * failure; nothing here needs to change when it becomes available. The
+ * CUDA engine is not among them (these tests hold the CPU engines to
+ * bit-exact results and to their thread splits); every program they run
+ * is compiled with NVRTC though (oracle.h's or_cuda_compile), and runs on
+ * the GPU in the oracle configurations.
  *
  * Seeds: each test starts from a fixed seed, printed with every failure;
  * UJ_TEST_SEED=<n> in the environment replaces it (the same seed for every
@@ -112,7 +116,8 @@ static inline int en_run_(const char* file, int line, const char* what, const ch
     harness_fail(file, line, msg);
     return 0;
   }
-  return 1;
+  /* the same program as CUDA, compiled with NVRTC (once per source) */
+  return or_cuda_compile_(file, line, p, UJ_FORWARD, in, nin, params, np) == 0;
 }
 #define EN_RUN(what, engine, ctx, p, in, nin, params, np, outs, nout) \
   en_run_(__FILE__, __LINE__, (what), (engine), (ctx), (p), (in), (nin), (params), (np), (outs), (nout))

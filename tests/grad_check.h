@@ -69,10 +69,13 @@ typedef struct {
 /* Slot 0 is the reference: the interpreter with the passes on (it also runs
  * the finite differences). MIR runs with the passes on and off; C with them
  * on only, since each C kernel is a compile of tens of milliseconds and the
- * cases are many (the C emitter meets raw IR in the oracle tests). An engine
- * that is not available is skipped (oracle.h says so once). */
+ * cases are many (the C emitter meets raw IR in the oracle tests), and CUDA
+ * with them on where there is a GPU (runs staged through GPU copies). An
+ * engine that is not available is skipped (oracle.h says so once). Both
+ * passes of every case are also compiled with NVRTC for sm_90 (oracle.h's
+ * or_cuda_compile), GPU or not. */
 static const gc_config_t gc_configs[] = {{UJ_ENGINE_INTERP, 1}, {UJ_ENGINE_INTERP, 0}, {UJ_ENGINE_C, 1},
-                                         {UJ_ENGINE_MIR, 1},    {UJ_ENGINE_MIR, 0}};
+                                         {UJ_ENGINE_MIR, 1},    {UJ_ENGINE_MIR, 0},    {UJ_ENGINE_CUDA, 1}};
 #define GC_NCONFIGS ((int)(sizeof gc_configs / sizeof gc_configs[0]))
 
 static uj_ctx_t* gc_ctx_cache[GC_NCONFIGS];
@@ -294,7 +297,7 @@ static inline int gc_check_(const char* file, int line, gc_case_t* c, uint64_t* 
       or_fill_sentinel(&fc[k]);
       fcout[k] = &fc[k];
     }
-    s = uj_program_run(ctx, p, UJ_FORWARD, fin, c->nin, pv, c->np, fcout, nfo);
+    s = or_run_staged(ctx, p, UJ_FORWARD, fin, c->nin, pv, c->np, fcout, nfo);
     if (s != UJ_OK) {
       snprintf(msg, sizeof msg, "%s: forward run (%s, passes %d): %s: %s", c->what,
                uj_engine_name(gc_configs[cf].engine), gc_configs[cf].passes, uj_status_str(s), uj_last_error());
@@ -344,7 +347,7 @@ static inline int gc_check_(const char* file, int line, gc_case_t* c, uint64_t* 
       goto out;
     }
     for (int j = 0; j < c->nout; j++) or_fill_sentinel(&go[j]);
-    s = uj_program_run(ctx, p, UJ_BACKWARD, bin, nb, pv, c->np, bout, c->nout);
+    s = or_run_staged(ctx, p, UJ_BACKWARD, bin, nb, pv, c->np, bout, c->nout);
     if (s != UJ_OK) {
       snprintf(msg, sizeof msg, "%s: backward run (%s, passes %d): %s: %s", c->what,
                uj_engine_name(gc_configs[cf].engine), gc_configs[cf].passes, uj_status_str(s), uj_last_error());
@@ -354,6 +357,9 @@ static inline int gc_check_(const char* file, int line, gc_case_t* c, uint64_t* 
     }
     for (int j = 0; j < c->nout; j++) res[cf][j] = gc_copy(&go[j]);
   }
+  bad += or_cuda_compile_(file, line, p, UJ_FORWARD, fin, c->nin, pv, c->np);
+  bad += or_cuda_compile_(file, line, p, UJ_BACKWARD, bin, nb, pv, c->np);
+  if (bad) goto out;
 
   /* numeric gradients, compared element by element */
   uj_tensor_t pert[GC_MAX];

@@ -19,8 +19,14 @@
 #include "harness.h"
 
 /* The configurations every oracle test runs on: the reference interpreter,
- * each CPU JIT engine (C, MIR), and the interpreter on the IR as emitted
- * (passes off), so that a pass that changes a result shows up as a mismatch.
+ * each CPU JIT engine (C, MIR), the interpreter on the IR as emitted
+ * (passes off), so that a pass that changes a result shows up as a mismatch,
+ * and the CUDA engine where there is a GPU (its runs go through GPU copies
+ * of the tensors: or_run_staged).
+ *
+ * Besides, every program these helpers run is compiled for the GPU with
+ * NVRTC for sm_90 (or_cuda_compile), GPU or not, so that a machine without
+ * one still proves that every generated kernel compiles.
  *
  * A configuration whose engine is not available in this build or on this
  * machine (uj_engine_available == 0) is left out, with a one-time message on
@@ -38,7 +44,8 @@ typedef struct {
 static const or_config_t or_all_configs[] = {{UJ_ENGINE_INTERP, 1, "interp"},
                                              {UJ_ENGINE_C, 1, "c"},
                                              {UJ_ENGINE_INTERP, 0, "interp-raw"},
-                                             {UJ_ENGINE_MIR, 1, "mir"}};
+                                             {UJ_ENGINE_MIR, 1, "mir"},
+                                             {UJ_ENGINE_CUDA, 1, "cuda"}};
 #define OR_NCONFIGS_ALL ((int)(sizeof or_all_configs / sizeof or_all_configs[0]))
 
 /* The available configurations, in or_all_configs order; entries past the
@@ -207,6 +214,191 @@ static inline int64_t or_ravel(int ndim, const int64_t* dims, const int64_t* idx
   return f;
 }
 
+/* ---- running on the GPU ------------------------------------------------------------ */
+
+#define OR_STAGE_MAX 32
+
+static inline int or_same_tensor_shape(const uj_tensor_t* a, const uj_tensor_t* b) {
+  if (a->dtype != b->dtype || a->ndim != b->ndim) return 0;
+  for (int k = 0; k < a->ndim; k++)
+    if (a->dims[k] != b->dims[k]) return 0;
+  return 1;
+}
+
+/* A host tensor the staging can copy: on the CPU, a sane shape, data
+ * present. Anything else goes to the call as it is, for it to reject. */
+static inline int or_stageable(const uj_tensor_t* h) {
+  if (!h || h->device != UJ_CPU || h->ndim < 0 || h->ndim > UJ_MAX_DIMS || uj_dtype_size(h->dtype) == 0) return 0;
+  for (int k = 0; k < h->ndim; k++)
+    if (h->dims[k] < 0 || h->dims[k] > (INT64_C(1) << 40)) return 0;
+  return h->data != NULL;
+}
+
+/* uj_program_run on ctx; when ctx runs the CUDA engine, through GPU copies
+ * of the tensors: inputs copied over, outputs copied over too (so that
+ * what a run leaves unwritten reads back unchanged) and back after a
+ * successful run. Tensors given the same host buffer in the same shape
+ * share one GPU copy, so in-place calls stay in place. */
+static inline uj_status_t or_run_staged(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* in,
+                                        int nin, const int64_t* params, int np, uj_tensor_t* const* outs, int nout) {
+  if (!ctx || uj_ctx_engine(ctx) != UJ_ENGINE_CUDA || nin < 0 || nout < 0 || nin > OR_STAGE_MAX ||
+      nout > OR_STAGE_MAX || (nin && !in) || (nout && !outs))
+    return uj_program_run(ctx, p, pass, in, nin, params, np, outs, nout);
+  int n = nin + nout;
+  uj_tensor_t dev[2 * OR_STAGE_MAX];
+  const uj_tensor_t* host[2 * OR_STAGE_MAX];
+  int owner[2 * OR_STAGE_MAX]; /* the slot whose GPU copy this slot uses; -1: none, the host tensor goes */
+  const uj_tensor_t* din[OR_STAGE_MAX] = {0};
+  uj_tensor_t* dout[OR_STAGE_MAX] = {0};
+  uj_status_t s = UJ_OK;
+  for (int i = 0; i < n; i++) {
+    host[i] = i < nin ? in[i] : outs[i - nin];
+    owner[i] = or_stageable(host[i]) ? i : -1;
+    memset(&dev[i], 0, sizeof dev[i]);
+    for (int j = 0; owner[i] == i && j < i; j++)
+      if (owner[j] == j && host[j]->data == host[i]->data && or_same_tensor_shape(host[j], host[i])) owner[i] = j;
+    if (owner[i] != i) continue;
+    if ((s = uj_tensor_alloc(ctx, UJ_CUDA, host[i]->dtype, host[i]->ndim, host[i]->dims, &dev[i])) != UJ_OK) break;
+    if ((s = uj_tensor_copy(ctx, &dev[i], host[i])) != UJ_OK) break;
+  }
+  for (int i = 0; s == UJ_OK && i < n; i++) {
+    const uj_tensor_t* t = owner[i] < 0 ? host[i] : &dev[owner[i]];
+    if (i < nin) din[i] = t;
+    else dout[i - nin] = (uj_tensor_t*)t;
+  }
+  if (s == UJ_OK) s = uj_program_run(ctx, p, pass, din, nin, params, np, dout, nout);
+  if (s == UJ_OK) s = uj_ctx_synchronize(ctx);
+  for (int i = nin; s == UJ_OK && i < n; i++)
+    if (owner[i] >= 0) s = uj_tensor_copy(ctx, outs[i - nin], &dev[owner[i]]);
+  for (int i = 0; i < n; i++)
+    if (owner[i] == i) uj_tensor_free(ctx, &dev[i]); /* succeeds without touching the last error */
+  return s;
+}
+
+/* ---- compiling every program for the GPU --------------------------------------------- */
+
+/* Every program the helpers here run is compiled with NVRTC for sm_90
+ * through uj_program_compile_cuda, once per distinct CUDA source (told
+ * apart by a 128-bit hash of UJ_DUMP_CUDA's text). Needs NVRTC, not a GPU.
+ * The cubins go to the test's kernel cache (make test's
+ * build/test-cache), and a source whose cubin is there, verified, from an
+ * earlier compile by the same NVRTC is not compiled again (a fresh cache,
+ * or UOPJIT_CACHE=0, compiles everything). Without NVRTC (or in a build
+ * without CUDA) it says so once and compiles nothing. At exit each test
+ * binary prints how many it compiled. */
+#define OR_CUDA_ARCH "sm_90"
+
+typedef struct {
+  int probed, nvrtc;            /* NVRTC usable (asked once) */
+  uj_ctx_t* ctx;                /* passes on, as the engine runs */
+  uint64_t (*seen)[2];          /* hashes of the sources compiled */
+  int nseen, cap;
+  int modules, kernels, failed, repeats, reused;
+} or_cuda_t;
+static or_cuda_t or_cuda_;
+
+static void or_cuda_report_(void) {
+  if (or_cuda_.nvrtc && (or_cuda_.modules || or_cuda_.failed))
+    printf("cuda: %d kernels in %d modules compiled with NVRTC for " OR_CUDA_ARCH
+           " (%d modules now, %d verified in the disk cache from an earlier compile of the same source; "
+           "%d failed, %d repeats skipped)%s\n",
+           or_cuda_.kernels, or_cuda_.modules, or_cuda_.modules - or_cuda_.reused, or_cuda_.reused, or_cuda_.failed,
+           or_cuda_.repeats, or_engine_available(UJ_ENGINE_CUDA) ? "" : "; no CUDA device, so none ran");
+  uj_ctx_free(or_cuda_.ctx);
+  free(or_cuda_.seen);
+  memset(&or_cuda_, 0, sizeof or_cuda_);
+}
+
+/* 1 when NVRTC compiles here: a one-line program for sm_90. */
+static inline int or_cuda_nvrtc_(void) {
+  if (or_cuda_.probed) return or_cuda_.nvrtc;
+  or_cuda_.probed = 1;
+  or_cuda_.ctx = uj_ctx_new();
+  uj_program_t* p = NULL;
+  float one = 1;
+  uj_tensor_t x;
+  memset(&x, 0, sizeof x);
+  x.data = &one, x.dtype = UJ_F32, x.ndim = 1, x.dims[0] = 1;
+  const uj_tensor_t* in[] = {&x};
+  uj_status_t s = or_cuda_.ctx ? uj_program_parse("y = x + 1", &p) : UJ_ERR_OOM;
+  if (s == UJ_OK) s = uj_program_compile_cuda(or_cuda_.ctx, p, UJ_FORWARD, in, 1, NULL, 0, OR_CUDA_ARCH, NULL, NULL);
+  uj_program_free(p);
+  or_cuda_.nvrtc = s == UJ_OK;
+  if (!or_cuda_.nvrtc) fprintf(stderr, "CUDA kernels not compiled with NVRTC: %s\n", uj_last_error());
+  atexit(or_cuda_report_);
+  return or_cuda_.nvrtc;
+}
+
+static inline void or_hash128_(const char* text, uint64_t out[2]) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (const unsigned char* c = (const unsigned char*)text; *c; c++) {
+    a = (a ^ *c) * 0x100000001b3ull;
+    b = (b ^ *c) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
+  }
+  out[0] = a, out[1] = b;
+}
+
+/* Compiles pass of p, built for these inputs and params, for sm_90 unless
+ * that source was compiled already; a failure fails the running test with
+ * NVRTC's message. Returns the number of failures (0 or 1). */
+static inline int or_cuda_compile_(const char* file, int line, uj_program_t* p, uj_pass_t pass,
+                                   const uj_tensor_t* const* in, int nin, const int64_t* params, int np) {
+  if (!p || !or_cuda_nvrtc_()) return 0;
+  /* a parsed program's build for these inputs, so that the dump shows it */
+  uj_dtype_t dt;
+  if (pass == UJ_FORWARD) uj_program_output_dtype(p, pass, in, 0, &dt);
+  char* text = uj_program_dump(or_cuda_.ctx, p, pass, UJ_DUMP_CUDA, np ? params : NULL);
+  if (!text) {
+    char msg[1200];
+    snprintf(msg, sizeof msg, "CUDA source of the program: %s", uj_last_error());
+    harness_fail(file, line, msg);
+    or_cuda_.failed++;
+    return 1;
+  }
+  uint64_t h[2];
+  or_hash128_(text, h);
+  free(text);
+  for (int i = 0; i < or_cuda_.nseen; i++)
+    if (or_cuda_.seen[i][0] == h[0] && or_cuda_.seen[i][1] == h[1]) {
+      or_cuda_.repeats++;
+      return 0;
+    }
+  int kernels = 0, reused = 0;
+  uj_status_t s = uj_program_compile_cuda(or_cuda_.ctx, p, pass, in, nin, params, np, OR_CUDA_ARCH, &kernels, &reused);
+  if (s != UJ_OK) {
+    char msg[1200];
+    snprintf(msg, sizeof msg, "NVRTC (" OR_CUDA_ARCH "), %s pass: %s: %s", pass == UJ_FORWARD ? "forward" : "backward",
+             uj_status_str(s), uj_last_error());
+    harness_fail(file, line, msg);
+    or_cuda_.failed++;
+    return 1;
+  }
+  if (or_cuda_.nseen == or_cuda_.cap) {
+    int cap = or_cuda_.cap ? 2 * or_cuda_.cap : 256;
+    uint64_t(*more)[2] = realloc(or_cuda_.seen, sizeof *more * (size_t)cap);
+    if (!more) return 0;
+    or_cuda_.seen = more, or_cuda_.cap = cap;
+  }
+  or_cuda_.seen[or_cuda_.nseen][0] = h[0], or_cuda_.seen[or_cuda_.nseen][1] = h[1];
+  or_cuda_.nseen++;
+  or_cuda_.modules++;
+  or_cuda_.kernels += kernels;
+  or_cuda_.reused += reused;
+  return 0;
+}
+#define OR_CUDA_COMPILE(p, pass, in, nin, params, np) \
+  or_cuda_compile_(__FILE__, __LINE__, (p), (pass), (in), (nin), (params), (np))
+
+/* Runs on configuration slot (staged through the GPU for the cuda one);
+ * the reference slot 0 also compiles the program for the GPU. */
+static inline uj_status_t or_program_run(int slot, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* in,
+                                         int nin, const int64_t* params, int np, uj_tensor_t* const* outs, int nout) {
+  uj_ctx_t* ctx = or_ctx(slot);
+  uj_status_t s = or_run_staged(ctx, p, pass, in, nin, params, np, outs, nout);
+  if (slot == 0 && s == UJ_OK) OR_CUDA_COMPILE(p, pass, in, nin, params, np);
+  return s;
+}
+
 /* ---- comparing ------------------------------------------------------------------- */
 
 /* The first element where got differs from ref by more than
@@ -265,7 +457,7 @@ static inline int or_run_check_(const char* file, int line, uj_program_t* p,
       continue;
     }
     for (int k = 0; k < nout; k++) or_fill_sentinel(outs[k]);
-    uj_status_t s = uj_program_run(ctx, p, UJ_FORWARD, in, nin, params, np, outs, nout);
+    uj_status_t s = or_run_staged(ctx, p, UJ_FORWARD, in, nin, params, np, outs, nout);
     if (s != UJ_OK) {
       snprintf(msg, sizeof msg, "engine %s: run failed: %s: %s", or_configs[e].name,
                uj_status_str(s), uj_last_error());
@@ -289,7 +481,7 @@ static inline int or_run_check_(const char* file, int line, uj_program_t* p,
       }
     }
   }
-  return bad;
+  return bad + or_cuda_compile_(file, line, p, UJ_FORWARD, in, nin, params, np);
 }
 #define OR_RUN_CHECK(p, in, nin, params, np, outs, refs, nout, tol) \
   or_run_check_(__FILE__, __LINE__, (p), (in), (nin), (params), (np), (outs), (refs), (nout), (tol))

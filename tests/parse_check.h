@@ -79,7 +79,8 @@ static inline uj_status_t pr_alloc_outputs(pr_t* r, const uj_tensor_t** in) {
   return UJ_OK;
 }
 
-/* Runs on configuration slot with fresh outputs. */
+/* Runs on configuration slot with fresh outputs (staged through the GPU
+ * for the cuda one; slot 0 also compiles the program with NVRTC). */
 static inline uj_status_t pr_run(pr_t* r, int slot, int nnamed, const named_t* named) {
   const uj_tensor_t* in[PR_MAX_IO];
   if (!pr_bind(r, nnamed, named, in)) return UJ_ERR_INVALID;
@@ -87,9 +88,8 @@ static inline uj_status_t pr_run(pr_t* r, int slot, int nnamed, const named_t* n
   if (s != UJ_OK) return s;
   uj_tensor_t* out[PR_MAX_IO];
   for (int i = 0; i < r->nout; i++) out[i] = &r->out[i];
-  uj_ctx_t* ctx = or_ctx(slot);
-  if (!ctx) return UJ_ERR_INVALID;
-  return uj_program_run(ctx, r->p, UJ_FORWARD, in, r->nin, NULL, 0, out, r->nout);
+  if (!or_ctx(slot)) return UJ_ERR_INVALID;
+  return or_program_run(slot, r->p, UJ_FORWARD, in, r->nin, NULL, 0, out, r->nout);
 }
 
 /* The output named name, or NULL. */

@@ -1,7 +1,8 @@
 /* tests/test_cli.c: the uopjit command-line tool (tools/), run as a separate
  * process the way a user runs it: `uopjit aot` (the C file it writes, its
  * errors, that it never leaves a partial file, that the file compiles) and
- * `uopjit cache stats|list|clear` against the kernels `uopjit run` stores.
+ * `uopjit cache stats|list|clear` against the kernels `uopjit run` stores,
+ * `uopjit dump --cuda` (no GPU needed) and `uopjit run --engine cuda`.
  *
  * The binary under test sits next to this test's directory: build/tests/
  * test_cli runs build/uopjit, build/debug/tests/test_cli runs
@@ -399,6 +400,41 @@ TEST(cache_switched_off) {
   CHECK(strstr(r.err, "UOPJIT_CACHE=0") != NULL);
   result_free(&r);
   unsetenv("UOPJIT_CACHE");
+}
+
+/* ---- the GPU side ------------------------------------------------------------------------ */
+
+TEST(dump_cuda_needs_no_gpu) {
+  NEED_CLI();
+  result_t r = run_cli("dump", "--cuda", SIGMOID, "--scalar", "a,b", NULL);
+  if (r.status != 0) result_show("dump --cuda", &r);
+  CHECK(r.status == 0);
+  CHECK(strstr(r.out, "extern \"C\" __global__") != NULL);
+  CHECK(strstr(r.out, "uj_block_0(") != NULL);
+  CHECK(strstr(r.out, "#include") == NULL);
+  CHECK(strstr(r.out, "float4") != NULL);
+  result_free(&r);
+}
+
+TEST(run_and_info_on_cuda) {
+  NEED_CLI();
+  uj_ctx_t* ctx = uj_ctx_new();
+  int gpu = uj_engine_available(ctx, UJ_ENGINE_CUDA);
+  uj_ctx_free(ctx);
+  result_t r = run_cli("info", NULL);
+  CHECK(r.status == 0);
+  CHECK(strstr(r.out, "  cuda     ") != NULL);
+  result_free(&r);
+  r = run_cli("run", "--engine", "cuda", "--check", SIGMOID, "--scalar", "a,b", "--shape", "1000", NULL);
+  if (gpu) {
+    if (r.status != 0) result_show("run --engine cuda", &r);
+    CHECK(r.status == 0);
+    CHECK(strstr(r.out, "check: ok") != NULL);
+  } else {
+    CHECK(r.status == 1);
+    CHECK(strstr(r.err, "engine cuda is not available") != NULL);
+  }
+  result_free(&r);
 }
 
 TEST_MAIN()

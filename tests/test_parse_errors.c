@@ -243,7 +243,7 @@ TEST(broadcast_mismatch) {
       const uj_tensor_t* in[2] = {&a, &b};
       uj_tensor_t* outs[1] = {&out};
       for (int e = 0; p && e < OR_NENGINES; e++) {
-        uj_status_t s = uj_program_run(or_ctx(e), p, UJ_FORWARD, in, 2, NULL, 0, outs, 1);
+        uj_status_t s = or_program_run(e, p, UJ_FORWARD, in, 2, NULL, 0, outs, 1);
         const char* msg = s == UJ_ERR_SHAPE ? uj_last_error() : "";
         if (s != UJ_ERR_SHAPE || !strstr(msg, left[v]) || !strstr(msg, "'beta'") || !strstr(msg, cases[c].axis))
           fprintf(stderr, "  \"%s\" case %d on %s: %s \"%s\"\n", srcs[v], (int)c, or_configs[e].name,

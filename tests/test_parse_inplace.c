@@ -40,7 +40,7 @@ static void check_adam(uj_dtype_t dt, int slot) {
     CHECK(io_names_are(prog, 1, 3, outs));
     const uj_tensor_t* in[8] = {&b1, &m, &g, &b2, &v, &p, &lr, &eps};
     uj_tensor_t* out[3] = {&m, &v, &p};
-    uj_status_t s = uj_program_run(or_ctx(slot), prog, UJ_FORWARD, in, 8, NULL, 0, out, 3);
+    uj_status_t s = or_program_run(slot, prog, UJ_FORWARD, in, 8, NULL, 0, out, 3);
     if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
     CHECK(s == UJ_OK);
     double tol = dt == UJ_F64 ? OR_TOL_F64 : OR_TOL_F32;
@@ -180,7 +180,7 @@ TEST(in_place_aliasing) {
         int nin = uj_program_io_count(p, 0), nout = uj_program_io_count(p, 1);
         for (int i = 0; i < nin; i++) in[i] = strcmp(uj_program_io_name(p, 0, i), "x") ? &y : &x;
         for (int i = 0; i < nout; i++) out[i] = strcmp(uj_program_io_name(p, 1, i), "x") ? &y : &x;
-        uj_status_t s = uj_program_run(or_ctx(e), p, UJ_FORWARD, in, nin, NULL, 0, out, nout);
+        uj_status_t s = or_program_run(e, p, UJ_FORWARD, in, nin, NULL, 0, out, nout);
         if (s != UJ_OK) fprintf(stderr, "  \"%s\": %s\n", cases[c].src, uj_last_error());
         CHECK(s == UJ_OK);
         CHECK(nout == 1 + cases[c].outputs_y);

@@ -266,6 +266,8 @@ static int compare_run(ctx_pair_t* C, uj_program_t* p, uj_pass_t pass, const uj_
     harness_fail(__FILE__, __LINE__, msg);
     bad = 1;
   }
+  /* the random program's kernels as CUDA, compiled with NVRTC */
+  if (!bad) bad = OR_CUDA_COMPILE(p, pass, in, nin, NULL, 0);
   for (int k = 0; k < nout && !bad; k++) {
     double tol = out_dt[k] == UJ_F64 ? OR_TOL_F64 : OR_TOL_F32;
     double* ref = or_to_double(&a[k]);

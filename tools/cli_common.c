@@ -321,10 +321,8 @@ int cli_program_text(const char* cmd, const cli_options_t* o, uj_dump_t what, in
   if (!rc && (always_specialize || o->specialized) && (s = cli_specialize(p, o)) != UJ_OK) rc = cli_report(s);
   if (!rc && !(ctx = uj_ctx_new())) rc = cli_report(UJ_ERR_OOM);
   if (!rc && !(*text = uj_program_dump(ctx, p, UJ_FORWARD, what, NULL))) {
-    /* only these two need an engine; the others fail for the usual reasons */
-    rc = what == UJ_DUMP_MIR    ? cli_engine_unavailable(UJ_ENGINE_MIR)
-         : what == UJ_DUMP_CUDA ? cli_engine_unavailable(UJ_ENGINE_CUDA)
-                                : cli_report(UJ_ERR_INVALID);
+    /* only MIR's needs an engine; the others fail for the usual reasons */
+    rc = what == UJ_DUMP_MIR ? cli_engine_unavailable(UJ_ENGINE_MIR) : cli_report(UJ_ERR_INVALID);
   }
   uj_ctx_free(ctx);
   uj_program_free(p);

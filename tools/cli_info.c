@@ -29,8 +29,12 @@ int cli_cmd_info(int argc, char** argv) {
     printf("  cpu      %ld cores\n", cores);
   else
     printf("  cpu      yes\n");
-  /* The GPU runtime is not wired up yet; say so rather than guess. */
-  printf("  cuda     not detected\n");
+  char name[256];
+  int arch = 0, sms = 0;
+  if (uj_ctx_device(ctx, name, sizeof name, &arch, &sms) == UJ_OK)
+    printf("  cuda     %s, sm_%d, %d multiprocessors\n", name, arch, sms);
+  else
+    printf("  cuda     none: %s\n", uj_last_error());
 
   uj_ctx_free(ctx);
   return 0;

@@ -1,6 +1,9 @@
 /* tools/cli_run.c: `uopjit run`, an expression-language program on seeded
  * random inputs: the median time of a few runs, or (--check) every output
- * compared with the interpreter's in f64 on the same input values. */
+ * compared with the interpreter's in f64 on the same input values. With
+ * --engine cuda the inputs are copied to the GPU once, the program runs on
+ * GPU tensors (each timed run waits for its kernels), and --check copies
+ * the outputs back. */
 /* clock_gettime needs POSIX; the Makefile's _GNU_SOURCE covers it, this
  * keeps a bare `cc -std=c11` working too. */
 #ifndef _POSIX_C_SOURCE
@@ -36,8 +39,9 @@ static void set(uj_tensor_t* t, int64_t i, double v) {
   else ((float*)t->data)[i] = (float)v;
 }
 
-/* Tensors of one program call. */
+/* Tensors of one program call; on the GPU of ctx when ctx is set. */
 typedef struct {
+  uj_ctx_t* ctx;
   int nin, nout;
   uj_tensor_t* in;
   uj_tensor_t* out;
@@ -46,8 +50,9 @@ typedef struct {
 } io_t;
 
 static void io_release(io_t* io) {
-  for (int i = 0; io->in && i < io->nin; i++) free(io->in[i].data);
-  for (int i = 0; io->out && i < io->nout; i++) free(io->out[i].data);
+  for (int i = 0; io->in && i < io->nin; i++) io->ctx ? (void)uj_tensor_free(io->ctx, &io->in[i]) : free(io->in[i].data);
+  for (int i = 0; io->out && i < io->nout; i++)
+    io->ctx ? (void)uj_tensor_free(io->ctx, &io->out[i]) : free(io->out[i].data);
   free(io->in);
   free(io->out);
   free(io->in_ptr);
@@ -134,6 +139,21 @@ static uj_status_t io_make_f64(io_t* ref, uj_program_t* p, const io_t* from) {
   return UJ_OK;
 }
 
+/* GPU copies of host's tensors, the inputs' values copied over. */
+static uj_status_t io_make_device(io_t* dev, uj_program_t* p, const io_t* host, uj_ctx_t* ctx) {
+  if (io_alloc(dev, p) != UJ_OK) return UJ_ERR_OOM;
+  dev->ctx = ctx;
+  for (int i = 0; i < dev->nin + dev->nout; i++) {
+    int is_out = i >= dev->nin;
+    uj_tensor_t* t = is_out ? &dev->out[i - dev->nin] : &dev->in[i];
+    const uj_tensor_t* h = is_out ? &host->out[i - dev->nin] : &host->in[i];
+    uj_status_t s = uj_tensor_alloc(ctx, UJ_CUDA, h->dtype, h->ndim, h->dims, t);
+    if (s == UJ_OK && !is_out) s = uj_tensor_copy(ctx, t, h);
+    if (s != UJ_OK) return s;
+  }
+  return UJ_OK;
+}
+
 static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -164,11 +184,21 @@ typedef struct {
   uj_program_t* program;
   uj_ctx_t *ctx, *ref_ctx;
   io_t io, ref;
+  io_t dev;     /* --engine cuda: the tensors the program runs on */
   double* times;
 } run_t;
 
+/* One run on the engine's tensors; on the GPU it waits for the kernels. */
+static uj_status_t run_once(run_t* r) {
+  io_t* io = r->dev.ctx ? &r->dev : &r->io;
+  uj_status_t s = uj_program_run(r->ctx, r->program, UJ_FORWARD, io->in_ptr, io->nin, NULL, 0, io->out_ptr, io->nout);
+  if (s == UJ_OK && r->dev.ctx) s = uj_ctx_synchronize(r->ctx);
+  return s;
+}
+
 static void run_release(run_t* r) {
   uj_program_free(r->program);
+  io_release(&r->dev); /* before its context */
   uj_ctx_free(r->ctx);
   uj_ctx_free(r->ref_ctx);
   io_release(&r->io);
@@ -180,13 +210,12 @@ static void run_release(run_t* r) {
 /* Median time, ns per element of the largest output, and GB/s for the
  * bytes of every input read and every output written. */
 static int run_timing(run_t* r, const cli_options_t* o) {
-  uj_status_t s = uj_program_run(r->ctx, r->program, UJ_FORWARD, r->io.in_ptr, r->io.nin, NULL, 0, r->io.out_ptr,
-                                 r->io.nout); /* warm-up: builds and compiles */
+  uj_status_t s = run_once(r); /* warm-up: builds and compiles */
   if (s != UJ_OK) return cli_report(s);
   if (!(r->times = malloc(sizeof *r->times * (size_t)o->repeat))) return cli_report(UJ_ERR_OOM);
   for (int k = 0; k < o->repeat; k++) {
     double t0 = now_seconds();
-    s = uj_program_run(r->ctx, r->program, UJ_FORWARD, r->io.in_ptr, r->io.nin, NULL, 0, r->io.out_ptr, r->io.nout);
+    s = run_once(r);
     r->times[k] = now_seconds() - t0;
     if (s != UJ_OK) return cli_report(s);
   }
@@ -209,8 +238,8 @@ static int run_timing(run_t* r, const cli_options_t* o) {
 /* Runs the chosen engine in the chosen dtype and the interpreter in f64 on
  * the same input values, and compares every output. */
 static int run_check(run_t* r, const cli_options_t* o) {
-  uj_status_t s = uj_program_run(r->ctx, r->program, UJ_FORWARD, r->io.in_ptr, r->io.nin, NULL, 0, r->io.out_ptr,
-                                 r->io.nout);
+  uj_status_t s = run_once(r);
+  for (int i = 0; s == UJ_OK && r->dev.ctx && i < r->io.nout; i++) s = uj_tensor_copy(r->ctx, &r->io.out[i], &r->dev.out[i]);
   if (s != UJ_OK) return cli_report(s);
   if (!(r->ref_ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
   if ((s = uj_ctx_set_engine(r->ref_ctx, UJ_ENGINE_INTERP)) != UJ_OK) return cli_report(s);
@@ -257,8 +286,10 @@ static int run_main(run_t* r, const cli_options_t* o) {
   if (rc) return rc;
   uj_status_t s;
   if (!(r->ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
-  if (uj_ctx_set_engine(r->ctx, o->engine) != UJ_OK) return cli_engine_unavailable(o->engine);
+  if ((s = uj_ctx_set_engine(r->ctx, o->engine)) != UJ_OK) return cli_report(s);
   if ((s = io_make(&r->io, r->program, o)) != UJ_OK) return cli_report(s);
+  if (o->engine == UJ_ENGINE_CUDA && (s = io_make_device(&r->dev, r->program, &r->io, r->ctx)) != UJ_OK)
+    return cli_report(s);
   printf("engine %s, %s, ", uj_engine_name(uj_ctx_engine(r->ctx)), uj_dtype_name(o->dtype));
   print_io(stdout, r->program, &r->io);
   printf("\n");

@@ -333,10 +333,13 @@ static uj_status_t input_signature(const pn_program_t* pp, int i, const uj_tenso
   int name = pp->input_name[i];
   uj_dtype_t dt = t && pp->hinted[name] ? pp->hint[name] : t ? t->dtype : UJ_F32;
   int rank = t && t->ndim >= 0 && t->ndim <= UJ_MAX_DIMS ? t->ndim : -1;
-  if (!rt_tensor_ok(t, rank, dt, NULL)) {
+  /* the build depends on ranks, dtypes and size-1 axes, not on the device:
+   * which device the call may use is decided where it runs (jit/run.c) */
+  uj_device_t dev = t && t->device == UJ_CUDA ? UJ_CUDA : UJ_CPU;
+  if (!rt_tensor_ok_on(t, dev, rank, dt, NULL)) {
     char what[96];
     snprintf(what, sizeof what, "input %d (\"%s\")", i, pp->names[name]);
-    uj_status_t s = t ? rt_tensor_check(what, t, rank, dt, NULL) : rt_error(UJ_ERR_INVALID, "%s: NULL tensor", what);
+    uj_status_t s = t ? rt_tensor_check_on(what, t, dev, rank, dt, NULL) : rt_error(UJ_ERR_INVALID, "%s: NULL tensor", what);
     if (s != UJ_OK) return s;
   }
   *dtype = (unsigned char)dt;

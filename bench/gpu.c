@@ -1,0 +1,270 @@
+/* bench/gpu.c: the benchmark's GPU section (the CUDA engine), after the
+ * CPU tables. Without a CUDA device it prints one line saying so.
+ *
+ *   copy      a device-to-device copy of 2^26 floats (uj_tensor_copy),
+ *             counted as a read and a write: the bandwidth the fused
+ *             kernels are measured against.
+ *   programs  each bench/<name>.uj at 2^26 elements on GPU tensors (f32):
+ *             time per call (batches of calls, then one synchronize, the
+ *             median batch), GB/s for the bytes per element the CPU section
+ *             counts, and that as a share of the copy's bandwidth. Before
+ *             timing, one run's outputs are copied back and checked against
+ *             the best CPU engine's on the same inputs.
+ *   compile   of the first program: cold (a new context, an empty disk
+ *             cache: emit, NVRTC, load, launch on 16 elements), disk (a new
+ *             context on the same cache: the cubin from disk), memory (a new
+ *             program in the warm context: the in-memory cache), each the
+ *             parse plus the first run and a synchronize, median over the
+ *             repetitions.
+ *   launch    the cost of a call on 16 elements with the kernel resident:
+ *             queueing only (batches of calls, one synchronize after), and
+ *             a call followed by a synchronize.
+ * Everything goes through the public API. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+enum { GPU_N_LOG2 = 26, TINY_N = 16, MAX_REPS = 16, LAUNCH_CALLS = 1000 };
+
+/* A workspace's tensors on the GPU: the inputs' initial values copied
+ * over; an in-place output is its input's GPU tensor. */
+typedef struct {
+  uj_ctx_t* ctx;
+  int nin, nout;
+  uj_tensor_t in[BENCH_MAX_IO], out[BENCH_MAX_IO];
+  const uj_tensor_t* in_ptr[BENCH_MAX_IO];
+  uj_tensor_t* out_ptr[BENCH_MAX_IO];
+} gpu_io_t;
+
+static void gpu_io_free(gpu_io_t* g, const workspace_t* ws) {
+  for (int i = 0; i < g->nin; i++) uj_tensor_free(g->ctx, &g->in[i]);
+  for (int o = 0; o < g->nout; o++)
+    if (ws->output_alias[o] < 0) uj_tensor_free(g->ctx, &g->out[o]);
+  memset(g, 0, sizeof *g);
+}
+
+static int gpu_io_new(uj_ctx_t* ctx, const workspace_t* ws, gpu_io_t* g) {
+  memset(g, 0, sizeof *g);
+  g->ctx = ctx;
+  uj_status_t s = UJ_OK;
+  for (int i = 0; i < ws->ninputs && s == UJ_OK; i++) {
+    s = uj_tensor_alloc(ctx, UJ_CUDA, UJ_F32, ws->inputs[i].ndim, ws->inputs[i].dims, &g->in[i]);
+    g->nin = i + (s == UJ_OK);
+    if (s == UJ_OK) s = uj_tensor_copy(ctx, &g->in[i], &ws->inputs[i]);
+    g->in_ptr[i] = &g->in[i];
+  }
+  for (int o = 0; o < ws->noutputs && s == UJ_OK; o++) {
+    int alias = ws->output_alias[o];
+    if (alias >= 0) g->out[o] = g->in[alias];
+    else s = uj_tensor_alloc(ctx, UJ_CUDA, UJ_F32, ws->outputs[o].ndim, ws->outputs[o].dims, &g->out[o]);
+    g->nout = o + (s == UJ_OK);
+    /* an in-place output names its input's tensor, so that the call sees one buffer */
+    g->out_ptr[o] = alias >= 0 ? &g->in[alias] : &g->out[o];
+  }
+  if (s != UJ_OK) {
+    fprintf(stderr, "bench: GPU tensors: %s\n", uj_last_error());
+    gpu_io_free(g, ws);
+    return -1;
+  }
+  return 0;
+}
+
+static uj_status_t gpu_run(uj_program_t* p, gpu_io_t* g) {
+  return uj_program_run(g->ctx, p, UJ_FORWARD, g->in_ptr, g->nin, NULL, 0, g->out_ptr, g->nout);
+}
+
+/* Median nanoseconds per call over `samples` batches of `calls` calls, each
+ * batch ending with a synchronize; negative on a failure. */
+static double per_call_ns(uj_program_t* p, gpu_io_t* g, int calls, int samples, int sync_each) {
+  double t[MAX_REPS];
+  if (samples > MAX_REPS) samples = MAX_REPS;
+  for (int r = 0; r < samples; r++) {
+    double start = bench_now_ns();
+    for (int c = 0; c < calls; c++) {
+      if (gpu_run(p, g) != UJ_OK) return -1;
+      if (sync_each && uj_ctx_synchronize(g->ctx) != UJ_OK) return -1;
+    }
+    if (uj_ctx_synchronize(g->ctx) != UJ_OK) return -1;
+    t[r] = (bench_now_ns() - start) / calls;
+  }
+  return bench_median(t, samples);
+}
+
+/* GB/s of a device-to-device copy of n floats (read + write). */
+static double copy_gbs(uj_ctx_t* ctx, int64_t n, int samples) {
+  uj_tensor_t a, b;
+  if (uj_tensor_alloc(ctx, UJ_CUDA, UJ_F32, 1, &n, &a) != UJ_OK) return -1;
+  if (uj_tensor_alloc(ctx, UJ_CUDA, UJ_F32, 1, &n, &b) != UJ_OK) {
+    uj_tensor_free(ctx, &a);
+    return -1;
+  }
+  double t[MAX_REPS], result = -1;
+  int ok = uj_tensor_copy(ctx, &b, &a) == UJ_OK && uj_ctx_synchronize(ctx) == UJ_OK; /* warm-up */
+  if (samples > MAX_REPS) samples = MAX_REPS;
+  for (int r = 0; r < samples && ok; r++) {
+    double start = bench_now_ns();
+    for (int c = 0; c < 10 && ok; c++) ok = uj_tensor_copy(ctx, c % 2 ? &a : &b, c % 2 ? &b : &a) == UJ_OK;
+    ok = ok && uj_ctx_synchronize(ctx) == UJ_OK;
+    t[r] = (bench_now_ns() - start) / 10;
+  }
+  if (ok) result = 2.0 * 4.0 * (double)n / bench_median(t, samples);
+  uj_tensor_free(ctx, &a);
+  uj_tensor_free(ctx, &b);
+  return result;
+}
+
+/* The program on GPU tensors at n elements: checked against the best CPU
+ * engine, then timed. Prints its row; 0, or -1 on a failure or mismatch. */
+static int program_row(uj_ctx_t* ctx, const program_spec_t* spec, int64_t n, int samples, double copy) {
+  program_text_t text;
+  workspace_t ws;
+  if (program_text_load(spec, &text) != 0) return -1;
+  if (workspace_new(&text, n, &ws) != 0) {
+    program_text_free(&text);
+    return -1;
+  }
+  uj_program_t* p = NULL;
+  uj_ctx_t* cpu = uj_ctx_new(); /* AUTO on host tensors: MIR, else C, else the interpreter */
+  gpu_io_t g;
+  int status = -1;
+  const uj_tensor_t* in[BENCH_MAX_IO];
+  uj_tensor_t* out[BENCH_MAX_IO];
+  for (int i = 0; i < ws.ninputs; i++) in[i] = &ws.inputs[i];
+  for (int o = 0; o < ws.noutputs; o++) out[o] = &ws.outputs[o];
+  if (!cpu || uj_program_parse(text.source, &p) != UJ_OK ||
+      uj_program_run(cpu, p, UJ_FORWARD, in, ws.ninputs, NULL, 0, out, ws.noutputs) != UJ_OK) {
+    fprintf(stderr, "bench: %s on the CPU: %s\n", spec->name, uj_last_error());
+    goto done;
+  }
+  workspace_keep_reference(&ws);
+  workspace_reset(&ws);
+  if (gpu_io_new(ctx, &ws, &g) != 0) goto done;
+  uj_status_t s = gpu_run(p, &g);
+  for (int o = 0; o < ws.noutputs && s == UJ_OK; o++) s = uj_tensor_copy(ctx, &ws.outputs[o], g.out_ptr[o]);
+  double err = s == UJ_OK ? workspace_max_error(&ws) : INFINITY;
+  if (s != UJ_OK) fprintf(stderr, "bench: %s on the GPU: %s\n", spec->name, uj_last_error());
+  double ns = s == UJ_OK ? per_call_ns(p, &g, 10, samples, 0) : -1;
+  if (ns < 0 && s == UJ_OK) fprintf(stderr, "bench: %s on the GPU: %s\n", spec->name, uj_last_error());
+  if (ns > 0) {
+    double gbs = (double)spec->bytes_per_element * (double)n / ns;
+    int ok = err <= workspace_tolerance(&ws);
+    printf("  %-8s 2^%d  %9.3f ms  %8.1f GB/s  %5.1f%% of copy   max rel err %.2g%s\n", spec->name, GPU_N_LOG2,
+           ns / 1e6, gbs, copy > 0 ? 100.0 * gbs / copy : NAN, err, ok ? "" : "  MISMATCH");
+    status = ok ? 0 : -1;
+  }
+  gpu_io_free(&g, &ws);
+done:
+  uj_program_free(p);
+  uj_ctx_free(cpu);
+  workspace_free(&ws);
+  program_text_free(&text);
+  return status;
+}
+
+/* parse + first run + synchronize on 16 elements in ctx, in ns (the GPU
+ * tensors are made first, outside the span); the program is left in *p.
+ * Negative on a failure. */
+static double first_run_ns(uj_ctx_t* ctx, const program_text_t* text, const workspace_t* ws, uj_program_t** p,
+                           gpu_io_t* g) {
+  if (gpu_io_new(ctx, ws, g) != 0) return -1;
+  double start = bench_now_ns();
+  uj_status_t s = uj_program_parse(text->source, p);
+  if (s == UJ_OK) s = gpu_run(*p, g);
+  if (s == UJ_OK) s = uj_ctx_synchronize(ctx);
+  double elapsed = bench_now_ns() - start;
+  if (s != UJ_OK) {
+    fprintf(stderr, "bench: GPU compile: %s\n", uj_last_error());
+    return -1;
+  }
+  return elapsed;
+}
+
+/* Compile times and launch overhead of the first program. */
+static int compile_and_launch(const program_spec_t* spec, const char* cache_root, int reps) {
+  program_text_t text;
+  workspace_t ws;
+  if (program_text_load(spec, &text) != 0) return -1;
+  if (workspace_new(&text, TINY_N, &ws) != 0) {
+    program_text_free(&text);
+    return -1;
+  }
+  const char* previous = getenv("UOPJIT_CACHE_DIR");
+  char* saved = previous ? strdup(previous) : NULL;
+  double cold[MAX_REPS], disk[MAX_REPS], memory[MAX_REPS], queue_ns = -1, sync_ns = -1;
+  int failed = 0;
+  if (reps > MAX_REPS) reps = MAX_REPS;
+  for (int r = 0; r < reps && !failed; r++) {
+    char* dir = bench_make_dir(cache_root, "gpu");
+    if (!dir) {
+      failed = 1;
+      break;
+    }
+    setenv("UOPJIT_CACHE_DIR", dir, 1);
+    uj_ctx_t* a = uj_ctx_new();
+    uj_ctx_t* b = uj_ctx_new();
+    uj_program_t *pa = NULL, *pb = NULL, *pc = NULL;
+    gpu_io_t ga, gb, gc;
+    memset(&ga, 0, sizeof ga), memset(&gb, 0, sizeof gb), memset(&gc, 0, sizeof gc);
+    cold[r] = a && b ? first_run_ns(a, &text, &ws, &pa, &ga) : -1;
+    disk[r] = cold[r] >= 0 ? first_run_ns(b, &text, &ws, &pb, &gb) : -1;
+    memory[r] = disk[r] >= 0 ? first_run_ns(b, &text, &ws, &pc, &gc) : -1;
+    failed = cold[r] < 0 || disk[r] < 0 || memory[r] < 0;
+    if (r == 0 && !failed) {
+      queue_ns = per_call_ns(pc, &gc, LAUNCH_CALLS, 5, 0);
+      sync_ns = per_call_ns(pc, &gc, LAUNCH_CALLS / 10, 5, 1);
+      failed = queue_ns < 0 || sync_ns < 0;
+    }
+    if (ga.ctx) gpu_io_free(&ga, &ws);
+    if (gb.ctx) gpu_io_free(&gb, &ws);
+    if (gc.ctx) gpu_io_free(&gc, &ws);
+    uj_program_free(pa), uj_program_free(pb), uj_program_free(pc);
+    uj_ctx_free(a), uj_ctx_free(b);
+    bench_remove_dir(dir);
+    free(dir);
+  }
+  if (saved) setenv("UOPJIT_CACHE_DIR", saved, 1);
+  else unsetenv("UOPJIT_CACHE_DIR");
+  free(saved);
+  if (!failed) {
+    printf("  compile (%s, 16 elements, median of %d): cold %.1f ms (NVRTC), disk %.2f ms, memory %.1f us\n",
+           spec->name, reps, bench_median(cold, reps) / 1e6, bench_median(disk, reps) / 1e6,
+           bench_median(memory, reps) / 1e3);
+    printf("  launch (%s, 16 elements): %.2f us per call queued, %.2f us per call and synchronize\n", spec->name,
+           queue_ns / 1e3, sync_ns / 1e3);
+  }
+  workspace_free(&ws);
+  program_text_free(&text);
+  return failed ? -1 : 0;
+}
+
+int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_run) {
+  uj_ctx_t* ctx = uj_ctx_new();
+  char name[256];
+  int arch = 0, sms = 0;
+  printf("\nGPU (CUDA engine)\n");
+  if (!ctx || !uj_engine_available(ctx, UJ_ENGINE_CUDA) || uj_ctx_device(ctx, name, sizeof name, &arch, &sms) != UJ_OK) {
+    uj_status_t s = ctx ? uj_ctx_set_engine(ctx, UJ_ENGINE_CUDA) : UJ_ERR_OOM;
+    printf("  no CUDA device: GPU section skipped (%s)\n", s == UJ_OK ? "no device" : uj_last_error());
+    uj_ctx_free(ctx);
+    return 0;
+  }
+  int samples = short_run ? 3 : 9, status = 0;
+  int64_t n = (int64_t)1 << GPU_N_LOG2;
+  printf("  %s, sm_%d, %d multiprocessors\n", name, arch, sms);
+  double copy = copy_gbs(ctx, n, samples);
+  if (copy > 0) printf("  %-8s 2^%d  %9.3f ms  %8.1f GB/s  (device-to-device, read + write)\n", "copy", GPU_N_LOG2,
+                       2.0 * 4.0 * (double)n / copy / 1e6, copy);
+  else status = 1, fprintf(stderr, "bench: GPU copy: %s\n", uj_last_error());
+  for (int p = 0; p < nprograms; p++)
+    if (program_row(ctx, programs[p], n, samples, copy) != 0) status = 1;
+  const char* tmp = getenv("TMPDIR");
+  char* root = bench_make_dir(tmp && *tmp ? tmp : "/tmp", "uopjit-bench-gpu");
+  if (!root || (nprograms > 0 && compile_and_launch(programs[0], root, short_run ? 3 : 7) != 0)) status = 1;
+  if (root) bench_remove_dir(root);
+  free(root);
+  uj_ctx_free(ctx);
+  return status;
+}

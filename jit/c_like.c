@@ -1,0 +1,470 @@
+/* jit/c_like.c: the loop IR's expressions and statements printed in C
+ * syntax, for the C and the CUDA emitters (see jit/c_like.h).
+ *
+ * Arithmetic matches the interpreter: f32 in float (the C compiler runs
+ * with -ffp-contract=off, NVRTC with --fmad=false, so nothing is fused),
+ * i32 wrapping through uint32, floor division and modulo with x/0 == 0,
+ * fmax-like max/min written as ternaries, saturating float to i32. A
+ * statement with run-time checked axes is guarded by `if (every checked
+ * index is in range)`, evaluated innermost first so that an i32 index read
+ * is itself checked before it is used: the interpreter's "an out-of-range
+ * read skips the statement". */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c_like.h"
+
+/* ---- the dialects' spellings ---- */
+
+enum { FN_FABS, FN_SQRT, FN_FLOOR, FN_EXP, FN_LOG, FN_SIN, FN_COS, FN_TANH, FN_POW, FN_INF, FN_NAN, FN_COUNT };
+
+/* [dialect][f64][fn]. C: builtins, and for f32 exp, log and tanh the C
+ * prelude's inline polynomials (which gcc vectorizes); CUDA: the device
+ * math library's accurate functions (not the __expf intrinsics), and the
+ * CUDA prelude's bit-pattern infinities and NaNs. */
+static const char* const fn_names[2][2][FN_COUNT] = {
+    {{"__builtin_fabsf", "__builtin_sqrtf", "__builtin_floorf", "uj_expf", "uj_logf", "sinf", "cosf", "uj_tanhf",
+      "powf", "__builtin_inff()", "__builtin_nanf(\"\")"},
+     {"__builtin_fabs", "__builtin_sqrt", "__builtin_floor", "exp", "log", "sin", "cos", "tanh", "pow",
+      "__builtin_inf()", "__builtin_nan(\"\")"}},
+    {{"fabsf", "sqrtf", "floorf", "expf", "logf", "sinf", "cosf", "tanhf", "powf", "uj_inff()", "uj_nanf()"},
+     {"fabs", "sqrt", "floor", "exp", "log", "sin", "cos", "tanh", "pow", "uj_inf()", "uj_nan()"}}};
+
+static const char* fn(const jit_cx_t* E, uj_dtype_t dt, int which) {
+  return fn_names[E->dialect == JIT_CX_CUDA][dt == UJ_F64][which];
+}
+
+const char* jit_cx_ctype(uj_dtype_t d) { return d == UJ_F32 ? "float" : d == UJ_F64 ? "double" : "int32_t"; }
+
+void jit_cx_indent(jit_cx_t* E, int depth) { rt_buf_printf(E->out, "%*s", 2 * depth + 2, ""); }
+
+uj_reduce_op_t* jit_cx_carried_ops(const ir_func_t* f) {
+  uj_reduce_op_t* ops = calloc((size_t)f->next_carried_id + 1, sizeof *ops);
+  if (!ops) return NULL;
+  for (int b = 0; b < f->nblocks; b++)
+    for (int k = 0; k < f->blocks[b].nloops; k++)
+      for (int c = 0; c < f->blocks[b].loops[k].ncarried; c++)
+        ops[f->blocks[b].loops[k].carried[c].id] = f->blocks[b].loops[k].carried[c].op;
+  return ops;
+}
+
+/* ---- index expressions and accesses ---- */
+
+static void print_dim(jit_cx_t* E, int t, int axis) {
+  if (E->size_mode) {
+    rt_buf_printf(E->out, "dims[%d]", t * UJ_MAX_DIMS + axis);
+    return;
+  }
+  if (E->used_dims) E->used_dims[t * UJ_MAX_DIMS + axis] = 1;
+  rt_buf_printf(E->out, "d%d_%d", t, axis);
+}
+
+static void emit_offset(jit_cx_t* E, const ir_access_t* acc) {
+  if (acc->nidx == 0) {
+    rt_buf_printf(E->out, "0");
+    return;
+  }
+  for (int k = 1; k < acc->nidx; k++) rt_buf_printf(E->out, "(");
+  for (int k = 0; k < acc->nidx; k++) {
+    if (k > 0) {
+      rt_buf_printf(E->out, " * ");
+      print_dim(E, acc->tensor, k);
+      rt_buf_printf(E->out, " + ");
+    }
+    rt_buf_printf(E->out, "(");
+    jit_cx_ix(E, acc->idx[k]);
+    rt_buf_printf(E->out, ")");
+    if (k > 0) rt_buf_printf(E->out, ")");
+  }
+}
+
+void jit_cx_access(jit_cx_t* E, const ir_access_t* acc) {
+  if (E->access_hook && E->access_hook(E, acc)) return;
+  if (E->f->tensors[acc->tensor].local) {
+    rt_buf_printf(E->out, "t%d", acc->tensor);
+    return;
+  }
+  if (E->used_tensors) E->used_tensors[acc->tensor] = 1;
+  rt_buf_printf(E->out, "t%d[", acc->tensor);
+  emit_offset(E, acc);
+  rt_buf_printf(E->out, "]");
+}
+
+void jit_cx_ix(jit_cx_t* E, const ir_ix_t* ix) {
+  static const char* const infix[] = {[IR_IX_ADD] = " + ", [IR_IX_SUB] = " - ", [IR_IX_MUL] = " * "};
+  switch (ix->kind) {
+    case IR_IX_CONST: rt_buf_printf(E->out, "(uj_i64)%lldLL", (long long)ix->value); return;
+    case IR_IX_LOOP: rt_buf_printf(E->out, "i%d", ix->id); return;
+    case IR_IX_DIM: print_dim(E, ix->id, ix->axis); return;
+    case IR_IX_PARAM:
+      if (E->fold_params) {
+        rt_buf_printf(E->out, "(uj_i64)%lldLL", (long long)E->params[ix->id]);
+      } else {
+        if (E->used_params) E->used_params[ix->id] = 1;
+        rt_buf_printf(E->out, E->param_fmt, ix->id);
+      }
+      return;
+    case IR_IX_LOAD:
+      rt_buf_printf(E->out, "(uj_i64)");
+      jit_cx_access(E, ix->load);
+      return;
+    case IR_IX_NEG:
+      rt_buf_printf(E->out, "(-(");
+      jit_cx_ix(E, ix->a);
+      rt_buf_printf(E->out, "))");
+      return;
+    case IR_IX_ADD:
+    case IR_IX_SUB:
+    case IR_IX_MUL:
+      rt_buf_printf(E->out, "(");
+      jit_cx_ix(E, ix->a);
+      rt_buf_printf(E->out, "%s", infix[ix->kind]);
+      jit_cx_ix(E, ix->b);
+      rt_buf_printf(E->out, ")");
+      return;
+    default: {
+      const char* name = ix->kind == IR_IX_DIV ? "uj_fdiv" : ix->kind == IR_IX_MOD ? "uj_fmod"
+                         : ix->kind == IR_IX_MIN ? "uj_imin" : "uj_imax";
+      rt_buf_printf(E->out, "%s(", name);
+      jit_cx_ix(E, ix->a);
+      rt_buf_printf(E->out, ", ");
+      jit_cx_ix(E, ix->b);
+      rt_buf_printf(E->out, ")");
+    }
+  }
+}
+
+/* ---- value expressions ---- */
+
+void jit_cx_const(jit_cx_t* E, uj_dtype_t dt, double v) {
+  if (dt == UJ_I32) {
+    double c = v != v ? 0 : v >= 2147483647.0 ? 2147483647.0 : v <= -2147483648.0 ? -2147483648.0 : v;
+    rt_buf_printf(E->out, "((int32_t)%lldLL)", (long long)c);
+  } else if (v != v) {
+    rt_buf_printf(E->out, "%s", fn(E, dt, FN_NAN));
+  } else if (isinf(v)) {
+    rt_buf_printf(E->out, "%s%s", v < 0 ? "-" : "", fn(E, dt, FN_INF));
+  } else {
+    /* enough digits to read back exactly, and always a floating literal */
+    char text[40];
+    snprintf(text, sizeof text, dt == UJ_F32 ? "%.9g" : "%.17g", dt == UJ_F32 ? (double)(float)v : v);
+    if (!strpbrk(text, ".e")) strcat(text, ".0");
+    rt_buf_printf(E->out, "%s%s", text, dt == UJ_F32 ? "f" : "");
+  }
+}
+
+static void call1(jit_cx_t* E, const char* name, const ir_expr_t* a) {
+  rt_buf_printf(E->out, "%s(", name);
+  jit_cx_expr(E, a);
+  rt_buf_printf(E->out, ")");
+}
+
+static void call2(jit_cx_t* E, const char* name, const ir_expr_t* a, const char* sep, const ir_expr_t* b,
+                  const char* end) {
+  rt_buf_printf(E->out, "%s", name);
+  jit_cx_expr(E, a);
+  rt_buf_printf(E->out, "%s", sep);
+  jit_cx_expr(E, b);
+  rt_buf_printf(E->out, "%s", end);
+}
+
+static void emit_unary(jit_cx_t* E, const ir_expr_t* e) {
+  uj_unary_op_t op = (uj_unary_op_t)e->op;
+  if (e->dtype == UJ_I32) {
+    if (op == UJ_UNARY_NEG) {
+      call1(E, "uj_wrap(0 - (uj_i64)", e->a);
+      rt_buf_printf(E->out, ")");
+    } else if (op == UJ_UNARY_ABS) {
+      call2(E, "uj_wrap(uj_imax((uj_i64)(", e->a, "), -(uj_i64)(", e->a, ")))");
+    } else {
+      call1(E, "", e->a); /* floor of an integer */
+    }
+    return;
+  }
+  int f32 = e->dtype == UJ_F32;
+  uj_dtype_t dt = e->dtype;
+  switch (op) {
+    case UJ_UNARY_NEG: call1(E, "-", e->a); return;
+    case UJ_UNARY_ABS: call1(E, fn(E, dt, FN_FABS), e->a); return;
+    case UJ_UNARY_EXP: call1(E, fn(E, dt, FN_EXP), e->a); return;
+    case UJ_UNARY_LOG: call1(E, fn(E, dt, FN_LOG), e->a); return;
+    case UJ_UNARY_SQRT: call1(E, fn(E, dt, FN_SQRT), e->a); return;
+    case UJ_UNARY_RSQRT:
+      rt_buf_printf(E->out, f32 ? "(1.0f / " : "(1.0 / ");
+      call1(E, fn(E, dt, FN_SQRT), e->a);
+      rt_buf_printf(E->out, ")");
+      return;
+    case UJ_UNARY_RECIP: call1(E, f32 ? "1.0f / " : "1.0 / ", e->a); return;
+    case UJ_UNARY_SIN: call1(E, fn(E, dt, FN_SIN), e->a); return;
+    case UJ_UNARY_COS: call1(E, fn(E, dt, FN_COS), e->a); return;
+    case UJ_UNARY_TANH: call1(E, fn(E, dt, FN_TANH), e->a); return;
+    case UJ_UNARY_SIGMOID:
+      if (f32) call1(E, "uj_sigmoidf", e->a);
+      else call1(E, "1.0 / (1.0 + exp(-", e->a), rt_buf_printf(E->out, "))");
+      return;
+    case UJ_UNARY_FLOOR: call1(E, fn(E, dt, FN_FLOOR), e->a); return;
+  }
+}
+
+static void emit_binary(jit_cx_t* E, const ir_expr_t* e) {
+  uj_binary_op_t op = (uj_binary_op_t)e->op;
+  static const char* const cmp[] = {[UJ_BINARY_EQ] = " == ", [UJ_BINARY_NE] = " != ", [UJ_BINARY_LT] = " < ",
+                                    [UJ_BINARY_LE] = " <= ", [UJ_BINARY_GT] = " > ",  [UJ_BINARY_GE] = " >= "};
+  static const char* const arith[] = {[UJ_BINARY_ADD] = " + ", [UJ_BINARY_SUB] = " - ", [UJ_BINARY_MUL] = " * ",
+                                      [UJ_BINARY_DIV] = " / "};
+  const char* one = e->dtype == UJ_F32 ? "1.0f" : e->dtype == UJ_F64 ? "1.0" : "1";
+  const char* zero = e->dtype == UJ_F32 ? "0.0f" : e->dtype == UJ_F64 ? "0.0" : "0";
+  if (op >= UJ_BINARY_EQ) {
+    call2(E, "((", e->a, cmp[op], e->b, ") ? ");
+    rt_buf_printf(E->out, "(%s)%s : (%s)%s)", jit_cx_ctype(e->dtype), one, jit_cx_ctype(e->dtype), zero);
+    return;
+  }
+  if (e->dtype == UJ_I32) {
+    switch (op) {
+      case UJ_BINARY_DIV: call2(E, "uj_wrap(uj_fdiv(", e->a, ", ", e->b, "))"); return;
+      case UJ_BINARY_POW: call2(E, "uj_f2i(pow((double)", e->a, ", (double)", e->b, "))"); return;
+      case UJ_BINARY_MAX: call2(E, "(int32_t)uj_imax(", e->a, ", ", e->b, ")"); return;
+      case UJ_BINARY_MIN: call2(E, "(int32_t)uj_imin(", e->a, ", ", e->b, ")"); return;
+      default:
+        rt_buf_printf(E->out, "uj_wrap((uj_i64)");
+        call2(E, "(", e->a, arith[op], e->b, ")");
+        rt_buf_printf(E->out, ")");
+        return;
+    }
+  }
+  int f32 = e->dtype == UJ_F32;
+  switch (op) {
+    case UJ_BINARY_POW:
+      rt_buf_printf(E->out, "%s", fn(E, e->dtype, FN_POW));
+      call2(E, "(", e->a, ", ", e->b, ")");
+      return;
+    case UJ_BINARY_MAX: call2(E, f32 ? "uj_fmaxf(" : "uj_fmax(", e->a, ", ", e->b, ")"); return;
+    case UJ_BINARY_MIN: call2(E, f32 ? "uj_fminf(" : "uj_fmin(", e->a, ", ", e->b, ")"); return;
+    default: call2(E, "(", e->a, arith[op], e->b, ")"); return;
+  }
+}
+
+void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e) {
+  switch (e->kind) {
+    case IR_EX_CONST: jit_cx_const(E, e->dtype, e->value); return;
+    case IR_EX_LOAD: jit_cx_access(E, &e->access); return;
+    case IR_EX_CARRIED: {
+      uj_reduce_op_t op = E->carried_op[e->carried];
+      if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) rt_buf_printf(E->out, "uj_wrap(c%da)", e->carried);
+      else rt_buf_printf(E->out, "c%d", e->carried);
+      return;
+    }
+    case IR_EX_INDEX:
+      rt_buf_printf(E->out, e->dtype == UJ_I32 ? "uj_wrap((" : "((%s)(", jit_cx_ctype(e->dtype));
+      jit_cx_ix(E, e->ix);
+      rt_buf_printf(E->out, "))");
+      return;
+    case IR_EX_UNARY: emit_unary(E, e); return;
+    case IR_EX_BINARY: emit_binary(E, e); return;
+    case IR_EX_WHERE:
+      call2(E, "((", e->a, ") != 0 ? (", e->b, ") : (");
+      jit_cx_expr(E, e->c);
+      rt_buf_printf(E->out, "))");
+      return;
+    case IR_EX_CAST:
+      if (e->dtype == UJ_I32 && e->a->dtype != UJ_I32) call1(E, "uj_f2i", e->a);
+      else rt_buf_printf(E->out, "(%s)", jit_cx_ctype(e->dtype)), call1(E, "", e->a);
+      return;
+  }
+}
+
+/* ---- statements ---- */
+
+/* Range conditions of every checked axis in an index tree, inner loads first. */
+static void emit_checks_ix(jit_cx_t* E, const ir_ix_t* ix, int* n);
+
+static void emit_checks_access(jit_cx_t* E, const ir_access_t* acc, int* n) {
+  for (int k = 0; k < acc->nidx; k++) emit_checks_ix(E, acc->idx[k], n);
+  for (int k = 0; k < acc->nidx; k++) {
+    if (!(acc->check_mask & (1u << k))) continue;
+    rt_buf_printf(E->out, "%s(uint64_t)(", (*n)++ ? " && " : "");
+    jit_cx_ix(E, acc->idx[k]);
+    rt_buf_printf(E->out, ") < (uint64_t)");
+    print_dim(E, acc->tensor, k);
+  }
+}
+
+static void emit_checks_ix(jit_cx_t* E, const ir_ix_t* ix, int* n) {
+  if (!ix) return;
+  if (ix->kind == IR_IX_LOAD) {
+    emit_checks_access(E, ix->load, n);
+    return;
+  }
+  emit_checks_ix(E, ix->a, n);
+  emit_checks_ix(E, ix->b, n);
+}
+
+static void emit_checks_expr(jit_cx_t* E, const ir_expr_t* e, int* n) {
+  if (!e) return;
+  if (e->kind == IR_EX_LOAD) emit_checks_access(E, &e->access, n);
+  emit_checks_ix(E, e->ix, n);
+  emit_checks_expr(E, e->a, n);
+  emit_checks_expr(E, e->b, n);
+  emit_checks_expr(E, e->c, n);
+}
+
+static void emit_accum(jit_cx_t* E, const ir_stmt_t* s) {
+  int c = s->carried;
+  uj_reduce_op_t op = E->carried_op[c];
+  int fl = s->value->dtype != UJ_I32;
+  switch (op) {
+    case UJ_REDUCE_SUM:
+    case UJ_REDUCE_MEAN:
+    case UJ_REDUCE_PROD:
+      if (fl) rt_buf_printf(E->out, "c%d %s ", c, op == UJ_REDUCE_PROD ? "*=" : "+=");
+      else rt_buf_printf(E->out, "c%d = uj_wrap((uj_i64)c%d %s (uj_i64)", c, c, op == UJ_REDUCE_PROD ? "*" : "+");
+      jit_cx_expr(E, s->value);
+      rt_buf_printf(E->out, fl ? ";\n" : ");\n");
+      return;
+    case UJ_REDUCE_MAX:
+    case UJ_REDUCE_MIN: {
+      /* the new value is the first argument: it wins unless the old is larger (fmax-like) */
+      const char* name = !fl ? (op == UJ_REDUCE_MAX ? "(int32_t)uj_imax" : "(int32_t)uj_imin")
+                         : s->value->dtype == UJ_F32 ? (op == UJ_REDUCE_MAX ? "uj_fmaxf" : "uj_fminf")
+                                                     : (op == UJ_REDUCE_MAX ? "uj_fmax" : "uj_fmin");
+      rt_buf_printf(E->out, "c%d = %s(", c, name);
+      jit_cx_expr(E, s->value);
+      rt_buf_printf(E->out, ", c%d);\n", c);
+      return;
+    }
+    default: {
+      /* argmax/argmin: strictly better wins, so ties keep the first; for i32
+       * the identity is a valid value, so the first element always enters */
+      rt_buf_printf(E->out, "{ %s v = ", jit_cx_ctype(s->value->dtype));
+      jit_cx_expr(E, s->value);
+      rt_buf_printf(E->out, "; uj_i64 at = ");
+      jit_cx_ix(E, s->arg_index);
+      rt_buf_printf(E->out, "; if (v %s c%d%s) { c%d = v; c%da = at; } }\n", op == UJ_REDUCE_ARGMAX ? ">" : "<", c,
+                    fl ? "" : " || at == 0", c, c);
+      return;
+    }
+  }
+}
+
+void jit_cx_stmt(jit_cx_t* E, const ir_stmt_t* s, int depth) {
+  int guarded = ir_expr_has_checks(s->value) || ir_ix_has_checks(s->arg_index) ||
+                (s->kind != IR_ST_ACCUM && ir_access_has_checks(&s->target));
+  jit_cx_indent(E, depth);
+  if (guarded) {
+    int n = 0;
+    rt_buf_printf(E->out, "if (");
+    emit_checks_expr(E, s->value, &n);
+    emit_checks_ix(E, s->arg_index, &n);
+    if (s->kind != IR_ST_ACCUM) emit_checks_access(E, &s->target, &n);
+    rt_buf_printf(E->out, ") ");
+  }
+  if (s->kind == IR_ST_ACCUM) {
+    emit_accum(E, s);
+    return;
+  }
+  int i32 = E->f->tensors[s->target.tensor].dtype == UJ_I32;
+  if (s->kind == IR_ST_SCATTER_ADD && E->atomic_scatter && E->atomic_scatter[s->target.tensor]) {
+    /* iterations on other threads may add into the same element; i32
+     * atomicAdd wraps as uj_wrap does */
+    rt_buf_printf(E->out, "atomicAdd(%s&", i32 ? "(int*)" : "");
+    jit_cx_access(E, &s->target);
+    rt_buf_printf(E->out, ", ");
+    jit_cx_expr(E, s->value);
+    rt_buf_printf(E->out, ");\n");
+    return;
+  }
+  jit_cx_access(E, &s->target);
+  if (s->kind == IR_ST_SCATTER_ADD && i32) {
+    rt_buf_printf(E->out, " = uj_wrap((uj_i64)");
+    jit_cx_access(E, &s->target);
+    rt_buf_printf(E->out, " + (uj_i64)");
+    jit_cx_expr(E, s->value);
+    rt_buf_printf(E->out, ");\n");
+    return;
+  }
+  rt_buf_printf(E->out, s->kind == IR_ST_SCATTER_ADD ? " += " : " = ");
+  jit_cx_expr(E, s->value);
+  rt_buf_printf(E->out, ";\n");
+}
+
+/* Locals whose statements sit in loop l: declared at the top of its body,
+ * so each iteration (and each thread) has its own. */
+void jit_cx_locals(jit_cx_t* E, const ir_loop_t* l, int depth) {
+  for (int s = 0; s < l->nstmts; s++) {
+    const ir_access_t* t = &l->stmts[s].target;
+    if (l->stmts[s].kind == IR_ST_ACCUM || !E->f->tensors[t->tensor].local) continue;
+    int first = 1;
+    for (int j = 0; j < s && first; j++)
+      first = l->stmts[j].kind == IR_ST_ACCUM || l->stmts[j].target.tensor != t->tensor;
+    if (!first) continue;
+    jit_cx_indent(E, depth);
+    rt_buf_printf(E->out, "%s t%d;\n", jit_cx_ctype(E->f->tensors[t->tensor].dtype), t->tensor);
+  }
+}
+
+void jit_cx_carried(jit_cx_t* E, const ir_carried_t* c, int depth) {
+  jit_cx_indent(E, depth);
+  const char* t = jit_cx_ctype(c->dtype);
+  int fl = c->dtype != UJ_I32;
+  switch (c->op) {
+    case UJ_REDUCE_SUM:
+    case UJ_REDUCE_MEAN: rt_buf_printf(E->out, "%s c%d = 0;\n", t, c->id); return;
+    case UJ_REDUCE_PROD: rt_buf_printf(E->out, "%s c%d = 1;\n", t, c->id); return;
+    default: {
+      int up = c->op == UJ_REDUCE_MAX || c->op == UJ_REDUCE_ARGMAX;
+      if (fl) rt_buf_printf(E->out, "%s c%d = %s%s;", t, c->id, up ? "-" : "", fn(E, c->dtype, FN_INF));
+      else rt_buf_printf(E->out, "%s c%d = %s;", t, c->id, up ? "(-2147483647 - 1)" : "2147483647");
+      if (c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN) rt_buf_printf(E->out, " uj_i64 c%da = 0;", c->id);
+      rt_buf_printf(E->out, "\n");
+    }
+  }
+}
+
+/* ---- which loops are parallel ---- */
+
+typedef struct {
+  const ir_func_t* f;
+  int loop_id;
+  int ok;
+  unsigned char* written;
+  const unsigned char* exempt;
+} indep_t;
+
+static void note_written(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level;
+  (void)stmt;
+  indep_t* d = ctx;
+  if (is_write) d->written[acc->tensor] = 1;
+}
+
+static void check_distinct(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write;
+  (void)level;
+  (void)stmt;
+  indep_t* d = ctx;
+  if (!d->written[acc->tensor] || d->f->tensors[acc->tensor].local) return;
+  if (d->exempt && d->exempt[acc->tensor]) return;
+  for (int k = 0; k < acc->nidx; k++)
+    if (acc->idx[k]->kind == IR_IX_LOOP && acc->idx[k]->id == d->loop_id) return;
+  d->ok = 0;
+}
+
+int jit_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt) {
+  for (int j = k; j < b->nloops; j++)
+    for (int s = 0; s < b->loops[j].nstmts; s++) {
+      const ir_stmt_t* st = &b->loops[j].stmts[s];
+      if (st->kind != IR_ST_ACCUM) continue;
+      for (int o = 0; o < k; o++)
+        for (int c = 0; c < b->loops[o].ncarried; c++)
+          if (b->loops[o].carried[c].id == st->carried) return 0;
+    }
+  unsigned char* written = calloc((size_t)f->ntensors + 1, 1);
+  if (!written) return 0;
+  indep_t d = {f, b->loops[k].id, 1, written, exempt};
+  ir_walk_accesses((ir_block_t*)b, note_written, &d);
+  ir_walk_accesses((ir_block_t*)b, check_distinct, &d);
+  free(written);
+  return d.ok;
+}

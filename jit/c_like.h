@@ -1,0 +1,71 @@
+/* jit/c_like.h: what the C emitter (jit/c_emit.c) and the CUDA emitter
+ * (jit/cuda_emit.c) share: printing the loop IR's index expressions, value
+ * expressions, statements, carried variables and locals in C syntax, and
+ * the analysis of which loops may run their iterations in parallel.
+ *
+ * Both emitters walk a block the way the interpreter runs it (ir/interp.c)
+ * and differ only around the loops (a C function per block and its
+ * [begin, end) range; a CUDA kernel whose threads share the iterations), so
+ * the statement and expression layer is written once. The dialect picks
+ * the spelling of math functions and special values (C builtins and the C
+ * prelude's inline polynomials; CUDA's device math functions), and a few
+ * hooks let the CUDA emitter print one element of a 16-byte vector in place
+ * of a memory access and note which sizes and tensors a kernel uses.
+ *
+ * Names printed: tensors t<N>, sizes d<N>_<axis>, loops i<id>, carried
+ * variables c<id> (c<id>a: an arg op's index); nothing from the program's
+ * text. */
+#ifndef UJ_JIT_C_LIKE_H
+#define UJ_JIT_C_LIKE_H
+
+#include "../ir/ir.h"
+
+typedef enum { JIT_CX_C, JIT_CX_CUDA } jit_cx_dialect_t;
+
+typedef struct jit_cx jit_cx_t;
+struct jit_cx {
+  const ir_func_t* f;
+  jit_cx_dialect_t dialect;
+  rt_buf_t* out;
+  const int64_t* params;  /* folded as constants when fold_params */
+  int fold_params;
+  const char* param_fmt;  /* otherwise printed with this format and the slot: "params[%d]", "p%d" */
+  int size_mode;          /* DIM prints as dims[...] (the C AOT's size code) */
+  uj_reduce_op_t* carried_op; /* by carried id (jit_cx_carried_ops) */
+  /* CUDA: by tensor, 1 when a scatter-add into it must be an atomicAdd */
+  const unsigned char* atomic_scatter;
+  /* CUDA: set when a size (tensor * UJ_MAX_DIMS + axis), tensor or $param
+   * slot is printed, so that the kernel takes exactly those arguments */
+  unsigned char *used_dims, *used_tensors, *used_params;
+  /* CUDA vector lanes: when set and it returns 1, it has printed the
+   * access (a load or a store target) itself */
+  int (*access_hook)(jit_cx_t* E, const ir_access_t* acc);
+  void* hook_state;
+};
+
+/* The reduce op of every carried variable by id; NULL on OOM. */
+uj_reduce_op_t* jit_cx_carried_ops(const ir_func_t* f);
+
+/* "float", "double", "int32_t". */
+const char* jit_cx_ctype(uj_dtype_t d);
+void jit_cx_indent(jit_cx_t* E, int depth);
+
+void jit_cx_ix(jit_cx_t* E, const ir_ix_t* ix);
+void jit_cx_access(jit_cx_t* E, const ir_access_t* acc);
+void jit_cx_const(jit_cx_t* E, uj_dtype_t dt, double v);
+void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e);
+/* A carried variable's declaration at its identity, on a line of its own. */
+void jit_cx_carried(jit_cx_t* E, const ir_carried_t* c, int depth);
+/* Declarations of the locals that loop l's statements write. */
+void jit_cx_locals(jit_cx_t* E, const ir_loop_t* l, int depth);
+/* One statement, guarded by its run-time range checks when it has any. */
+void jit_cx_stmt(jit_cx_t* E, const ir_stmt_t* s, int depth);
+
+/* 1 when iterations of loop k of b touch disjoint elements of every tensor
+ * the block writes, and nothing at or inside loop k accumulates into a
+ * carried variable of an outer loop. Tensors marked in exempt (may be
+ * NULL) are left out of the disjointness test: the CUDA engine marks the
+ * tensors that only receive scatter-adds, which it makes atomic. */
+int jit_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
+
+#endif

@@ -1,0 +1,417 @@
+/* jit/cuda.c: the CUDA engine: IR -> CUDA C (jit/cuda_emit.c) -> NVRTC ->
+ * a cubin for the device's sm_XX -> cuModuleLoadData -> one cuLaunchKernel
+ * per block, all on the context's stream.
+ *
+ * NVRTC compiles straight to a cubin for the device's architecture (no PTX
+ * for the driver to JIT, so no PTX-version mismatch between NVRTC and the
+ * driver). Only a device newer than every architecture this NVRTC knows
+ * gets PTX for the newest one, which its driver compiles forward. The
+ * kernel is found in the context's memory cache or the disk cache
+ * (jit/cache.c, payload "cubin" or "ptx") by its key text: engine, NVRTC
+ * version, architecture, options and the CUDA source itself, so that a
+ * change of the emitter can never reuse an old cubin. (jit/run.c keeps a
+ * per-program memo in front, so a repeated call does not emit again.)
+ *
+ * Launches: 256 threads per CUDA block; the grid is sized from the
+ * flattened loops' extents, evaluated on the host from the same index
+ * expressions the kernel evaluates, and capped at a multiple of the SM
+ * count (the kernels are grid-stride). REDUCE kernels get a mode per
+ * launch: one thread per outer iteration when there are many of them, a
+ * CUDA block per outer iteration when there are few and the reduction is
+ * long, and the whole grid when there is a single one (a whole-tensor
+ * sum), with the context's reduction scratch for the partials. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rt/cuda.h"
+#include "cuda_emit.h"
+#include "jit.h"
+
+uj_status_t jit_cuda_check(void) {
+  uj_status_t s = rt_cuda_device_check();
+  return s != UJ_OK ? s : rt_cuda_nvrtc_check();
+}
+
+int jit_cuda_available(void) { return jit_cuda_check() == UJ_OK; }
+
+#ifdef UJ_HAVE_CUDA
+
+struct jit_cuda_kernel {
+  jit_cu_module_t m; /* the kernels' plans and arguments (source dropped) */
+  rt_cuda_ctx_t* cc;
+  CUmodule module;
+  CUfunction* fns; /* by block; NULL for a block without a kernel */
+};
+
+static const char* const nvrtc_options[] = {"-default-device", "--fmad=false"};
+enum { NOPTIONS = (int)(sizeof nvrtc_options / sizeof *nvrtc_options) };
+
+/* ---- NVRTC ---- */
+
+/* Compiles source for sm_<arch> (or, with ptx, to PTX for compute_<arch>)
+ * into a malloc'ed image. UJ_ERR_COMPILE with NVRTC's log when the source
+ * does not compile. */
+static uj_status_t nvrtc_compile(const rt_nvrtc_t* nv, const char* source, int arch, int ptx, char** image,
+                                 size_t* size) {
+  nvrtcProgram prog;
+  uj_status_t s = rt_nvrtc_check(nv->nvrtcCreateProgram(&prog, source, "uopjit.cu", 0, NULL, NULL), "nvrtcCreateProgram");
+  if (s != UJ_OK) return s;
+  char arch_option[64];
+  snprintf(arch_option, sizeof arch_option, "--gpu-architecture=%s_%d", ptx ? "compute" : "sm", arch);
+  const char* options[NOPTIONS + 1];
+  options[0] = arch_option;
+  for (int i = 0; i < NOPTIONS; i++) options[i + 1] = nvrtc_options[i];
+  nvrtcResult r = nv->nvrtcCompileProgram(prog, NOPTIONS + 1, options);
+  if (r != NVRTC_SUCCESS) {
+    size_t log_size = 0;
+    char* log = NULL;
+    if (nv->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && (log = malloc(log_size + 1)) &&
+        nv->nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS)
+      log[log_size] = 0;
+    else if (log)
+      log[0] = 0;
+    s = rt_error(UJ_ERR_COMPILE, "nvrtcCompileProgram (%s): %s: %.700s", arch_option, nv->nvrtcGetErrorString(r),
+                 log ? log : "(no log)");
+    free(log);
+    nv->nvrtcDestroyProgram(&prog);
+    return s;
+  }
+  size_t n = 0;
+  s = ptx ? rt_nvrtc_check(nv->nvrtcGetPTXSize(prog, &n), "nvrtcGetPTXSize")
+          : rt_nvrtc_check(nv->nvrtcGetCUBINSize(prog, &n), "nvrtcGetCUBINSize");
+  char* bytes = s == UJ_OK ? malloc(n + 1) : NULL;
+  if (s == UJ_OK && !bytes) s = rt_error(UJ_ERR_OOM, "out of memory for a %zu-byte cubin", n);
+  if (s == UJ_OK)
+    s = ptx ? rt_nvrtc_check(nv->nvrtcGetPTX(prog, bytes), "nvrtcGetPTX")
+            : rt_nvrtc_check(nv->nvrtcGetCUBIN(prog, bytes), "nvrtcGetCUBIN");
+  nv->nvrtcDestroyProgram(&prog);
+  if (s != UJ_OK) {
+    free(bytes);
+    return s;
+  }
+  bytes[n] = 0; /* PTX is text; a cubin ignores the extra byte */
+  *image = bytes;
+  *size = n;
+  return UJ_OK;
+}
+
+static int arch_supported(const rt_nvrtc_t* nv, int arch) {
+  for (int i = 0; i < nv->narchs; i++)
+    if (nv->archs[i] == arch) return 1;
+  return 0;
+}
+
+/* The architecture to compile for on a device of compute capability
+ * `device`: its own when NVRTC knows it; PTX for NVRTC's newest when the
+ * device is newer than all of them. */
+static uj_status_t pick_arch(const rt_nvrtc_t* nv, int device, int* arch, int* ptx) {
+  *ptx = 0;
+  *arch = device;
+  if (arch_supported(nv, device)) return UJ_OK;
+  int newest = nv->archs[nv->narchs - 1];
+  if (device > newest) {
+    *arch = newest;
+    *ptx = 1;
+    return UJ_OK;
+  }
+  return rt_error(UJ_ERR_UNSUPPORTED, "NVRTC %d.%d cannot compile for this device's sm_%d (it knows sm_%d to sm_%d)",
+                  nv->major, nv->minor, device, nv->archs[0], newest);
+}
+
+static char* key_text(const rt_nvrtc_t* nv, int arch, int ptx, const char* source) {
+  rt_buf_t b = {0};
+  rt_buf_printf(&b, "engine cuda\nnvrtc %d.%d\narch %s_%d\noptions", nv->major, nv->minor, ptx ? "compute" : "sm",
+                arch);
+  for (int i = 0; i < NOPTIONS; i++) rt_buf_printf(&b, " %s", nvrtc_options[i]);
+  rt_buf_printf(&b, "\n%s", source);
+  return rt_buf_take(&b);
+}
+
+static int kernel_count(const jit_cu_module_t* m) {
+  int n = 0;
+  for (int b = 0; b < m->nblocks; b++) n += m->kernels[b].plan.strategy != JIT_CU_NONE;
+  return n;
+}
+
+/* "sm_XX" as a number NVRTC knows. */
+static uj_status_t parse_arch(const rt_nvrtc_t* nv, const char* arch, int* number) {
+  int used = 0;
+  if (!arch || sscanf(arch, "sm_%d%n", number, &used) != 1 || arch[used] || *number <= 0)
+    return rt_error(UJ_ERR_INVALID, "cuda: architecture \"%s\" is not of the form sm_XX", arch ? arch : "(null)");
+  if (!arch_supported(nv, *number))
+    return rt_error(UJ_ERR_UNSUPPORTED, "NVRTC %d.%d cannot compile for sm_%d (it knows sm_%d to sm_%d)", nv->major,
+                    nv->minor, *number, nv->archs[0], nv->archs[nv->narchs - 1]);
+  return UJ_OK;
+}
+
+uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size) {
+  const rt_nvrtc_t* nv = rt_nvrtc();
+  if (!nv) return UJ_ERR_UNSUPPORTED;
+  int number = 0;
+  uj_status_t s = parse_arch(nv, arch, &number);
+  char* image = NULL;
+  size_t size = 0;
+  if (s == UJ_OK) s = nvrtc_compile(nv, source, number, 0, &image, &size);
+  if (s == UJ_OK && cubin_size) *cubin_size = size;
+  free(image);
+  return s;
+}
+
+uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int64_t* params, const char* arch,
+                                 int* kernels, int* reused) {
+  if (reused) *reused = 0;
+  const rt_nvrtc_t* nv = rt_nvrtc();
+  if (!nv) return UJ_ERR_UNSUPPORTED;
+  int number = 0;
+  uj_status_t s0 = parse_arch(nv, arch, &number);
+  if (s0 != UJ_OK) return s0;
+  jit_cu_module_t m;
+  uj_status_t s = jit_cu_emit(f, params, &m);
+  if (s != UJ_OK) return s;
+  char* key = key_text(nv, number, 0, m.source);
+  char* image = NULL;
+  size_t size = 0;
+  if (!key) s = rt_error(UJ_ERR_OOM, "out of memory");
+  ir_hash_t h = key ? ir_hash_bytes(key, strlen(key)) : (ir_hash_t){0, 0};
+  /* a verified cubin for exactly this key was compiled by this NVRTC before */
+  int found = s == UJ_OK && jit_disk_enabled(js->cache) &&
+              jit_disk_load_bytes(js->cache, h, key, "cubin", &image, &size) == UJ_OK;
+  if (s == UJ_OK && !found) {
+    s = nvrtc_compile(nv, m.source, number, 0, &image, &size);
+    /* a later run on such a device finds it on disk */
+    if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, "cubin", image, size, NULL, 0);
+  }
+  if (s == UJ_OK && reused) *reused = found;
+  if (s == UJ_OK && kernels) *kernels = kernel_count(&m);
+  free(image);
+  free(key);
+  jit_cu_module_release(&m);
+  return s;
+}
+
+/* ---- modules ---- */
+
+static void kernel_free(void* p) {
+  jit_cuda_kernel_t* k = p;
+  if (!k) return;
+  if (k->module && rt_cuda_enter(k->cc) == UJ_OK) {
+    k->cc->drv->cuModuleUnload(k->module);
+    rt_cuda_leave(k->cc);
+  }
+  free(k->fns);
+  jit_cu_module_release(&k->m);
+  free(k);
+}
+
+/* Loads the image and finds every block's kernel; takes the module
+ * description over (m is emptied) whatever happens. */
+static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image, jit_cuda_kernel_t** out) {
+  jit_cuda_kernel_t* k = calloc(1, sizeof *k);
+  if (!k || !(k->fns = calloc((size_t)m->nblocks + 1, sizeof *k->fns))) {
+    free(k);
+    jit_cu_module_release(m);
+    return rt_error(UJ_ERR_OOM, "out of memory");
+  }
+  k->m = *m;
+  memset(m, 0, sizeof *m);
+  free(k->m.source);
+  k->m.source = NULL;
+  k->cc = cc;
+  uj_status_t s = rt_cuda_enter(cc);
+  if (s != UJ_OK) {
+    kernel_free(k);
+    return s;
+  }
+  s = rt_cuda_check(cc->drv->cuModuleLoadData(&k->module, image), "cuModuleLoadData");
+  for (int b = 0; b < k->m.nblocks && s == UJ_OK; b++) {
+    if (k->m.kernels[b].plan.strategy == JIT_CU_NONE) continue;
+    char name[32];
+    snprintf(name, sizeof name, "uj_block_%d", b);
+    s = rt_cuda_check(cc->drv->cuModuleGetFunction(&k->fns[b], k->module, name), "cuModuleGetFunction");
+    if (s != UJ_OK) rt_error_prefix("%s: ", name);
+  }
+  rt_cuda_leave(cc);
+  if (s != UJ_OK) {
+    kernel_free(k);
+    return s;
+  }
+  *out = k;
+  return UJ_OK;
+}
+
+uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
+                         const jit_cuda_kernel_t** out) {
+  rt_cuda_ctx_t* cc;
+  uj_status_t s = rt_cuda_ctx_get(ctx, &cc);
+  if (s != UJ_OK) return s;
+  const rt_nvrtc_t* nv = rt_nvrtc();
+  if (!nv) return UJ_ERR_UNSUPPORTED;
+  int arch, ptx;
+  if ((s = pick_arch(nv, 10 * cc->sm_major + cc->sm_minor, &arch, &ptx)) != UJ_OK) return s;
+  jit_cu_module_t m;
+  if ((s = jit_cu_emit(f, params, &m)) != UJ_OK) return s;
+  char* key = key_text(nv, arch, ptx, m.source);
+  if (!key) {
+    jit_cu_module_release(&m);
+    return rt_error(UJ_ERR_OOM, "out of memory");
+  }
+  ir_hash_t h = ir_hash_bytes(key, strlen(key));
+  const char* ext = ptx ? "ptx" : "cubin";
+  jit_cuda_kernel_t* k = jit_cache_get(js->cache, h, key);
+  if (!k) {
+    pthread_mutex_lock(&js->lock); /* one compile at a time per context */
+    if (!(k = jit_cache_get(js->cache, h, key))) {
+      char* image = NULL;
+      size_t size = 0;
+      if (jit_disk_load_bytes(js->cache, h, key, ext, &image, &size) != UJ_OK) {
+        s = nvrtc_compile(nv, m.source, arch, ptx, &image, &size);
+        if (s == UJ_OK && jit_disk_enabled(js->cache))
+          jit_disk_store(js->cache, h, key, ext, image, size, NULL, 0); /* a failed store only costs a compile later */
+      }
+      if (s == UJ_OK) s = load(cc, &m, image, &k);
+      free(image);
+      if (s == UJ_OK) {
+        void* resident = NULL;
+        s = jit_cache_insert(js->cache, h, key, k, kernel_free, &resident);
+        k = resident;
+      }
+    }
+    pthread_mutex_unlock(&js->lock);
+  }
+  jit_cu_module_release(&m);
+  free(key);
+  if (s == UJ_OK) *out = k;
+  return s;
+}
+
+/* ---- launching ---- */
+
+/* The product of the extents of loops [from, to), 0 when one is empty;
+ * UJ_ERR_SHAPE when it overflows. */
+static uj_status_t extent(const ir_env_t* env, const ir_block_t* b, int from, int to, int64_t* out) {
+  int64_t n = 1;
+  for (int k = from; k < to; k++) {
+    int oob = 0;
+    int64_t e = ir_ix_eval(env, b->loops[k].end, &oob) - ir_ix_eval(env, b->loops[k].start, &oob);
+    if (e <= 0) {
+      *out = 0;
+      return UJ_OK;
+    }
+    if (!rt_mul_i64(n, e, &n) || n > (INT64_C(1) << 62))
+      return rt_error(UJ_ERR_SHAPE, "cuda: the loops of a kernel run more than 2^62 iterations");
+  }
+  *out = n;
+  return UJ_OK;
+}
+
+static int64_t blocks_for(int64_t work, int64_t per_block, int64_t cap) {
+  int64_t n = (work + per_block - 1) / per_block;
+  return n < 1 ? 1 : n > cap ? cap : n;
+}
+
+uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
+                            const int64_t* params) {
+  rt_cuda_ctx_t* cc = k->cc;
+  (void)ctx;
+  enum { ON_STACK = 64 };
+  int64_t stack_loops[ON_STACK];
+  int64_t* loops = f->next_loop_id <= ON_STACK ? stack_loops : calloc((size_t)f->next_loop_id + 1, sizeof *loops);
+  if (!loops) return rt_error(UJ_ERR_OOM, "out of memory");
+  ir_env_t env = {f, (ir_buffer_t*)buf, params, loops};
+  const int64_t threads = JIT_CU_THREADS_PER_BLOCK, sms = cc->sm_count > 0 ? cc->sm_count : 1;
+  uj_status_t s = rt_cuda_enter(cc);
+  int entered = s == UJ_OK;
+  for (int bi = 0; bi < f->nblocks && s == UJ_OK; bi++) {
+    const jit_cu_kernel_t* kk = &k->m.kernels[bi];
+    const jit_cu_plan_t* plan = &kk->plan;
+    if (plan->strategy == JIT_CU_NONE) continue;
+    const ir_block_t* b = &f->blocks[bi];
+    int64_t outer = 1, inner = 1, grid = 1;
+    int mode = 0;
+    if (plan->strategy != JIT_CU_SERIAL && (s = extent(&env, b, 0, plan->nouter, &outer)) != UJ_OK) break;
+    if (plan->strategy == JIT_CU_REDUCE && (s = extent(&env, b, plan->nouter, b->nloops, &inner)) != UJ_OK) break;
+    if (plan->strategy != JIT_CU_SERIAL && outer == 0) continue; /* no iteration: nothing to launch */
+    if (plan->strategy == JIT_CU_THREADS || plan->strategy == JIT_CU_REDUCE) {
+      int64_t work = plan->vector ? (outer + plan->vector - 1) / plan->vector : outer;
+      grid = blocks_for(work, threads, 32 * sms);
+    }
+    void* work_area = NULL;
+    void* ticket = NULL;
+    if (plan->strategy == JIT_CU_REDUCE) {
+      /* a single long reduction: the whole grid; few long ones: a CUDA
+       * block each; else a thread each, the reduction inside it */
+      if (outer == 1 && inner >= 4 * threads) {
+        mode = 2;
+        grid = blocks_for(inner, 8 * threads, 4 * sms);
+        size_t bytes = (size_t)plan->ncarried * (size_t)grid * 16;
+        if ((s = rt_cuda_workspace(cc, bytes, &work_area, &ticket)) != UJ_OK) break;
+      } else if (outer < 64 * 1024 && inner >= 64) {
+        mode = 1;
+        grid = outer < 32 * sms ? outer : 32 * sms;
+      }
+    }
+    /* the argument values, then pointers to them */
+    uint64_t values[600];
+    void* argv[604];
+    if (kk->nargs > 600) {
+      s = rt_error(UJ_ERR_UNSUPPORTED, "cuda: block %d's kernel takes %d arguments", bi, kk->nargs);
+      break;
+    }
+    for (int a = 0; a < kk->nargs; a++) {
+      const jit_cu_arg_t* arg = &kk->args[a];
+      if (arg->kind == JIT_CU_ARG_TENSOR) values[a] = (uint64_t)(uintptr_t)buf[arg->index].data;
+      else if (arg->kind == JIT_CU_ARG_DIM) values[a] = (uint64_t)buf[arg->index].dims[arg->axis];
+      else values[a] = (uint64_t)params[arg->index];
+      argv[a] = &values[a];
+    }
+    int nargv = kk->nargs;
+    CUdeviceptr part = 0, part_i = 0, ticket_ptr = (CUdeviceptr)(uintptr_t)ticket;
+    if (plan->strategy == JIT_CU_REDUCE) {
+      part = (CUdeviceptr)(uintptr_t)work_area;
+      part_i = part + (CUdeviceptr)((size_t)plan->ncarried * (size_t)grid * 8);
+      argv[nargv++] = &mode;
+      argv[nargv++] = &part;
+      argv[nargv++] = &part_i;
+      argv[nargv++] = &ticket_ptr;
+    }
+    CUresult r = cc->drv->cuLaunchKernel(k->fns[bi], (unsigned)grid, 1, 1, (unsigned)threads, 1, 1, 0, cc->stream,
+                                         argv, NULL);
+    if ((s = rt_cuda_check(r, "cuLaunchKernel")) != UJ_OK) rt_error_prefix("block %d: ", bi);
+  }
+  if (entered) rt_cuda_leave(cc);
+  if (loops != stack_loops) free(loops);
+  return s;
+}
+
+#else /* !UJ_HAVE_CUDA */
+
+struct jit_cuda_kernel {
+  int unused;
+};
+
+static uj_status_t no_cuda(void) {
+  return rt_error(UJ_ERR_UNSUPPORTED, "this build has no CUDA support (the CUDA headers were not found at build time)");
+}
+
+uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int64_t* params, const char* arch,
+                                 int* kernels, int* reused) {
+  (void)js, (void)f, (void)params, (void)arch, (void)kernels, (void)reused;
+  return no_cuda();
+}
+uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
+                         const jit_cuda_kernel_t** out) {
+  (void)ctx, (void)js, (void)f, (void)params, (void)out;
+  return no_cuda();
+}
+uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
+                            const int64_t* params) {
+  (void)ctx, (void)k, (void)f, (void)buf, (void)params;
+  return no_cuda();
+}
+uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size) {
+  (void)source, (void)arch, (void)cubin_size;
+  return no_cuda();
+}
+
+#endif

@@ -1,0 +1,221 @@
+/* jit/cuda_plan.c: how a block's iterations are shared out among GPU
+ * threads (the strategies of jit/cuda_emit.h).
+ *
+ * Algorithm, per block:
+ *  1. Scatter-add targets that the block touches in no other way are
+ *     "atomic candidates": iterations that add into the same element
+ *     commute once the add is an atomicAdd.
+ *  2. The flattened prefix: loops 0, 1, ... are taken while each one's
+ *     range does not depend on another loop (nor on a tensor element) and it
+ *     is parallel, that is, it has a single iteration (constant range of
+ *     length 1) or its iterations touch disjoint elements of every written
+ *     tensor (jit_loop_independent, the C engine's test). A loop with
+ *     statements or carried variables ends the prefix: its statements run
+ *     once per iteration, after the loops inside. The prefix is computed
+ *     without and with the atomic candidates; atomics are used only when
+ *     they make it longer.
+ *  3. No parallel loop: SERIAL (one thread; correct for anything, fast for
+ *     nothing). Otherwise REDUCE when the last flattened loop carries
+ *     reductions and the loops inside it only accumulate into them (and
+ *     write locals), all in the innermost loop, over ranges that do not
+ *     depend on other loops: then the reduction itself can be split across
+ *     threads and merged. Otherwise THREADS.
+ *  4. THREADS over every loop with only plain stores gets a 16-byte vector
+ *     path when every access is either "flat" (the tensor indexed by the
+ *     loops in order, with the loops' ranges as its sizes, so that its
+ *     offset is the flattened index itself) or loop-invariant and read-only,
+ *     no check is needed and no loop index is used as a value.
+ * It assumes a verified IR and invalidates nothing. */
+#include <stdlib.h>
+
+#include "c_like.h"
+#include "cuda_emit.h"
+
+static int ix_loop_free(const ir_ix_t* ix) {
+  if (!ix) return 1;
+  if (ix->kind == IR_IX_LOOP || ix->kind == IR_IX_LOAD) return 0;
+  return ix_loop_free(ix->a) && ix_loop_free(ix->b);
+}
+
+static int single_iteration(const ir_loop_t* l) {
+  return l->start->kind == IR_IX_CONST && l->end->kind == IR_IX_CONST && l->end->value - l->start->value == 1;
+}
+
+/* ---- atomic candidates ---- */
+
+typedef struct {
+  const ir_func_t* f;
+  unsigned char* scattered; /* target of a scatter-add */
+  unsigned char* other;     /* touched any other way */
+} scatter_scan_t;
+
+static void scan_scatter(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level;
+  scatter_scan_t* s = ctx;
+  if (stmt->kind == IR_ST_SCATTER_ADD && acc == &stmt->target) {
+    if (is_write) s->scattered[acc->tensor] = 1;
+    return; /* the add's own read of its target */
+  }
+  s->other[acc->tensor] = 1;
+}
+
+/* ---- the flattened prefix ---- */
+
+static int prefix_length(const ir_func_t* f, const ir_block_t* b, const unsigned char* exempt) {
+  int p = 0;
+  for (int k = 0; k < b->nloops; k++) {
+    const ir_loop_t* l = &b->loops[k];
+    if (!ix_loop_free(l->start) || !ix_loop_free(l->end)) break;
+    if (!single_iteration(l) && !jit_loop_independent(f, b, k, exempt)) break;
+    p = k + 1;
+    if (l->nstmts || l->ncarried) break;
+  }
+  return p;
+}
+
+/* ---- REDUCE ---- */
+
+static int reads_carried(const ir_expr_t* e) {
+  if (!e) return 0;
+  if (e->kind == IR_EX_CARRIED) return 1;
+  return reads_carried(e->a) || reads_carried(e->b) || reads_carried(e->c);
+}
+
+static int reduce_fits(const ir_func_t* f, const ir_block_t* b, int r) {
+  const ir_loop_t* lr = &b->loops[r];
+  if (lr->ncarried < 1 || lr->ncarried > JIT_CU_MAX_CARRIED || r + 1 >= b->nloops) return 0;
+  for (int j = r + 1; j < b->nloops; j++) {
+    const ir_loop_t* l = &b->loops[j];
+    if (l->ncarried || !ix_loop_free(l->start) || !ix_loop_free(l->end)) return 0;
+    if (j < b->nloops - 1 && l->nstmts) return 0;
+  }
+  const ir_loop_t* in = &b->loops[b->nloops - 1];
+  for (int s = 0; s < in->nstmts; s++) {
+    const ir_stmt_t* st = &in->stmts[s];
+    /* a partial result read before the merge would not be the serial one */
+    if (reads_carried(st->value)) return 0;
+    if (st->kind == IR_ST_ACCUM) continue;
+    if (st->kind != IR_ST_STORE || !f->tensors[st->target.tensor].local) return 0;
+  }
+  return 1;
+}
+
+/* ---- the vector path ---- */
+
+typedef struct {
+  const ir_func_t* f;
+  const ir_block_t* b;
+  const unsigned char* written;
+  int ok;
+  int widest; /* bytes of the widest flat element */
+} vector_scan_t;
+
+int jit_cu_access_flat(const ir_func_t* f, const ir_block_t* b, const ir_access_t* acc) {
+  if (acc->nidx != b->nloops) return 0;
+  for (int k = 0; k < acc->nidx; k++) {
+    const ir_ix_t* ix = acc->idx[k];
+    if (ix->kind != IR_IX_LOOP || ix->id != b->loops[k].id) return 0;
+    if (k > 0 && !ir_ix_equal(f->tensors[acc->tensor].dims[k], b->loops[k].end)) return 0;
+  }
+  return 1;
+}
+
+static void scan_vector_access(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write;
+  (void)level;
+  (void)stmt;
+  vector_scan_t* v = ctx;
+  if (v->f->tensors[acc->tensor].local) return;
+  if (jit_cu_access_flat(v->f, v->b, acc)) {
+    int size = uj_dtype_size(v->f->tensors[acc->tensor].dtype);
+    if (size > v->widest) v->widest = size;
+    return;
+  }
+  int invariant = !v->written[acc->tensor];
+  for (int k = 0; k < acc->nidx && invariant; k++) invariant = ix_loop_free(acc->idx[k]);
+  if (!invariant) v->ok = 0;
+}
+
+/* 1 when a loop index is used as a value (it would differ per lane). */
+static int uses_index_value(const ir_expr_t* e) {
+  if (!e) return 0;
+  if (e->kind == IR_EX_INDEX && !ix_loop_free(e->ix)) return 1;
+  return uses_index_value(e->a) || uses_index_value(e->b) || uses_index_value(e->c);
+}
+
+static void note_write(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level;
+  (void)stmt;
+  if (is_write) ((unsigned char*)ctx)[acc->tensor] = 1;
+}
+
+/* Elements per 16-byte vector for a block whose every loop is flattened;
+ * 0 when it cannot take the vector path. */
+static int vector_width(const ir_func_t* f, const ir_block_t* b, unsigned char* written) {
+  const ir_loop_t* in = &b->loops[b->nloops - 1];
+  if (in->ncarried) return 0;
+  for (int k = 0; k < b->nloops; k++)
+    if (b->loops[k].start->kind != IR_IX_CONST || b->loops[k].start->value != 0) return 0;
+  for (int s = 0; s < in->nstmts; s++) {
+    const ir_stmt_t* st = &in->stmts[s];
+    if (st->kind != IR_ST_STORE || ir_expr_has_checks(st->value) || ir_access_has_checks(&st->target) ||
+        uses_index_value(st->value))
+      return 0;
+  }
+  ir_walk_accesses((ir_block_t*)b, note_write, written);
+  vector_scan_t v = {f, b, written, 1, 0};
+  ir_walk_accesses((ir_block_t*)b, scan_vector_access, &v);
+  return v.ok && v.widest ? 16 / v.widest : 0;
+}
+
+/* ---- the plan ---- */
+
+uj_status_t jit_cu_plan(const ir_func_t* f, const ir_block_t* b, jit_cu_plan_t* out) {
+  jit_cu_plan_t p = {JIT_CU_NONE, 0, 0, 0, 0, NULL};
+  *out = p;
+  if (!b->nloops) return UJ_OK;
+  size_t n = (size_t)f->ntensors + 1;
+  unsigned char* scattered = calloc(n, 1);
+  unsigned char* other = calloc(n, 1);
+  unsigned char* written = calloc(n, 1);
+  if (!scattered || !other || !written) {
+    free(scattered), free(other), free(written);
+    return rt_error(UJ_ERR_OOM, "out of memory");
+  }
+  scatter_scan_t scan = {f, scattered, other};
+  ir_walk_accesses((ir_block_t*)b, scan_scatter, &scan);
+  int any = 0;
+  for (int t = 0; t < f->ntensors; t++) {
+    scattered[t] = scattered[t] && !other[t];
+    any |= scattered[t];
+  }
+  int plain = prefix_length(f, b, NULL);
+  int with_atomics = any ? prefix_length(f, b, scattered) : plain;
+  if (with_atomics > plain) {
+    p.atomic = scattered;
+    scattered = NULL;
+  }
+  p.nouter = with_atomics > plain ? with_atomics : plain;
+  if (p.nouter == 0) {
+    p.strategy = JIT_CU_SERIAL;
+  } else if (reduce_fits(f, b, p.nouter - 1)) {
+    const ir_loop_t* lr = &b->loops[p.nouter - 1];
+    p.strategy = JIT_CU_REDUCE;
+    p.ncarried = lr->ncarried;
+    for (int c = 0; c < lr->ncarried; c++)
+      p.has_arg |= lr->carried[c].op == UJ_REDUCE_ARGMAX || lr->carried[c].op == UJ_REDUCE_ARGMIN;
+  } else {
+    p.strategy = JIT_CU_THREADS;
+    if (p.nouter == b->nloops) p.vector = vector_width(f, b, written);
+  }
+  free(scattered);
+  free(other);
+  free(written);
+  *out = p;
+  return UJ_OK;
+}
+
+void jit_cu_plan_release(jit_cu_plan_t* p) {
+  free(p->atomic);
+  p->atomic = NULL;
+}
