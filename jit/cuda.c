@@ -384,6 +384,134 @@ uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_
   return s;
 }
 
+/* ---- hand-written sources ---- */
+
+struct jit_cuda_source {
+  rt_cuda_ctx_t* cc;
+  CUmodule module;
+  int nfns;
+  CUfunction fns[];
+};
+
+static void source_free(void* p) {
+  jit_cuda_source_t* m = p;
+  if (!m) return;
+  if (m->module && rt_cuda_enter(m->cc) == UJ_OK) {
+    m->cc->drv->cuModuleUnload(m->module);
+    rt_cuda_leave(m->cc);
+  }
+  free(m);
+}
+
+/* The key of a hand-written module: the engine's key for the source, then
+ * the kernels looked up in it. */
+static char* source_key(const rt_nvrtc_t* nv, int arch, int ptx, const char* source, const char* const* names,
+                        int nnames) {
+  char* base = key_text(nv, arch, ptx, source);
+  if (!base) return NULL;
+  rt_buf_t b = {0};
+  rt_buf_printf(&b, "%s\nfunctions", base);
+  for (int i = 0; i < nnames; i++) rt_buf_printf(&b, " %s", names[i]);
+  free(base);
+  return rt_buf_take(&b);
+}
+
+uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
+                                const jit_cuda_source_t** out) {
+  jit_state_t* js = jit_state(ctx);
+  if (!js) return UJ_ERR_OOM;
+  rt_cuda_ctx_t* cc;
+  uj_status_t s = rt_cuda_ctx_get(ctx, &cc);
+  if (s != UJ_OK) return s;
+  const rt_nvrtc_t* nv = rt_nvrtc();
+  if (!nv) return UJ_ERR_UNSUPPORTED;
+  int arch, ptx;
+  if ((s = pick_arch(nv, 10 * cc->sm_major + cc->sm_minor, &arch, &ptx)) != UJ_OK) return s;
+  char* key = source_key(nv, arch, ptx, source, names, nnames);
+  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  ir_hash_t h = ir_hash_bytes(key, strlen(key));
+  const char* ext = ptx ? "ptx" : "cubin";
+  jit_cuda_source_t* m = jit_cache_get(js->cache, h, key);
+  if (!m) {
+    pthread_mutex_lock(&js->lock); /* one compile at a time per context */
+    if (!(m = jit_cache_get(js->cache, h, key))) {
+      char* image = NULL;
+      size_t size = 0;
+      if (jit_disk_load_bytes(js->cache, h, key, ext, &image, &size) != UJ_OK) {
+        s = nvrtc_compile(nv, source, arch, ptx, &image, &size);
+        if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, ext, image, size, NULL, 0);
+      }
+      if (s == UJ_OK && !(m = calloc(1, sizeof *m + (size_t)nnames * sizeof(CUfunction))))
+        s = rt_error(UJ_ERR_OOM, "out of memory");
+      if (s == UJ_OK) {
+        m->cc = cc;
+        m->nfns = nnames;
+        if ((s = rt_cuda_enter(cc)) == UJ_OK) {
+          s = rt_cuda_check(cc->drv->cuModuleLoadData(&m->module, image), "cuModuleLoadData");
+          for (int i = 0; i < nnames && s == UJ_OK; i++)
+            if ((s = rt_cuda_check(cc->drv->cuModuleGetFunction(&m->fns[i], m->module, names[i]),
+                                   "cuModuleGetFunction")) != UJ_OK)
+              rt_error_prefix("%s: ", names[i]);
+          rt_cuda_leave(cc);
+        }
+        if (s != UJ_OK) {
+          source_free(m);
+          m = NULL;
+        }
+      }
+      free(image);
+      if (s == UJ_OK) {
+        void* resident = NULL;
+        s = jit_cache_insert(js->cache, h, key, m, source_free, &resident);
+        m = resident;
+      }
+    }
+    pthread_mutex_unlock(&js->lock);
+  }
+  free(key);
+  if (s == UJ_OK) *out = m;
+  return s;
+}
+
+uj_status_t jit_cuda_source_launch(const jit_cuda_source_t* m, int fn, const unsigned grid[3], unsigned threads,
+                                   void** args) {
+  if (fn < 0 || fn >= m->nfns) return rt_error(UJ_ERR_INVALID, "cuda: kernel %d of a module of %d", fn, m->nfns);
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return UJ_OK;
+  uj_status_t s = rt_cuda_enter(m->cc);
+  if (s != UJ_OK) return s;
+  s = rt_cuda_check(m->cc->drv->cuLaunchKernel(m->fns[fn], grid[0], grid[1], grid[2], threads, 1, 1, 0,
+                                                m->cc->stream, args, NULL),
+                    "cuLaunchKernel");
+  rt_cuda_leave(m->cc);
+  return s;
+}
+
+uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
+                                        const char* arch, int* reused) {
+  if (reused) *reused = 0;
+  jit_state_t* js = jit_state(ctx);
+  if (!js) return UJ_ERR_OOM;
+  const rt_nvrtc_t* nv = rt_nvrtc();
+  if (!nv) return UJ_ERR_UNSUPPORTED;
+  int number = 0;
+  uj_status_t s = parse_arch(nv, arch, &number);
+  if (s != UJ_OK) return s;
+  char* key = source_key(nv, number, 0, source, names, nnames);
+  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  ir_hash_t h = ir_hash_bytes(key, strlen(key));
+  char* image = NULL;
+  size_t size = 0;
+  int found = jit_disk_enabled(js->cache) && jit_disk_load_bytes(js->cache, h, key, "cubin", &image, &size) == UJ_OK;
+  if (!found) {
+    s = nvrtc_compile(nv, source, number, 0, &image, &size);
+    if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, "cubin", image, size, NULL, 0);
+  }
+  if (s == UJ_OK && reused) *reused = found;
+  free(image);
+  free(key);
+  return s;
+}
+
 #else /* !UJ_HAVE_CUDA */
 
 struct jit_cuda_kernel {
@@ -411,6 +539,22 @@ uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_
 }
 uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size) {
   (void)source, (void)arch, (void)cubin_size;
+  return no_cuda();
+}
+
+uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
+                                const jit_cuda_source_t** out) {
+  (void)ctx, (void)source, (void)names, (void)nnames, (void)out;
+  return no_cuda();
+}
+uj_status_t jit_cuda_source_launch(const jit_cuda_source_t* m, int fn, const unsigned grid[3], unsigned threads,
+                                   void** args) {
+  (void)m, (void)fn, (void)grid, (void)threads, (void)args;
+  return no_cuda();
+}
+uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
+                                        const char* arch, int* reused) {
+  (void)ctx, (void)source, (void)names, (void)nnames, (void)arch, (void)reused;
   return no_cuda();
 }
 

@@ -120,4 +120,22 @@ uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int6
  * the cubin, or UJ_ERR_COMPILE with NVRTC's log (for tests of that path). */
 uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size);
 
+/* Hand-written CUDA C (the convolution backends): source, with `extern "C"`
+ * kernels called names[0..nnames), compiled through the engine's path
+ * (same architecture choice, NVRTC options, memory and disk caches; the key
+ * is the source and the names) and loaded on the context's device. Owned
+ * by the context's cache. */
+typedef struct jit_cuda_source jit_cuda_source_t;
+uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
+                                const jit_cuda_source_t** out);
+/* Queues kernel names[fn] on the context's stream: grid[0..3) blocks of
+ * `threads` threads, args as cuLaunchKernel takes them. A grid with a zero
+ * extent launches nothing. */
+uj_status_t jit_cuda_source_launch(const jit_cuda_source_t* m, int fn, const unsigned grid[3], unsigned threads,
+                                   void** args);
+/* Compiles the source for `arch` ("sm_90") without a device into the disk
+ * cache (*reused = 1 when a verified cubin for this key was there). */
+uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
+                                        const char* arch, int* reused);
+
 #endif
