@@ -72,6 +72,10 @@ typedef struct {
   const char* name;
   bk_conv_caps_t caps;
   uj_status_t (*run)(const bk_conv_call_t* call);
+  /* NULL, or whether what the backend needs at run time is there (a GPU,
+   * a library): UJ_OK, else the status and reason. A backend named by the
+   * caller reports it; auto passes over a backend that is not available. */
+  uj_status_t (*available)(void);
 } bk_conv_backend_t;
 
 /* ---- registry.c ---- */
@@ -87,6 +91,15 @@ const bk_conv_backend_t* bk_conv_find(const char* name);
 extern const bk_conv_backend_t bk_conv_ref;          /* ref.c */
 extern const bk_conv_backend_t bk_conv_cpu_direct;   /* cpu_direct.c */
 extern const bk_conv_backend_t bk_conv_cpu_winograd; /* cpu_winograd.c */
+extern const bk_conv_backend_t bk_conv_cudnn;        /* cudnn.c */
+extern const bk_conv_backend_t bk_conv_cuda_winograd; /* cuda_winograd.c */
+
+/* cuda_winograd's CUDA C and the names of its kernels (for tests that
+ * compile it with NVRTC without a device). */
+const char* bk_conv_cuda_winograd_source(const char* const** names, int* count);
+/* Loads cuDNN (once per process): UJ_OK and its version (cudnnGetVersion)
+ * when it loads and is cuDNN 9 or newer; else UJ_ERR_UNSUPPORTED and why. */
+uj_status_t bk_conv_cudnn_library(size_t* version);
 
 /* ---- capability (select.c) ---- */
 

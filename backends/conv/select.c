@@ -5,7 +5,8 @@
  * name, or "auto") is, in order:
  *   1. UOPJIT_CONV_BACKEND when set: that backend, under its capability;
  *   2. the choice remembered in the context for this shape;
- *   3. the backends whose capability covers the call, the reference only
+ *   3. the backends whose capability covers the call and that are
+ *      available (bk_conv_backend_t.available: a GPU, a library), the reference only
  *      when no other does. One candidate runs. Several each run on the
  *      call's own tensors once as a warm-up (first-touch page faults, a JIT
  *      compile, a filter transform that a filter_key then caches) and then
@@ -101,6 +102,14 @@ uj_status_t bk_conv_capable(const bk_conv_backend_t* b, const bk_conv_problem_t*
   return UJ_OK;
 }
 
+/* Capable of p and available here (explain as bk_conv_capable's). */
+static uj_status_t usable(const bk_conv_backend_t* b, const bk_conv_problem_t* p, int explain) {
+  uj_status_t s = bk_conv_capable(b, p, explain);
+  if (s != UJ_OK || !b->available) return s;
+  if ((s = b->available()) != UJ_OK && explain) rt_error_prefix("backend %s is not available: ", b->name);
+  return s;
+}
+
 static uj_status_t run_recorded(bk_conv_call_t* call, const bk_conv_backend_t* b) {
   uj_status_t s = b->run(call);
   if (s == UJ_OK) bk_conv_state_set_last(call->state, b);
@@ -126,7 +135,7 @@ static uj_status_t none_capable(const bk_conv_problem_t* p) {
   size_t len = 0;
   reasons[0] = '\0';
   for (int i = 0; i < bk_conv_backend_total; i++) {
-    bk_conv_capable(bk_conv_backends[i], p, 1);
+    usable(bk_conv_backends[i], p, 1);
     len += (size_t)snprintf(reasons + len, len < sizeof reasons ? sizeof reasons - len : 0, "%s%s", i ? "; " : "",
                             uj_last_error());
   }
@@ -174,7 +183,7 @@ uj_status_t bk_conv_dispatch(bk_conv_call_t* call, const char* name) {
       known_names(known, sizeof known);
       return rt_error(UJ_ERR_INVALID, "unknown convolution backend \"%s\" (known: auto, %s)", name, known);
     }
-    uj_status_t s = bk_conv_capable(b, p, 1);
+    uj_status_t s = usable(b, p, 1);
     return s != UJ_OK ? s : run_recorded(call, b);
   }
   const char* bad = NULL;
@@ -186,7 +195,7 @@ uj_status_t bk_conv_dispatch(bk_conv_call_t* call, const char* name) {
                     known);
   }
   if (forced) {
-    uj_status_t s = bk_conv_capable(forced, p, 1);
+    uj_status_t s = usable(forced, p, 1);
     if (s != UJ_OK) {
       rt_error_prefix("UOPJIT_CONV_BACKEND: ");
       return s;
@@ -201,7 +210,7 @@ uj_status_t bk_conv_dispatch(bk_conv_call_t* call, const char* name) {
   int ncand = 0;
   for (int i = 0; i < bk_conv_backend_total; i++) {
     const bk_conv_backend_t* b = bk_conv_backends[i];
-    if (bk_conv_capable(b, p, 0) != UJ_OK) continue;
+    if (usable(b, p, 0) != UJ_OK) continue;
     if (b->caps.reference) {
       if (!reference) reference = b;
     } else if (ncand < (int)(sizeof cand / sizeof cand[0])) {
