@@ -11,8 +11,8 @@
  * which is what floating-point error grows with; a bound relative to |want|
  * alone would fail wherever terms cancel. tol is CONV_TOL_DIRECT (1e-6) for
  * sums taken directly in f32 (ref, cpu_direct) and CONV_TOL_WINOGRAD (1e-5)
- * for Winograd F(4x4, 3x3), whose transforms scale values by up to 8 and
- * back (include/uopjit.h documents both). For the gradients the sums run
+ * for Winograd (cpu_winograd's F(4x4, 3x3), whose transforms scale values
+ * by up to 8 and back, and cuda_winograd's F(2x2, 3x3)) (include/uopjit.h documents both). For the gradients the sums run
  * over N*OH*OW*K terms (dw) or KH*KW*K (dx), scaled the same way. */
 #ifndef UJ_TESTS_CONV_CHECK_H
 #define UJ_TESTS_CONV_CHECK_H
@@ -192,7 +192,8 @@ static inline double cc_forward_bound(const cc_tensors_t* t, double tol) {
 /* The tolerance a backend is held to in dtype dt. */
 static inline double cc_tolerance(const char* backend, uj_dtype_t dt) {
   if (dt == UJ_F64) return CONV_TOL_F64;
-  return strcmp(backend, "cpu_winograd") == 0 ? CONV_TOL_WINOGRAD : CONV_TOL_DIRECT;
+  return strcmp(backend, "cpu_winograd") == 0 || strcmp(backend, "cuda_winograd") == 0 ? CONV_TOL_WINOGRAD
+                                                                                        : CONV_TOL_DIRECT;
 }
 
 #endif

@@ -98,8 +98,11 @@ static uj_status_t forward(fixture_t* f, const uj_tensor_t* x, const uj_tensor_t
 TEST(fixture_is_valid) {
   fixture_t f;
   fixture_make(&f);
-  for (int b = 0; b < uj_conv2d_backend_count(); b++)
-    CHECK(forward(&f, &f.x, &f.w, &f.b, &f.y, uj_conv2d_backend_name(b)) == UJ_OK);
+  /* every CPU backend runs it; the CUDA ones refuse host tensors */
+  for (int b = 0; b < uj_conv2d_backend_count(); b++) {
+    const char* name = uj_conv2d_backend_name(b);
+    CHECK(forward(&f, &f.x, &f.w, &f.b, &f.y, name) == (strncmp(name, "cud", 3) == 0 ? UJ_ERR_UNSUPPORTED : UJ_OK));
+  }
   CHECK(uj_conv2d_backward_data(f.ctx, &f.d, &f.dy, &f.w, &f.dx, NULL) == UJ_OK);
   CHECK(uj_conv2d_backward_filter(f.ctx, &f.d, &f.x, &f.dy, &f.dw, &f.db, NULL) == UJ_OK);
   fixture_free(&f);
@@ -154,12 +157,21 @@ TEST(wrong_ranks_dtypes_devices) {
   EXPECT(&f, forward(&f, &f.x, &w, NULL, &f.y, NULL), UJ_ERR_INVALID, "w is on cuda but x is on cpu", NULL);
   x = f.x, x.device = (uj_device_t)7;
   EXPECT(&f, forward(&f, &x, &f.w, NULL, &f.y, NULL), UJ_ERR_INVALID, "x has an unknown device 7", NULL);
-  /* consistent tensors on a device no backend serves: every reason given */
-  x = f.x, w = f.w, y = f.y;
+  /* consistent tensors no backend serves (f64 on cuda: the CUDA backends
+   * are f32 only; nothing is read, so host memory stands in for the
+   * device's): every reason given */
+  uj_tensor_t x64 = or_tensor(UJ_F64, 4, f.x.dims), w64 = or_tensor(UJ_F64, 4, f.w.dims);
+  uj_tensor_t y64 = or_tensor(UJ_F64, 4, f.y.dims);
+  x = x64, w = w64, y = y64;
   x.device = w.device = y.device = UJ_CUDA;
   EXPECT(&f, forward(&f, &x, &w, NULL, &y, NULL), UJ_ERR_UNSUPPORTED, "no convolution backend can run this call",
          "backend cpu_winograd runs on cpu only, the tensors are on cuda");
+  EXPECT(&f, forward(&f, &x, &w, NULL, &y, NULL), UJ_ERR_UNSUPPORTED, "no convolution backend can run this call",
+         "backend cudnn takes f32 only, the tensors are f64");
   EXPECT(&f, forward(&f, &x, &w, NULL, &y, "ref"), UJ_ERR_UNSUPPORTED, "backend ref runs on cpu only", NULL);
+  or_tensor_free(&x64);
+  or_tensor_free(&w64);
+  or_tensor_free(&y64);
   fixture_free(&f);
 }
 
@@ -278,11 +290,13 @@ TEST(backend_names_and_capabilities) {
 }
 
 TEST(listing_and_output_shape) {
-  CHECK(uj_conv2d_backend_count() == 3);
+  CHECK(uj_conv2d_backend_count() == 5);
   CHECK(uj_conv2d_backend_name(0) && strcmp(uj_conv2d_backend_name(0), "ref") == 0);
   CHECK(uj_conv2d_backend_name(1) && strcmp(uj_conv2d_backend_name(1), "cpu_direct") == 0);
   CHECK(uj_conv2d_backend_name(2) && strcmp(uj_conv2d_backend_name(2), "cpu_winograd") == 0);
-  CHECK(uj_conv2d_backend_name(-1) == NULL && uj_conv2d_backend_name(3) == NULL);
+  CHECK(uj_conv2d_backend_name(3) && strcmp(uj_conv2d_backend_name(3), "cudnn") == 0);
+  CHECK(uj_conv2d_backend_name(4) && strcmp(uj_conv2d_backend_name(4), "cuda_winograd") == 0);
+  CHECK(uj_conv2d_backend_name(-1) == NULL && uj_conv2d_backend_name(5) == NULL);
   CHECK(uj_conv2d_last_backend(NULL) == NULL);
   CHECK(uj_conv2d_forget(NULL, 0) == UJ_ERR_INVALID);
   fixture_t f;
