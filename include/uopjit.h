@@ -368,6 +368,22 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
  *                   direct sum's (the transforms scale values by up to 8
  *                   and back): within 1e-5 * KH*KW*C * max|x| * max|w| of
  *                   the exact result per element, against 1e-6 for the others.
+ *   "cudnn"         NVIDIA cuDNN 9 on device tensors (UJ_CUDA), loaded at run
+ *                   time (libcudnn.so.9), never linked. f32 forward, backward
+ *                   data and backward filter, any filter, stride and padding;
+ *                   the algorithm cuDNN times fastest (FMA math only, no
+ *                   TF32) is found once per shape and kept in the context,
+ *                   with one workspace that grows as needed. Bound as ref's.
+ *   "cuda_winograd" Winograd F(2x2, 3x3) on device tensors, hand-written
+ *                   kernels compiled by NVRTC like the CUDA engine's (same
+ *                   disk cache). f32 forward, 3x3 filters, stride 1, any
+ *                   padding; filter transforms kept per filter_key. Bound as
+ *                   cpu_winograd's.
+ * The CUDA backends take device tensors only (host tensors: UJ_ERR_UNSUPPORTED
+ * naming the device), queue their work on the context's stream, and are
+ * not available without a GPU (or, for cudnn, without the library): named,
+ * they fail with UJ_ERR_DEVICE or UJ_ERR_UNSUPPORTED and the reason; auto
+ * passes over them.
  * Both CPU backends split their work over the context's threads
  * (UOPJIT_THREADS) and pick their kernels' instruction set (avx512, avx2
  * or generic) from the CPU; UOPJIT_CONV_ISA=<one of those>, read on a
