@@ -226,6 +226,8 @@ void report_print(const bench_results_t* results);
 /* ---- conv.c: `bench --conv`, the convolution backends on network layers ---- */
 
 int bench_conv_main(int argc, char** argv);
+/* The GPU rows of bench --conv (bench/conv_gpu.c): 0, or 1 when a row failed. */
+int bench_conv_gpu(void);
 
 /* ---- gpu.c: the GPU section, printed after the tables; 0, or 1 on a failure ---- */
 int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_run);

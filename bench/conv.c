@@ -23,7 +23,8 @@
  *
  * Each table closes with the targets: cpu_winograd at least 2.5x
  * cpu_direct on every layer (all have 64 channels or more), cpu_direct at
- * least 5x ref on the MIR engine; each with the rows that meet it. */
+ * least 5x ref on the MIR engine; each with the rows that meet it. The GPU
+ * rows (cudnn, cuda_winograd) follow, from bench/conv_gpu.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,7 @@ int bench_conv_main(int argc, char** argv) {
   printf("Every backend, ref included, runs on the table's threads (ref's loops split over the batch).\n");
   int status = conv_table(threads > 0 ? threads : 0);
   if (threads < 0 && conv_table(1) != 0) status = 1;
+  if (bench_conv_gpu() != 0) status = 1;
   if (saved) setenv("UOPJIT_THREADS", saved, 1);
   else unsetenv("UOPJIT_THREADS");
   free(saved);
