@@ -61,7 +61,8 @@ TEST(cuda_winograd_compiles_for_sm_90) {
   if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
   CHECK(s == UJ_OK);
   CHECK(reused == 0 || reused == 1);
-  if (s == UJ_OK) printf("  %d cuda_winograd kernels compiled for sm_90%s\n", count, reused ? " (from the disk cache)" : "");
+  if (s == UJ_OK)
+    printf("  %d cuda_winograd kernels compiled for sm_90%s\n", count, reused ? " (from the disk cache)" : "");
   /* the same source straight through NVRTC: a cubin */
   size_t size = 0;
   CHECK(jit_cuda_compile_source(src, "sm_90", &size) == UJ_OK && size > 0);
@@ -322,8 +323,9 @@ TEST(gpu_cudnn_backward_matches_naive) {
               uj_tensor_copy(ctx, &db, &gdb) == UJ_OK);
         double mx = cc_max_abs(&t.x), mw = cc_max_abs(&t.w), mdy = cc_max_abs(&dy);
         CC_CHECK("cudnn dx", want_dx, &dx, CONV_TOL_DIRECT * (double)(s.kh * s.kw * s.k) * mdy * mw, &s);
-        CC_CHECK("cudnn dw", want_dw, &dw, CONV_TOL_DIRECT * (double)(s.n * cc_out_h(&s) * cc_out_w(&s)) * mdy * mx, &s);
-        CC_CHECK("cudnn dbias", want_db, &db, CONV_TOL_DIRECT * (double)(s.n * cc_out_h(&s) * cc_out_w(&s)) * mdy, &s);
+        double pixels = (double)(s.n * cc_out_h(&s) * cc_out_w(&s));
+        CC_CHECK("cudnn dw", want_dw, &dw, CONV_TOL_DIRECT * pixels * mdy * mx, &s);
+        CC_CHECK("cudnn dbias", want_db, &db, CONV_TOL_DIRECT * pixels * mdy, &s);
       }
       uj_tensor_t* g[] = {&gx, &gw, &gdy, &gdx, &gdw, &gdb};
       for (int i = 0; i < 6; i++) uj_tensor_free(ctx, g[i]);

@@ -81,8 +81,8 @@ static uj_status_t run(const bk_conv_call_t* call) {
   int64_t tiles_h = (p->oh + 1) / 2, tiles_w = (p->ow + 1) / 2, T = p->n * tiles_h * tiles_w;
   int64_t C = p->c, K = p->k, H = p->h, W = p->w, OH = p->oh, OW = p->ow;
   if ((T + 15) / 16 > INT32_MAX || (K + 15) / 16 > 65535)
-    return rt_error(UJ_ERR_UNSUPPORTED, "backend cuda_winograd: %lld tiles and %lld filters exceed its grid", (long long)T,
-                    (long long)K);
+    return rt_error(UJ_ERR_UNSUPPORTED, "backend cuda_winograd: %lld tiles and %lld filters exceed its grid",
+                    (long long)T, (long long)K);
   /* V, M and U in bytes; the API bounded every tensor's bytes, not these */
   int64_t v_bytes, m_bytes, u_bytes;
   if (!rt_mul_i64(16 * 4, T, &v_bytes) || !rt_mul_i64(v_bytes, C, &v_bytes) || !rt_mul_i64(16 * 4, T, &m_bytes) ||
