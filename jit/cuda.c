@@ -240,6 +240,19 @@ static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image
   return UJ_OK;
 }
 
+/* The module image (cubin, or PTX for a device newer than NVRTC knows) for
+ * source under key: the disk cache's verified copy, else NVRTC's, which is
+ * then stored (a failed store only costs a compile later). */
+static uj_status_t image_for(jit_state_t* js, const rt_nvrtc_t* nv, ir_hash_t h, const char* key,
+                             const char* source, int arch, int ptx, char** image) {
+  const char* ext = ptx ? "ptx" : "cubin";
+  size_t size = 0;
+  if (jit_disk_load_bytes(js->cache, h, key, ext, image, &size) == UJ_OK) return UJ_OK;
+  uj_status_t s = nvrtc_compile(nv, source, arch, ptx, image, &size);
+  if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, ext, *image, size, NULL, 0);
+  return s;
+}
+
 uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
                          const jit_cuda_kernel_t** out) {
   rt_cuda_ctx_t* cc;
@@ -257,18 +270,12 @@ uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, con
     return rt_error(UJ_ERR_OOM, "out of memory");
   }
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  const char* ext = ptx ? "ptx" : "cubin";
   jit_cuda_kernel_t* k = jit_cache_get(js->cache, h, key);
   if (!k) {
     pthread_mutex_lock(&js->lock); /* one compile at a time per context */
     if (!(k = jit_cache_get(js->cache, h, key))) {
       char* image = NULL;
-      size_t size = 0;
-      if (jit_disk_load_bytes(js->cache, h, key, ext, &image, &size) != UJ_OK) {
-        s = nvrtc_compile(nv, m.source, arch, ptx, &image, &size);
-        if (s == UJ_OK && jit_disk_enabled(js->cache))
-          jit_disk_store(js->cache, h, key, ext, image, size, NULL, 0); /* a failed store only costs a compile later */
-      }
+      s = image_for(js, nv, h, key, m.source, arch, ptx, &image);
       if (s == UJ_OK) s = load(cc, &m, image, &k);
       free(image);
       if (s == UJ_OK) {
@@ -430,17 +437,12 @@ uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* c
   char* key = source_key(nv, arch, ptx, source, names, nnames);
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  const char* ext = ptx ? "ptx" : "cubin";
   jit_cuda_source_t* m = jit_cache_get(js->cache, h, key);
   if (!m) {
     pthread_mutex_lock(&js->lock); /* one compile at a time per context */
     if (!(m = jit_cache_get(js->cache, h, key))) {
       char* image = NULL;
-      size_t size = 0;
-      if (jit_disk_load_bytes(js->cache, h, key, ext, &image, &size) != UJ_OK) {
-        s = nvrtc_compile(nv, source, arch, ptx, &image, &size);
-        if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, ext, image, size, NULL, 0);
-      }
+      s = image_for(js, nv, h, key, source, arch, ptx, &image);
       if (s == UJ_OK && !(m = calloc(1, sizeof *m + (size_t)nnames * sizeof(CUfunction))))
         s = rt_error(UJ_ERR_OOM, "out of memory");
       if (s == UJ_OK) {

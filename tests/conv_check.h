@@ -196,4 +196,23 @@ static inline double cc_tolerance(const char* backend, uj_dtype_t dt) {
                                                                                         : CONV_TOL_DIRECT;
 }
 
+/* ref in f64 on f64 copies of t's inputs: the reference every backend is held to. */
+static inline double* cc_ref_f64(uj_ctx_t* ctx, const cc_tensors_t* t) {
+  uj_tensor_t x = or_tensor(UJ_F64, 4, t->x.dims), w = or_tensor(UJ_F64, 4, t->w.dims);
+  uj_tensor_t b = or_tensor(UJ_F64, 1, t->b.dims), y = or_tensor(UJ_F64, 4, t->y.dims);
+  for (int64_t i = 0; i < or_tnumel(&x); i++) or_set(&x, i, or_get(&t->x, i));
+  for (int64_t i = 0; i < or_tnumel(&w); i++) or_set(&w, i, or_get(&t->w, i));
+  for (int64_t i = 0; i < or_tnumel(&b); i++) or_set(&b, i, or_get(&t->b, i));
+  uj_conv2d_desc_t d = cc_desc(&t->s, 0);
+  uj_status_t s = uj_conv2d(ctx, &d, &x, &w, t->s.bias ? &b : NULL, &y, "ref");
+  CHECK(s == UJ_OK);
+  if (s != UJ_OK) fprintf(stderr, "  ref f64: %s\n", uj_last_error());
+  double* out = s == UJ_OK ? or_to_double(&y) : NULL;
+  or_tensor_free(&x);
+  or_tensor_free(&w);
+  or_tensor_free(&b);
+  or_tensor_free(&y);
+  return out;
+}
+
 #endif

@@ -34,25 +34,6 @@ static uj_ctx_t* fresh_ctx(void) {
   return ctx;
 }
 
-/* ref in f64 on f64 copies of t's inputs: the reference every backend is held to. */
-static double* ref_f64(uj_ctx_t* ctx, const cc_tensors_t* t) {
-  uj_tensor_t x = or_tensor(UJ_F64, 4, t->x.dims), w = or_tensor(UJ_F64, 4, t->w.dims);
-  uj_tensor_t b = or_tensor(UJ_F64, 1, t->b.dims), y = or_tensor(UJ_F64, 4, t->y.dims);
-  for (int64_t i = 0; i < or_tnumel(&x); i++) or_set(&x, i, or_get(&t->x, i));
-  for (int64_t i = 0; i < or_tnumel(&w); i++) or_set(&w, i, or_get(&t->w, i));
-  for (int64_t i = 0; i < or_tnumel(&b); i++) or_set(&b, i, or_get(&t->b, i));
-  uj_conv2d_desc_t d = cc_desc(&t->s, 0);
-  uj_status_t s = uj_conv2d(ctx, &d, &x, &w, t->s.bias ? &b : NULL, &y, "ref");
-  CHECK(s == UJ_OK);
-  if (s != UJ_OK) fprintf(stderr, "  ref f64: %s\n", uj_last_error());
-  double* out = s == UJ_OK ? or_to_double(&y) : NULL;
-  or_tensor_free(&x);
-  or_tensor_free(&w);
-  or_tensor_free(&b);
-  or_tensor_free(&y);
-  return out;
-}
-
 /* Runs backend on t (y filled with NaN first) and checks it against want;
  * a backend outside its capability must say so and leave y alone. */
 static void check_backend(uj_ctx_t* ctx, const char* backend, cc_tensors_t* t, const double* want, uint64_t key) {
@@ -122,7 +103,7 @@ static void backends_case(uint64_t seed, int iterations, int max_channels, int m
     cc_shape_t s = cc_random(&st, max_channels, max_hw, 3, winograd_shapes);
     cc_tensors_t t;
     cc_tensors_make(&t, &s, UJ_F32, &st);
-    double* want = ref_f64(ctx, &t);
+    double* want = cc_ref_f64(ctx, &t);
     for (int b = 0; want && b < uj_conv2d_backend_count(); b++)
       check_backend(ctx, uj_conv2d_backend_name(b), &t, want, 0);
     if (want) check_backend(ctx, NULL, &t, want, 0);
@@ -257,7 +238,7 @@ TEST(winograd_schedules) {
   for (size_t i = 0; ref_ctx && i < sizeof shapes / sizeof shapes[0]; i++) {
     cc_tensors_t t;
     cc_tensors_make(&t, &shapes[i], UJ_F32, &st);
-    double* want = ref_f64(ref_ctx, &t);
+    double* want = cc_ref_f64(ref_ctx, &t);
     uj_tensor_t direct = {0}, winograd = {0};
     setenv("UOPJIT_THREADS", "1", 1);
     if (want) cpu_backends_on("1 thread", &t, want, &direct, &winograd);
@@ -280,7 +261,7 @@ TEST(backends_match_ref_resnet_layer) {
   cc_tensors_t t;
   cc_tensors_make(&t, &s, UJ_F32, &st);
   uj_ctx_t* ctx = fresh_ctx();
-  double* want = ctx ? ref_f64(ctx, &t) : NULL;
+  double* want = ctx ? cc_ref_f64(ctx, &t) : NULL;
   for (int b = 0; want && b < uj_conv2d_backend_count(); b++) check_backend(ctx, uj_conv2d_backend_name(b), &t, want, 0);
   free(want);
   uj_ctx_free(ctx);

@@ -226,23 +226,6 @@ static uj_status_t run_on_device(uj_ctx_t* ctx, const char* backend, cc_tensors_
   return s;
 }
 
-static double* ref_f64(uj_ctx_t* ctx, const cc_tensors_t* t) {
-  uj_tensor_t x = or_tensor(UJ_F64, 4, t->x.dims), w = or_tensor(UJ_F64, 4, t->w.dims);
-  uj_tensor_t b = or_tensor(UJ_F64, 1, t->b.dims), y = or_tensor(UJ_F64, 4, t->y.dims);
-  for (int64_t i = 0; i < or_tnumel(&x); i++) or_set(&x, i, or_get(&t->x, i));
-  for (int64_t i = 0; i < or_tnumel(&w); i++) or_set(&w, i, or_get(&t->w, i));
-  for (int64_t i = 0; i < or_tnumel(&b); i++) or_set(&b, i, or_get(&t->b, i));
-  uj_conv2d_desc_t d = cc_desc(&t->s, 0);
-  uj_status_t s = uj_conv2d(ctx, &d, &x, &w, t->s.bias ? &b : NULL, &y, "ref");
-  CHECK(s == UJ_OK);
-  double* out = s == UJ_OK ? or_to_double(&y) : NULL;
-  or_tensor_free(&x);
-  or_tensor_free(&w);
-  or_tensor_free(&b);
-  or_tensor_free(&y);
-  return out;
-}
-
 static void gpu_case(uint64_t seed, int iterations, int winograd_shapes) {
   SKIP_WITHOUT_GPU();
   HARNESS_SEED(seed);
@@ -259,7 +242,7 @@ static void gpu_case(uint64_t seed, int iterations, int winograd_shapes) {
     cc_shape_t s = it < nfixed ? fixed[it] : cc_random(&st, 70, 12, 2, winograd_shapes);
     cc_tensors_t t;
     cc_tensors_make(&t, &s, UJ_F32, &st);
-    double* want = ref_f64(ctx, &t);
+    double* want = cc_ref_f64(ctx, &t);
     for (int b = 0; want && b < 3; b++) {
       const char* name = b < 2 ? cuda_backends[b] : NULL;
       uint64_t key = b == 1 ? 1000 + (uint64_t)it : 0;
