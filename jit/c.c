@@ -224,22 +224,26 @@ static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params
   return rt_buf_take(&b);
 }
 
-uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
-  if (!jit_c_available(js)) return rt_error(UJ_ERR_UNSUPPORTED, "engine c: no working C compiler (%s)", compiler());
-  char* key = key_text(js, f, params);
-  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
-  ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  uj_status_t s = UJ_OK;
-  c_kernel_t* k = jit_cache_get(js->cache, h, key);
-  if (k) goto done;
-  pthread_mutex_lock(&js->lock); /* one compile at a time per context */
+typedef struct {
+  jit_state_t* js;
+  const ir_func_t* f;
+  const int64_t* params;
+  ir_hash_t h;
+  const char* key;
+} c_build_t;
+
+/* A cache miss: the disk cache's shared object, else a compile whose output
+ * goes into the disk cache and is loaded from there. */
+static uj_status_t build_kernel(void* arg, void** value) {
+  const c_build_t* b = arg;
+  jit_cache_t* cache = b->js->cache;
+  c_kernel_t* k = NULL;
   char path[4096];
-  if ((k = jit_cache_get(js->cache, h, key)) != NULL) {
-    /* compiled meanwhile */
-  } else if (jit_disk_load(js->cache, h, key, "so", path, sizeof path) == UJ_OK) {
-    s = load(path, f, &k);
+  uj_status_t s;
+  if (jit_disk_load(cache, b->h, b->key, "so", path, sizeof path) == UJ_OK) {
+    s = load(path, b->f, &k);
   } else {
-    char* source = jit_c_emit(f, params, JIT_C_FOLD_PARAMS, NULL);
+    char* source = jit_c_emit(b->f, b->params, JIT_C_FOLD_PARAMS, NULL);
     char dir[4000];
     if (!source) s = rt_error(UJ_ERR_OOM, "out of memory");
     else if (!make_temp_dir(dir, sizeof dir, "cc"))
@@ -248,26 +252,30 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
       char so[4096];
       if ((s = compile(source, dir, so, sizeof so)) == UJ_OK) {
         size_t size = 0;
-        char* bytes = jit_disk_enabled(js->cache) ? read_file(so, &size) : NULL;
+        char* bytes = jit_disk_enabled(cache) ? read_file(so, &size) : NULL;
         /* load what the disk cache verified; without one, the fresh file */
-        if (bytes && jit_disk_store(js->cache, h, key, "so", bytes, size, path, sizeof path) == UJ_OK)
-          s = load(path, f, &k);
+        if (bytes && jit_disk_store(cache, b->h, b->key, "so", bytes, size, path, sizeof path) == UJ_OK)
+          s = load(path, b->f, &k);
         else
-          s = load(so, f, &k);
+          s = load(so, b->f, &k);
         free(bytes);
       }
       remove_dir(dir);
     }
     free(source);
   }
-  if (s == UJ_OK) {
-    void* resident = NULL;
-    s = jit_cache_insert(js->cache, h, key, k, kernel_free, &resident);
-    k = resident;
-  }
-  pthread_mutex_unlock(&js->lock);
-done:
+  *value = k;
+  return s;
+}
+
+uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
+  if (!jit_c_available(js)) return rt_error(UJ_ERR_UNSUPPORTED, "engine c: no working C compiler (%s)", compiler());
+  char* key = key_text(js, f, params);
+  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  c_build_t b = {js, f, params, ir_hash_bytes(key, strlen(key)), key};
+  void* k = NULL;
+  uj_status_t s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_kernel, &b, kernel_free, &k);
   free(key);
-  if (s == UJ_OK) *out = &k->blocks;
+  if (s == UJ_OK) *out = &((c_kernel_t*)k)->blocks;
   return s;
 }

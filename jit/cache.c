@@ -246,6 +246,20 @@ uj_status_t jit_cache_put(jit_cache_t* c, ir_hash_t key, const char* key_text, v
   return jit_cache_insert(c, key, key_text, value, free_fn, NULL);
 }
 
+uj_status_t jit_cache_get_or_build(jit_cache_t* c, pthread_mutex_t* lock, ir_hash_t key, const char* key_text,
+                                   jit_cache_build_fn build, void* arg, void (*free_fn)(void*), void** value) {
+  *value = jit_cache_get(c, key, key_text);
+  if (*value) return UJ_OK;
+  pthread_mutex_lock(lock);
+  uj_status_t s = UJ_OK;
+  if (!(*value = jit_cache_get(c, key, key_text))) { /* not built meanwhile */
+    void* built = NULL;
+    if ((s = build(arg, &built)) == UJ_OK) s = jit_cache_insert(c, key, key_text, built, free_fn, value);
+  }
+  pthread_mutex_unlock(lock);
+  return s;
+}
+
 /* ---- the directory ------------------------------------------------------------------ */
 
 /* mkdir -p with mode 0700 for every directory it creates. */
@@ -350,6 +364,14 @@ static int entry_path(const jit_cache_t* c, ir_hash_t key, const char* ext, cons
   hex128(key, hex);
   int n = snprintf(buf, cap, "%s/%s.%s%s", c->disk_dir, hex, ext, suffix);
   return n > 0 && (size_t)n < cap;
+}
+
+/* Both files of an entry (buffers of PATH_MAX); 0 with the error set when
+ * they do not fit. */
+static int entry_paths(const jit_cache_t* c, ir_hash_t key, const char* ext, char* payload, char* meta) {
+  if (entry_path(c, key, ext, "", payload, PATH_MAX) && entry_path(c, key, ext, ".meta", meta, PATH_MAX)) return 1;
+  rt_error(UJ_ERR_IO, "kernel cache: path too long under %s", c->disk_dir);
+  return 0;
 }
 
 static int write_all(int fd, const void* data, size_t size) {
@@ -549,9 +571,7 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
                     ext ? ext : "(null)");
   if (!disk_ready(c)) return UJ_ERR_IO;
   char payload_path[PATH_MAX], meta_path[PATH_MAX];
-  if (!entry_path(c, key, ext, "", payload_path, sizeof payload_path) ||
-      !entry_path(c, key, ext, ".meta", meta_path, sizeof meta_path))
-    return rt_error(UJ_ERR_IO, "kernel cache: path too long under %s", c->disk_dir);
+  if (!entry_paths(c, key, ext, payload_path, meta_path)) return UJ_ERR_IO;
   if (path_out && snprintf(path_out, path_cap, "%s", payload_path) >= (int)path_cap)
     return rt_error(UJ_ERR_INVALID, "jit_disk_store: path buffer too small for %s", payload_path);
 
@@ -590,9 +610,7 @@ static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text
                     ext ? ext : "(null)");
   if (!disk_ready(c)) return UJ_ERR_IO;
   char payload_path[PATH_MAX], meta_path[PATH_MAX];
-  if (!entry_path(c, key, ext, "", payload_path, sizeof payload_path) ||
-      !entry_path(c, key, ext, ".meta", meta_path, sizeof meta_path))
-    return rt_error(UJ_ERR_IO, "kernel cache: path too long under %s", c->disk_dir);
+  if (!entry_paths(c, key, ext, payload_path, meta_path)) return UJ_ERR_IO;
 
   char problem_buf[256], why[384];
   const char* problem = NULL;

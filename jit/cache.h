@@ -17,6 +17,7 @@
 #ifndef UJ_JIT_CACHE_H
 #define UJ_JIT_CACHE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,16 @@ uj_status_t jit_cache_put(jit_cache_t* c, ir_hash_t key, const char* key_text, v
  * the call fails. */
 uj_status_t jit_cache_insert(jit_cache_t* c, ir_hash_t key, const char* key_text, void* value,
                              void (*free_fn)(void*), void** resident);
+
+/* The value under (key, key_text), built on a miss: what every engine does.
+ * A hit costs one lookup. On a miss, build(arg, &value) runs with `lock`
+ * held (one compile at a time: a second thread asking for the same kernel
+ * waits and then finds it) and its value is inserted with free_fn; the
+ * value handed back is the resident one. build's failure is returned as
+ * it is, with nothing inserted. */
+typedef uj_status_t (*jit_cache_build_fn)(void* arg, void** value);
+uj_status_t jit_cache_get_or_build(jit_cache_t* c, pthread_mutex_t* lock, ir_hash_t key, const char* key_text,
+                                   jit_cache_build_fn build, void* arg, void (*free_fn)(void*), void** value);
 
 /* ---- on disk -------------------------------------------------------------------- */
 

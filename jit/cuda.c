@@ -253,6 +253,32 @@ static uj_status_t image_for(jit_state_t* js, const rt_nvrtc_t* nv, ir_hash_t h,
   return s;
 }
 
+/* A cache miss, for the engine's kernels (module set) and for hand-written
+ * sources (names set): the image (image_for), loaded into the context. */
+typedef struct {
+  jit_state_t* js;
+  const rt_nvrtc_t* nv;
+  rt_cuda_ctx_t* cc;
+  ir_hash_t h;
+  const char* key;
+  const char* source;
+  int arch, ptx;
+  jit_cu_module_t* module;
+  const char* const* names;
+  int nnames;
+} cu_build_t;
+
+static uj_status_t build_kernel(void* arg, void** value) {
+  const cu_build_t* b = arg;
+  char* image = NULL;
+  jit_cuda_kernel_t* k = NULL;
+  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, &image);
+  if (s == UJ_OK) s = load(b->cc, b->module, image, &k);
+  free(image);
+  *value = k;
+  return s;
+}
+
 uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
                          const jit_cuda_kernel_t** out) {
   rt_cuda_ctx_t* cc;
@@ -269,23 +295,9 @@ uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, con
     jit_cu_module_release(&m);
     return rt_error(UJ_ERR_OOM, "out of memory");
   }
-  ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  jit_cuda_kernel_t* k = jit_cache_get(js->cache, h, key);
-  if (!k) {
-    pthread_mutex_lock(&js->lock); /* one compile at a time per context */
-    if (!(k = jit_cache_get(js->cache, h, key))) {
-      char* image = NULL;
-      s = image_for(js, nv, h, key, m.source, arch, ptx, &image);
-      if (s == UJ_OK) s = load(cc, &m, image, &k);
-      free(image);
-      if (s == UJ_OK) {
-        void* resident = NULL;
-        s = jit_cache_insert(js->cache, h, key, k, kernel_free, &resident);
-        k = resident;
-      }
-    }
-    pthread_mutex_unlock(&js->lock);
-  }
+  cu_build_t b = {js, nv, cc, ir_hash_bytes(key, strlen(key)), key, m.source, arch, ptx, &m, NULL, 0};
+  void* k = NULL;
+  s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_kernel, &b, kernel_free, &k);
   jit_cu_module_release(&m);
   free(key);
   if (s == UJ_OK) *out = k;
@@ -423,6 +435,35 @@ static char* source_key(const rt_nvrtc_t* nv, int arch, int ptx, const char* sou
   return rt_buf_take(&b);
 }
 
+static uj_status_t build_source(void* arg, void** value) {
+  const cu_build_t* b = arg;
+  char* image = NULL;
+  jit_cuda_source_t* m = NULL;
+  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, &image);
+  if (s == UJ_OK && !(m = calloc(1, sizeof *m + (size_t)b->nnames * sizeof(CUfunction))))
+    s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (s == UJ_OK) {
+    rt_cuda_ctx_t* cc = b->cc;
+    m->cc = cc;
+    m->nfns = b->nnames;
+    if ((s = rt_cuda_enter(cc)) == UJ_OK) {
+      s = rt_cuda_check(cc->drv->cuModuleLoadData(&m->module, image), "cuModuleLoadData");
+      for (int i = 0; i < b->nnames && s == UJ_OK; i++)
+        if ((s = rt_cuda_check(cc->drv->cuModuleGetFunction(&m->fns[i], m->module, b->names[i]),
+                               "cuModuleGetFunction")) != UJ_OK)
+          rt_error_prefix("%s: ", b->names[i]);
+      rt_cuda_leave(cc);
+    }
+    if (s != UJ_OK) {
+      source_free(m);
+      m = NULL;
+    }
+  }
+  free(image);
+  *value = m;
+  return s;
+}
+
 uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
                                 const jit_cuda_source_t** out) {
   jit_state_t* js = jit_state(ctx);
@@ -436,40 +477,9 @@ uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* c
   if ((s = pick_arch(nv, 10 * cc->sm_major + cc->sm_minor, &arch, &ptx)) != UJ_OK) return s;
   char* key = source_key(nv, arch, ptx, source, names, nnames);
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
-  ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  jit_cuda_source_t* m = jit_cache_get(js->cache, h, key);
-  if (!m) {
-    pthread_mutex_lock(&js->lock); /* one compile at a time per context */
-    if (!(m = jit_cache_get(js->cache, h, key))) {
-      char* image = NULL;
-      s = image_for(js, nv, h, key, source, arch, ptx, &image);
-      if (s == UJ_OK && !(m = calloc(1, sizeof *m + (size_t)nnames * sizeof(CUfunction))))
-        s = rt_error(UJ_ERR_OOM, "out of memory");
-      if (s == UJ_OK) {
-        m->cc = cc;
-        m->nfns = nnames;
-        if ((s = rt_cuda_enter(cc)) == UJ_OK) {
-          s = rt_cuda_check(cc->drv->cuModuleLoadData(&m->module, image), "cuModuleLoadData");
-          for (int i = 0; i < nnames && s == UJ_OK; i++)
-            if ((s = rt_cuda_check(cc->drv->cuModuleGetFunction(&m->fns[i], m->module, names[i]),
-                                   "cuModuleGetFunction")) != UJ_OK)
-              rt_error_prefix("%s: ", names[i]);
-          rt_cuda_leave(cc);
-        }
-        if (s != UJ_OK) {
-          source_free(m);
-          m = NULL;
-        }
-      }
-      free(image);
-      if (s == UJ_OK) {
-        void* resident = NULL;
-        s = jit_cache_insert(js->cache, h, key, m, source_free, &resident);
-        m = resident;
-      }
-    }
-    pthread_mutex_unlock(&js->lock);
-  }
+  cu_build_t b = {js, nv, cc, ir_hash_bytes(key, strlen(key)), key, source, arch, ptx, NULL, names, nnames};
+  void* m = NULL;
+  s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_source, &b, source_free, &m);
   free(key);
   if (s == UJ_OK) *out = m;
   return s;

@@ -241,6 +241,19 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
   return UJ_OK;
 }
 
+typedef struct {
+  const ir_func_t* f;
+  const int64_t* params;
+} mir_build_t;
+
+static uj_status_t build_kernel(void* arg, void** value) {
+  const mir_build_t* b = arg;
+  mir_kernel_t* k = NULL;
+  uj_status_t s = generate(b->f, b->params, &k);
+  *value = k;
+  return s;
+}
+
 uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
   pthread_mutex_lock(&mir_lock);
   if (mir.level < 0) mir.level = optimize_level();
@@ -249,19 +262,12 @@ uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* para
   char* key = key_text(f, params, level);
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  uj_status_t s = UJ_OK;
-  mir_kernel_t* k = jit_cache_get(js->cache, h, key);
-  if (!k) {
-    pthread_mutex_lock(&mir_lock); /* MIR contexts are not thread-safe */
-    if (!(k = jit_cache_get(js->cache, h, key)) && (s = generate(f, params, &k)) == UJ_OK) {
-      void* resident = NULL;
-      s = jit_cache_insert(js->cache, h, key, k, kernel_free, &resident);
-      k = resident;
-    }
-    pthread_mutex_unlock(&mir_lock);
-  }
+  mir_build_t b = {f, params};
+  void* k = NULL;
+  /* under the process-wide lock: MIR contexts are not thread-safe */
+  uj_status_t s = jit_cache_get_or_build(js->cache, &mir_lock, h, key, build_kernel, &b, kernel_free, &k);
   free(key);
-  if (s == UJ_OK) *out = &k->blocks;
+  if (s == UJ_OK) *out = &((mir_kernel_t*)k)->blocks;
   return s;
 }
 
