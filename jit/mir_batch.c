@@ -153,14 +153,9 @@ void jit_mir_batch_free(jit_mir_batch_t* B) {
   free(B);
 }
 
-int jit_mir_batch_wants(const ir_func_t* f, int f64) {
-  for (int b = 0; b < f->nblocks; b++) {
-    jit_mir_batch_t* B = jit_mir_batchable(f, &f->blocks[b]);
-    int wants = 0;
-    for (int i = 0; B && i < B->nsites; i++) wants |= (B->site[i]->dtype == UJ_F64) == f64;
-    jit_mir_batch_free(B);
-    if (wants) return 1;
-  }
+int jit_mir_batch_uses(const jit_mir_batch_t* B, int f64) {
+  for (int i = 0; i < B->nsites; i++)
+    if ((B->site[i]->dtype == UJ_F64) == f64) return 1;
   return 0;
 }
 

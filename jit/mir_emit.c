@@ -561,7 +561,8 @@ static void lower_loop(lower_t* L, const ir_block_t* b, int k) {
   emit(L, exit);
 }
 
-static MIR_item_t lower_block(lower_t* L, int bi) {
+/* batch: the block's plan for batched roots, or NULL (jit/mir_batch.c) */
+static MIR_item_t lower_block(lower_t* L, int bi, jit_mir_batch_t* batch) {
   char name[32];
   snprintf(name, sizeof name, "b%d", bi);
   L->item = MIR_new_func(L->ctx, name, 0, NULL, 5, MIR_T_P, "buf", MIR_T_P, "dims", MIR_T_P, "params", MIR_T_I64,
@@ -581,10 +582,8 @@ static MIR_item_t lower_block(lower_t* L, int bi) {
   memset(L->dim, 0, sizeof *L->dim * (size_t)f->ntensors * UJ_MAX_DIMS);
   L->entry = MIR_new_label(L->ctx);
   emit(L, L->entry);
-  jit_mir_batch_t* batch = jit_mir_batchable(f, &f->blocks[bi]);
   if (batch) jit_mir_lower_strips(L, batch);
   else lower_loop(L, &f->blocks[bi], 0);
-  jit_mir_batch_free(batch);
   emit(L, MIR_new_ret_insn(L->ctx, 0));
   MIR_finish_func(L->ctx);
   return L->item;
@@ -629,7 +628,8 @@ MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t*
     L->carried_op = calloc(nc, sizeof *L->carried_op);
   }
   MIR_module_t m = NULL;
-  if (L && L->base && L->local && L->dim && L->loop && L->carried && L->carried_at && L->carried_op) {
+  jit_mir_batch_t** plans = calloc((size_t)f->nblocks + 1, sizeof *plans);
+  if (L && L->base && L->local && L->dim && L->loop && L->carried && L->carried_at && L->carried_op && plans) {
     L->ctx = ctx;
     L->f = f;
     L->params = params;
@@ -637,10 +637,21 @@ MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t*
       for (int k = 0; k < f->blocks[b].nloops; k++)
         for (int c = 0; c < f->blocks[b].loops[k].ncarried; c++)
           L->carried_op[f->blocks[b].loops[k].carried[c].id] = f->blocks[b].loops[k].carried[c].op;
-    unsigned char need[NFNS] = {0}, need_proto[4] = {0};
-    for (int b = 0; b < f->nblocks; b++)
+    /* each block's plan for batched roots, made once: it decides the
+     * imports and then how the block is lowered */
+    unsigned char need[NFNS] = {0}, need_proto[4] = {0}, need_batch[2] = {0};
+    for (int b = 0; b < f->nblocks; b++) {
+      unsigned char block_need[NFNS] = {0};
       for (int k = 0; k < f->blocks[b].nloops; k++)
-        for (int st = 0; st < f->blocks[b].loops[k].nstmts; st++) note_calls(f->blocks[b].loops[k].stmts[st].value, need);
+        for (int st = 0; st < f->blocks[b].loops[k].nstmts; st++)
+          note_calls(f->blocks[b].loops[k].stmts[st].value, block_need);
+      plans[b] = f->blocks[b].nloops ? jit_mir_batchable(f, &f->blocks[b]) : NULL;
+      for (int f64 = 0; plans[b] && f64 < 2; f64++) {
+        need_batch[f64] |= (unsigned char)jit_mir_batch_uses(plans[b], f64);
+        block_need[f64 ? FN_SQRT : FN_SQRTF] = 0; /* every root of the block is batched */
+      }
+      for (int i = 0; i < NFNS; i++) need[i] |= block_need[i];
+    }
     for (int i = 0; i < NFNS; i++)
       if (need[i]) need_proto[libm[i].f64 * 2 + libm[i].nargs - 1] = 1;
     m = MIR_new_module(ctx, module_name);
@@ -654,13 +665,15 @@ MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t*
     for (int i = 0; i < NFNS; i++)
       if (need[i]) L->import[i] = MIR_new_import(ctx, libm[i].name);
     for (int f64 = 0; f64 < 2; f64++) {
-      if (!jit_mir_batch_wants(f, f64)) continue;
+      if (!need_batch[f64]) continue;
       if (!L->batch_proto) L->batch_proto = MIR_new_proto(ctx, "pbatch", 0, NULL, 2, MIR_T_P, "x", MIR_T_I64, "n");
       L->batch_import[f64] = MIR_new_import(ctx, batch_names[f64]);
     }
-    for (int b = 0; b < f->nblocks; b++) funcs[b] = f->blocks[b].nloops ? lower_block(L, b) : NULL;
+    for (int b = 0; b < f->nblocks; b++) funcs[b] = f->blocks[b].nloops ? lower_block(L, b, plans[b]) : NULL;
     MIR_finish_module(ctx);
   }
+  for (int b = 0; plans && b < f->nblocks; b++) jit_mir_batch_free(plans[b]);
+  free(plans);
   if (L) {
     free(L->base);
     free(L->local);

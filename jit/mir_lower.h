@@ -134,13 +134,13 @@ void jit_mir_stmt(lower_t* L, const ir_stmt_t* s);
 
 /* Batched square roots (jit/mir_batch.c). jit_mir_batchable: the plan for
  * block b when its roots can be batched, else NULL (free it with
- * jit_mir_batch_free). jit_mir_batch_wants: whether some block of f batches
- * roots of f32 (f64 = 0) or f64 values, so the module imports the helper.
+ * jit_mir_batch_free). jit_mir_batch_uses: whether the plan batches roots
+ * of f32 (f64 = 0) or f64 values, so the module imports that helper.
  * jit_mir_lower_strips: the block's loop, in strips. jit_mir_batched: inside
  * that, the register holding e's value when e is a batched root, else 0. */
 jit_mir_batch_t* jit_mir_batchable(const ir_func_t* f, const ir_block_t* b);
 void jit_mir_batch_free(jit_mir_batch_t* B);
-int jit_mir_batch_wants(const ir_func_t* f, int f64);
+int jit_mir_batch_uses(const jit_mir_batch_t* B, int f64);
 void jit_mir_lower_strips(lower_t* L, jit_mir_batch_t* B);
 MIR_reg_t jit_mir_batched(lower_t* L, const ir_expr_t* e);
 
