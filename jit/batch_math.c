@@ -8,10 +8,10 @@
  * way). */
 #include "jit.h"
 
-void jit_batch_sqrtf(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; i++) x[i] = __builtin_sqrtf(x[i]);
+void jit_batch_sqrtf(float* restrict root, const float* restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) root[i] = __builtin_sqrtf(x[i]);
 }
 
-void jit_batch_sqrt(double* x, int64_t n) {
-  for (int64_t i = 0; i < n; i++) x[i] = __builtin_sqrt(x[i]);
+void jit_batch_sqrt(double* restrict root, const double* restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) root[i] = __builtin_sqrt(x[i]);
 }

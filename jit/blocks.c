@@ -6,7 +6,9 @@
  * outermost range, then either calls the block once or, when the outermost
  * loop's iterations are independent and there is enough work, hands slices
  * of the range to the context's thread pool. A reduction carried by the
- * outermost loop makes the block not parallel, so it stays correct. */
+ * outermost loop makes the block not parallel, so it stays correct. A block
+ * compiled in strips (jit_strips_t) is run strip by strip over whatever
+ * range it is given, with the square roots taken here in between. */
 #include <stdlib.h>
 
 #include "jit.h"
@@ -14,8 +16,9 @@
 uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
   k->nblocks = f->nblocks;
   k->fns = calloc((size_t)f->nblocks + 1, sizeof *k->fns);
+  k->strips = calloc((size_t)f->nblocks + 1, sizeof *k->strips);
   k->parallel = calloc((size_t)f->nblocks + 1, sizeof *k->parallel);
-  if (!k->fns || !k->parallel) {
+  if (!k->fns || !k->strips || !k->parallel) {
     jit_blocks_free(k);
     return rt_error(UJ_ERR_OOM, "out of memory");
   }
@@ -25,21 +28,44 @@ uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
 
 void jit_blocks_free(jit_blocks_t* k) {
   free(k->fns);
+  free(k->strips);
   free(k->parallel);
   k->fns = NULL;
+  k->strips = NULL;
   k->parallel = NULL;
 }
 
 typedef struct {
   jit_block_fn fn;
+  const jit_strips_t* strips; /* NULL unless the block runs in strips */
   void* const* buf;
   const int64_t* dims;
   const int64_t* params;
 } range_job_t;
 
+static void run_strips(const range_job_t* j, int64_t begin, int64_t end) {
+  const jit_strips_t* st = j->strips;
+  /* 2 x 8 bytes per root and iteration, 32 KiB in all: stays in L1;
+   * accessed by generated code and the batch functions only, as float or
+   * double */
+  enum { PART = JIT_STRIP * sizeof(double) };
+  _Alignas(64) unsigned char scratch[2 * JIT_STRIP_MAX_ROOTS * PART];
+  for (int64_t first = begin; first < end; first += JIT_STRIP) {
+    int64_t n = end - first < JIT_STRIP ? end - first : JIT_STRIP;
+    st->args(j->buf, j->dims, j->params, first, first + n, scratch);
+    for (int r = 0; r < st->nroots; r++) {
+      void *args = scratch + (size_t)r * PART, *roots = scratch + (size_t)(JIT_STRIP_MAX_ROOTS + r) * PART;
+      if (st->f64[r]) jit_batch_sqrt(roots, args, n);
+      else jit_batch_sqrtf(roots, args, n);
+    }
+    st->finish(j->buf, j->dims, j->params, first, first + n, scratch);
+  }
+}
+
 static void run_range(void* ctx, int64_t begin, int64_t end) {
   const range_job_t* j = ctx;
-  j->fn(j->buf, j->dims, j->params, begin, end);
+  if (j->strips) run_strips(j, begin, end);
+  else j->fn(j->buf, j->dims, j->params, begin, end);
 }
 
 /* Elements of work per iteration of the outermost loop, roughly: the extents
@@ -73,17 +99,18 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
     ir_env_t env = {f, buf, params, loops};
     for (int b = 0; b < f->nblocks; b++) {
       const ir_block_t* blk = &f->blocks[b];
-      if (!blk->nloops || !k->fns[b]) continue;
+      const jit_strips_t* strips = k->strips[b].finish ? &k->strips[b] : NULL;
+      if (!blk->nloops || (!k->fns[b] && !strips)) continue;
       int oob = 0;
       int64_t begin = ir_ix_eval(&env, blk->loops[0].start, &oob), end = ir_ix_eval(&env, blk->loops[0].end, &oob);
-      range_job_t job = {k->fns[b], data, dims, params};
+      range_job_t job = {k->fns[b], strips, data, dims, params};
       /* about 16k elements per chunk pays for waking a thread */
       int64_t work = inner_work(&env, blk);
       int64_t min_chunk = (INT64_C(16384) + work - 1) / work;
       if (k->parallel[b] && js->pool && rt_pool_size(js->pool) > 1 && end - begin >= 2 * min_chunk)
         rt_pool_run(js->pool, begin, end, min_chunk, run_range, &job);
       else if (end > begin)
-        k->fns[b](data, dims, params, begin, end);
+        run_range(&job, begin, end);
     }
   }
   if (!small) {

@@ -30,17 +30,39 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
  * of every tensor the block writes, so they may run on different threads. */
 int jit_block_parallel(const ir_func_t* f, const ir_block_t* b);
 
+/* A block compiled in two halves whose square roots the runner takes in
+ * between, a strip at a time (jit/mir_batch.c says why and when). The
+ * runner's scratch has 2 * JIT_STRIP_MAX_ROOTS parts of JIT_STRIP doubles;
+ * part k holds root k's arguments, part JIT_STRIP_MAX_ROOTS + k the roots,
+ * element i - first of a part for iteration i, as float or double (f64[k]).
+ * For each strip [first, last) of at most JIT_STRIP iterations of the
+ * block's range, the runner calls args(..., first, last, scratch), which
+ * stores the arguments; takes their square roots (jit_batch_sqrtf,
+ * jit_batch_sqrt); then finish(..., first, last, scratch), which runs the
+ * block's statements reading the roots, and arguments it needs again. */
+enum { JIT_STRIP = 256, JIT_STRIP_MAX_ROOTS = 8 };
+typedef void (*jit_strip_fn)(void* const* buf, const int64_t* dims, const int64_t* params, int64_t first,
+                             int64_t last, void* scratch);
+typedef struct {
+  jit_strip_fn args, finish; /* both NULL: the block is an ordinary jit_block_fn */
+  int nroots;
+  unsigned char f64[JIT_STRIP_MAX_ROOTS];
+} jit_strips_t;
+
 /* A compiled function as the engines hand it to the runner: one entry per
- * block (NULL for a block with no loops) and whether its outermost loop may
- * be split across threads. Engines embed it as the first member of their
- * kernel, so a kernel pointer is also a jit_blocks_t pointer. */
+ * block (NULL for a block with no loops, or one run in strips), the blocks
+ * run in strips, and whether a block's outermost loop may be split across
+ * threads. Engines embed it as the first member of their kernel, so a
+ * kernel pointer is also a jit_blocks_t pointer. */
 typedef struct {
   int nblocks;
   jit_block_fn* fns;
+  jit_strips_t* strips;
   int* parallel;
 } jit_blocks_t;
 
-/* Allocates fns (all NULL) and parallel (computed from f) for f's blocks. */
+/* Allocates fns and strips (all NULL) and parallel (computed from f) for
+ * f's blocks. */
 uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f);
 void jit_blocks_free(jit_blocks_t* k);
 
@@ -73,10 +95,11 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
 
 /* ---- the MIR engine (jit/mir.c, lowering in jit/mir_emit.c) ---- */
 
-/* x[i] = sqrt(x[i]) for i < n, compiled to vectorize (jit/batch_math.c):
- * what MIR code calls once per strip instead of sqrtf once per element. */
-void jit_batch_sqrtf(float* x, int64_t n);
-void jit_batch_sqrt(double* x, int64_t n);
+/* root[i] = sqrt(x[i]) for i < n, compiled to vectorize (jit/batch_math.c):
+ * what the runner calls once per strip for a block run in strips, instead
+ * of sqrtf once per element. */
+void jit_batch_sqrtf(float* restrict root, const float* restrict x, int64_t n);
+void jit_batch_sqrt(double* restrict root, const double* restrict x, int64_t n);
 
 /* 1 when the build has MIR. */
 int jit_mir_available(void);

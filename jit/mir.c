@@ -188,7 +188,7 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
   /* volatile: read after a longjmp */
   generation_t* volatile g = current_generation();
   mir_kernel_t* volatile k = g ? calloc(1, sizeof *k) : NULL;
-  MIR_item_t* volatile funcs = k ? calloc((size_t)f->nblocks + 1, sizeof *funcs) : NULL;
+  jit_mir_block_t* volatile funcs = k ? calloc((size_t)f->nblocks + 1, sizeof *funcs) : NULL;
   if (!funcs || jit_blocks_init(&k->blocks, f) != UJ_OK) {
     free(funcs);
     free(k);
@@ -208,11 +208,20 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
     } else {
       MIR_load_module(g->ctx, module);
       MIR_link(g->ctx, MIR_set_gen_interface, jit_mir_resolve);
-      for (int b = 0; b < f->nblocks; b++)
-        if (funcs[b]) {
-          void* code = funcs[b]->u.func->call_addr;
-          memcpy(&k->blocks.fns[b], &code, sizeof code); /* object to function pointer */
+      for (int b = 0; b < f->nblocks; b++) {
+        if (!funcs[b].fn) continue;
+        void *code = funcs[b].fn->u.func->call_addr, *args = funcs[b].args ? funcs[b].args->u.func->call_addr : NULL;
+        /* object to function pointer */
+        if (!args) {
+          memcpy(&k->blocks.fns[b], &code, sizeof code);
+          continue;
         }
+        jit_strips_t* st = &k->blocks.strips[b];
+        memcpy(&st->args, &args, sizeof args);
+        memcpy(&st->finish, &code, sizeof code);
+        st->nroots = funcs[b].nroots;
+        memcpy(st->f64, funcs[b].f64, sizeof st->f64);
+      }
     }
   } else {
     failed = 1;
@@ -299,7 +308,7 @@ uj_status_t jit_mir_provoke_error(void) {
 
 char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
   MIR_context_t ctx = context_new(0);
-  MIR_item_t* funcs = calloc((size_t)f->nblocks + 1, sizeof *funcs);
+  jit_mir_block_t* funcs = calloc((size_t)f->nblocks + 1, sizeof *funcs);
   char* text = NULL;
   size_t size = 0;
   FILE* mem = ctx && funcs ? open_memstream(&text, &size) : NULL;

@@ -48,13 +48,9 @@ static const struct {
     [FN_TANH] = {"tanh", 1, 1, (void*)tanh},
 };
 
-static const char* const batch_names[2] = {"jit_batch_sqrtf", "jit_batch_sqrt"};
-
 void* jit_mir_resolve(const char* name) {
   for (int i = 0; i < NFNS; i++)
     if (!strcmp(name, libm[i].name)) return libm[i].addr;
-  if (!strcmp(name, batch_names[0])) return (void*)jit_batch_sqrtf;
-  if (!strcmp(name, batch_names[1])) return (void*)jit_batch_sqrt;
   return NULL;
 }
 
@@ -499,7 +495,8 @@ static void lower_stmt(lower_t* L, const ir_stmt_t* s) {
   } else {
     int t = s->target.tensor;
     uj_dtype_t d = L->f->tensors[t].dtype;
-    MIR_reg_t v = lower_expr(L, s->value);
+    MIR_reg_t v = L->f->tensors[t].local ? jit_mir_batched_local(L, t) : 0;
+    if (!v) v = lower_expr(L, s->value);
     if (L->f->tensors[t].local) {
       insn2(L, mov_code(d), R(local_reg(L, t)), R(v));
     } else {
@@ -561,18 +558,20 @@ static void lower_loop(lower_t* L, const ir_block_t* b, int k) {
   emit(L, exit);
 }
 
-/* batch: the block's plan for batched roots, or NULL (jit/mir_batch.c) */
-static MIR_item_t lower_block(lower_t* L, int bi, jit_mir_batch_t* batch) {
-  char name[32];
-  snprintf(name, sizeof name, "b%d", bi);
-  L->item = MIR_new_func(L->ctx, name, 0, NULL, 5, MIR_T_P, "buf", MIR_T_P, "dims", MIR_T_P, "params", MIR_T_I64,
-                         "begin", MIR_T_I64, "end");
+/* Starts function `name` with the arguments of a jit_block_fn, and the
+ * scratch pointer of a jit_strip_fn when `strip_half`. */
+static void begin_func(lower_t* L, const char* name, int strip_half) {
+  L->item = strip_half ? MIR_new_func(L->ctx, name, 0, NULL, 6, MIR_T_P, "buf", MIR_T_P, "dims", MIR_T_P, "params",
+                                      MIR_T_I64, "begin", MIR_T_I64, "end", MIR_T_P, "scratch")
+                       : MIR_new_func(L->ctx, name, 0, NULL, 5, MIR_T_P, "buf", MIR_T_P, "dims", MIR_T_P, "params",
+                                      MIR_T_I64, "begin", MIR_T_I64, "end");
   L->func = L->item->u.func;
   L->arg_buf = MIR_reg(L->ctx, "buf", L->func);
   L->arg_dims = MIR_reg(L->ctx, "dims", L->func);
   L->arg_params = MIR_reg(L->ctx, "params", L->func);
   L->arg_begin = MIR_reg(L->ctx, "begin", L->func);
   L->arg_end = MIR_reg(L->ctx, "end", L->func);
+  L->arg_scratch = strip_half ? MIR_reg(L->ctx, "scratch", L->func) : 0;
   L->slot = 0;
   L->exp2_base = 0;
   L->nhoisted = 0;
@@ -582,11 +581,29 @@ static MIR_item_t lower_block(lower_t* L, int bi, jit_mir_batch_t* batch) {
   memset(L->dim, 0, sizeof *L->dim * (size_t)f->ntensors * UJ_MAX_DIMS);
   L->entry = MIR_new_label(L->ctx);
   emit(L, L->entry);
-  if (batch) jit_mir_lower_strips(L, batch);
-  else lower_loop(L, &f->blocks[bi], 0);
+}
+
+static MIR_item_t end_func(lower_t* L) {
   emit(L, MIR_new_ret_insn(L->ctx, 0));
   MIR_finish_func(L->ctx);
   return L->item;
+}
+
+/* batch: the block's plan for batched roots, or NULL (jit/mir_batch.c) */
+static void lower_block(lower_t* L, int bi, jit_mir_batch_t* batch, jit_mir_block_t* out) {
+  char name[32];
+  if (batch) {
+    snprintf(name, sizeof name, "a%d", bi);
+    begin_func(L, name, 1);
+    jit_mir_lower_strip_half(L, batch, 1, L->arg_scratch);
+    out->args = end_func(L);
+    jit_mir_batch_roots(batch, &out->nroots, out->f64);
+  }
+  snprintf(name, sizeof name, "b%d", bi);
+  begin_func(L, name, batch != NULL);
+  if (batch) jit_mir_lower_strip_half(L, batch, 2, L->arg_scratch);
+  else lower_loop(L, &L->f->blocks[bi], 0);
+  out->fn = end_func(L);
 }
 
 /* Which libm functions e calls once lowered (as lower_unary/lower_binary
@@ -615,7 +632,7 @@ static void note_calls(const ir_expr_t* e, unsigned char* need) {
 }
 
 MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t* params, const char* module_name,
-                           MIR_item_t* funcs) {
+                           jit_mir_block_t* blocks) {
   lower_t* L = calloc(1, sizeof *L);
   size_t nt = (size_t)f->ntensors + 1, nl = (size_t)f->next_loop_id + 1, nc = (size_t)f->next_carried_id + 1;
   if (L) {
@@ -639,17 +656,14 @@ MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t*
           L->carried_op[f->blocks[b].loops[k].carried[c].id] = f->blocks[b].loops[k].carried[c].op;
     /* each block's plan for batched roots, made once: it decides the
      * imports and then how the block is lowered */
-    unsigned char need[NFNS] = {0}, need_proto[4] = {0}, need_batch[2] = {0};
+    unsigned char need[NFNS] = {0}, need_proto[4] = {0};
     for (int b = 0; b < f->nblocks; b++) {
       unsigned char block_need[NFNS] = {0};
       for (int k = 0; k < f->blocks[b].nloops; k++)
         for (int st = 0; st < f->blocks[b].loops[k].nstmts; st++)
           note_calls(f->blocks[b].loops[k].stmts[st].value, block_need);
       plans[b] = f->blocks[b].nloops ? jit_mir_batchable(f, &f->blocks[b]) : NULL;
-      for (int f64 = 0; plans[b] && f64 < 2; f64++) {
-        need_batch[f64] |= (unsigned char)jit_mir_batch_uses(plans[b], f64);
-        block_need[f64 ? FN_SQRT : FN_SQRTF] = 0; /* every root of the block is batched */
-      }
+      if (plans[b]) block_need[FN_SQRT] = block_need[FN_SQRTF] = 0; /* every root of the block is batched */
       for (int i = 0; i < NFNS; i++) need[i] |= block_need[i];
     }
     for (int i = 0; i < NFNS; i++)
@@ -664,12 +678,8 @@ MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t*
     }
     for (int i = 0; i < NFNS; i++)
       if (need[i]) L->import[i] = MIR_new_import(ctx, libm[i].name);
-    for (int f64 = 0; f64 < 2; f64++) {
-      if (!need_batch[f64]) continue;
-      if (!L->batch_proto) L->batch_proto = MIR_new_proto(ctx, "pbatch", 0, NULL, 2, MIR_T_P, "x", MIR_T_I64, "n");
-      L->batch_import[f64] = MIR_new_import(ctx, batch_names[f64]);
-    }
-    for (int b = 0; b < f->nblocks; b++) funcs[b] = f->blocks[b].nloops ? lower_block(L, b, plans[b]) : NULL;
+    for (int b = 0; b < f->nblocks; b++)
+      if (f->blocks[b].nloops) lower_block(L, b, plans[b], &blocks[b]);
     MIR_finish_module(ctx);
   }
   for (int b = 0; plans && b < f->nblocks; b++) jit_mir_batch_free(plans[b]);

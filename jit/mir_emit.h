@@ -8,15 +8,24 @@
 
 #include "jit.h"
 
-/* Builds module `module_name` in ctx: one function per block that has loops,
- * named b<N>, with the jit_block_fn signature; funcs[b] receives its item
- * (NULL for a block without loops). params NULL: $params are read from the
+/* What jit_mir_lower makes of a block that has loops: one function b<N>
+ * with the jit_block_fn signature, or, for a block run in strips
+ * (jit/mir_batch.c), its two halves a<N> and b<N> with the jit_strip_fn
+ * signature and its roots' count and types. */
+typedef struct {
+  MIR_item_t fn, args; /* b<N>; a<N> or NULL */
+  int nroots;
+  unsigned char f64[JIT_STRIP_MAX_ROOTS];
+} jit_mir_block_t;
+
+/* Builds module `module_name` in ctx, filling blocks[b] for each block that
+ * has loops (all zero for one without). params NULL: $params are read from the
  * params argument; else folded in as immediates. The module is finished
  * but not loaded. MIR errors go to the context's error function (the caller
  * installs one that does not return). Returns NULL on out of memory, before
  * anything is added to ctx. */
 MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t* params, const char* module_name,
-                           MIR_item_t* funcs);
+                           jit_mir_block_t* blocks);
 
 /* The address of a libm function the lowering imports, or NULL. */
 void* jit_mir_resolve(const char* name);

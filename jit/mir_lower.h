@@ -33,7 +33,7 @@ typedef struct {
   MIR_item_t item;
   MIR_func_t func;
   MIR_insn_t entry;  /* loads of bases, sizes and constants go right after it */
-  MIR_reg_t arg_buf, arg_dims, arg_params, arg_begin, arg_end, slot, exp2_base;
+  MIR_reg_t arg_buf, arg_dims, arg_params, arg_begin, arg_end, arg_scratch, slot, exp2_base;
   int nregs;
   /* per function, 0 until first used */
   MIR_reg_t *base, *dim, *local, *loop, *carried, *carried_at;
@@ -41,8 +41,7 @@ typedef struct {
   int nhoisted;
   hoisted_t hoisted[MAX_HOISTED];
   MIR_item_t proto[4], import[NFNS];  /* proto: [f64 * 2 + nargs - 1] */
-  MIR_item_t batch_proto, batch_import[2]; /* jit_batch_sqrtf, jit_batch_sqrt */
-  jit_mir_batch_t* batch;                  /* while lowering a batched block */
+  jit_mir_batch_t* batch; /* while lowering a half of a block run in strips */
 } lower_t;
 
 #define R(r) MIR_new_reg_op(L->ctx, (r))
@@ -57,9 +56,15 @@ static inline void insn3(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b, 
 }
 static inline void jump(lower_t* L, MIR_insn_t label) { emit(L, MIR_new_insn(L->ctx, MIR_JMP, LBL(label))); }
 
+/* A new register named r<N> (written out by hand: this runs for every
+ * value of every kernel, and printf would be a noticeable part of a compile). */
 static inline MIR_reg_t new_reg(lower_t* L, MIR_type_t type) {
-  char name[32];
-  snprintf(name, sizeof name, "r%d", L->nregs++);
+  char digits[24], name[24];
+  int n = 0, len = 0;
+  for (unsigned v = (unsigned)L->nregs++; n == 0 || v; v /= 10) digits[n++] = (char)('0' + v % 10);
+  name[len++] = 'r';
+  while (n) name[len++] = digits[--n];
+  name[len] = 0;
   return MIR_new_func_reg(L->ctx, L->func, type, name);
 }
 
@@ -134,15 +139,18 @@ void jit_mir_stmt(lower_t* L, const ir_stmt_t* s);
 
 /* Batched square roots (jit/mir_batch.c). jit_mir_batchable: the plan for
  * block b when its roots can be batched, else NULL (free it with
- * jit_mir_batch_free). jit_mir_batch_uses: whether the plan batches roots
- * of f32 (f64 = 0) or f64 values, so the module imports that helper.
- * jit_mir_lower_strips: the block's loop, in strips. jit_mir_batched: inside
- * that, the register holding e's value when e is a batched root, else 0. */
+ * jit_mir_batch_free). jit_mir_batch_roots: the roots' count and types, for
+ * the runner (jit_strips_t). jit_mir_lower_strip_half: the body of half
+ * `pass` (1 or 2) of the block, in a function whose sixth argument is
+ * `scratch`. Inside half 2, jit_mir_batched: the register holding e's value
+ * when e is a batched root, else 0; jit_mir_batched_local: the register
+ * holding the value of local t when t is a root's argument, else 0. */
 jit_mir_batch_t* jit_mir_batchable(const ir_func_t* f, const ir_block_t* b);
 void jit_mir_batch_free(jit_mir_batch_t* B);
-int jit_mir_batch_uses(const jit_mir_batch_t* B, int f64);
-void jit_mir_lower_strips(lower_t* L, jit_mir_batch_t* B);
+void jit_mir_batch_roots(const jit_mir_batch_t* B, int* nroots, unsigned char* f64);
+void jit_mir_lower_strip_half(lower_t* L, jit_mir_batch_t* B, int pass, MIR_reg_t scratch);
 MIR_reg_t jit_mir_batched(lower_t* L, const ir_expr_t* e);
+MIR_reg_t jit_mir_batched_local(lower_t* L, int t);
 
 /* Inline f32 math (jit/mir_math.c): each returns a new register. */
 MIR_reg_t jit_mir_expf(lower_t* L, MIR_reg_t x);

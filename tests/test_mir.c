@@ -233,7 +233,7 @@ TEST(mir_batched_roots_match_interpreter) {
   static const struct {
     const char* source;
     const char* scalars;
-    int batched; /* whether the module must call the batch helper */
+    int batched; /* whether a block must run in strips: halves a<N>, b<N> taking the scratch */
   } programs[] = {
       /* in place, locals feeding the root, 0-d inputs */
       {"m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p - lr*m/(sqrt(v)+eps)", " b1 b2 lr eps ", 1},
@@ -253,7 +253,8 @@ TEST(mir_batched_roots_match_interpreter) {
     uj_program_t* p = NULL;
     CHECK(uj_program_parse(programs[i].source, &p) == UJ_OK);
     if (!p) continue;
-    CHECK(dump_has(p, "jit_batch_sqrtf") == programs[i].batched);
+    CHECK(dump_has(p, "p:scratch") == programs[i].batched);
+    CHECK(!dump_has(p, "sqrtf") || !programs[i].batched); /* no root left to a call per element */
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
       long bad = roots_mismatches(p, UJ_F32, sizes[s], programs[i].scalars, seed + s, (int)(s % 2));
       CHECK(bad == 0);
@@ -273,7 +274,9 @@ TEST(mir_batched_roots_f64) {
   CHECK(uj_program_new(g, &d, &p) == UJ_OK);
   uj_graph_free(g);
   if (!p) return;
-  CHECK(dump_has(p, "jit_batch_sqrt\n") || dump_has(p, "jit_batch_sqrt "));
+  CHECK(dump_has(p, "p:scratch"));
+  CHECK(dump_has(p, "d:2048(")); /* the second root's part of the scratch, as doubles */
+  CHECK(!dump_has(p, "sqrt"));
   static const int64_t sizes[] = {1, 255, 256, 257, 2000};
   for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
     long bad = roots_mismatches(p, UJ_F64, sizes[s], "", 77 + s, (int)(s % 2));
