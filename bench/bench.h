@@ -174,6 +174,8 @@ typedef struct {
   int failed;         /* a run failed (message on stderr) */
   double cold_ms;     /* median first run in a new context with an empty disk cache */
   double disk_ms;     /* median first run in a new context, same disk cache (NAN: no disk cache) */
+  double kernel_ms;   /* median first run of the parsed, optimized program in a new context: the
+                         engine's compile of the kernel alone */
   double dispatch_us; /* median per-call time of a run on a tiny tensor, kernel in memory */
 } compile_times_t;
 

@@ -39,7 +39,7 @@ static const row_target_t row_targets[] = {
     {"adam", RUNNER_C, 2, PERCENT_OF_TRIAD, 90.0, 0, ">= 90% of triad"},
 };
 
-typedef enum { COLD_MS, DISK_MS, DISPATCH_US } compile_figure_t;
+typedef enum { COLD_MS, KERNEL_MS, DISK_MS, DISPATCH_US } compile_figure_t;
 
 /* A target on every program's compile times on one engine. */
 typedef struct {
@@ -50,7 +50,7 @@ typedef struct {
 } compile_target_t;
 
 static const compile_target_t compile_targets[] = {
-    {1, COLD_MS, 0.5, "cold compile <= 0.5 ms"},
+    {1, KERNEL_MS, 0.5, "compile per fused kernel <= 0.5 ms"},
     {2, COLD_MS, 100.0, "cold compile <= 100 ms"},
     {2, DISK_MS, 0.2, "disk-cache hit <= 0.2 ms"},
     {2, DISPATCH_US, 2.0, "memory-cache dispatch <= 2 us"},
@@ -188,7 +188,10 @@ static void print_stream(const bench_results_t* res) {
 
 static double compile_figure(const compile_times_t* c, compile_figure_t figure) {
   if (!c->available || c->failed) return NAN;
-  return figure == COLD_MS ? c->cold_ms : figure == DISK_MS ? c->disk_ms : c->dispatch_us;
+  return figure == COLD_MS     ? c->cold_ms
+         : figure == KERNEL_MS ? c->kernel_ms
+         : figure == DISK_MS   ? c->disk_ms
+                               : c->dispatch_us;
 }
 
 /* The target on this engine's figure, as "<= 0.5 met", or "" when none. */
@@ -204,18 +207,20 @@ static void compile_target_text(int engine, compile_figure_t figure, double valu
 static void print_compile(const bench_results_t* res) {
   printf("compile and dispatch (one thread; cold and disk hit = uj_program_parse + the first uj_program_run\n");
   printf("on 16 elements: building the loop IR, the passes, then compiling or loading; the interp row is\n");
-  printf("that IR building alone; only the C engine has a disk cache; dispatch = a warm 16-element call)\n");
-  printf("%-8s %-7s %-11s %9s %-14s %9s %-14s %10s %-14s\n", "program", "engine", "status", "cold ms", "target",
-         "disk ms", "target", "dispatch us", "target");
+  printf("that IR building alone; kernel = the first run of the parsed program in a new context and a\n");
+  printf("fresh disk cache: the engine's compile of the fused kernel alone; only the C engine has a disk\n");
+  printf("cache; dispatch = a warm 16-element call)\n");
+  printf("%-8s %-7s %-11s %9s %-14s %9s %-14s %9s %-14s %10s %-14s\n", "program", "engine", "status", "cold ms",
+         "target", "kernel ms", "target", "disk ms", "target", "dispatch us", "target");
   for (int p = 0; p < res->nprograms; p++)
     for (int e = 0; e < 3; e++) {
       const compile_times_t* c = &res->compile[p][e];
       const char* status = !c->available ? "unavailable" : c->failed ? "FAILED" : "ok";
       printf("%-8s %-7s %-11s", res->programs[p]->name, compile_engine_names[e], status);
-      static const compile_figure_t figures[3] = {COLD_MS, DISK_MS, DISPATCH_US};
-      static const char* const formats[3] = {"%.3f", "%.3f", "%.2f"};
-      static const int widths[3] = {9, 9, 11};
-      for (int f = 0; f < 3; f++) {
+      static const compile_figure_t figures[4] = {COLD_MS, KERNEL_MS, DISK_MS, DISPATCH_US};
+      static const char* const formats[4] = {"%.3f", "%.3f", "%.3f", "%.2f"};
+      static const int widths[4] = {9, 9, 9, 11};
+      for (int f = 0; f < 4; f++) {
         double value = compile_figure(c, figures[f]);
         char target[32];
         compile_target_text(e, figures[f], value, target, sizeof target);
@@ -281,7 +286,8 @@ static void print_targets(const bench_results_t* res) {
   size_label(largest_size(res), large, sizeof large);
   printf("targets (throughput at %s%s; medians from the tables above)\n", large,
          res->short_run ? ", the largest size of --short; the targets are set at 2^24" : "");
-  printf("compile times include building the loop IR (the interp rows of the compile table)\n");
+  printf("cold compile times include building the loop IR (the interp rows of the compile table);\n");
+  printf("the compile per fused kernel does not (the kernel column)\n");
   printf("%-7s %-8s %-32s %-16s %s\n", "engine", "program", "target", "measured", "result");
   for (size_t k = 0; k < sizeof compile_targets / sizeof compile_targets[0]; k++) {
     const compile_target_t* t = &compile_targets[k];
