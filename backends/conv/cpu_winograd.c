@@ -58,7 +58,7 @@
 
 typedef struct {
   bk_wino_geom_t g;
-  const bk_conv_kernel_t* kern;
+  const bk_wino_kernel_t* kern;
   const float* x;
   const float* u;
   const float* bias;
@@ -83,13 +83,18 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t row_
   int64_t C = g->p->c, cols = g->cols;
   for (int64_t i = begin; i < end; i++) {
     int64_t xi = i / g->panels, panel = i % g->panels;
-    const float* ux = j->u + (xi * g->panels + panel) * g->u_block;
+    const float* ux = j->u + i * g->u_block; /* (xi, panel) blocks in order */
     float* mx = m + xi * g->m_xi + panel * cols;
     for (int64_t c0 = 0; c0 < C; c0 += DEPTH_SLICE) {
       int64_t depth = C - c0 < DEPTH_SLICE ? C - c0 : DEPTH_SLICE;
+      /* the next slice (of this panel, else the next product's), a quarter
+       * per row block over the first four (cpu.h, bk_wino_tile_fn) */
+      const float* next = c0 + depth < C ? ux + (c0 + depth) * cols : i + 1 < end ? ux + g->u_block : NULL;
       for (int64_t r0 = row_begin; r0 < rows_used; r0 += rows) {
         for (int r = 0; r < rows; r++) a[r] = v + (r0 + r) * g->v_tile + xi * g->v_xi;
-        j->kern->tile(1, a, c0, depth, ux + c0 * cols, 0, NULL, c0 > 0, mx + r0 * g->m_tile, g->m_tile);
+        int64_t q = (r0 - row_begin) / rows;
+        const float* pf = next && q < 4 ? next + q * depth * 16 : NULL;
+        j->kern->tile(a, c0, depth, ux + c0 * cols, c0 > 0, mx + r0 * g->m_tile, g->m_tile, pf);
       }
     }
   }
@@ -113,8 +118,8 @@ static void block_all_steps(const wino_job_t* j, int64_t first, int64_t count, f
 
 static void private_slot(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
-  float* v = j->v + (int64_t)slot * j->block * 36 * j->g.cs;
-  float* m = j->m + (int64_t)slot * j->block * 36 * j->g.kp;
+  float* v = j->v + (int64_t)slot * j->block * j->g.v_tile;
+  float* m = j->m + (int64_t)slot * j->block * j->g.m_tile;
   const float** a = j->a + (int64_t)slot * j->kern->rows;
   for (int64_t t = begin; t < end; t += j->block)
     block_all_steps(j, t, end - t < j->block ? end - t : j->block, v, m, a);
@@ -212,7 +217,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   const bk_conv_problem_t* p = call->p;
   wino_job_t j;
   memset(&j, 0, sizeof j);
-  j.kern = bk_conv_kernel_for(call->state);
+  j.kern = bk_wino_kernel_for(call->state);
   j.g.p = p;
   j.g.tiles_h = (p->oh + 3) / 4;
   j.g.tiles_w = (p->ow + 3) / 4;
@@ -223,8 +228,8 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   j.g.kp = j.g.panels * j.g.cols;
   j.g.u_block = p->c * j.g.cols + 16;
   j.x = call->x->data;
-  j.g.v_tile = 36 * j.g.cs, j.g.v_xi = j.g.cs;
-  j.g.m_tile = 36 * j.g.kp, j.g.m_xi = j.g.kp;
+  j.g.v_tile = 36 * j.g.cs + 16, j.g.v_xi = j.g.cs;
+  j.g.m_tile = 36 * j.g.kp + 16, j.g.m_xi = j.g.kp;
   j.y = call->y->data;
   j.bias = call->bias ? call->bias->data : NULL;
   rt_pool_t* pool = bk_conv_pool(call->ctx);
@@ -241,7 +246,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   if (!kept && p->filter_key && !(u_for_cache = bk_conv_alloc(u_floats, "cpu_winograd"))) s = UJ_ERR_OOM;
   int64_t u_in_scratch = kept || u_for_cache ? 0 : u_floats;
   int buffers = shared ? 1 : slots;
-  int64_t v_floats = j.block * 36 * j.g.cs, m_floats = j.block * 36 * j.g.kp, scratch_floats = 0;
+  int64_t v_floats = j.block * j.g.v_tile, m_floats = j.block * j.g.m_tile, scratch_floats = 0;
   float* scratch = NULL;
   if (s == UJ_OK) {
     scratch = bk_conv_scratch_take(call->state, u_in_scratch + buffers * (v_floats + m_floats), &scratch_floats,
