@@ -6,8 +6,8 @@
  * algebra, winograd.c the transforms). The work is three steps:
  *
  *   input    every tile's 6x6 input patch -> V [tiles][36][C]
- *   product  M_xi = V_xi U_xi for xi < 36, with the product kernel of
- *            kernel.c; U [36][C][K] is the transformed filter, computed
+ *   product  M_xi = V_xi U_xi for xi < 36, with the Winograd product
+ *            kernel of kernel.c; U [36][C][K] is the transformed filter, computed
  *            once per call, or once per filter_key and kept in the context
  *   output   every tile's M [tiles][36][K] -> its 4x4 outputs (+ bias) in y
  *
@@ -20,12 +20,17 @@
  *            all of U. Used while U is small: up to 1 MiB (C*K up to about
  *            7000, U stays in L2) on one thread, up to 4 MiB (C = K = 128)
  *            on several, where the alternative moves V and M between cores.
+ *            With U in L2 there are about four blocks per thread, so that
+ *            a thread the machine holds up leaves its share to the others;
+ *            a larger U is read from L3 by every block, so blocks are few.
  *   shared   U is larger: reading it once per thread per block would cost
  *            more than the arithmetic, so all threads work on one block of
  *            many tiles at a time, step by step: the input and output steps
- *            split the tiles; the product splits the 36 x (K / cols)
- *            products, so U streams through once per block, or, with many
- *            rows per thread, the rows (see run_shared).
+ *            split the tiles; the product splits the rows when every
+ *            thread gets two row blocks or more, each thread reading all
+ *            of U but only its own rows of V and M, else the 36 x (K / cols)
+ *            products, so that U streams through once per block (see
+ *            run_shared).
  * The limits come from timing the layers of bench/conv.c on one and two
  * threads.
  *
@@ -47,12 +52,16 @@
 #define PRIVATE_U_BYTES_ONE_THREAD (1 << 20)
 #define PRIVATE_U_BYTES_THREADS (4 << 20)
 /* The shared schedule's blocks have at least this many tiles, so that the
- * product's panels of U are used for enough rows to pay for reading them. */
-#define SHARED_MIN_TILES 96
-/* Channels per slice of the products' sums (see products()). */
-#define DEPTH_SLICE 128
-/* Row blocks per thread from which the shared schedule's products split by rows. */
-#define ROWS_PER_SLOT 8
+ * product's panels of U are used for enough rows to pay for reading them
+ * (14x14x256, batch 8: one block of 128 tiles rather than two of 64). */
+#define SHARED_MIN_TILES 128
+/* Channels per slice of the products' sums (see products()): 96 was faster
+ * than 64 or 128 on the 14x14 and 7x7 layers, and no slower elsewhere. */
+#define DEPTH_SLICE 96
+/* Row blocks per thread from which the shared schedule's products split by
+ * rows: at 7x7x512, batch 8 (8 row blocks) the split by rows took 2.96 ms
+ * on two threads, by products 3.42. */
+#define ROWS_PER_SLOT 2
 /* Tiles per slot below which threads are not worth waking. */
 #define MIN_TILES_PER_SLOT 6
 
@@ -74,7 +83,7 @@ typedef struct {
 /* M_xi = V_xi U_xi for products [begin, end) of one block; product i is
  * (xi, panel) = (i / panels, i % panels), all rows of the block. The sum
  * over channels is split into slices of DEPTH_SLICE, each slice of the U
- * panel (DEPTH_SLICE x cols floats, 32 KiB) staying in L1 while every row
+ * panel (DEPTH_SLICE x cols floats, 24 KiB) staying in L1 while every row
  * of the block passes over it. */
 static void products(const wino_job_t* j, const float* v, float* m, int64_t row_begin, int64_t rows_used,
                      int64_t begin, int64_t end, const float** a) {
@@ -180,22 +189,37 @@ static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
   if (fit < rows) fit = rows;
   int64_t u_bytes = 36 * j->g.panels * j->g.u_block * (int64_t)sizeof(float);
   *shared = u_bytes > (rt_pool_size(pool) > 1 ? PRIVATE_U_BYTES_THREADS : PRIVATE_U_BYTES_ONE_THREAD);
+  int64_t tiles = j->g.tiles;
   if (*shared) {
-    j->block = fit > SHARED_MIN_TILES ? fit : bk_round_up(SHARED_MIN_TILES, rows);
-    if (j->block > bk_round_up(j->g.tiles, rows)) j->block = bk_round_up(j->g.tiles, rows);
+    /* blocks of about equal size: a short last block would read all of U
+     * for a few rows */
+    int64_t most = fit > SHARED_MIN_TILES ? fit : SHARED_MIN_TILES;
+    int64_t nblocks = (tiles + most - 1) / most;
+    j->block = bk_round_up((tiles + nblocks - 1) / nblocks, rows);
     *slots = rt_pool_size(pool);
   } else {
-    /* blocks are the runs threads claim: at least two per slot */
-    *slots = bk_conv_slots(pool, j->g.tiles, MIN_TILES_PER_SLOT);
-    int64_t half_share = bk_round_up((j->g.tiles + 2 * *slots - 1) / (2 * *slots), rows);
-    j->block = fit < half_share ? fit : half_share;
+    /* blocks are the runs threads claim. With U in L2 (PRIVATE_U_BYTES_ONE_THREAD)
+     * a block costs little more than its rows, and about four per slot
+     * keep the threads even when one of them is held up; a larger U is
+     * read from L3 by every block, so there are as few as fit */
+    *slots = bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT);
+    int64_t per = u_bytes <= PRIVATE_U_BYTES_ONE_THREAD ? 4 * *slots : *slots;
+    int64_t nblocks = per * ((tiles + per * fit - 1) / (per * fit));
+    int64_t rowblocks = (tiles + rows - 1) / rows;
+    /* with many blocks, whole shares and a short remainder that whichever
+     * thread is free takes (56x56: 8 blocks of 24 tiles and one of 4
+     * rather than 7 of 28, 4 for one thread and 3 for the other); with
+     * few, every block reads U, so no remainder */
+    j->block = rows * (per > *slots ? rowblocks / nblocks : (rowblocks + nblocks - 1) / nblocks);
+    if (j->block < rows) j->block = rows;
+    if (j->block > fit) j->block = fit;
   }
 }
 
 /* The shared schedule. The products split by rows when every thread gets
  * at least ROWS_PER_SLOT row blocks: each thread then reads all of U but
- * only the V and M rows it works on; with fewer rows, reading U once per
- * thread costs more, and the products split by (xi, panel) instead. */
+ * only the V and M rows it works on; with fewer rows (7x7 at batch 1: one
+ * row block), they split by (xi, panel) instead. */
 static void run_shared(wino_job_t* j, rt_pool_t* pool) {
   int64_t rows = j->kern->rows;
   for (j->block_first = 0; j->block_first < j->g.tiles; j->block_first += j->block) {
