@@ -27,7 +27,7 @@
  *            more than the arithmetic, so all threads work on one block of
  *            many tiles at a time, step by step: the input and output steps
  *            split the tiles; the product splits the rows when every
- *            thread gets two row blocks or more, each thread reading all
+ *            thread gets four row blocks or more, each thread reading all
  *            of U but only its own rows of V and M, else the 36 x (K / cols)
  *            products, so that U streams through once per block (see
  *            run_shared).
@@ -63,8 +63,10 @@
 #define DEPTH_SLICE 96
 /* Row blocks per thread from which the shared schedule's products split by
  * rows: at 7x7x512, batch 8 (8 row blocks) the split by rows took 2.96 ms
- * on two threads, by products 3.42. */
-#define ROWS_PER_SLOT 2
+ * on two threads, by products 3.42. At 14x14x256, batch 1 (4 row blocks)
+ * both took 0.54 ms, and the split by products is the one in small runs,
+ * so that a thread the machine holds up keeps little work from the other. */
+#define ROWS_PER_SLOT 4
 /* Tiles per slot below which threads are not worth waking. */
 #define MIN_TILES_PER_SLOT 6
 
