@@ -58,6 +58,23 @@ const bk_conv_kernel_t* bk_conv_kernels(int* count);
  * state is made) names another this CPU can run. It lets tests and
  * benchmarks reach every variant on one machine. */
 const bk_conv_kernel_t* bk_conv_kernel_for(bk_conv_state_t* st);
+/* The kernel of cpu_winograd's products: bk_conv_tile_fn with one tap and
+ * no init, `rows` x `cols` of its own, b's steps `cols` floats apart. When
+ * prefetch is not NULL it also asks for one cache line there per step
+ * (depth lines from prefetch on) to be brought into L2: cpu_winograd hands
+ * each of the first row blocks of a slice of U a quarter of the next slice,
+ * so that a U too large for L2 arrives while the kernel computes, instead
+ * of the first row block of every slice waiting on memory for all of it. */
+typedef void (*bk_wino_tile_fn)(const float* const* a, int64_t a_offset, int64_t depth, const float* b, int accumulate,
+                                float* out, int64_t ldo, const float* prefetch);
+typedef struct {
+  const char* isa;
+  int rows, cols;
+  bk_wino_tile_fn tile;
+} bk_wino_kernel_t;
+/* The Winograd kernel for the instruction set bk_conv_kernel_for picks. */
+const bk_wino_kernel_t* bk_wino_kernel_for(bk_conv_state_t* st);
+
 /* Parallel work with per-thread scratch. The items [0, items) are cut into
  * runs of `grain` consecutive items, and `slots` runners, one per thread of
  * the context's pool, claim runs in order from a shared counter until none

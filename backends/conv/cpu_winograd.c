@@ -6,8 +6,8 @@
  * algebra, winograd.c the transforms). The work is three steps:
  *
  *   input    every tile's 6x6 input patch -> V [tiles][36][C]
- *   product  M_xi = V_xi U_xi for xi < 36, with the product kernel of
- *            kernel.c; U [36][C][K] is the transformed filter, computed
+ *   product  M_xi = V_xi U_xi for xi < 36, with the Winograd product
+ *            kernel of kernel.c; U [36][C][K] is the transformed filter, computed
  *            once per call, or once per filter_key and kept in the context
  *   output   every tile's M [tiles][36][K] -> its 4x4 outputs (+ bias) in y
  *
@@ -20,12 +20,17 @@
  *            all of U. Used while U is small: up to 1 MiB (C*K up to about
  *            7000, U stays in L2) on one thread, up to 4 MiB (C = K = 128)
  *            on several, where the alternative moves V and M between cores.
+ *            With U in L2 there are about four blocks per thread, so that
+ *            a thread the machine holds up leaves its share to the others;
+ *            a larger U is read from L3 by every block, so blocks are few.
  *   shared   U is larger: reading it once per thread per block would cost
  *            more than the arithmetic, so all threads work on one block of
  *            many tiles at a time, step by step: the input and output steps
- *            split the tiles; the product splits the 36 x (K / cols)
- *            products, so U streams through once per block, or, with many
- *            rows per thread, the rows (see run_shared).
+ *            split the tiles; the product splits the rows when every
+ *            thread gets four row blocks or more, each thread reading all
+ *            of U but only its own rows of V and M, else the 36 x (K / cols)
+ *            products, so that U streams through once per block (see
+ *            run_shared).
  * The limits come from timing the layers of bench/conv.c on one and two
  * threads.
  *
@@ -40,25 +45,34 @@
 #include "cpu.h"
 #include "winograd.h"
 
-/* V and M of one block should fit in this much of a core's L2. */
+/* V and M of one block should fit in this much of a core's L2; half as
+ * much while U is kept in L2 too (56x56x64: 3% faster than 1 MiB on one
+ * thread and on two). */
 #define BLOCK_BYTES (1 << 20)
+#define BLOCK_BYTES_U_IN_L2 (1 << 19)
 /* U up to this size is read by every block (the private schedule), on one
  * thread and on several. */
 #define PRIVATE_U_BYTES_ONE_THREAD (1 << 20)
 #define PRIVATE_U_BYTES_THREADS (4 << 20)
 /* The shared schedule's blocks have at least this many tiles, so that the
- * product's panels of U are used for enough rows to pay for reading them. */
-#define SHARED_MIN_TILES 96
-/* Channels per slice of the products' sums (see products()). */
-#define DEPTH_SLICE 128
-/* Row blocks per thread from which the shared schedule's products split by rows. */
-#define ROWS_PER_SLOT 8
+ * product's panels of U are used for enough rows to pay for reading them
+ * (14x14x256, batch 8: one block of 128 tiles rather than two of 64). */
+#define SHARED_MIN_TILES 128
+/* Channels per slice of the products' sums (see products()): 96 was faster
+ * than 64 or 128 on the 14x14 and 7x7 layers, and no slower elsewhere. */
+#define DEPTH_SLICE 96
+/* Row blocks per thread from which the shared schedule's products split by
+ * rows: at 7x7x512, batch 8 (8 row blocks) the split by rows took 2.96 ms
+ * on two threads, by products 3.42. At 14x14x256, batch 1 (4 row blocks)
+ * both took 0.54 ms, and the split by products is the one in small runs,
+ * so that a thread the machine holds up keeps little work from the other. */
+#define ROWS_PER_SLOT 4
 /* Tiles per slot below which threads are not worth waking. */
 #define MIN_TILES_PER_SLOT 6
 
 typedef struct {
   bk_wino_geom_t g;
-  const bk_conv_kernel_t* kern;
+  const bk_wino_kernel_t* kern;
   const float* x;
   const float* u;
   const float* bias;
@@ -74,7 +88,7 @@ typedef struct {
 /* M_xi = V_xi U_xi for products [begin, end) of one block; product i is
  * (xi, panel) = (i / panels, i % panels), all rows of the block. The sum
  * over channels is split into slices of DEPTH_SLICE, each slice of the U
- * panel (DEPTH_SLICE x cols floats, 32 KiB) staying in L1 while every row
+ * panel (DEPTH_SLICE x cols floats, 24 KiB) staying in L1 while every row
  * of the block passes over it. */
 static void products(const wino_job_t* j, const float* v, float* m, int64_t row_begin, int64_t rows_used,
                      int64_t begin, int64_t end, const float** a) {
@@ -83,13 +97,18 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t row_
   int64_t C = g->p->c, cols = g->cols;
   for (int64_t i = begin; i < end; i++) {
     int64_t xi = i / g->panels, panel = i % g->panels;
-    const float* ux = j->u + (xi * g->panels + panel) * g->u_block;
+    const float* ux = j->u + i * g->u_block; /* (xi, panel) blocks in order */
     float* mx = m + xi * g->m_xi + panel * cols;
     for (int64_t c0 = 0; c0 < C; c0 += DEPTH_SLICE) {
       int64_t depth = C - c0 < DEPTH_SLICE ? C - c0 : DEPTH_SLICE;
+      /* the next slice (of this panel, else the next product's), a quarter
+       * per row block over the first four (cpu.h, bk_wino_tile_fn) */
+      const float* next = c0 + depth < C ? ux + (c0 + depth) * cols : i + 1 < end ? ux + g->u_block : NULL;
       for (int64_t r0 = row_begin; r0 < rows_used; r0 += rows) {
         for (int r = 0; r < rows; r++) a[r] = v + (r0 + r) * g->v_tile + xi * g->v_xi;
-        j->kern->tile(1, a, c0, depth, ux + c0 * cols, 0, NULL, c0 > 0, mx + r0 * g->m_tile, g->m_tile);
+        int64_t q = (r0 - row_begin) / rows;
+        const float* pf = next && q < 4 ? next + q * depth * 16 : NULL;
+        j->kern->tile(a, c0, depth, ux + c0 * cols, c0 > 0, mx + r0 * g->m_tile, g->m_tile, pf);
       }
     }
   }
@@ -113,8 +132,8 @@ static void block_all_steps(const wino_job_t* j, int64_t first, int64_t count, f
 
 static void private_slot(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
-  float* v = j->v + (int64_t)slot * j->block * 36 * j->g.cs;
-  float* m = j->m + (int64_t)slot * j->block * 36 * j->g.kp;
+  float* v = j->v + (int64_t)slot * j->block * j->g.v_tile;
+  float* m = j->m + (int64_t)slot * j->block * j->g.m_tile;
   const float** a = j->a + (int64_t)slot * j->kern->rows;
   for (int64_t t = begin; t < end; t += j->block)
     block_all_steps(j, t, end - t < j->block ? end - t : j->block, v, m, a);
@@ -171,26 +190,41 @@ static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g
 static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
   int rows = j->kern->rows;
   int64_t tile_bytes = 36 * (j->g.cs + j->g.kp) * (int64_t)sizeof(float);
-  int64_t fit = BLOCK_BYTES / tile_bytes / rows * rows;
-  if (fit < rows) fit = rows;
   int64_t u_bytes = 36 * j->g.panels * j->g.u_block * (int64_t)sizeof(float);
+  int64_t fit = (u_bytes <= PRIVATE_U_BYTES_ONE_THREAD ? BLOCK_BYTES_U_IN_L2 : BLOCK_BYTES) / tile_bytes / rows * rows;
+  if (fit < rows) fit = rows;
   *shared = u_bytes > (rt_pool_size(pool) > 1 ? PRIVATE_U_BYTES_THREADS : PRIVATE_U_BYTES_ONE_THREAD);
+  int64_t tiles = j->g.tiles;
   if (*shared) {
-    j->block = fit > SHARED_MIN_TILES ? fit : bk_round_up(SHARED_MIN_TILES, rows);
-    if (j->block > bk_round_up(j->g.tiles, rows)) j->block = bk_round_up(j->g.tiles, rows);
+    /* blocks of about equal size: a short last block would read all of U
+     * for a few rows */
+    int64_t most = fit > SHARED_MIN_TILES ? fit : SHARED_MIN_TILES;
+    int64_t nblocks = (tiles + most - 1) / most;
+    j->block = bk_round_up((tiles + nblocks - 1) / nblocks, rows);
     *slots = rt_pool_size(pool);
   } else {
-    /* blocks are the runs threads claim: at least two per slot */
-    *slots = bk_conv_slots(pool, j->g.tiles, MIN_TILES_PER_SLOT);
-    int64_t half_share = bk_round_up((j->g.tiles + 2 * *slots - 1) / (2 * *slots), rows);
-    j->block = fit < half_share ? fit : half_share;
+    /* blocks are the runs threads claim. With U in L2 (PRIVATE_U_BYTES_ONE_THREAD)
+     * a block costs little more than its rows, and about four per slot
+     * keep the threads even when one of them is held up; a larger U is
+     * read from L3 by every block, so there are as few as fit */
+    *slots = bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT);
+    int64_t per = u_bytes <= PRIVATE_U_BYTES_ONE_THREAD ? 4 * *slots : *slots;
+    int64_t nblocks = per * ((tiles + per * fit - 1) / (per * fit));
+    int64_t rowblocks = (tiles + rows - 1) / rows;
+    /* with many blocks, whole shares and a short remainder that whichever
+     * thread is free takes (56x56: 8 blocks of 24 tiles and one of 4
+     * rather than 7 of 28, 4 for one thread and 3 for the other); with
+     * few, every block reads U, so no remainder */
+    j->block = rows * (per > *slots ? rowblocks / nblocks : (rowblocks + nblocks - 1) / nblocks);
+    if (j->block < rows) j->block = rows;
+    if (j->block > fit) j->block = fit;
   }
 }
 
 /* The shared schedule. The products split by rows when every thread gets
  * at least ROWS_PER_SLOT row blocks: each thread then reads all of U but
- * only the V and M rows it works on; with fewer rows, reading U once per
- * thread costs more, and the products split by (xi, panel) instead. */
+ * only the V and M rows it works on; with fewer rows (7x7 at batch 1: one
+ * row block), they split by (xi, panel) instead. */
 static void run_shared(wino_job_t* j, rt_pool_t* pool) {
   int64_t rows = j->kern->rows;
   for (j->block_first = 0; j->block_first < j->g.tiles; j->block_first += j->block) {
@@ -212,7 +246,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   const bk_conv_problem_t* p = call->p;
   wino_job_t j;
   memset(&j, 0, sizeof j);
-  j.kern = bk_conv_kernel_for(call->state);
+  j.kern = bk_wino_kernel_for(call->state);
   j.g.p = p;
   j.g.tiles_h = (p->oh + 3) / 4;
   j.g.tiles_w = (p->ow + 3) / 4;
@@ -223,8 +257,8 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   j.g.kp = j.g.panels * j.g.cols;
   j.g.u_block = p->c * j.g.cols + 16;
   j.x = call->x->data;
-  j.g.v_tile = 36 * j.g.cs, j.g.v_xi = j.g.cs;
-  j.g.m_tile = 36 * j.g.kp, j.g.m_xi = j.g.kp;
+  j.g.v_tile = 36 * j.g.cs + 16, j.g.v_xi = j.g.cs;
+  j.g.m_tile = 36 * j.g.kp + 16, j.g.m_xi = j.g.kp;
   j.y = call->y->data;
   j.bias = call->bias ? call->bias->data : NULL;
   rt_pool_t* pool = bk_conv_pool(call->ctx);
@@ -241,7 +275,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   if (!kept && p->filter_key && !(u_for_cache = bk_conv_alloc(u_floats, "cpu_winograd"))) s = UJ_ERR_OOM;
   int64_t u_in_scratch = kept || u_for_cache ? 0 : u_floats;
   int buffers = shared ? 1 : slots;
-  int64_t v_floats = j.block * 36 * j.g.cs, m_floats = j.block * 36 * j.g.kp, scratch_floats = 0;
+  int64_t v_floats = j.block * j.g.v_tile, m_floats = j.block * j.g.m_tile, scratch_floats = 0;
   float* scratch = NULL;
   if (s == UJ_OK) {
     scratch = bk_conv_scratch_take(call->state, u_in_scratch + buffers * (v_floats + m_floats), &scratch_floats,

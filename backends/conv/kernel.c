@@ -15,6 +15,10 @@
  *   generic  the avx2 body for the compiler's default target (SSE2 on
  *            x86-64, NEON on AArch64): correct anywhere, slower
  *
+ * cpu_winograd's products have a kernel of their own (bk_wino_tile_fn):
+ * 4 x 64 on avx512, for its small tile counts, with a prefetch of the
+ * panel it reads next; the 6 x 16 body elsewhere.
+ *
  * The accumulators are named variables, not an array, so that the compiler
  * never has a reason to keep them in memory. Variants are separate functions
  * with their own target attribute (the avx2 and generic ones inline one
@@ -100,6 +104,59 @@ __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static vo
   o[0] = c40, o[1] = c41, o[2] = c42, o[3] = c43;
   o = (bk_v16u*)(out + 5 * ldo);
   o[0] = c50, o[1] = c51, o[2] = c52, o[3] = c53;
+}
+#endif
+
+#if BK_X86
+/* Winograd's product (cpu.h, bk_wino_tile_fn): 4 x 64, so that the small
+ * tile counts of late layers (4 tiles per image at 7x7, 16 at 14x14) fill
+ * whole tiles; 16 accumulators are still enough to keep both FMA units
+ * busy (as fast as 6 x 64 when the operands are in L1, measured). The
+ * prefetch, one line per step, costs a load slot where the FMAs leave
+ * plenty. */
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static void wino_avx512(
+    const float* const* a, int64_t a_offset, int64_t depth, const float* b, int accumulate, float* out, int64_t ldo,
+    const float* prefetch) {
+  bk_v16 c00 = {0}, c01 = {0}, c02 = {0}, c03 = {0};
+  bk_v16 c10 = {0}, c11 = {0}, c12 = {0}, c13 = {0};
+  bk_v16 c20 = {0}, c21 = {0}, c22 = {0}, c23 = {0};
+  bk_v16 c30 = {0}, c31 = {0}, c32 = {0}, c33 = {0};
+  if (accumulate) {
+    const bk_v16u* o = (const bk_v16u*)out;
+    c00 = o[0], c01 = o[1], c02 = o[2], c03 = o[3];
+    o = (const bk_v16u*)(out + ldo);
+    c10 = o[0], c11 = o[1], c12 = o[2], c13 = o[3];
+    o = (const bk_v16u*)(out + 2 * ldo);
+    c20 = o[0], c21 = o[1], c22 = o[2], c23 = o[3];
+    o = (const bk_v16u*)(out + 3 * ldo);
+    c30 = o[0], c31 = o[1], c32 = o[2], c33 = o[3];
+  }
+  const float* restrict a0 = a[0] + a_offset;
+  const float* restrict a1 = a[1] + a_offset;
+  const float* restrict a2 = a[2] + a_offset;
+  const float* restrict a3 = a[3] + a_offset;
+  const float* restrict bp = b;
+  for (int64_t c = 0; c < depth; c++, bp += 64) {
+    if (prefetch) __builtin_prefetch(prefetch + 16 * c, 0, 2);
+    bk_v16 b0 = *(const bk_v16u*)(bp + 0), b1 = *(const bk_v16u*)(bp + 16);
+    bk_v16 b2 = *(const bk_v16u*)(bp + 32), b3 = *(const bk_v16u*)(bp + 48);
+    float x = a0[c];
+    c00 += x * b0, c01 += x * b1, c02 += x * b2, c03 += x * b3;
+    x = a1[c];
+    c10 += x * b0, c11 += x * b1, c12 += x * b2, c13 += x * b3;
+    x = a2[c];
+    c20 += x * b0, c21 += x * b1, c22 += x * b2, c23 += x * b3;
+    x = a3[c];
+    c30 += x * b0, c31 += x * b1, c32 += x * b2, c33 += x * b3;
+  }
+  bk_v16u* o = (bk_v16u*)out;
+  o[0] = c00, o[1] = c01, o[2] = c02, o[3] = c03;
+  o = (bk_v16u*)(out + ldo);
+  o[0] = c10, o[1] = c11, o[2] = c12, o[3] = c13;
+  o = (bk_v16u*)(out + 2 * ldo);
+  o[0] = c20, o[1] = c21, o[2] = c22, o[3] = c23;
+  o = (bk_v16u*)(out + 3 * ldo);
+  o[0] = c30, o[1] = c31, o[2] = c32, o[3] = c33;
 }
 #endif
 
@@ -198,6 +255,39 @@ const bk_conv_kernel_t* bk_conv_kernel_for(bk_conv_state_t* st) {
   for (int i = 0; isa && i < count; i++)
     if (strcmp(k[i].isa, isa) == 0) return &k[i];
   return &k[0];
+}
+
+/* Winograd's kernel for instruction sets without a kernel of their own: the
+ * 6 x 16 body with one tap. */
+#if BK_X86
+__attribute__((target("avx2,fma"))) static void wino_avx2(const float* const* a, int64_t a_offset, int64_t depth,
+                                                          const float* b, int accumulate, float* out,
+                                                          int64_t ldo, const float* prefetch) {
+  (void)prefetch;
+  tile_v8_body(1, a, a_offset, depth, b, 0, NULL, accumulate, out, ldo);
+}
+#endif
+
+static void wino_generic(const float* const* a, int64_t a_offset, int64_t depth, const float* b, int accumulate,
+                         float* out, int64_t ldo, const float* prefetch) {
+  (void)prefetch;
+  tile_v8_body(1, a, a_offset, depth, b, 0, NULL, accumulate, out, ldo);
+}
+
+static const bk_wino_kernel_t wino_table[] = {
+#if BK_X86
+    {"avx512", 4, 64, wino_avx512},
+    {"avx2", 6, 16, wino_avx2},
+#endif
+    {"generic", 6, 16, wino_generic},
+};
+_Static_assert(sizeof wino_table / sizeof wino_table[0] == KERNEL_TOTAL, "a Winograd kernel per product kernel");
+
+const bk_wino_kernel_t* bk_wino_kernel_for(bk_conv_state_t* st) {
+  const bk_conv_kernel_t* k = bk_conv_kernel_for(st);
+  for (int i = 0; i < KERNEL_TOTAL; i++)
+    if (strcmp(wino_table[i].isa, k->isa) == 0) return &wino_table[i];
+  return &wino_table[KERNEL_TOTAL - 1];
 }
 
 float* bk_conv_alloc(int64_t n, const char* what) {

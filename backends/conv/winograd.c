@@ -84,12 +84,15 @@ static inline __attribute__((always_inline)) void input_column(bk_v16* col, cons
 BK_CLONES void bk_wino_input(const bk_wino_geom_t* g, const float* x, int64_t t_begin, int64_t t_end, float* v,
                              int64_t row0) {
   const bk_conv_problem_t* p = g->p;
+  /* every size in a local: the vector stores may alias anything (bk_v16u),
+   * so a size read through g or p would be read again after each store */
   const int64_t H = p->h, W = p->w, C = p->c, cs = g->cs, per_image = g->tiles_h * g->tiles_w;
+  const int64_t tiles_w = g->tiles_w, v_tile = g->v_tile, v_xi = g->v_xi, pad_h = p->pad_h, pad_w = p->pad_w;
   for (int64_t t = t_begin; t < t_end; t++) {
-    int64_t n = t / per_image, ty = t % per_image / g->tiles_w, tx = t % g->tiles_w;
-    int64_t ih0 = 4 * ty - p->pad_h, iw0 = 4 * tx - p->pad_w;
+    int64_t n = t / per_image, ty = t % per_image / tiles_w, tx = t % tiles_w;
+    int64_t ih0 = 4 * ty - pad_h, iw0 = 4 * tx - pad_w;
     int inside = ih0 >= 0 && ih0 + 6 <= H && iw0 >= 0 && iw0 + 6 <= W;
-    float* out = v + (t - row0) * g->v_tile;
+    float* out = v + (t - row0) * v_tile;
     for (int64_t c0 = 0; c0 < cs; c0 += LANES) {
       int64_t nc = C - c0 < LANES ? C - c0 : LANES;
       const float* base = x + n * H * W * C + c0;
@@ -108,7 +111,7 @@ BK_CLONES void bk_wino_input(const bk_wino_geom_t* g, const float* x, int64_t t_
       for (int i = 0; i < 6; i++) {
         bk_v16 row[6];
         input_1d(row, 1, &tmp[6 * i], 1);
-        for (int j = 0; j < 6; j++) *(bk_v16u*)(out + (6 * i + j) * g->v_xi + c0) = row[j];
+        for (int j = 0; j < 6; j++) *(bk_v16u*)(out + (6 * i + j) * v_xi + c0) = row[j];
       }
     }
   }
@@ -117,11 +120,13 @@ BK_CLONES void bk_wino_input(const bk_wino_geom_t* g, const float* x, int64_t t_
 BK_CLONES void bk_wino_output(const bk_wino_geom_t* g, const float* m, int64_t row0, int64_t t_begin, int64_t t_end,
                               const float* bias, float* y) {
   const bk_conv_problem_t* p = g->p;
+  /* sizes in locals, as in bk_wino_input */
   const int64_t OH = p->oh, OW = p->ow, K = p->k, per_image = g->tiles_h * g->tiles_w;
+  const int64_t tiles_w = g->tiles_w, m_tile = g->m_tile, m_xi = g->m_xi;
   for (int64_t t = t_begin; t < t_end; t++) {
-    int64_t n = t / per_image, ty = t % per_image / g->tiles_w, tx = t % g->tiles_w;
+    int64_t n = t / per_image, ty = t % per_image / tiles_w, tx = t % tiles_w;
     int64_t rows = OH - 4 * ty < 4 ? OH - 4 * ty : 4, cols = OW - 4 * tx < 4 ? OW - 4 * tx : 4;
-    const float* in = m + (t - row0) * g->m_tile;
+    const float* in = m + (t - row0) * m_tile;
     float* out = y + ((n * OH + 4 * ty) * OW + 4 * tx) * K;
     for (int64_t k0 = 0; k0 < K; k0 += LANES) {
       int64_t nk = K - k0 < LANES ? K - k0 : LANES;
@@ -132,7 +137,7 @@ BK_CLONES void bk_wino_output(const bk_wino_geom_t* g, const float* m, int64_t r
       bk_v16 tmp[24];
       for (int j = 0; j < 6; j++) {
         bk_v16 col[6];
-        for (int i = 0; i < 6; i++) col[i] = *(const bk_v16u*)(in + (6 * i + j) * g->m_xi + k0);
+        for (int i = 0; i < 6; i++) col[i] = *(const bk_v16u*)(in + (6 * i + j) * m_xi + k0);
         output_1d(&tmp[j], 6, col, 1);
       }
       for (int64_t a = 0; a < rows; a++) {

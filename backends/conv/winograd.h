@@ -27,9 +27,12 @@
  * Layouts (floats):
  *   V   tile t at V + (t - row0)*v_tile, position xi at + xi*v_xi, channel c
  *       at + c; rows of cs = round_up(C, 16) floats, channels past C are 0.
- *       Tile-major (v_tile = 36*cs, v_xi = cs) lets each transform read and
- *       write one contiguous stretch per tile; the product kernel takes its
- *       rows by pointer and does not mind the stride between them
+ *       Tile-major (v_tile = 36*cs + 16, v_xi = cs) lets each transform read
+ *       and write one contiguous stretch per tile; the product kernel takes
+ *       its rows by pointer and does not mind the stride between them. The
+ *       16 floats of slack keep the kernel's rows (and M's) from being a
+ *       multiple of 4 KiB apart, which for C of 256 or more would put them
+ *       all in one L1 cache set
  *   U   [36][panels] blocks of [C][cols], u_block floats apart: for each xi
  *       the filters in panels of cols, the right-hand side panels of the
  *       product kernel (cpu.h). u_block = C*cols + 16: one cache line more
