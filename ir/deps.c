@@ -5,8 +5,12 @@
  * target; an i32 load inside an index expression (select) is a read. The
  * passes use it for liveness (dce) and for the legality of moving and
  * merging blocks (fuse). It invalidates nothing; any rewrite of the blocks
- * invalidates it. */
+ * invalidates it, except a merge of two blocks into one, which
+ * ir_deps_merge applies to the tables in place: the merged block makes
+ * exactly the accesses of the two (renaming loop ids changes no tensor), so
+ * its row is the union of theirs. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir.h"
 
@@ -84,6 +88,20 @@ ir_deps_t* ir_deps_new(const ir_func_t* f) {
     ir_walk_accesses(&f->blocks[b], note_access, &fill);
   }
   return d;
+}
+
+void ir_deps_merge(ir_deps_t* d, int into, int from) {
+  size_t n = (size_t)d->ntensors;
+  unsigned char *ri = d->reads + (size_t)into * n, *wi = d->writes + (size_t)into * n;
+  unsigned char *rf = d->reads + (size_t)from * n, *wf = d->writes + (size_t)from * n;
+  for (size_t t = 0; t < n; t++) {
+    ri[t] |= rf[t];
+    wi[t] |= wf[t];
+  }
+  size_t tail = (size_t)(d->nblocks - from - 1) * n;
+  memmove(rf, rf + n, tail);
+  memmove(wf, wf + n, tail);
+  d->nblocks--;
 }
 
 void ir_deps_free(ir_deps_t* d) {

@@ -28,7 +28,8 @@
  * with; if one in between forbids that, A may instead move right past the
  * blocks in between (merge to the right). Repeats until no merge applies.
  *
- * Assumes loop bounds read no tensors. Invalidates deps. */
+ * Assumes loop bounds read no tensors. Keeps its own dependence tables up
+ * to date as it merges; invalidates any other. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,8 +131,9 @@ static int injective(const ir_block_t* chain, int level, const ir_access_t* acc)
   return 1;
 }
 
-/* Whether A and B may merge; fills the rename map. -1 on OOM. */
-static int mergeable(ir_func_t* f, ir_block_t* A, ir_block_t* B, rename_t* r) {
+/* Whether A and B may merge, given their accesses ra and rb; fills the
+ * rename map. -1 on OOM. */
+static int mergeable(ir_func_t* f, ir_block_t* A, ir_block_t* B, const recs_t* ra, const recs_t* rb, rename_t* r) {
   int npair = A->nloops < B->nloops ? A->nloops : B->nloops;
   r->f = f;
   r->n = 0;
@@ -143,35 +145,30 @@ static int mergeable(ir_func_t* f, ir_block_t* A, ir_block_t* B, rename_t* r) {
     r->from[r->n] = B->loops[k].id;
     r->to[r->n++] = A->loops[k].id;
   }
-  recs_t ra = {0}, rb = {0};
-  ir_walk_accesses(A, collect, &ra);
-  ir_walk_accesses(B, collect, &rb);
-  int ok = !ra.failed && !rb.failed ? 1 : -1;
-  for (int i = 0; i < ra.n && ok == 1; i++) {
-    const rec_t* x = &ra.recs[i];
+  int ok = 1;
+  for (int i = 0; i < ra->n && ok == 1; i++) {
+    const rec_t* x = &ra->recs[i];
     int conflict = 0;
-    for (int j = 0; j < rb.n; j++)
-      if (rb.recs[j].tensor == x->tensor && (x->write || rb.recs[j].write)) conflict = 1;
-    for (int j = 0; j < ra.n && !conflict; j++) /* A writes it and B reads it */
-      if (ra.recs[j].tensor == x->tensor && ra.recs[j].write)
-        for (int m = 0; m < rb.n; m++) conflict |= rb.recs[m].tensor == x->tensor;
+    for (int j = 0; j < rb->n; j++)
+      if (rb->recs[j].tensor == x->tensor && (x->write || rb->recs[j].write)) conflict = 1;
+    for (int j = 0; j < ra->n && !conflict; j++) /* A writes it and B reads it */
+      if (ra->recs[j].tensor == x->tensor && ra->recs[j].write)
+        for (int m = 0; m < rb->n; m++) conflict |= rb->recs[m].tensor == x->tensor;
     if (!conflict) continue;
     /* every access to this tensor in both blocks must be the same element */
     const ir_access_t* ref = x->acc;
     int level = x->level;
     /* ref is A's access, so the loops enclosing it are A's (paired or its own) */
     if (!injective(A, level, ref)) ok = 0;
-    for (int j = 0; j < ra.n && ok == 1; j++)
-      if (ra.recs[j].tensor == x->tensor &&
-          (ra.recs[j].level != level || !same_access_index(r, ref, ra.recs[j].acc, 0)))
+    for (int j = 0; j < ra->n && ok == 1; j++)
+      if (ra->recs[j].tensor == x->tensor &&
+          (ra->recs[j].level != level || !same_access_index(r, ref, ra->recs[j].acc, 0)))
         ok = 0;
-    for (int j = 0; j < rb.n && ok == 1; j++)
-      if (rb.recs[j].tensor == x->tensor &&
-          (rb.recs[j].level != level || !same_access_index(r, ref, rb.recs[j].acc, 1)))
+    for (int j = 0; j < rb->n && ok == 1; j++)
+      if (rb->recs[j].tensor == x->tensor &&
+          (rb->recs[j].level != level || !same_access_index(r, ref, rb->recs[j].acc, 1)))
         ok = 0;
   }
-  free(ra.recs);
-  free(rb.recs);
   return ok;
 }
 
@@ -219,18 +216,46 @@ static int merge_blocks(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, 
   return 1;
 }
 
-static void remove_block(ir_func_t* f, int i) {
-  memmove(&f->blocks[i], &f->blocks[i + 1], (size_t)(f->nblocks - i - 1) * sizeof *f->blocks);
-  f->nblocks--;
+/* The search's state, kept in step with f->blocks: the dependence tables
+ * and each block's accesses. A merge changes two blocks into one, so only
+ * that block's records are made again and the tables are updated in place
+ * (ir_deps_merge); rebuilding them all after every merge was most of the
+ * pass's time. */
+typedef struct {
+  ir_func_t* f;
+  ir_deps_t* d;
+  recs_t* recs; /* [block] */
+} fuse_t;
+
+static int block_records(ir_block_t* b, recs_t* out) {
+  *out = (recs_t){0};
+  ir_walk_accesses(b, collect, out);
+  return !out->failed;
 }
 
-/* One merge, if any applies: 1 merged, 0 none, -1 OOM. */
-static int fuse_once(ir_func_t* f) {
-  ir_deps_t* d = ir_deps_new(f);
-  if (!d) return -1;
-  int result = 0;
-  for (int j = 1; j < f->nblocks && !result; j++) {
-    for (int i = j - 1; i >= 0 && !result; i--) {
+/* Block `drop` is gone and `keep` (not yet renumbered) holds the merged
+ * chain. */
+static int merged(fuse_t* F, int keep, int drop, const ir_block_t* chain) {
+  ir_func_t* f = F->f;
+  f->blocks[keep] = *chain;
+  free(F->recs[keep].recs);
+  free(F->recs[drop].recs);
+  int ok = block_records(&f->blocks[keep], &F->recs[keep]);
+  memmove(&F->recs[drop], &F->recs[drop + 1], (size_t)(f->nblocks - drop - 1) * sizeof *F->recs);
+  memmove(&f->blocks[drop], &f->blocks[drop + 1], (size_t)(f->nblocks - drop - 1) * sizeof *f->blocks);
+  f->nblocks--;
+  ir_deps_merge(F->d, keep, drop);
+  return ok;
+}
+
+/* One merge, the first in the order (j ascending, then i descending from
+ * j - 1) that applies, looking no further left than j = from: 1 merged
+ * (*at is the smaller of the two indices), 0 none, -1 OOM. */
+static int fuse_once(fuse_t* F, int from, int* at) {
+  ir_func_t* f = F->f;
+  ir_deps_t* d = F->d;
+  for (int j = from > 1 ? from : 1; j < f->nblocks; j++) {
+    for (int i = j - 1; i >= 0; i--) {
       int left_ok = 1, right_ok = 1;
       for (int m = i + 1; m < j; m++) {
         if (ir_deps_conflict(d, m, j)) left_ok = 0;
@@ -238,31 +263,31 @@ static int fuse_once(ir_func_t* f) {
       }
       if (!left_ok && !right_ok) continue;
       rename_t r;
-      int can = mergeable(f, &f->blocks[i], &f->blocks[j], &r);
-      if (can < 0) result = -1;
-      if (can <= 0) continue;
-      ir_block_t merged;
-      if (!merge_blocks(f, &f->blocks[i], &f->blocks[j], &r, &merged)) {
-        result = -1;
-        break;
-      }
-      if (left_ok) {
-        f->blocks[i] = merged;
-        remove_block(f, j);
-      } else {
-        f->blocks[j] = merged;
-        remove_block(f, i);
-      }
-      result = 1;
+      int can = mergeable(f, &f->blocks[i], &f->blocks[j], &F->recs[i], &F->recs[j], &r);
+      if (can < 0) return -1;
+      if (can == 0) continue;
+      ir_block_t chain;
+      if (!merge_blocks(f, &f->blocks[i], &f->blocks[j], &r, &chain)) return -1;
+      *at = i;
+      return merged(F, left_ok ? i : j, left_ok ? j : i, &chain) ? 1 : -1;
     }
   }
-  ir_deps_free(d);
-  return result;
+  return 0;
 }
 
+/* Whether a pair may merge depends only on the blocks from its left to its
+ * right one. After a merge of (i, j), the pairs left of i are as they were,
+ * and they all failed (the search took the first pair that applied), so the
+ * next search starts at i: the result is that of restarting from the
+ * first pair every time. */
 uj_status_t ir_pass_fuse(ir_func_t* f) {
-  int r;
-  while ((r = fuse_once(f)) > 0) {
-  }
+  fuse_t F = {f, ir_deps_new(f), calloc((size_t)f->nblocks + 1, sizeof *F.recs)};
+  int r = F.d && F.recs ? 1 : -1;
+  for (int b = 0; b < f->nblocks && r > 0; b++)
+    if (!block_records(&f->blocks[b], &F.recs[b])) r = -1;
+  for (int from = 1; r > 0;) r = fuse_once(&F, from, &from);
+  for (int b = 0; F.recs && b < f->nblocks; b++) free(F.recs[b].recs);
+  free(F.recs);
+  ir_deps_free(F.d);
   return r < 0 ? rt_error(UJ_ERR_OOM, "fuse: out of memory") : UJ_OK;
 }
