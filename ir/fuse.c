@@ -38,6 +38,7 @@
 typedef struct {
   int tensor, write, level;
   const ir_access_t* acc;
+  const ir_stmt_t* stmt; /* the statement the access belongs to */
 } rec_t;
 
 typedef struct {
@@ -47,7 +48,6 @@ typedef struct {
 } recs_t;
 
 static void collect(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
-  (void)stmt;
   recs_t* r = ctx;
   if (r->n == r->cap) {
     int cap = r->cap ? r->cap * 2 : 16;
@@ -59,7 +59,7 @@ static void collect(void* ctx, ir_access_t* acc, int is_write, int level, ir_stm
     r->recs = n;
     r->cap = cap;
   }
-  r->recs[r->n++] = (rec_t){acc->tensor, is_write, level, acc};
+  r->recs[r->n++] = (rec_t){acc->tensor, is_write, level, acc, stmt};
 }
 
 /* Renaming B's paired loop ids to A's. */
@@ -131,9 +131,31 @@ static int injective(const ir_block_t* chain, int level, const ir_access_t* acc)
   return 1;
 }
 
-/* Whether A and B may merge, given their accesses ra and rb; fills the
- * rename map. -1 on OOM. */
-static int mergeable(ir_func_t* f, ir_block_t* A, ir_block_t* B, const recs_t* ra, const recs_t* rb, rename_t* r) {
+/* The search's state, kept in step with f->blocks: the dependence tables
+ * and each block's accesses. A merge changes two blocks into one, so only
+ * that block's records are made (from the two it came from) and the tables
+ * are updated in place (ir_deps_merge); rebuilding them all after every
+ * merge was most of the pass's time. */
+typedef struct {
+  ir_func_t* f;
+  ir_deps_t* d;
+  recs_t* recs; /* [block] */
+  int* seen;    /* [tensor]: == gen when mergeable has looked at it */
+  int gen;
+} fuse_t;
+
+/* Whether blocks ia and ib (A before B) may merge; fills the rename map.
+ * -1 on OOM.
+ *
+ * A tensor needs the same-element check when B touches it and either side
+ * writes it, which the dependence tables answer per tensor; and the check
+ * passes for one of A's accesses to it exactly when it passes for any other
+ * (every access must equal that one), so each tensor is checked once. */
+static int mergeable(fuse_t* F, int ia, int ib, rename_t* r) {
+  ir_func_t* f = F->f;
+  const ir_deps_t* d = F->d;
+  const ir_block_t *A = &f->blocks[ia], *B = &f->blocks[ib];
+  const recs_t *ra = &F->recs[ia], *rb = &F->recs[ib];
   int npair = A->nloops < B->nloops ? A->nloops : B->nloops;
   r->f = f;
   r->n = 0;
@@ -146,27 +168,24 @@ static int mergeable(ir_func_t* f, ir_block_t* A, ir_block_t* B, const recs_t* r
     r->to[r->n++] = A->loops[k].id;
   }
   int ok = 1;
+  F->gen++;
   for (int i = 0; i < ra->n && ok == 1; i++) {
     const rec_t* x = &ra->recs[i];
-    int conflict = 0;
-    for (int j = 0; j < rb->n; j++)
-      if (rb->recs[j].tensor == x->tensor && (x->write || rb->recs[j].write)) conflict = 1;
-    for (int j = 0; j < ra->n && !conflict; j++) /* A writes it and B reads it */
-      if (ra->recs[j].tensor == x->tensor && ra->recs[j].write)
-        for (int m = 0; m < rb->n; m++) conflict |= rb->recs[m].tensor == x->tensor;
-    if (!conflict) continue;
+    int t = x->tensor;
+    if (F->seen[t] == F->gen) continue;
+    F->seen[t] = F->gen;
+    int b_touches = ir_deps_reads(d, ib, t) || ir_deps_writes(d, ib, t);
+    if (!b_touches || !(ir_deps_writes(d, ia, t) || ir_deps_writes(d, ib, t))) continue;
     /* every access to this tensor in both blocks must be the same element */
     const ir_access_t* ref = x->acc;
     int level = x->level;
     /* ref is A's access, so the loops enclosing it are A's (paired or its own) */
     if (!injective(A, level, ref)) ok = 0;
     for (int j = 0; j < ra->n && ok == 1; j++)
-      if (ra->recs[j].tensor == x->tensor &&
-          (ra->recs[j].level != level || !same_access_index(r, ref, ra->recs[j].acc, 0)))
+      if (ra->recs[j].tensor == t && (ra->recs[j].level != level || !same_access_index(r, ref, ra->recs[j].acc, 0)))
         ok = 0;
     for (int j = 0; j < rb->n && ok == 1; j++)
-      if (rb->recs[j].tensor == x->tensor &&
-          (rb->recs[j].level != level || !same_access_index(r, ref, rb->recs[j].acc, 1)))
+      if (rb->recs[j].tensor == t && (rb->recs[j].level != level || !same_access_index(r, ref, rb->recs[j].acc, 1)))
         ok = 0;
   }
   return ok;
@@ -216,36 +235,63 @@ static int merge_blocks(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, 
   return 1;
 }
 
-/* The search's state, kept in step with f->blocks: the dependence tables
- * and each block's accesses. A merge changes two blocks into one, so only
- * that block's records are made again and the tables are updated in place
- * (ir_deps_merge); rebuilding them all after every merge was most of the
- * pass's time. */
-typedef struct {
-  ir_func_t* f;
-  ir_deps_t* d;
-  recs_t* recs; /* [block] */
-} fuse_t;
-
 static int block_records(ir_block_t* b, recs_t* out) {
   *out = (recs_t){0};
   ir_walk_accesses(b, collect, out);
   return !out->failed;
 }
 
-/* Block `drop` is gone and `keep` (not yet renumbered) holds the merged
- * chain. */
-static int merged(fuse_t* F, int keep, int drop, const ir_block_t* chain) {
+/* The records of chain, the merge of A (records ra) and B, in the order of
+ * a walk over chain: per level, A's statements then B's. A's are ra with
+ * the statements (and the targets, which live in them) moved to where
+ * chain holds its copies; only B's renamed statements are walked. */
+static int chain_records(const ir_block_t* A, const recs_t* ra, const ir_block_t* chain, recs_t* out) {
+  *out = (recs_t){0};
+  ir_loop_t* view = malloc((size_t)chain->nloops * sizeof *view + 1);
+  if (!view) return 0;
+  for (int k = 0; k < chain->nloops; k++) {
+    int na = k < A->nloops ? A->loops[k].nstmts : 0;
+    view[k] = chain->loops[k];
+    view[k].stmts += na;
+    view[k].nstmts -= na;
+  }
+  ir_block_t b_part = {chain->nloops, chain->nloops, view};
+  recs_t rb = {0};
+  ir_walk_accesses(&b_part, collect, &rb);
+  free(view);
+  out->cap = ra->n + rb.n;
+  out->recs = malloc((size_t)out->cap * sizeof *out->recs + 1);
+  if (rb.failed || !out->recs) {
+    free(rb.recs);
+    return 0;
+  }
+  int ia = 0, ib = 0;
+  for (int k = 0; k < chain->nloops; k++) {
+    for (; ia < ra->n && ra->recs[ia].level == k; ia++) {
+      rec_t x = ra->recs[ia];
+      const ir_stmt_t* moved = &chain->loops[k].stmts[x.stmt - A->loops[k].stmts];
+      if (x.acc == &x.stmt->target) x.acc = &moved->target;
+      x.stmt = moved;
+      out->recs[out->n++] = x;
+    }
+    for (; ib < rb.n && rb.recs[ib].level == k; ib++) out->recs[out->n++] = rb.recs[ib];
+  }
+  free(rb.recs);
+  return 1;
+}
+
+/* Blocks keep and drop were merged into chain (records in *recs): chain
+ * goes at keep and drop is removed. */
+static void merged(fuse_t* F, int keep, int drop, const ir_block_t* chain, const recs_t* recs) {
   ir_func_t* f = F->f;
   f->blocks[keep] = *chain;
   free(F->recs[keep].recs);
   free(F->recs[drop].recs);
-  int ok = block_records(&f->blocks[keep], &F->recs[keep]);
+  F->recs[keep] = *recs;
   memmove(&F->recs[drop], &F->recs[drop + 1], (size_t)(f->nblocks - drop - 1) * sizeof *F->recs);
   memmove(&f->blocks[drop], &f->blocks[drop + 1], (size_t)(f->nblocks - drop - 1) * sizeof *f->blocks);
   f->nblocks--;
   ir_deps_merge(F->d, keep, drop);
-  return ok;
 }
 
 /* One merge, the first in the order (j ascending, then i descending from
@@ -263,13 +309,17 @@ static int fuse_once(fuse_t* F, int from, int* at) {
       }
       if (!left_ok && !right_ok) continue;
       rename_t r;
-      int can = mergeable(f, &f->blocks[i], &f->blocks[j], &F->recs[i], &F->recs[j], &r);
+      int can = mergeable(F, i, j, &r);
       if (can < 0) return -1;
       if (can == 0) continue;
       ir_block_t chain;
-      if (!merge_blocks(f, &f->blocks[i], &f->blocks[j], &r, &chain)) return -1;
+      recs_t recs;
+      if (!merge_blocks(f, &f->blocks[i], &f->blocks[j], &r, &chain) ||
+          !chain_records(&f->blocks[i], &F->recs[i], &chain, &recs))
+        return -1;
+      merged(F, left_ok ? i : j, left_ok ? j : i, &chain, &recs);
       *at = i;
-      return merged(F, left_ok ? i : j, left_ok ? j : i, &chain) ? 1 : -1;
+      return 1;
     }
   }
   return 0;
@@ -281,13 +331,15 @@ static int fuse_once(fuse_t* F, int from, int* at) {
  * next search starts at i: the result is that of restarting from the
  * first pair every time. */
 uj_status_t ir_pass_fuse(ir_func_t* f) {
-  fuse_t F = {f, ir_deps_new(f), calloc((size_t)f->nblocks + 1, sizeof *F.recs)};
-  int r = F.d && F.recs ? 1 : -1;
+  fuse_t F = {f, ir_deps_new(f), calloc((size_t)f->nblocks + 1, sizeof *F.recs),
+              calloc((size_t)f->ntensors + 1, sizeof *F.seen), 0};
+  int r = F.d && F.recs && F.seen ? 1 : -1;
   for (int b = 0; b < f->nblocks && r > 0; b++)
     if (!block_records(&f->blocks[b], &F.recs[b])) r = -1;
   for (int from = 1; r > 0;) r = fuse_once(&F, from, &from);
   for (int b = 0; F.recs && b < f->nblocks; b++) free(F.recs[b].recs);
   free(F.recs);
+  free(F.seen);
   ir_deps_free(F.d);
   return r < 0 ? rt_error(UJ_ERR_OOM, "fuse: out of memory") : UJ_OK;
 }
