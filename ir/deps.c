@@ -14,33 +14,52 @@
 
 #include "ir.h"
 
+/* The walks below run several times per pass over every expression, so
+ * they skip what cannot hold a load without a call: index leaves (a
+ * constant, loop, size or parameter), absent index trees, and they follow
+ * an expression's last operand in a loop rather than a call. The order in
+ * which fn sees the accesses is that of the plain recursion. */
 static void walk_ix(ir_ix_t* ix, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt);
 
+static int ix_may_load(const ir_ix_t* ix) {
+  return ix && ix->kind != IR_IX_CONST && ix->kind != IR_IX_LOOP && ix->kind != IR_IX_DIM && ix->kind != IR_IX_PARAM;
+}
+
 static void walk_access_indices(ir_access_t* acc, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
-  for (int k = 0; k < acc->nidx; k++) walk_ix(acc->idx[k], fn, ctx, level, stmt);
+  for (int k = 0; k < acc->nidx; k++)
+    if (ix_may_load(acc->idx[k])) walk_ix(acc->idx[k], fn, ctx, level, stmt);
 }
 
 static void walk_ix(ir_ix_t* ix, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
-  if (!ix) return;
-  if (ix->kind == IR_IX_LOAD) {
-    walk_access_indices(ix->load, fn, ctx, level, stmt);
-    fn(ctx, ix->load, 0, level, stmt);
-    return;
+  while (ix_may_load(ix)) {
+    if (ix->kind == IR_IX_LOAD) {
+      walk_access_indices(ix->load, fn, ctx, level, stmt);
+      fn(ctx, ix->load, 0, level, stmt);
+      return;
+    }
+    walk_ix(ix->a, fn, ctx, level, stmt);
+    ix = ix->b;
   }
-  walk_ix(ix->a, fn, ctx, level, stmt);
-  walk_ix(ix->b, fn, ctx, level, stmt);
 }
 
 void ir_walk_expr_loads(ir_expr_t* e, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
-  if (!e) return;
-  if (e->kind == IR_EX_LOAD) {
-    walk_access_indices(&e->access, fn, ctx, level, stmt);
-    fn(ctx, &e->access, 0, level, stmt);
+  while (e) {
+    if (e->kind == IR_EX_LOAD) {
+      walk_access_indices(&e->access, fn, ctx, level, stmt);
+      fn(ctx, &e->access, 0, level, stmt);
+    }
+    if (ix_may_load(e->ix)) walk_ix(e->ix, fn, ctx, level, stmt);
+    if (e->c) {
+      ir_walk_expr_loads(e->a, fn, ctx, level, stmt);
+      ir_walk_expr_loads(e->b, fn, ctx, level, stmt);
+      e = e->c;
+    } else if (e->b) {
+      ir_walk_expr_loads(e->a, fn, ctx, level, stmt);
+      e = e->b;
+    } else {
+      e = e->a;
+    }
   }
-  walk_ix(e->ix, fn, ctx, level, stmt);
-  ir_walk_expr_loads(e->a, fn, ctx, level, stmt);
-  ir_walk_expr_loads(e->b, fn, ctx, level, stmt);
-  ir_walk_expr_loads(e->c, fn, ctx, level, stmt);
 }
 
 void ir_walk_accesses(ir_block_t* b, ir_access_fn fn, void* ctx) {
@@ -49,7 +68,7 @@ void ir_walk_accesses(ir_block_t* b, ir_access_fn fn, void* ctx) {
     for (int s = 0; s < l->nstmts; s++) {
       ir_stmt_t* st = &l->stmts[s];
       ir_walk_expr_loads(st->value, fn, ctx, k, st);
-      walk_ix(st->arg_index, fn, ctx, k, st);
+      if (ix_may_load(st->arg_index)) walk_ix(st->arg_index, fn, ctx, k, st);
       if (st->kind == IR_ST_ACCUM) continue;
       walk_access_indices(&st->target, fn, ctx, k, st);
       if (st->kind == IR_ST_SCATTER_ADD) fn(ctx, &st->target, 0, k, st);
