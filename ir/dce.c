@@ -35,9 +35,14 @@ static void mark_read(void* ctx, ir_access_t* acc, int is_write, int level, ir_s
 /* Drops dead statements and carried variables; returns the statement count.
  * A tensor read by a remaining statement of the block itself stays live
  * (conservatively, whether the read comes before or after the store), so
- * the pruning repeats until nothing more goes. */
-static int prune_block(ir_block_t* b, const unsigned char* live, unsigned char* local, int ntensors) {
+ * the pruning repeats until nothing more goes. On return *reads_known says
+ * whether local holds live plus everything the remaining statements read
+ * (it does unless an accumulation was dropped after the last walk), which
+ * saves the caller a walk of its own. */
+static int prune_block(ir_block_t* b, const unsigned char* live, unsigned char* local, int ntensors,
+                       int* reads_known) {
   int total = 0;
+  *reads_known = 1;
   for (int removed = 1; removed;) {
     removed = 0;
     memcpy(local, live, (size_t)ntensors);
@@ -67,6 +72,7 @@ static int prune_block(ir_block_t* b, const unsigned char* live, unsigned char* 
           continue;
         }
         changed = 1;
+        *reads_known = 0;
         for (int j = 0; j < b->nloops; j++) { /* its accumulations go with it */
           ir_loop_t* lj = &b->loops[j];
           int ws = 0;
@@ -107,12 +113,14 @@ uj_status_t ir_pass_dce(ir_func_t* f) {
   }
   for (int t = 0; t < f->ntensors; t++) live[t] = f->tensors[t].role == IR_TENSOR_OUTPUT;
   for (int b = f->nblocks - 1; b >= 0; b--) {
-    if (prune_block(&f->blocks[b], live, local, f->ntensors) == 0) {
+    int reads_known;
+    if (prune_block(&f->blocks[b], live, local, f->ntensors, &reads_known) == 0) {
       memmove(&f->blocks[b], &f->blocks[b + 1], (size_t)(f->nblocks - b - 1) * sizeof *f->blocks);
       f->nblocks--;
       continue;
     }
-    ir_walk_accesses(&f->blocks[b], mark_read, live);
+    if (reads_known) memcpy(live, local, (size_t)f->ntensors);
+    else ir_walk_accesses(&f->blocks[b], mark_read, live);
   }
   memset(live, 0, (size_t)f->ntensors);
   for (int b = 0; b < f->nblocks; b++) ir_walk_accesses(&f->blocks[b], mark_touched, live);

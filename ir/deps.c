@@ -5,38 +5,61 @@
  * target; an i32 load inside an index expression (select) is a read. The
  * passes use it for liveness (dce) and for the legality of moving and
  * merging blocks (fuse). It invalidates nothing; any rewrite of the blocks
- * invalidates it. */
+ * invalidates it, except a merge of two blocks into one, which
+ * ir_deps_merge applies to the tables in place: the merged block makes
+ * exactly the accesses of the two (renaming loop ids changes no tensor), so
+ * its row is the union of theirs. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir.h"
 
+/* The walks below run several times per pass over every expression, so
+ * they skip what cannot hold a load without a call: index leaves (a
+ * constant, loop, size or parameter), absent index trees, and they follow
+ * an expression's last operand in a loop rather than a call. The order in
+ * which fn sees the accesses is that of the plain recursion. */
 static void walk_ix(ir_ix_t* ix, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt);
 
+static int ix_may_load(const ir_ix_t* ix) {
+  return ix && ix->kind != IR_IX_CONST && ix->kind != IR_IX_LOOP && ix->kind != IR_IX_DIM && ix->kind != IR_IX_PARAM;
+}
+
 static void walk_access_indices(ir_access_t* acc, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
-  for (int k = 0; k < acc->nidx; k++) walk_ix(acc->idx[k], fn, ctx, level, stmt);
+  for (int k = 0; k < acc->nidx; k++)
+    if (ix_may_load(acc->idx[k])) walk_ix(acc->idx[k], fn, ctx, level, stmt);
 }
 
 static void walk_ix(ir_ix_t* ix, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
-  if (!ix) return;
-  if (ix->kind == IR_IX_LOAD) {
-    walk_access_indices(ix->load, fn, ctx, level, stmt);
-    fn(ctx, ix->load, 0, level, stmt);
-    return;
+  while (ix_may_load(ix)) {
+    if (ix->kind == IR_IX_LOAD) {
+      walk_access_indices(ix->load, fn, ctx, level, stmt);
+      fn(ctx, ix->load, 0, level, stmt);
+      return;
+    }
+    walk_ix(ix->a, fn, ctx, level, stmt);
+    ix = ix->b;
   }
-  walk_ix(ix->a, fn, ctx, level, stmt);
-  walk_ix(ix->b, fn, ctx, level, stmt);
 }
 
 void ir_walk_expr_loads(ir_expr_t* e, ir_access_fn fn, void* ctx, int level, ir_stmt_t* stmt) {
-  if (!e) return;
-  if (e->kind == IR_EX_LOAD) {
-    walk_access_indices(&e->access, fn, ctx, level, stmt);
-    fn(ctx, &e->access, 0, level, stmt);
+  while (e) {
+    if (e->kind == IR_EX_LOAD) {
+      walk_access_indices(&e->access, fn, ctx, level, stmt);
+      fn(ctx, &e->access, 0, level, stmt);
+    }
+    if (ix_may_load(e->ix)) walk_ix(e->ix, fn, ctx, level, stmt);
+    if (e->c) {
+      ir_walk_expr_loads(e->a, fn, ctx, level, stmt);
+      ir_walk_expr_loads(e->b, fn, ctx, level, stmt);
+      e = e->c;
+    } else if (e->b) {
+      ir_walk_expr_loads(e->a, fn, ctx, level, stmt);
+      e = e->b;
+    } else {
+      e = e->a;
+    }
   }
-  walk_ix(e->ix, fn, ctx, level, stmt);
-  ir_walk_expr_loads(e->a, fn, ctx, level, stmt);
-  ir_walk_expr_loads(e->b, fn, ctx, level, stmt);
-  ir_walk_expr_loads(e->c, fn, ctx, level, stmt);
 }
 
 void ir_walk_accesses(ir_block_t* b, ir_access_fn fn, void* ctx) {
@@ -45,7 +68,7 @@ void ir_walk_accesses(ir_block_t* b, ir_access_fn fn, void* ctx) {
     for (int s = 0; s < l->nstmts; s++) {
       ir_stmt_t* st = &l->stmts[s];
       ir_walk_expr_loads(st->value, fn, ctx, k, st);
-      walk_ix(st->arg_index, fn, ctx, k, st);
+      if (ix_may_load(st->arg_index)) walk_ix(st->arg_index, fn, ctx, k, st);
       if (st->kind == IR_ST_ACCUM) continue;
       walk_access_indices(&st->target, fn, ctx, k, st);
       if (st->kind == IR_ST_SCATTER_ADD) fn(ctx, &st->target, 0, k, st);
@@ -84,6 +107,20 @@ ir_deps_t* ir_deps_new(const ir_func_t* f) {
     ir_walk_accesses(&f->blocks[b], note_access, &fill);
   }
   return d;
+}
+
+void ir_deps_merge(ir_deps_t* d, int into, int from) {
+  size_t n = (size_t)d->ntensors;
+  unsigned char *ri = d->reads + (size_t)into * n, *wi = d->writes + (size_t)into * n;
+  unsigned char *rf = d->reads + (size_t)from * n, *wf = d->writes + (size_t)from * n;
+  for (size_t t = 0; t < n; t++) {
+    ri[t] |= rf[t];
+    wi[t] |= wf[t];
+  }
+  size_t tail = (size_t)(d->nblocks - from - 1) * n;
+  memmove(rf, rf + n, tail);
+  memmove(wf, wf + n, tail);
+  d->nblocks--;
 }
 
 void ir_deps_free(ir_deps_t* d) {

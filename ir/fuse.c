@@ -28,7 +28,8 @@
  * with; if one in between forbids that, A may instead move right past the
  * blocks in between (merge to the right). Repeats until no merge applies.
  *
- * Assumes loop bounds read no tensors. Invalidates deps. */
+ * Assumes loop bounds read no tensors. Keeps its own dependence tables up
+ * to date as it merges; invalidates any other. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,7 @@
 typedef struct {
   int tensor, write, level;
   const ir_access_t* acc;
+  const ir_stmt_t* stmt; /* the statement the access belongs to */
 } rec_t;
 
 typedef struct {
@@ -46,7 +48,6 @@ typedef struct {
 } recs_t;
 
 static void collect(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
-  (void)stmt;
   recs_t* r = ctx;
   if (r->n == r->cap) {
     int cap = r->cap ? r->cap * 2 : 16;
@@ -58,7 +59,7 @@ static void collect(void* ctx, ir_access_t* acc, int is_write, int level, ir_stm
     r->recs = n;
     r->cap = cap;
   }
-  r->recs[r->n++] = (rec_t){acc->tensor, is_write, level, acc};
+  r->recs[r->n++] = (rec_t){acc->tensor, is_write, level, acc, stmt};
 }
 
 /* Renaming B's paired loop ids to A's. */
@@ -130,8 +131,31 @@ static int injective(const ir_block_t* chain, int level, const ir_access_t* acc)
   return 1;
 }
 
-/* Whether A and B may merge; fills the rename map. -1 on OOM. */
-static int mergeable(ir_func_t* f, ir_block_t* A, ir_block_t* B, rename_t* r) {
+/* The search's state, kept in step with f->blocks: the dependence tables
+ * and each block's accesses. A merge changes two blocks into one, so only
+ * that block's records are made (from the two it came from) and the tables
+ * are updated in place (ir_deps_merge); rebuilding them all after every
+ * merge was most of the pass's time. */
+typedef struct {
+  ir_func_t* f;
+  ir_deps_t* d;
+  recs_t* recs; /* [block] */
+  int* seen;    /* [tensor]: == gen when mergeable has looked at it */
+  int gen;
+} fuse_t;
+
+/* Whether blocks ia and ib (A before B) may merge; fills the rename map.
+ * -1 on OOM.
+ *
+ * A tensor needs the same-element check when B touches it and either side
+ * writes it, which the dependence tables answer per tensor; and the check
+ * passes for one of A's accesses to it exactly when it passes for any other
+ * (every access must equal that one), so each tensor is checked once. */
+static int mergeable(fuse_t* F, int ia, int ib, rename_t* r) {
+  ir_func_t* f = F->f;
+  const ir_deps_t* d = F->d;
+  const ir_block_t *A = &f->blocks[ia], *B = &f->blocks[ib];
+  const recs_t *ra = &F->recs[ia], *rb = &F->recs[ib];
   int npair = A->nloops < B->nloops ? A->nloops : B->nloops;
   r->f = f;
   r->n = 0;
@@ -143,35 +167,27 @@ static int mergeable(ir_func_t* f, ir_block_t* A, ir_block_t* B, rename_t* r) {
     r->from[r->n] = B->loops[k].id;
     r->to[r->n++] = A->loops[k].id;
   }
-  recs_t ra = {0}, rb = {0};
-  ir_walk_accesses(A, collect, &ra);
-  ir_walk_accesses(B, collect, &rb);
-  int ok = !ra.failed && !rb.failed ? 1 : -1;
-  for (int i = 0; i < ra.n && ok == 1; i++) {
-    const rec_t* x = &ra.recs[i];
-    int conflict = 0;
-    for (int j = 0; j < rb.n; j++)
-      if (rb.recs[j].tensor == x->tensor && (x->write || rb.recs[j].write)) conflict = 1;
-    for (int j = 0; j < ra.n && !conflict; j++) /* A writes it and B reads it */
-      if (ra.recs[j].tensor == x->tensor && ra.recs[j].write)
-        for (int m = 0; m < rb.n; m++) conflict |= rb.recs[m].tensor == x->tensor;
-    if (!conflict) continue;
+  int ok = 1;
+  F->gen++;
+  for (int i = 0; i < ra->n && ok == 1; i++) {
+    const rec_t* x = &ra->recs[i];
+    int t = x->tensor;
+    if (F->seen[t] == F->gen) continue;
+    F->seen[t] = F->gen;
+    int b_touches = ir_deps_reads(d, ib, t) || ir_deps_writes(d, ib, t);
+    if (!b_touches || !(ir_deps_writes(d, ia, t) || ir_deps_writes(d, ib, t))) continue;
     /* every access to this tensor in both blocks must be the same element */
     const ir_access_t* ref = x->acc;
     int level = x->level;
     /* ref is A's access, so the loops enclosing it are A's (paired or its own) */
     if (!injective(A, level, ref)) ok = 0;
-    for (int j = 0; j < ra.n && ok == 1; j++)
-      if (ra.recs[j].tensor == x->tensor &&
-          (ra.recs[j].level != level || !same_access_index(r, ref, ra.recs[j].acc, 0)))
+    for (int j = 0; j < ra->n && ok == 1; j++)
+      if (ra->recs[j].tensor == t && (ra->recs[j].level != level || !same_access_index(r, ref, ra->recs[j].acc, 0)))
         ok = 0;
-    for (int j = 0; j < rb.n && ok == 1; j++)
-      if (rb.recs[j].tensor == x->tensor &&
-          (rb.recs[j].level != level || !same_access_index(r, ref, rb.recs[j].acc, 1)))
+    for (int j = 0; j < rb->n && ok == 1; j++)
+      if (rb->recs[j].tensor == t && (rb->recs[j].level != level || !same_access_index(r, ref, rb->recs[j].acc, 1)))
         ok = 0;
   }
-  free(ra.recs);
-  free(rb.recs);
   return ok;
 }
 
@@ -219,18 +235,73 @@ static int merge_blocks(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, 
   return 1;
 }
 
-static void remove_block(ir_func_t* f, int i) {
-  memmove(&f->blocks[i], &f->blocks[i + 1], (size_t)(f->nblocks - i - 1) * sizeof *f->blocks);
-  f->nblocks--;
+static int block_records(ir_block_t* b, recs_t* out) {
+  *out = (recs_t){0};
+  ir_walk_accesses(b, collect, out);
+  return !out->failed;
 }
 
-/* One merge, if any applies: 1 merged, 0 none, -1 OOM. */
-static int fuse_once(ir_func_t* f) {
-  ir_deps_t* d = ir_deps_new(f);
-  if (!d) return -1;
-  int result = 0;
-  for (int j = 1; j < f->nblocks && !result; j++) {
-    for (int i = j - 1; i >= 0 && !result; i--) {
+/* The records of chain, the merge of A (records ra) and B, in the order of
+ * a walk over chain: per level, A's statements then B's. A's are ra with
+ * the statements (and the targets, which live in them) moved to where
+ * chain holds its copies; only B's renamed statements are walked. */
+static int chain_records(const ir_block_t* A, const recs_t* ra, const ir_block_t* chain, recs_t* out) {
+  *out = (recs_t){0};
+  ir_loop_t* view = malloc((size_t)chain->nloops * sizeof *view + 1);
+  if (!view) return 0;
+  for (int k = 0; k < chain->nloops; k++) {
+    int na = k < A->nloops ? A->loops[k].nstmts : 0;
+    view[k] = chain->loops[k];
+    view[k].stmts += na;
+    view[k].nstmts -= na;
+  }
+  ir_block_t b_part = {chain->nloops, chain->nloops, view};
+  recs_t rb = {0};
+  ir_walk_accesses(&b_part, collect, &rb);
+  free(view);
+  out->cap = ra->n + rb.n;
+  out->recs = malloc((size_t)out->cap * sizeof *out->recs + 1);
+  if (rb.failed || !out->recs) {
+    free(rb.recs);
+    return 0;
+  }
+  int ia = 0, ib = 0;
+  for (int k = 0; k < chain->nloops; k++) {
+    for (; ia < ra->n && ra->recs[ia].level == k; ia++) {
+      rec_t x = ra->recs[ia];
+      const ir_stmt_t* moved = &chain->loops[k].stmts[x.stmt - A->loops[k].stmts];
+      if (x.acc == &x.stmt->target) x.acc = &moved->target;
+      x.stmt = moved;
+      out->recs[out->n++] = x;
+    }
+    for (; ib < rb.n && rb.recs[ib].level == k; ib++) out->recs[out->n++] = rb.recs[ib];
+  }
+  free(rb.recs);
+  return 1;
+}
+
+/* Blocks keep and drop were merged into chain (records in *recs): chain
+ * goes at keep and drop is removed. */
+static void merged(fuse_t* F, int keep, int drop, const ir_block_t* chain, const recs_t* recs) {
+  ir_func_t* f = F->f;
+  f->blocks[keep] = *chain;
+  free(F->recs[keep].recs);
+  free(F->recs[drop].recs);
+  F->recs[keep] = *recs;
+  memmove(&F->recs[drop], &F->recs[drop + 1], (size_t)(f->nblocks - drop - 1) * sizeof *F->recs);
+  memmove(&f->blocks[drop], &f->blocks[drop + 1], (size_t)(f->nblocks - drop - 1) * sizeof *f->blocks);
+  f->nblocks--;
+  ir_deps_merge(F->d, keep, drop);
+}
+
+/* One merge, the first in the order (j ascending, then i descending from
+ * j - 1) that applies, looking no further left than j = from: 1 merged
+ * (*at is the smaller of the two indices), 0 none, -1 OOM. */
+static int fuse_once(fuse_t* F, int from, int* at) {
+  ir_func_t* f = F->f;
+  ir_deps_t* d = F->d;
+  for (int j = from > 1 ? from : 1; j < f->nblocks; j++) {
+    for (int i = j - 1; i >= 0; i--) {
       int left_ok = 1, right_ok = 1;
       for (int m = i + 1; m < j; m++) {
         if (ir_deps_conflict(d, m, j)) left_ok = 0;
@@ -238,31 +309,37 @@ static int fuse_once(ir_func_t* f) {
       }
       if (!left_ok && !right_ok) continue;
       rename_t r;
-      int can = mergeable(f, &f->blocks[i], &f->blocks[j], &r);
-      if (can < 0) result = -1;
-      if (can <= 0) continue;
-      ir_block_t merged;
-      if (!merge_blocks(f, &f->blocks[i], &f->blocks[j], &r, &merged)) {
-        result = -1;
-        break;
-      }
-      if (left_ok) {
-        f->blocks[i] = merged;
-        remove_block(f, j);
-      } else {
-        f->blocks[j] = merged;
-        remove_block(f, i);
-      }
-      result = 1;
+      int can = mergeable(F, i, j, &r);
+      if (can < 0) return -1;
+      if (can == 0) continue;
+      ir_block_t chain;
+      recs_t recs;
+      if (!merge_blocks(f, &f->blocks[i], &f->blocks[j], &r, &chain) ||
+          !chain_records(&f->blocks[i], &F->recs[i], &chain, &recs))
+        return -1;
+      merged(F, left_ok ? i : j, left_ok ? j : i, &chain, &recs);
+      *at = i;
+      return 1;
     }
   }
-  ir_deps_free(d);
-  return result;
+  return 0;
 }
 
+/* Whether a pair may merge depends only on the blocks from its left to its
+ * right one. After a merge of (i, j), the pairs left of i are as they were,
+ * and they all failed (the search took the first pair that applied), so the
+ * next search starts at i: the result is that of restarting from the
+ * first pair every time. */
 uj_status_t ir_pass_fuse(ir_func_t* f) {
-  int r;
-  while ((r = fuse_once(f)) > 0) {
-  }
+  fuse_t F = {f, ir_deps_new(f), calloc((size_t)f->nblocks + 1, sizeof *F.recs),
+              calloc((size_t)f->ntensors + 1, sizeof *F.seen), 0};
+  int r = F.d && F.recs && F.seen ? 1 : -1;
+  for (int b = 0; b < f->nblocks && r > 0; b++)
+    if (!block_records(&f->blocks[b], &F.recs[b])) r = -1;
+  for (int from = 1; r > 0;) r = fuse_once(&F, from, &from);
+  for (int b = 0; F.recs && b < f->nblocks; b++) free(F.recs[b].recs);
+  free(F.recs);
+  free(F.seen);
+  ir_deps_free(F.d);
   return r < 0 ? rt_error(UJ_ERR_OOM, "fuse: out of memory") : UJ_OK;
 }

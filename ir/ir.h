@@ -319,6 +319,9 @@ int ir_deps_reads(const ir_deps_t* d, int block, int tensor);
 int ir_deps_writes(const ir_deps_t* d, int block, int tensor);
 /* 1 when the two blocks touch a common tensor and one of them writes it. */
 int ir_deps_conflict(const ir_deps_t* d, int a, int b);
+/* Blocks `into` and `from` were merged into one at `into` and block `from`
+ * removed (the later blocks move down one): the same to the tables. */
+void ir_deps_merge(ir_deps_t* d, int into, int from);
 
 /* 1 when an axis of the access (or of an i32 load inside it), of the index
  * tree or of the expression is checked at run time: the statement holding

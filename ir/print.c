@@ -39,15 +39,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The text is gathered in `pending` and handed to the callback in chunks:
+ * a callback per token (most are one to four bytes) cost more than the
+ * printing itself, and the canonical text is printed on every kernel-cache
+ * lookup of a new program (a disk-cache hit included). */
 typedef struct {
   const ir_func_t* f;
   const int64_t* params;
   int canonical;
   ir_text_write_fn write;
   void* ctx;
+  size_t npending;
+  char pending[2048];
 } printer_t;
 
-static void put(printer_t* p, const char* s) { p->write(p->ctx, s, strlen(s)); }
+static void flush(printer_t* p) {
+  if (p->npending) p->write(p->ctx, p->pending, p->npending);
+  p->npending = 0;
+}
+
+static void put_n(printer_t* p, const char* s, size_t n) {
+  if (n > sizeof p->pending - p->npending) {
+    flush(p);
+    if (n > sizeof p->pending) {
+      p->write(p->ctx, s, n);
+      return;
+    }
+  }
+  memcpy(p->pending + p->npending, s, n);
+  p->npending += n;
+}
+
+static void put(printer_t* p, const char* s) { put_n(p, s, strlen(s)); }
 
 /* Formatted pieces are short (numbers, ids, keywords); names go through
  * put_escaped instead, so a fixed buffer suffices. */
@@ -58,7 +81,7 @@ __attribute__((format(printf, 2, 3))) static void putf(printer_t* p, const char*
   int n = vsnprintf(piece, sizeof piece, fmt, ap);
   va_end(ap);
   if (n < 0) return;
-  p->write(p->ctx, piece, (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1);
+  put_n(p, piece, (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1);
 }
 
 /* Integers are most of the text (ids, sizes, slots): written directly,
@@ -70,7 +93,7 @@ static void put_int(printer_t* p, long long v) {
   do digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
   while (u /= 10);
   if (v < 0) digits[sizeof digits - 1 - n++] = '-';
-  p->write(p->ctx, digits + sizeof digits - n, (size_t)n);
+  put_n(p, digits + sizeof digits - n, (size_t)n);
 }
 
 /* prefix then n: "i3", "t12[", "c0" */
@@ -91,7 +114,7 @@ static void put_escaped(printer_t* p, const char* s) {
     if (c == '"' || c == '\\')
       putf(p, "\\%c", c);
     else if (c >= 0x20 && c < 0x7f)
-      p->write(p->ctx, s, 1);
+      put_n(p, s, 1);
     else
       putf(p, "\\x%02x", c);
   }
@@ -523,7 +546,9 @@ static void print_tensor(printer_t* p, int t) {
     case IR_TENSOR_TEMP: put(p, " temp"); break;
     default: putf(p, " role?%d", (int)x->role);
   }
-  putf(p, " %s [", dtype_name(x->dtype));
+  put(p, " ");
+  put(p, dtype_name(x->dtype));
+  put(p, " [");
   int n = x->ndim < 0 ? 0 : x->ndim > UJ_MAX_DIMS ? UJ_MAX_DIMS : x->ndim;
   for (int k = 0; k < n; k++) {
     if (k) put(p, ", ");
@@ -537,7 +562,13 @@ static void print_tensor(printer_t* p, int t) {
 
 void ir_print_stream(const ir_func_t* f, const int64_t* params, int flags, ir_text_write_fn write,
                      void* ctx) {
-  printer_t p = {f, params, (flags & IR_PRINT_CANONICAL) != 0, write, ctx};
+  printer_t p; /* not an initializer: that would clear `pending` for nothing */
+  p.f = f;
+  p.params = params;
+  p.canonical = (flags & IR_PRINT_CANONICAL) != 0;
+  p.write = write;
+  p.ctx = ctx;
+  p.npending = 0;
   if (!p.canonical && f->nparams > 0) {
     put(&p, "params");
     for (int i = 0; i < f->nparams; i++) {
@@ -569,12 +600,14 @@ void ir_print_stream(const ir_func_t* f, const int64_t* params, int flags, ir_te
     }
   }
   for (int b = 0; b < f->nblocks; b++) {
-    putf(&p, "block %d\n", b);
+    put_id(&p, "block ", b);
+    put(&p, "\n");
     if (f->blocks[b].nloops > 0)
       print_loops(&p, &f->blocks[b], 0);
     else
       put(&p, "  (no loops)\n");
   }
+  flush(&p);
 }
 
 static void write_to_buf(void* ctx, const char* text, size_t n) {

@@ -24,6 +24,7 @@
  * the same block see other iterations and are left alone. Invalidates
  * deps. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir.h"
 
@@ -50,29 +51,84 @@ static int reads_carried(const ir_expr_t* e, const void* ctx) {
   return e->kind == IR_EX_CARRIED && e->carried == *(const int*)ctx;
 }
 
+/* What forwarding keeps between stores. reads[t] counts the loads of t in
+ * the whole function (as ir_walk_accesses sees them), kept exact as loads
+ * are replaced, so that asking whether a tensor has readers beyond the
+ * forwarded ones costs nothing instead of a walk over the function per
+ * store. For the value V being forwarded: its loads, one entry per load
+ * (what each copy of it adds to reads), and in_v[t], whether it reads t
+ * (what a later write must not touch), made once per store instead of a
+ * walk of V per later statement. */
 typedef struct {
-  int tensor;
-  int hit;
-} reads_t;
+  ir_func_t* f;
+  int* reads;          /* [tensor] */
+  unsigned char* in_v; /* [tensor] */
+  int cap;             /* of reads and in_v */
+  int* v_loads;
+  int nv, v_cap;
+  int failed;
+} subst_t;
 
-static void note_tensor(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+/* Room for every tensor of f (locals are added as the pass goes). */
+static int fit_tensors(subst_t* S) {
+  int n = S->f->ntensors;
+  if (n <= S->cap) return 1;
+  int cap = n * 2;
+  int* reads = realloc(S->reads, (size_t)cap * sizeof *reads);
+  if (reads) S->reads = reads;
+  unsigned char* in_v = realloc(S->in_v, (size_t)cap);
+  if (in_v) S->in_v = in_v;
+  if (!reads || !in_v) return 0;
+  memset(reads + S->cap, 0, (size_t)(cap - S->cap) * sizeof *reads);
+  memset(in_v + S->cap, 0, (size_t)(cap - S->cap));
+  S->cap = cap;
+  return 1;
+}
+
+static void count_read(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level;
+  (void)stmt;
+  if (!is_write) ((subst_t*)ctx)->reads[acc->tensor]++;
+}
+
+static void uncount_read(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
   (void)is_write;
   (void)level;
   (void)stmt;
-  reads_t* r = ctx;
-  if (acc->tensor == r->tensor) r->hit = 1;
+  ((subst_t*)ctx)->reads[acc->tensor]--;
 }
 
-static int expr_reads_tensor(ir_expr_t* e, int t) {
-  reads_t r = {t, 0};
-  ir_walk_expr_loads(e, note_tensor, &r, 0, NULL);
-  return r.hit;
+static void note_v_load(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write;
+  (void)level;
+  (void)stmt;
+  subst_t* S = ctx;
+  if (S->nv == S->v_cap) {
+    int cap = S->v_cap ? S->v_cap * 2 : 16;
+    int* more = realloc(S->v_loads, (size_t)cap * sizeof *more);
+    if (!more) {
+      S->failed = 1;
+      return;
+    }
+    S->v_loads = more;
+    S->v_cap = cap;
+  }
+  S->v_loads[S->nv++] = acc->tensor;
+  S->in_v[acc->tensor] = 1;
+}
+
+/* V becomes the value being forwarded. 0 on OOM. */
+static int set_value(subst_t* S, ir_expr_t* V) {
+  for (int i = 0; i < S->nv; i++) S->in_v[S->v_loads[i]] = 0;
+  S->nv = 0;
+  ir_walk_expr_loads(V, note_v_load, S, 0, NULL);
+  return !S->failed;
 }
 
 /* Whether statement w invalidates V (writes t or what V reads). */
-static int clobbers(const ir_stmt_t* w, ir_expr_t* V, int t) {
+static int clobbers(const subst_t* S, const ir_stmt_t* w, ir_expr_t* V, int t) {
   if (w->kind == IR_ST_ACCUM) return expr_any(V, reads_carried, &w->carried);
-  return w->target.tensor == t || expr_reads_tensor(V, w->target.tensor);
+  return w->target.tensor == t || S->in_v[w->target.tensor];
 }
 
 static int same_index(const ir_access_t* a, const ir_access_t* b) {
@@ -82,21 +138,27 @@ static int same_index(const ir_access_t* a, const ir_access_t* b) {
   return 1;
 }
 
-/* Counts (replace == NULL) or replaces the loads of target in e. */
-static int forward_into(ir_func_t* f, ir_expr_t** slot, const ir_access_t* target, const ir_expr_t* V, int replace,
+/* Counts (replace 0) or replaces the loads of target in e, keeping
+ * S->reads up to date. */
+static int forward_into(subst_t* S, ir_expr_t** slot, const ir_access_t* target, const ir_expr_t* V, int replace,
                         int* oom) {
   ir_expr_t* e = *slot;
   if (!e) return 0;
   if (e->kind == IR_EX_LOAD && same_index(target, &e->access)) {
     if (replace) {
-      ir_expr_t* c = ir_expr_copy(f, V);
-      if (!c) *oom = 1;
-      else *slot = c;
+      ir_expr_t* c = ir_expr_copy(S->f, V);
+      if (!c) {
+        *oom = 1;
+      } else {
+        ir_walk_expr_loads(e, uncount_read, S, 0, NULL);
+        for (int i = 0; i < S->nv; i++) S->reads[S->v_loads[i]]++;
+        *slot = c;
+      }
     }
     return 1;
   }
-  return forward_into(f, &e->a, target, V, replace, oom) + forward_into(f, &e->b, target, V, replace, oom) +
-         forward_into(f, &e->c, target, V, replace, oom);
+  return forward_into(S, &e->a, target, V, replace, oom) + forward_into(S, &e->b, target, V, replace, oom) +
+         forward_into(S, &e->c, target, V, replace, oom);
 }
 
 static int trivial(const ir_expr_t* V) {
@@ -115,59 +177,51 @@ static int distinct_per_iteration(const ir_block_t* b, int level, const ir_acces
   return 1;
 }
 
-static void count_read(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
-  (void)level;
-  (void)stmt;
-  reads_t* r = ctx;
-  if (!is_write && acc->tensor == r->tensor) r->hit++;
-}
-
-static int count_reads(ir_func_t* f, int t) {
-  reads_t r = {t, 0};
-  for (int b = 0; b < f->nblocks; b++) ir_walk_accesses(&f->blocks[b], count_read, &r);
-  return r.hit;
-}
-
 /* Rewrites statement s `t[I] = V` into `l = V; t[I] = l` with a new local. */
-static int into_local(ir_func_t* f, ir_loop_t* l, int s) {
+static int into_local(subst_t* S, ir_loop_t* l, int s) {
+  ir_func_t* f = S->f;
   int local = ir_add_local(f, f->tensors[l->stmts[s].target.tensor].dtype);
-  if (local < 0) return 0;
+  if (local < 0 || !fit_tensors(S)) return 0;
   ir_stmt_t* def = ir_insert_stmt(f, l, s, IR_ST_STORE);
   if (!def) return 0;
-  ir_stmt_t* S = &l->stmts[s + 1];
+  ir_stmt_t* st = &l->stmts[s + 1];
   ir_access_init(&def->target, local);
-  def->value = S->value;
+  def->value = st->value;
   ir_access_t acc;
   ir_access_init(&acc, local);
-  return (S->value = ir_ex_load(f, &acc)) != NULL;
+  S->reads[local]++;
+  return (st->value = ir_ex_load(f, &acc)) != NULL;
 }
 
 /* Forwards statement s of loop k; returns 0 on OOM. */
-static int forward_store(ir_func_t* f, ir_block_t* b, int k, int s) {
+static int forward_store(subst_t* S, ir_block_t* b, int k, int s) {
+  ir_func_t* f = S->f;
   ir_loop_t* l = &b->loops[k];
-  ir_stmt_t* S = &l->stmts[s];
-  if (S->kind != IR_ST_STORE || S->target.check_mask || f->tensors[S->target.tensor].role == IR_TENSOR_INPUT)
+  ir_stmt_t* st = &l->stmts[s];
+  if (st->kind != IR_ST_STORE || st->target.check_mask || f->tensors[st->target.tensor].role == IR_TENSOR_INPUT)
     return 1;
-  if (!distinct_per_iteration(b, k, &S->target)) return 1;
-  scan_t scan = {S->target.tensor, 0, NULL};
-  ir_walk_expr_loads(S->value, note_read, &scan, k, S);
+  if (!distinct_per_iteration(b, k, &st->target)) return 1;
+  scan_t scan = {st->target.tensor, 0, NULL};
+  ir_walk_expr_loads(st->value, note_read, &scan, k, st);
   if (scan.found) return 1;
+  if (!set_value(S, st->value)) return 0;
   int oom = 0, readers = 0;
   for (int j = s + 1; j < l->nstmts; j++) { /* count */
-    readers += forward_into(f, &l->stmts[j].value, &S->target, S->value, 0, &oom);
-    if (clobbers(&l->stmts[j], S->value, S->target.tensor)) break;
+    readers += forward_into(S, &l->stmts[j].value, &st->target, st->value, 0, &oom);
+    if (clobbers(S, &l->stmts[j], st->value, st->target.tensor)) break;
   }
   if (readers == 0) return 1;
   /* the store stays when the tensor is an output or is read elsewhere */
-  int keeps_store = f->tensors[S->target.tensor].role != IR_TENSOR_TEMP || count_reads(f, S->target.tensor) > readers;
-  if (!trivial(S->value) && (readers > 1 || keeps_store)) {
-    if (!into_local(f, l, s)) return 0;
+  int keeps_store = f->tensors[st->target.tensor].role != IR_TENSOR_TEMP || S->reads[st->target.tensor] > readers;
+  if (!trivial(st->value) && (readers > 1 || keeps_store)) {
+    if (!into_local(S, l, s)) return 0;
     s++; /* now `t[I] = l`, whose value is trivial */
+    if (!set_value(S, l->stmts[s].value)) return 0;
   }
   for (int j = s + 1; j < l->nstmts; j++) { /* replace */
-    S = &l->stmts[s];
-    forward_into(f, &l->stmts[j].value, &S->target, S->value, 1, &oom);
-    if (clobbers(&l->stmts[j], S->value, S->target.tensor)) break;
+    st = &l->stmts[s];
+    forward_into(S, &l->stmts[j].value, &st->target, st->value, 1, &oom);
+    if (clobbers(S, &l->stmts[j], st->value, st->target.tensor)) break;
   }
   return !oom;
 }
@@ -237,11 +291,17 @@ static uj_status_t scalar_replace(ir_func_t* f) {
 }
 
 uj_status_t ir_pass_subst(ir_func_t* f) {
-  for (int bi = 0; bi < f->nblocks; bi++) {
+  subst_t S = {.f = f};
+  int ok = fit_tensors(&S);
+  for (int b = 0; b < f->nblocks && ok; b++) ir_walk_accesses(&f->blocks[b], count_read, &S);
+  for (int bi = 0; bi < f->nblocks && ok; bi++) {
     ir_block_t* b = &f->blocks[bi];
-    for (int k = 0; k < b->nloops; k++)
-      for (int s = 0; s < b->loops[k].nstmts; s++)
-        if (!forward_store(f, b, k, s)) return rt_error(UJ_ERR_OOM, "subst: out of memory");
+    for (int k = 0; k < b->nloops && ok; k++)
+      for (int s = 0; s < b->loops[k].nstmts && ok; s++) ok = forward_store(&S, b, k, s);
   }
+  free(S.reads);
+  free(S.in_v);
+  free(S.v_loads);
+  if (!ok) return rt_error(UJ_ERR_OOM, "subst: out of memory");
   return scalar_replace(f);
 }

@@ -8,13 +8,14 @@
  * the key; they are arguments. (jit/run.c keeps a per-program memo in front
  * of this, so a repeated call does not rebuild the key.)
  *
- * The compiler runs as `cc -O3 -march=native ...` through fork and exec (no
+ * The compiler runs as `cc -O3 -march=native ...` through posix_spawn (no
  * shell) on source that holds nothing of the user's text. Its output goes
  * into the disk cache and is loaded from there, so what runs is what the
  * cache verified. jit/blocks.c runs the loaded blocks. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +25,30 @@
 
 #include "jit.h"
 
+extern char** environ;
+
 typedef struct {
   jit_blocks_t blocks; /* first: the kernel is handed out as a jit_blocks_t */
   void* so;
 } c_kernel_t;
 
-static const char* const cc_flags[] = {"-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
-                                       "-ffp-contract=off", "-w"};
+/* The last two make the shared object small and quick to load, which is
+ * most of a disk-cache hit: -nostartfiles drops the C runtime's start
+ * files, whose init/fini code and weak references (__cxa_finalize,
+ * __gmon_start__, ...) cost a symbol lookup each at dlopen and which a
+ * kernel of plain loops never needs; -z noseparate-code puts code and
+ * read-only data in one segment, two mappings fewer. The object shrinks
+ * from about 15 KiB to 5 KiB (less to read and checksum) and dlopen from
+ * about 14 to 8 us. RELRO stays on. */
+static const char* const cc_flags[] = {"-O3",
+                                       "-march=native",
+                                       "-fPIC",
+                                       "-shared",
+                                       "-fno-math-errno",
+                                       "-ffp-contract=off",
+                                       "-w",
+                                       "-nostartfiles",
+                                       "-Wl,-z,noseparate-code"};
 #define NFLAGS (int)(sizeof cc_flags / sizeof *cc_flags)
 
 /* A fresh private directory for a compile or a probe, under $TMPDIR. */
@@ -46,20 +64,23 @@ static const char* compiler(void) {
   return cc && *cc ? cc : "cc";
 }
 
-/* Runs argv with stdout and stderr into log_path; the exit status, or -1. */
+/* Runs argv (searched on PATH) with stdout and stderr into log_path; the
+ * exit status, 127 when it cannot be started, or -1.
+ *
+ * posix_spawn, not fork: glibc starts the child with vfork semantics, so
+ * this process's page tables are neither copied nor write-protected. After
+ * a fork every page the caller writes again takes a copy-on-write fault,
+ * which made the next disk-cache hit in the same process (the probe runs
+ * once per context, the compiler on every miss) several times slower. */
 static int run_command(char* const* argv, const char* log_path) {
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    execvp(argv[0], argv);
-    _exit(127);
-  }
+  posix_spawn_file_actions_t actions;
+  if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+  pid_t pid;
+  int rc = posix_spawn_file_actions_addopen(&actions, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (rc == 0) rc = posix_spawnp(&pid, argv[0], &actions, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return 127;
   int status;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;

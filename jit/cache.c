@@ -341,8 +341,14 @@ const char* jit_disk_dir(jit_cache_t* c) { return jit_disk_enabled(c) ? c->disk_
 
 /* ---- file helpers ----------------------------------------------------------------- */
 
+/* "%016llx%016llx" of hi and lo, written directly: it is on every lookup. */
 static void hex128(ir_hash_t h, char out[HEX_LEN + 1]) {
-  snprintf(out, HEX_LEN + 1, "%016llx%016llx", (unsigned long long)h.hi, (unsigned long long)h.lo);
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) {
+    out[i] = digits[(h.hi >> (60 - 4 * i)) & 15];
+    out[16 + i] = digits[(h.lo >> (60 - 4 * i)) & 15];
+  }
+  out[HEX_LEN] = '\0';
 }
 
 static int valid_ext(const char* ext) {
@@ -424,9 +430,12 @@ static const char* file_problem(const struct stat* st) {
 }
 
 /* Reads the whole of fd (at most max bytes) into a malloc'ed buffer with a
- * NUL after it. 0 on success; -1 with errno (EFBIG past max). */
-static int read_all(int fd, size_t max, char** out, size_t* len) {
-  size_t cap = 4096, n = 0;
+ * NUL after it. expected is the size fstat gave: the buffer starts one byte
+ * larger, so a file of that size takes one read and one more to see its
+ * end, with no regrowing. 0 on success; -1 with errno (EFBIG past max). */
+static int read_all(int fd, size_t max, size_t expected, char** out, size_t* len) {
+  size_t cap = expected < max ? expected + 1 : max, n = 0;
+  if (cap == 0) cap = 1;
   char* buf = malloc(cap + 1);
   if (!buf) return -1;
   for (;;) {
@@ -551,7 +560,7 @@ static int read_trusted_file(const char* path, size_t max, char** text, size_t* 
     close(fd);
     return -2;
   }
-  if (read_all(fd, max, text, len) != 0) {
+  if (read_all(fd, max, st->st_size > 0 ? (size_t)st->st_size : 0, text, len) != 0) {
     snprintf(problem_buf, cap, "cannot be read (%s)", strerror(errno));
     *problem = problem_buf;
     close(fd);
