@@ -163,7 +163,9 @@ static char* key_text(const ir_func_t* f, const int64_t* params, int level) {
   char* ir = ir_print(f, params, IR_PRINT_CANONICAL);
   if (!ir) return NULL;
   rt_buf_t b = {0};
-  rt_buf_printf(&b, "engine mir\nmir api %g\nlevel %d\n%s", (double)MIR_API_VERSION, level, ir);
+  /* the IR text appended, not formatted: it is most of the key */
+  rt_buf_printf(&b, "engine mir\nmir api %g\nlevel %d\n", (double)MIR_API_VERSION, level);
+  rt_buf_append(&b, ir, strlen(ir));
   free(ir);
   return rt_buf_take(&b);
 }
