@@ -15,6 +15,9 @@
  * context: setting one up costs about as much as a compile, and a new
  * uopjit context should not pay it again.
  *
+ * Memory. Each generation has its own allocator (jit/mir_alloc.c), which
+ * keeps the blocks MIR frees for the next function it compiles.
+ *
  * Errors. MIR reports errors through a function that must not return (its
  * default exits the process). Ours records the message and longjmps back to
  * the compile that called MIR, which returns UJ_ERR_COMPILE. MIR cannot
@@ -65,6 +68,7 @@ uj_status_t jit_mir_provoke_error(void) {
 
 typedef struct {
   MIR_context_t ctx;
+  jit_mir_pool_t* pool; /* ctx's memory (jit/mir_alloc.c) */
   int modules;  /* modules created in it */
   int live;     /* kernels generated in it and not yet freed */
   int retired;  /* takes no more modules; finished when live drops to 0 */
@@ -112,9 +116,10 @@ static int optimize_level(void) {
   return 2;
 }
 
-/* A fresh MIR context with our error function and its generator set up. */
-static MIR_context_t context_new(int level) {
-  MIR_context_t ctx = MIR_init();
+/* A fresh MIR context with our error function and its generator set up,
+ * its memory from pool (NULL: the C library's allocator). */
+static MIR_context_t context_new(int level, jit_mir_pool_t* pool) {
+  MIR_context_t ctx = pool ? MIR_init2(jit_mir_pool_alloc(pool), NULL) : MIR_init();
   jmp_buf jb;
   jmp_buf* volatile saved = error_jump;
   error_jump = &jb;
@@ -143,6 +148,9 @@ static void context_finish(MIR_context_t ctx) {
 static void generation_release(generation_t* g) {
   if (g->live > 0 || !g->retired) return;
   if (!g->broken) context_finish(g->ctx);
+  /* the blocks a finished context freed; an abandoned one is never used
+   * again, and what it still holds is lost either way */
+  jit_mir_pool_free(g->pool);
   free(g);
 }
 
@@ -175,7 +183,8 @@ static generation_t* current_generation(void) {
   if (!mir.current) {
     generation_t* g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    if (!(g->ctx = context_new(mir.level))) {
+    if (!(g->pool = jit_mir_pool_new()) || !(g->ctx = context_new(mir.level, g->pool))) {
+      jit_mir_pool_free(g->pool); /* a context that failed while being set up is abandoned, unused */
       free(g);
       return NULL;
     }
@@ -290,7 +299,7 @@ int jit_mir_generations(void) {
 }
 
 uj_status_t jit_mir_provoke_error(void) {
-  MIR_context_t ctx = context_new(0);
+  MIR_context_t ctx = context_new(0, NULL);
   if (!ctx) return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
   volatile int failed = 0;
   jmp_buf jb;
@@ -309,7 +318,7 @@ uj_status_t jit_mir_provoke_error(void) {
 /* ---- the text form ---- */
 
 char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
-  MIR_context_t ctx = context_new(0);
+  MIR_context_t ctx = context_new(0, NULL);
   jit_mir_block_t* funcs = calloc((size_t)f->nblocks + 1, sizeof *funcs);
   char* text = NULL;
   size_t size = 0;

@@ -27,6 +27,14 @@ typedef struct {
 MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t* params, const char* module_name,
                            jit_mir_block_t* blocks);
 
+/* The allocator of the engine's MIR contexts (jit/mir_alloc.c): one pool
+ * per context, given to MIR_init2 and freed after MIR_finish. NULL on out
+ * of memory. */
+typedef struct jit_mir_pool jit_mir_pool_t;
+jit_mir_pool_t* jit_mir_pool_new(void);
+MIR_alloc_t jit_mir_pool_alloc(jit_mir_pool_t* pool);
+void jit_mir_pool_free(jit_mir_pool_t* pool);
+
 /* The address of a libm function the lowering imports, or NULL. */
 void* jit_mir_resolve(const char* name);
 #endif
