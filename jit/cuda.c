@@ -119,6 +119,14 @@ static uj_status_t pick_arch(const rt_nvrtc_t* nv, int device, int* arch, int* p
                   nv->major, nv->minor, device, nv->archs[0], newest);
 }
 
+/* The context's device and NVRTC, and the architecture to compile for. */
+static uj_status_t device_target(uj_ctx_t* ctx, rt_cuda_ctx_t** cc, const rt_nvrtc_t** nv, int* arch, int* ptx) {
+  uj_status_t s = rt_cuda_ctx_get(ctx, cc);
+  if (s != UJ_OK) return s;
+  if (!(*nv = rt_nvrtc())) return UJ_ERR_UNSUPPORTED;
+  return pick_arch(*nv, 10 * (*cc)->sm_major + (*cc)->sm_minor, arch, ptx);
+}
+
 static char* key_text(const rt_nvrtc_t* nv, int arch, int ptx, const char* source) {
   rt_buf_t b = {0};
   rt_buf_printf(&b, "engine cuda\nnvrtc %d.%d\narch %s_%d\noptions", nv->major, nv->minor, ptx ? "compute" : "sm",
@@ -282,12 +290,10 @@ static uj_status_t build_kernel(void* arg, void** value) {
 uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
                          const jit_cuda_kernel_t** out) {
   rt_cuda_ctx_t* cc;
-  uj_status_t s = rt_cuda_ctx_get(ctx, &cc);
-  if (s != UJ_OK) return s;
-  const rt_nvrtc_t* nv = rt_nvrtc();
-  if (!nv) return UJ_ERR_UNSUPPORTED;
+  const rt_nvrtc_t* nv;
   int arch, ptx;
-  if ((s = pick_arch(nv, 10 * cc->sm_major + cc->sm_minor, &arch, &ptx)) != UJ_OK) return s;
+  uj_status_t s = device_target(ctx, &cc, &nv, &arch, &ptx);
+  if (s != UJ_OK) return s;
   jit_cu_module_t m;
   if ((s = jit_cu_emit(f, params, &m)) != UJ_OK) return s;
   char* key = key_text(nv, arch, ptx, m.source);
@@ -469,12 +475,10 @@ uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* c
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
   rt_cuda_ctx_t* cc;
-  uj_status_t s = rt_cuda_ctx_get(ctx, &cc);
-  if (s != UJ_OK) return s;
-  const rt_nvrtc_t* nv = rt_nvrtc();
-  if (!nv) return UJ_ERR_UNSUPPORTED;
+  const rt_nvrtc_t* nv;
   int arch, ptx;
-  if ((s = pick_arch(nv, 10 * cc->sm_major + cc->sm_minor, &arch, &ptx)) != UJ_OK) return s;
+  uj_status_t s = device_target(ctx, &cc, &nv, &arch, &ptx);
+  if (s != UJ_OK) return s;
   char* key = source_key(nv, arch, ptx, source, names, nnames);
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
   cu_build_t b = {js, nv, cc, ir_hash_bytes(key, strlen(key)), key, source, arch, ptx, NULL, names, nnames};
