@@ -300,90 +300,156 @@ TEST(winograd_error_bound) {
   uj_ctx_free(ctx);
 }
 
-/* The matrices of winograd.h, in double. */
-static const double wino_bt[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
-                                     {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+/* The matrices of winograd.h, in double, by the outputs e of a tile side
+ * (4: a full tile, 1 to 3: an edge tile): B^T [position][input] for e + 2
+ * inputs and A^T [output][position], zero at the positions e leaves out. */
+static const double wino_bt[5][6][6] = {
+    {{0}},
+    {{4, -4, 0}, {0, -6, 0}, {0}, {0}, {0}, {0, -1, 1}},
+    {{4, 0, -4, 0}, {0, -3, -3, 0}, {0, 3, -3, 0}, {0}, {0}, {0, -1, 0, 1}},
+    {{4, -2, -4, 2, 0}, {0, -6, -3, 3, 0}, {0, 2, -3, 1, 0}, {0, -4, 0, 4, 0}, {0}, {0, 2, -1, -2, 1}},
+    {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0},
+     {0, 4, 0, -5, 0, 1}}};
 static const double wino_g[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
                                     {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
-static const double wino_at[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+static const double wino_at[5][4][6] = {{{0}},
+                                        {{1, 1, 0, 0, 0, 1}},
+                                        {{1, 1, 1, 0, 0, 0}, {0, 1, -1, 0, 0, 1}},
+                                        {{1, 1, 1, 1, 0, 0}, {0, 1, -1, 2, 0, 0}, {0, 1, 1, 4, 0, 1}},
+                                        {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}};
 
-/* out = L in R^T for L [lr x li], in [li x li], R [lr x li]; mag the same with
- * absolute values everywhere (the size of the rounding errors to expect). */
-static void sandwich(int lr, int li, const double* l, const double* in, double* out, double* mag) {
+/* out [lr x rr] = L in R^T for L [lr x li], in [li x ri], R [rr x ri], the
+ * rows of L and R 6 apart; mag the same with absolute values everywhere
+ * (the size of the rounding errors to expect). */
+static void sandwich(int lr, int li, const double* l, int rr, int ri, const double* r, const double* in, double* out,
+                     double* mag) {
   for (int i = 0; i < lr; i++)
-    for (int j = 0; j < lr; j++) {
+    for (int j = 0; j < rr; j++) {
       double v = 0, m = 0;
       for (int a = 0; a < li; a++)
-        for (int b = 0; b < li; b++) {
-          v += l[i * li + a] * in[a * li + b] * l[j * li + b];
-          m += fabs(l[i * li + a] * in[a * li + b] * l[j * li + b]);
+        for (int b = 0; b < ri; b++) {
+          v += l[i * 6 + a] * in[a * ri + b] * r[j * 6 + b];
+          m += fabs(l[i * 6 + a] * in[a * ri + b] * r[j * 6 + b]);
         }
-      out[i * lr + j] = v;
-      mag[i * lr + j] = m;
+      out[i * rr + j] = v;
+      mag[i * rr + j] = m;
     }
 }
 
 #define TRANSFORM_TOL 1e-6 /* relative to the magnitude sum: a few f32 roundings */
 
+/* The input and output transforms of one tile with er x ec outputs (an
+ * image of exactly that tile) against the matrices. */
+static void check_tile_transforms(int er, int ec, uint64_t* st) {
+  const int C = 19, K = 21; /* 16 lanes and a partial group */
+  int count;
+  const bk_conv_kernel_t* kern = bk_conv_kernels(&count);
+  bk_conv_problem_t p = {.n = 1, .h = er + 2, .w = ec + 2, .c = C, .k = K, .kh = 3, .kw = 3, .oh = er, .ow = ec,
+                         .stride_h = 1, .stride_w = 1};
+  bk_wino_geom_t g;
+  bk_wino_geom_init(&g, &p, kern->cols);
+  CHECK(g.tiles == 1);
+  int64_t n, ty, tx;
+  int rows, cols;
+  bk_wino_tile(&g, 0, &n, &ty, &tx, &rows, &cols);
+  CHECK(n == 0 && ty == 0 && tx == 0 && rows == er && cols == ec);
+  float* x = malloc(sizeof(float) * (size_t)(p.h * p.w * C));
+  float* v = malloc(sizeof(float) * (size_t)g.v_tile);
+  float* m = malloc(sizeof(float) * (size_t)g.m_tile);
+  float* y = malloc(sizeof(float) * (size_t)(er * ec * K));
+  float* bias = malloc(sizeof(float) * K);
+  for (int i = 0; i < p.h * p.w * C; i++) x[i] = (float)harness_real(st, -1, 1);
+  for (int i = 0; i < g.m_tile; i++) m[i] = (float)harness_real(st, -1, 1);
+  for (int i = 0; i < K; i++) bias[i] = (float)harness_real(st, -1, 1);
+  double in[36], want[36], mag[36];
+  bk_wino_input(&g, x, 0, 1, v, 0);
+  for (int c = 0; c < C; c++) {
+    for (int i = 0; i < p.h * p.w; i++) in[i] = x[i * C + c];
+    sandwich(6, er + 2, &wino_bt[er][0][0], 6, ec + 2, &wino_bt[ec][0][0], in, want, mag);
+    for (int xi = 0; xi < 36; xi++) CHECK(fabs(v[xi * g.cs + c] - want[xi]) <= TRANSFORM_TOL * mag[xi]);
+  }
+  for (int c = C; c < g.cs; c++) CHECK(v[c] == 0.0f); /* padding lanes */
+  bk_wino_output(&g, m, 0, 0, 1, bias, y);
+  for (int k = 0; k < K; k++) {
+    for (int i = 0; i < 36; i++) in[i] = m[i * g.kp + k];
+    double out[16], omag[16];
+    sandwich(er, 6, &wino_at[er][0][0], ec, 6, &wino_at[ec][0][0], in, out, omag);
+    for (int o = 0; o < er * ec; o++) CHECK(fabs(y[o * K + k] - (out[o] + bias[k])) <= TRANSFORM_TOL * (omag[o] + 1));
+  }
+  free(x);
+  free(v);
+  free(m);
+  free(y);
+  free(bias);
+}
+
 TEST(winograd_transforms_match_matrices) {
   HARNESS_SEED(726);
   uint64_t st = 726;
-  const int C = 19, K = 21; /* 16 lanes and a partial group */
+  /* full tiles, and every edge kind on either side */
+  static const int kinds[][2] = {{4, 4}, {3, 4}, {4, 2}, {1, 4}, {3, 3}, {2, 1}, {1, 3}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) check_tile_transforms(kinds[i][0], kinds[i][1], &st);
+
+  const int C = 19, K = 21;
   int count;
   const bk_conv_kernel_t* kern = bk_conv_kernels(&count);
   bk_conv_problem_t p = {.n = 1, .h = 6, .w = 6, .c = C, .k = K, .kh = 3, .kw = 3, .oh = 4, .ow = 4,
                          .stride_h = 1, .stride_w = 1};
-  bk_wino_geom_t g = {&p, 1, 1, 1, bk_round_up(C, 16), 0, kern->cols, (K + kern->cols - 1) / kern->cols, 0, 0, 0, 0, 0};
-  g.kp = g.panels * g.cols;
-  g.u_block = C * g.cols + 16;
-  g.v_tile = 36 * g.cs, g.v_xi = g.cs;
-  g.m_tile = 36 * g.kp, g.m_xi = g.kp;
-  float* x = malloc(sizeof(float) * 36 * C);
-  float* v = malloc(sizeof(float) * 36 * (size_t)g.cs);
+  bk_wino_geom_t g;
+  bk_wino_geom_init(&g, &p, kern->cols);
   float* w = malloc(sizeof(float) * (size_t)(K * 9 * C));
   float* u = malloc(sizeof(float) * 36 * (size_t)(g.panels * g.u_block));
-  float* m = malloc(sizeof(float) * 36 * (size_t)g.kp);
-  float* y = malloc(sizeof(float) * 16 * K);
-  float* bias = malloc(sizeof(float) * K);
-  for (int i = 0; i < 36 * C; i++) x[i] = (float)harness_real(&st, -1, 1);
   for (int i = 0; i < K * 9 * C; i++) w[i] = (float)harness_real(&st, -1, 1);
-  for (int i = 0; i < 36 * g.kp; i++) m[i] = (float)harness_real(&st, -1, 1);
-  for (int i = 0; i < K; i++) bias[i] = (float)harness_real(&st, -1, 1);
-  double in[36], want[36], mag[36];
-
-  bk_wino_input(&g, x, 0, 1, v, 0);
-  for (int c = 0; c < C; c++) {
-    for (int i = 0; i < 36; i++) in[i] = x[i * C + c];
-    sandwich(6, 6, &wino_bt[0][0], in, want, mag);
-    for (int xi = 0; xi < 36; xi++) CHECK(fabs(v[xi * g.cs + c] - want[xi]) <= TRANSFORM_TOL * mag[xi]);
-  }
-  for (int c = C; c < g.cs; c++) CHECK(v[c] == 0.0f); /* padding lanes */
-
+  double in[9], want[36], mag[36];
   bk_wino_filter(&g, w, 0, C, u);
   for (int k = 0; k < g.kp; k++)
     for (int c = 0; c < C; c++) {
       for (int i = 0; i < 9; i++) in[i] = k < K ? w[(k * 9 + i) * C + c] : 0.0;
-      sandwich(6, 3, &wino_g[0][0], in, want, mag);
+      /* G's rows are 3 apart: spread them 6 apart for sandwich */
+      double gm[36] = {0};
+      for (int r = 0; r < 6; r++)
+        for (int t = 0; t < 3; t++) gm[r * 6 + t] = wino_g[r][t];
+      sandwich(6, 3, gm, 6, 3, gm, in, want, mag);
       for (int xi = 0; xi < 36; xi++) {
         float got = u[(xi * g.panels + k / g.cols) * g.u_block + c * g.cols + k % g.cols];
         CHECK(fabs(got - want[xi]) <= TRANSFORM_TOL * mag[xi]);
       }
     }
-
-  bk_wino_output(&g, m, 0, 0, 1, bias, y);
-  for (int k = 0; k < K; k++) {
-    for (int i = 0; i < 36; i++) in[i] = m[i * g.kp + k];
-    double out[16], omag[16];
-    sandwich(4, 6, &wino_at[0][0], in, out, omag);
-    for (int o = 0; o < 16; o++) CHECK(fabs(y[o * K + k] - (out[o] + bias[k])) <= TRANSFORM_TOL * (omag[o] + 1));
-  }
-  free(x);
-  free(v);
   free(w);
   free(u);
-  free(m);
-  free(y);
-  free(bias);
+}
+
+/* Tiles are numbered by class (winograd.h): each class holds the tiles of
+ * its kind, and the tiles that use a position are the run xi_lo..xi_hi. */
+TEST(winograd_tile_classes) {
+  HARNESS_SEED(727);
+  static const int sizes[][3] = {{2, 14, 14}, {1, 7, 7}, {3, 5, 12}, {2, 8, 6}, {1, 1, 2}, {2, 16, 16}};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    bk_conv_problem_t p = {.n = sizes[s][0], .oh = sizes[s][1], .ow = sizes[s][2], .c = 1, .k = 1};
+    bk_wino_geom_t g;
+    bk_wino_geom_init(&g, &p, 16);
+    int64_t th = (p.oh + 3) / 4, tw = (p.ow + 3) / 4;
+    CHECK(g.tiles == p.n * th * tw && g.class_first[4] == g.tiles);
+    char* seen = calloc((size_t)g.tiles, 1);
+    static const int positions[5] = {0, 0x23, 0x27, 0x2f, 0x3f};
+    for (int64_t t = 0; t < g.tiles; t++) {
+      int64_t n, ty, tx;
+      int rows, cols;
+      bk_wino_tile(&g, t, &n, &ty, &tx, &rows, &cols);
+      CHECK(n >= 0 && n < p.n && ty >= 0 && ty < th && tx >= 0 && tx < tw);
+      CHECK(rows == (4 * ty + 4 <= p.oh ? 4 : p.oh - 4 * ty) && cols == (4 * tx + 4 <= p.ow ? 4 : p.ow - 4 * tx));
+      int64_t id = (n * th + ty) * tw + tx;
+      if (id >= 0 && id < g.tiles) {
+        CHECK(!seen[id]);
+        seen[id] = 1;
+      }
+      for (int xi = 0; xi < 36; xi++) {
+        int uses = (positions[rows] >> (xi / 6) & 1) && (positions[cols] >> (xi % 6) & 1);
+        CHECK(uses == (t >= g.xi_lo[xi] && t < g.xi_hi[xi]));
+      }
+    }
+    free(seen);
+  }
 }
 
 /* ---- filter cache and auto ---- */

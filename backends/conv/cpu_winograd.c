@@ -83,20 +83,32 @@ typedef struct {
   const float** a;     /* row pointers: kernel rows per slot */
   int64_t block_first; /* shared: the block being worked on */
   int64_t block_count;
+  int64_t row_parts;   /* shared: the shares the products' rows are split into */
 } wino_job_t;
 
-/* M_xi = V_xi U_xi for products [begin, end) of one block; product i is
- * (xi, panel) = (i / panels, i % panels), all rows of the block. The sum
- * over channels is split into slices of DEPTH_SLICE, each slice of the U
- * panel (DEPTH_SLICE x cols floats, 24 KiB) staying in L1 while every row
- * of the block passes over it. */
-static void products(const wino_job_t* j, const float* v, float* m, int64_t row_begin, int64_t rows_used,
-                     int64_t begin, int64_t end, const float** a) {
+/* M_xi = V_xi U_xi for products [begin, end) of the block of tiles
+ * [first, first + count); product i is (xi, panel) = (i / panels,
+ * i % panels). Its rows are the block's tiles that use xi (winograd.h),
+ * in row blocks of the kernel's rows from the first; a share (part of
+ * parts) of those row blocks is done, so that threads can split the rows.
+ * The last row block may run up to rows - 1 past the range: into tiles
+ * that do not use xi (their V is zero there and their M never read), or
+ * into the zeroed rows past the block (zero_tail). The sum over channels
+ * is split into slices of DEPTH_SLICE, each slice of the U panel
+ * (DEPTH_SLICE x cols floats, 24 KiB) staying in L1 while every row of
+ * the block passes over it. */
+static void products(const wino_job_t* j, const float* v, float* m, int64_t first, int64_t count, int64_t part,
+                     int64_t parts, int64_t begin, int64_t end, const float** a) {
   const bk_wino_geom_t* g = &j->g;
   int rows = j->kern->rows;
   int64_t C = g->p->c, cols = g->cols;
   for (int64_t i = begin; i < end; i++) {
     int64_t xi = i / g->panels, panel = i % g->panels;
+    int64_t lo = g->xi_lo[xi] > first ? g->xi_lo[xi] - first : 0;
+    int64_t hi = g->xi_hi[xi] < first + count ? g->xi_hi[xi] - first : count;
+    if (hi <= lo) continue;
+    int64_t blocks = (hi - lo + rows - 1) / rows;
+    int64_t row_begin = lo + blocks * part / parts * rows, row_end = lo + blocks * (part + 1) / parts * rows;
     const float* ux = j->u + i * g->u_block; /* (xi, panel) blocks in order */
     float* mx = m + xi * g->m_xi + panel * cols;
     for (int64_t c0 = 0; c0 < C; c0 += DEPTH_SLICE) {
@@ -104,7 +116,7 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t row_
       /* the next slice (of this panel, else the next product's), a quarter
        * per row block over the first four (cpu.h, bk_wino_tile_fn) */
       const float* next = c0 + depth < C ? ux + (c0 + depth) * cols : i + 1 < end ? ux + g->u_block : NULL;
-      for (int64_t r0 = row_begin; r0 < rows_used; r0 += rows) {
+      for (int64_t r0 = row_begin; r0 < row_end; r0 += rows) {
         for (int r = 0; r < rows; r++) a[r] = v + (r0 + r) * g->v_tile + xi * g->v_xi;
         int64_t q = (r0 - row_begin) / rows;
         const float* pf = next && q < 4 ? next + q * depth * 16 : NULL;
@@ -114,10 +126,9 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t row_
   }
 }
 
-/* Zeros the V rows of tiles [count, rows_used): the kernel reads them. */
+/* Zeros the V rows past the block's count tiles that products() may read. */
 static void zero_tail(const wino_job_t* j, float* v, int64_t count) {
-  int64_t rows_used = bk_round_up(count, j->kern->rows);
-  for (int64_t t = count; t < rows_used; t++)
+  for (int64_t t = count; t < count + j->kern->rows; t++)
     for (int64_t xi = 0; xi < 36; xi++) memset(v + t * j->g.v_tile + xi * j->g.v_xi, 0, sizeof(float) * (size_t)j->g.cs);
 }
 
@@ -126,14 +137,15 @@ static void block_all_steps(const wino_job_t* j, int64_t first, int64_t count, f
   const bk_wino_geom_t* g = &j->g;
   bk_wino_input(g, j->x, first, first + count, v, first);
   zero_tail(j, v, count);
-  products(j, v, m, 0, bk_round_up(count, j->kern->rows), 0, 36 * g->panels, a);
+  products(j, v, m, first, count, 0, 1, 0, 36 * g->panels, a);
   bk_wino_output(g, m, first, first, first + count, j->bias, j->y);
 }
 
 static void private_slot(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
-  float* v = j->v + (int64_t)slot * j->block * j->g.v_tile;
-  float* m = j->m + (int64_t)slot * j->block * j->g.m_tile;
+  int64_t rows = j->block + j->kern->rows; /* per slot, as allocated */
+  float* v = j->v + (int64_t)slot * rows * j->g.v_tile;
+  float* m = j->m + (int64_t)slot * rows * j->g.m_tile;
   const float** a = j->a + (int64_t)slot * j->kern->rows;
   for (int64_t t = begin; t < end; t += j->block)
     block_all_steps(j, t, end - t < j->block ? end - t : j->block, v, m, a);
@@ -148,14 +160,15 @@ static void shared_input(void* ctx, int slot, int64_t begin, int64_t end) {
 
 static void shared_products(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
-  products(j, j->v, j->m, 0, bk_round_up(j->block_count, j->kern->rows), begin, end, j->a + (int64_t)slot * j->kern->rows);
+  products(j, j->v, j->m, j->block_first, j->block_count, 0, 1, begin, end, j->a + (int64_t)slot * j->kern->rows);
 }
 
-/* Row blocks [begin, end) of every product. */
+/* Shares [begin, end) of every product's row blocks (products()). */
 static void shared_products_rows(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
-  int rows = j->kern->rows;
-  products(j, j->v, j->m, begin * rows, end * rows, 0, 36 * j->g.panels, j->a + (int64_t)slot * rows);
+  const float** a = j->a + (int64_t)slot * j->kern->rows;
+  for (int64_t part = begin; part < end; part++)
+    products(j, j->v, j->m, j->block_first, j->block_count, part, j->row_parts, 0, 36 * j->g.panels, a);
 }
 
 static void shared_output(void* ctx, int slot, int64_t begin, int64_t end) {
@@ -234,8 +247,9 @@ static void run_shared(wino_job_t* j, rt_pool_t* pool) {
     int row_slots = bk_conv_slots(pool, rowblocks, ROWS_PER_SLOT);
     bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_input, j);
     zero_tail(j, j->v, tiles);
+    j->row_parts = row_slots;
     if (row_slots > 1)
-      bk_conv_parallel(pool, row_slots, rowblocks, (rowblocks + row_slots - 1) / row_slots, shared_products_rows, j);
+      bk_conv_parallel(pool, row_slots, row_slots, 1, shared_products_rows, j);
     else
       bk_conv_parallel(pool, bk_conv_slots(pool, nproducts, 1), nproducts, 1, shared_products, j);
     bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_output, j);
@@ -247,18 +261,8 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   wino_job_t j;
   memset(&j, 0, sizeof j);
   j.kern = bk_wino_kernel_for(call->state);
-  j.g.p = p;
-  j.g.tiles_h = (p->oh + 3) / 4;
-  j.g.tiles_w = (p->ow + 3) / 4;
-  j.g.tiles = p->n * j.g.tiles_h * j.g.tiles_w;
-  j.g.cs = bk_round_up(p->c, 16);
-  j.g.cols = j.kern->cols;
-  j.g.panels = (p->k + j.g.cols - 1) / j.g.cols;
-  j.g.kp = j.g.panels * j.g.cols;
-  j.g.u_block = p->c * j.g.cols + 16;
+  bk_wino_geom_init(&j.g, p, j.kern->cols);
   j.x = call->x->data;
-  j.g.v_tile = 36 * j.g.cs + 16, j.g.v_xi = j.g.cs;
-  j.g.m_tile = 36 * j.g.kp + 16, j.g.m_xi = j.g.kp;
   j.y = call->y->data;
   j.bias = call->bias ? call->bias->data : NULL;
   rt_pool_t* pool = bk_conv_pool(call->ctx);
@@ -275,7 +279,9 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   if (!kept && p->filter_key && !(u_for_cache = bk_conv_alloc(u_floats, "cpu_winograd"))) s = UJ_ERR_OOM;
   int64_t u_in_scratch = kept || u_for_cache ? 0 : u_floats;
   int buffers = shared ? 1 : slots;
-  int64_t v_floats = j.block * j.g.v_tile, m_floats = j.block * j.g.m_tile, scratch_floats = 0;
+  /* rows past the block: products() may run into them (zero_tail) */
+  int64_t v_floats = (j.block + j.kern->rows) * j.g.v_tile, m_floats = (j.block + j.kern->rows) * j.g.m_tile;
+  int64_t scratch_floats = 0;
   float* scratch = NULL;
   if (s == UJ_OK) {
     scratch = bk_conv_scratch_take(call->state, u_in_scratch + buffers * (v_floats + m_floats), &scratch_floats,

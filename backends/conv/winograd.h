@@ -16,9 +16,36 @@
  * the elementwise product becomes 36 independent matrix products, one per
  * position xi = 6*i + j of the 6x6 tile: M_xi [tiles x K] = V_xi [tiles x C]
  * times U_xi [C x K], with V the transformed input tiles and U the
- * transformed filters. Tiles step by 4 output pixels and read 6x6 input
- * pixels from (4*ty - pad_h, 4*tx - pad_w), zero outside x; output pixels
- * past OH or OW are computed and dropped.
+ * transformed filters. Tiles step by 4 output pixels and read their input
+ * pixels from (4*ty - pad_h, 4*tx - pad_w), zero outside x.
+ *
+ * Edge tiles. When OH (or OW) is not a multiple of 4, the last tile row
+ * (column) has e = OH % 4 outputs. A full tile there would compute 4 and
+ * drop 4 - e (at 14x14, 16 tiles of 16 outputs for 196: 31% more products
+ * than needed). It is an F(e, 3) tile instead, interpolating at a subset
+ * of the same points with the same rows of G, so that it uses the same U:
+ *
+ *   e  points              positions   B^T (rows at those positions)      A^T
+ *   3  0, 1, -1, 2, inf   0 1 2 3 5   | 4 -2 -4  2  0 |                   | 1 1  1 1 0 |
+ *                                     | 0 -6 -3  3  0 |                   | 0 1 -1 2 0 |
+ *                                     | 0  2 -3  1  0 |                   | 0 1  1 4 1 |
+ *                                     | 0 -4  0  4  0 |
+ *                                     | 0  2 -1 -2  1 |
+ *   2  0, 1, -1, inf      0 1 2 5     | 4 0 -4 0 | 0 -3 -3 0 |             | 1 1  1 0 |
+ *                                     | 0 3 -3 0 | 0 -1  0 1 |             | 0 1 -1 1 |
+ *   1  0, 1, inf          0 1 5       | 4 -4 0 | 0 -6 0 | 0 -1 1 |         | 1 1 1 |
+ *
+ * (B^T follows from G and A^T: each row of G here is the F(e, 3) row
+ * scaled, and B^T's row carries the inverse scale). A tile's kind is the
+ * pair (rows, columns), each 4 or e; its V holds zeros at the positions
+ * its kinds leave out, and its products there are never read. So that the
+ * tiles using a position are one run of rows, tiles are numbered by class,
+ * [full rows x edge column, full x full, edge row x full, edge x edge],
+ * each class image by image and row-major within an image (see
+ * bk_wino_tile): a position outside the edge row kind's set is used by the
+ * first two classes only, one outside the edge column kind's by the middle
+ * two, one outside both by full x full alone. The products of each xi run
+ * over its rows [xi_lo, xi_hi) only.
  *
  * Every transform works on 16 lanes at once (channels of the input, filters
  * of the filter and the output), as GCC vectors, and is built for avx512,
@@ -50,12 +77,22 @@
 typedef struct {
   const bk_conv_problem_t* p;
   int64_t tiles_h, tiles_w, tiles; /* tiles = n * tiles_h * tiles_w */
+  int edge_h, edge_w;              /* OH % 4 and OW % 4: outputs of the edge tiles, 0 for none */
+  int64_t class_first[5];          /* tiles of class c: [class_first[c], class_first[c + 1]) */
+  int64_t xi_lo[36], xi_hi[36];    /* the tiles that use position xi */
   int64_t cs, kp;                  /* row lengths of V and M */
   int64_t cols, panels;            /* the product kernel's panel width, K split into panels */
   int64_t u_block;                 /* floats from one (xi, panel) block of U to the next */
   int64_t v_tile, v_xi;            /* V: floats from one tile to the next, from one xi to the next */
   int64_t m_tile, m_xi;            /* M: the same */
 } bk_wino_geom_t;
+
+/* Fills g for problem p and the product kernel's panel width. */
+void bk_wino_geom_init(bk_wino_geom_t* g, const bk_conv_problem_t* p, int64_t cols);
+
+/* Where tile t is: image *n, tile row *ty and column *tx, with *rows and
+ * *cols outputs (4, or the edge's). */
+void bk_wino_tile(const bk_wino_geom_t* g, int64_t t, int64_t* n, int64_t* ty, int64_t* tx, int* rows, int* cols);
 
 /* Transformed input tiles [t_begin, t_end) of x into V. */
 void bk_wino_input(const bk_wino_geom_t* g, const float* x, int64_t t_begin, int64_t t_end, float* v, int64_t row0);
