@@ -11,6 +11,10 @@
  *            once per call, or once per filter_key and kept in the context
  *   output   every tile's M [tiles][36][K] -> its 4x4 outputs (+ bias) in y
  *
+ * A last tile row or column short of 4 outputs is made of F(e, 3) tiles on
+ * a subset of the positions (winograd.h), numbered so that the tiles using
+ * a position are one run; each product runs over its position's run only.
+ *
  * Memory traffic decides the speed as much as arithmetic: V and M are as
  * large as x and y times 36/16, and U is w times 4. Two schedules:
  *
