@@ -38,12 +38,12 @@ static inline __attribute__((always_inline)) void input_1d(int e, bk_v16* r, int
   case 4: {
     d3 = d[3 * ds], d4 = d[4 * ds], d5 = d[5 * ds];
     bk_v16 d42 = d4 - d2, d31 = d3 - d1;
-    r[0] = 4.0f * d0 - 5.0f * d2 + d4;
+    r[0] = 4.0f * (d0 - d2) + d42;
     r[rs] = (d3 + d4) - 4.0f * (d1 + d2);
     r[2 * rs] = (d4 - d3) + 4.0f * (d1 - d2);
     r[3 * rs] = d42 + 2.0f * d31;
     r[4 * rs] = d42 - 2.0f * d31;
-    r[5 * rs] = 4.0f * d1 - 5.0f * d3 + d5;
+    r[5 * rs] = (d5 - d3) - 4.0f * d31;
     return;
   }
   case 3: {
@@ -302,6 +302,11 @@ BK_CLONES void bk_wino_output(const bk_wino_geom_t* g, const float* m, int64_t r
       if (bias && nk == LANES) b = *(const bk_v16u*)(bias + k0);
       else if (bias) load_partial(&b, bias + k0, nk);
       bk_v16 tmp[24];
+      if (er == 4 && ec == 4 && nk == LANES) { /* most tiles: every loop unrolled */
+        output_columns(4, 4, tmp, in + k0, m_xi);
+        output_rows(4, 4, tmp, b, out + k0, OW, K, LANES);
+        continue;
+      }
       BY_OUTPUTS(er, output_columns, ec, tmp, in + k0, m_xi)
       BY_OUTPUTS(ec, output_rows, er, tmp, b, out + k0, OW, K, nk)
     }
