@@ -62,9 +62,12 @@
  * product's panels of U are used for enough rows to pay for reading them
  * (14x14x256, batch 8: one block of 128 tiles rather than two of 64). */
 #define SHARED_MIN_TILES 128
-/* Channels per slice of the products' sums (see products()): 96 was faster
- * than 64 or 128 on the 14x14 and 7x7 layers, and no slower elsewhere. */
-#define DEPTH_SLICE 96
+/* Channels per slice of the products' sums (see products()): at most 96
+ * (faster than 64 or 128 on the 14x14 and 7x7 layers, no slower
+ * elsewhere), and C split into slices of equal depth: at 28x28x128, two
+ * of 64 took 0.351 ms on two threads where 96 and 32 took 0.362, the
+ * short slice paying the accumulators' loads and stores for little work. */
+#define DEPTH_SLICE_MAX 96
 /* Row blocks per thread from which the shared schedule's products split by
  * rows: at 7x7x512, batch 8 (8 row blocks) the split by rows took 2.96 ms
  * on two threads, by products 3.42. At 14x14x256, batch 1 (4 row blocks)
@@ -81,7 +84,9 @@ typedef struct {
   const float* u;
   const float* bias;
   float* y;
-  int64_t block;       /* tiles per block, a multiple of the kernel's rows */
+  int64_t block;       /* tiles per block (the most), a multiple of the kernel's rows */
+  int64_t runs;        /* private: the blocks threads claim */
+  int even;            /* private: the runs split the row blocks evenly, else block tiles each */
   float* v;            /* per slot (private) or one (shared) */
   float* m;
   const float** a;     /* row pointers: kernel rows per slot */
@@ -98,14 +103,15 @@ typedef struct {
  * The last row block may run up to rows - 1 past the range: into tiles
  * that do not use xi (their V is zero there and their M never read), or
  * into the zeroed rows past the block (zero_tail). The sum over channels
- * is split into slices of DEPTH_SLICE, each slice of the U panel
- * (DEPTH_SLICE x cols floats, 24 KiB) staying in L1 while every row of
+ * is split into slices of up to DEPTH_SLICE_MAX, each slice of the U panel
+ * (up to DEPTH_SLICE_MAX x cols floats, 24 KiB) staying in L1 while every row of
  * the block passes over it. */
 static void products(const wino_job_t* j, const float* v, float* m, int64_t first, int64_t count, int64_t part,
                      int64_t parts, int64_t begin, int64_t end, const float** a) {
   const bk_wino_geom_t* g = &j->g;
   int rows = j->kern->rows;
   int64_t C = g->p->c, cols = g->cols;
+  int64_t slices = (C + DEPTH_SLICE_MAX - 1) / DEPTH_SLICE_MAX, slice = (C + slices - 1) / slices;
   for (int64_t i = begin; i < end; i++) {
     int64_t xi = i / g->panels, panel = i % g->panels;
     int64_t lo = g->xi_lo[xi] > first ? g->xi_lo[xi] - first : 0;
@@ -115,8 +121,8 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t firs
     int64_t row_begin = lo + blocks * part / parts * rows, row_end = lo + blocks * (part + 1) / parts * rows;
     const float* ux = j->u + i * g->u_block; /* (xi, panel) blocks in order */
     float* mx = m + xi * g->m_xi + panel * cols;
-    for (int64_t c0 = 0; c0 < C; c0 += DEPTH_SLICE) {
-      int64_t depth = C - c0 < DEPTH_SLICE ? C - c0 : DEPTH_SLICE;
+    for (int64_t c0 = 0; c0 < C; c0 += slice) {
+      int64_t depth = C - c0 < slice ? C - c0 : slice;
       /* the next slice (of this panel, else the next product's), a quarter
        * per row block over the first four (cpu.h, bk_wino_tile_fn) */
       const float* next = c0 + depth < C ? ux + (c0 + depth) * cols : i + 1 < end ? ux + g->u_block : NULL;
@@ -145,14 +151,25 @@ static void block_all_steps(const wino_job_t* j, int64_t first, int64_t count, f
   bk_wino_output(g, m, first, first, first + count, j->bias, j->y);
 }
 
+/* The tiles of private run r: [*first, *first + *count). */
+static void private_run(const wino_job_t* j, int64_t r, int64_t* first, int64_t* count) {
+  int64_t rows = j->kern->rows, rowblocks = (j->g.tiles + rows - 1) / rows;
+  int64_t end = j->even ? rows * ((r + 1) * rowblocks / j->runs) : (r + 1) * j->block;
+  *first = j->even ? rows * (r * rowblocks / j->runs) : r * j->block;
+  *count = (end < j->g.tiles ? end : j->g.tiles) - *first;
+}
+
 static void private_slot(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
   int64_t rows = j->block + j->kern->rows; /* per slot, as allocated */
   float* v = j->v + (int64_t)slot * rows * j->g.v_tile;
   float* m = j->m + (int64_t)slot * rows * j->g.m_tile;
   const float** a = j->a + (int64_t)slot * j->kern->rows;
-  for (int64_t t = begin; t < end; t += j->block)
-    block_all_steps(j, t, end - t < j->block ? end - t : j->block, v, m, a);
+  for (int64_t r = begin; r < end; r++) {
+    int64_t first, count;
+    private_run(j, r, &first, &count);
+    if (count > 0) block_all_steps(j, first, count, v, m, a);
+  }
 }
 
 /* The shared schedule's three steps, each split across the slots. */
@@ -231,10 +248,14 @@ static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
     /* with many blocks, whole shares and a short remainder that whichever
      * thread is free takes (56x56: 8 blocks of 24 tiles and one of 4
      * rather than 7 of 28, 4 for one thread and 3 for the other); with
-     * few, every block reads U, so no remainder */
-    j->block = rows * (per > *slots ? rowblocks / nblocks : (rowblocks + nblocks - 1) / nblocks);
+     * few, every block reads U, so the row blocks are split evenly (28x28,
+     * batch 1: 12, 12, 12 and 16 tiles, 6 row blocks for one thread and 7
+     * for the other, where blocks of 16 left one of 1 and took 8 and 5) */
+    j->even = per == *slots;
+    j->block = rows * (j->even ? (rowblocks + nblocks - 1) / nblocks : rowblocks / nblocks);
     if (j->block < rows) j->block = rows;
-    if (j->block > fit) j->block = fit;
+    if (!j->even && j->block > fit) j->block = fit;
+    j->runs = j->even ? nblocks : (tiles + j->block - 1) / j->block;
   }
 }
 
@@ -312,7 +333,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
     }
   }
   if (s == UJ_OK && shared) run_shared(&j, pool);
-  else if (s == UJ_OK) bk_conv_parallel(pool, slots, j.g.tiles, j.block, private_slot, &j);
+  else if (s == UJ_OK) bk_conv_parallel(pool, slots, j.runs, 1, private_slot, &j);
   free(j.a);
   free(u_for_cache);
   bk_conv_scratch_give(call->state, scratch, scratch_floats);
