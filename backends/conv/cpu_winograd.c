@@ -95,6 +95,18 @@ typedef struct {
   int64_t row_parts;   /* shared: the shares the products' rows are split into */
 } wino_job_t;
 
+/* The rows of position xi in the block of tiles [first, first + count),
+ * relative to first: the tiles that use xi, [*lo, *hi), and the row blocks
+ * over them, *blocks of the kernel's rows from *lo. Returns 0 when none. */
+static int xi_rows(const wino_job_t* j, int64_t xi, int64_t first, int64_t count, int64_t* lo, int64_t* hi,
+                   int64_t* blocks) {
+  const bk_wino_geom_t* g = &j->g;
+  *lo = g->xi_lo[xi] > first ? g->xi_lo[xi] - first : 0;
+  *hi = g->xi_hi[xi] < first + count ? g->xi_hi[xi] - first : count;
+  *blocks = (*hi - *lo + j->kern->rows - 1) / j->kern->rows;
+  return *hi > *lo;
+}
+
 /* M_xi = V_xi U_xi for products [begin, end) of the block of tiles
  * [first, first + count); product i is (xi, panel) = (i / panels,
  * i % panels). Its rows are the block's tiles that use xi (winograd.h),
@@ -113,11 +125,8 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t firs
   int64_t C = g->p->c, cols = g->cols;
   int64_t slices = (C + DEPTH_SLICE_MAX - 1) / DEPTH_SLICE_MAX, slice = (C + slices - 1) / slices;
   for (int64_t i = begin; i < end; i++) {
-    int64_t xi = i / g->panels, panel = i % g->panels;
-    int64_t lo = g->xi_lo[xi] > first ? g->xi_lo[xi] - first : 0;
-    int64_t hi = g->xi_hi[xi] < first + count ? g->xi_hi[xi] - first : count;
-    if (hi <= lo) continue;
-    int64_t blocks = (hi - lo + rows - 1) / rows;
+    int64_t xi = i / g->panels, panel = i % g->panels, lo, hi, blocks;
+    if (!xi_rows(j, xi, first, count, &lo, &hi, &blocks)) continue;
     int64_t row_begin = lo + blocks * part / parts * rows, row_end = lo + blocks * (part + 1) / parts * rows;
     const float* ux = j->u + i * g->u_block; /* (xi, panel) blocks in order */
     float* mx = m + xi * g->m_xi + panel * cols;
@@ -136,17 +145,22 @@ static void products(const wino_job_t* j, const float* v, float* m, int64_t firs
   }
 }
 
-/* Zeros the V rows past the block's count tiles that products() may read. */
-static void zero_tail(const wino_job_t* j, float* v, int64_t count) {
-  for (int64_t t = count; t < count + j->kern->rows; t++)
-    for (int64_t xi = 0; xi < 36; xi++) memset(v + t * j->g.v_tile + xi * j->g.v_xi, 0, sizeof(float) * (size_t)j->g.cs);
+/* Zeros what products() reads past the block's count tiles: the rows the
+ * last row block of a position whose tiles end the block runs into. */
+static void zero_tail(const wino_job_t* j, float* v, int64_t first, int64_t count) {
+  for (int64_t xi = 0; xi < 36; xi++) {
+    int64_t lo, hi, blocks;
+    if (!xi_rows(j, xi, first, count, &lo, &hi, &blocks) || hi < count) continue;
+    for (int64_t t = count; t < lo + blocks * j->kern->rows; t++)
+      memset(v + t * j->g.v_tile + xi * j->g.v_xi, 0, sizeof(float) * (size_t)j->g.cs);
+  }
 }
 
 /* Tiles [first, first + count) through all three steps, in V and M of one slot. */
 static void block_all_steps(const wino_job_t* j, int64_t first, int64_t count, float* v, float* m, const float** a) {
   const bk_wino_geom_t* g = &j->g;
   bk_wino_input(g, j->x, first, first + count, v, first);
-  zero_tail(j, v, count);
+  zero_tail(j, v, first, count);
   products(j, v, m, first, count, 0, 1, 0, 36 * g->panels, a);
   bk_wino_output(g, m, first, first, first + count, j->bias, j->y);
 }
@@ -271,7 +285,7 @@ static void run_shared(wino_job_t* j, rt_pool_t* pool) {
     int64_t rowblocks = bk_round_up(tiles, rows) / rows, nproducts = 36 * j->g.panels;
     int row_slots = bk_conv_slots(pool, rowblocks, ROWS_PER_SLOT);
     bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, rows, shared_input, j);
-    zero_tail(j, j->v, tiles);
+    zero_tail(j, j->v, j->block_first, tiles);
     j->row_parts = row_slots;
     if (row_slots > 1)
       bk_conv_parallel(pool, row_slots, row_slots, 1, shared_products_rows, j);
