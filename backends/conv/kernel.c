@@ -37,6 +37,27 @@
 #endif
 
 #if BK_X86
+/* One row of an avx512 tile, 64 accumulators in four named vectors (the
+ * file comment says why): loaded from or stored to p, or one step of its
+ * sum, x times the step's panel vectors b0..b3. */
+#define ROW_LOAD(p, r0, r1, r2, r3)                            \
+  do {                                                         \
+    const bk_v16u* row_ = (const bk_v16u*)(p);                 \
+    r0 = row_[0], r1 = row_[1], r2 = row_[2], r3 = row_[3]; \
+  } while (0)
+#define ROW_STORE(p, r0, r1, r2, r3)                           \
+  do {                                                         \
+    bk_v16u* row_ = (bk_v16u*)(p);                             \
+    row_[0] = r0, row_[1] = r1, row_[2] = r2, row_[3] = r3; \
+  } while (0)
+#define ROW_FMA(x, r0, r1, r2, r3)                                 \
+  do {                                                             \
+    float x_ = (x);                                                \
+    r0 += x_ * b0, r1 += x_ * b1, r2 += x_ * b2, r3 += x_ * b3; \
+  } while (0)
+#endif
+
+#if BK_X86
 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static void tile_avx512(
     int ntaps, const float* const* a, int64_t a_offset, int64_t depth, const float* b, int64_t b_tap,
     const float* init, int accumulate, float* out, int64_t ldo) {
@@ -54,18 +75,12 @@ __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static vo
   bk_v16 c40 = i0, c41 = i1, c42 = i2, c43 = i3;
   bk_v16 c50 = i0, c51 = i1, c52 = i2, c53 = i3;
   if (accumulate) {
-    const bk_v16u* o = (const bk_v16u*)out;
-    c00 = o[0], c01 = o[1], c02 = o[2], c03 = o[3];
-    o = (const bk_v16u*)(out + ldo);
-    c10 = o[0], c11 = o[1], c12 = o[2], c13 = o[3];
-    o = (const bk_v16u*)(out + 2 * ldo);
-    c20 = o[0], c21 = o[1], c22 = o[2], c23 = o[3];
-    o = (const bk_v16u*)(out + 3 * ldo);
-    c30 = o[0], c31 = o[1], c32 = o[2], c33 = o[3];
-    o = (const bk_v16u*)(out + 4 * ldo);
-    c40 = o[0], c41 = o[1], c42 = o[2], c43 = o[3];
-    o = (const bk_v16u*)(out + 5 * ldo);
-    c50 = o[0], c51 = o[1], c52 = o[2], c53 = o[3];
+    ROW_LOAD(out, c00, c01, c02, c03);
+    ROW_LOAD(out + ldo, c10, c11, c12, c13);
+    ROW_LOAD(out + 2 * ldo, c20, c21, c22, c23);
+    ROW_LOAD(out + 3 * ldo, c30, c31, c32, c33);
+    ROW_LOAD(out + 4 * ldo, c40, c41, c42, c43);
+    ROW_LOAD(out + 5 * ldo, c50, c51, c52, c53);
   }
   for (int t = 0; t < ntaps; t++) {
     const float* restrict a0 = a[6 * t + 0] + a_offset;
@@ -78,32 +93,20 @@ __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static vo
     for (int64_t c = 0; c < depth; c++, bp += 64) {
       bk_v16 b0 = *(const bk_v16u*)(bp + 0), b1 = *(const bk_v16u*)(bp + 16);
       bk_v16 b2 = *(const bk_v16u*)(bp + 32), b3 = *(const bk_v16u*)(bp + 48);
-      float x = a0[c];
-      c00 += x * b0, c01 += x * b1, c02 += x * b2, c03 += x * b3;
-      x = a1[c];
-      c10 += x * b0, c11 += x * b1, c12 += x * b2, c13 += x * b3;
-      x = a2[c];
-      c20 += x * b0, c21 += x * b1, c22 += x * b2, c23 += x * b3;
-      x = a3[c];
-      c30 += x * b0, c31 += x * b1, c32 += x * b2, c33 += x * b3;
-      x = a4[c];
-      c40 += x * b0, c41 += x * b1, c42 += x * b2, c43 += x * b3;
-      x = a5[c];
-      c50 += x * b0, c51 += x * b1, c52 += x * b2, c53 += x * b3;
+      ROW_FMA(a0[c], c00, c01, c02, c03);
+      ROW_FMA(a1[c], c10, c11, c12, c13);
+      ROW_FMA(a2[c], c20, c21, c22, c23);
+      ROW_FMA(a3[c], c30, c31, c32, c33);
+      ROW_FMA(a4[c], c40, c41, c42, c43);
+      ROW_FMA(a5[c], c50, c51, c52, c53);
     }
   }
-  bk_v16u* o = (bk_v16u*)out;
-  o[0] = c00, o[1] = c01, o[2] = c02, o[3] = c03;
-  o = (bk_v16u*)(out + ldo);
-  o[0] = c10, o[1] = c11, o[2] = c12, o[3] = c13;
-  o = (bk_v16u*)(out + 2 * ldo);
-  o[0] = c20, o[1] = c21, o[2] = c22, o[3] = c23;
-  o = (bk_v16u*)(out + 3 * ldo);
-  o[0] = c30, o[1] = c31, o[2] = c32, o[3] = c33;
-  o = (bk_v16u*)(out + 4 * ldo);
-  o[0] = c40, o[1] = c41, o[2] = c42, o[3] = c43;
-  o = (bk_v16u*)(out + 5 * ldo);
-  o[0] = c50, o[1] = c51, o[2] = c52, o[3] = c53;
+  ROW_STORE(out, c00, c01, c02, c03);
+  ROW_STORE(out + ldo, c10, c11, c12, c13);
+  ROW_STORE(out + 2 * ldo, c20, c21, c22, c23);
+  ROW_STORE(out + 3 * ldo, c30, c31, c32, c33);
+  ROW_STORE(out + 4 * ldo, c40, c41, c42, c43);
+  ROW_STORE(out + 5 * ldo, c50, c51, c52, c53);
 }
 #endif
 
@@ -122,14 +125,10 @@ __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static vo
   bk_v16 c20 = {0}, c21 = {0}, c22 = {0}, c23 = {0};
   bk_v16 c30 = {0}, c31 = {0}, c32 = {0}, c33 = {0};
   if (accumulate) {
-    const bk_v16u* o = (const bk_v16u*)out;
-    c00 = o[0], c01 = o[1], c02 = o[2], c03 = o[3];
-    o = (const bk_v16u*)(out + ldo);
-    c10 = o[0], c11 = o[1], c12 = o[2], c13 = o[3];
-    o = (const bk_v16u*)(out + 2 * ldo);
-    c20 = o[0], c21 = o[1], c22 = o[2], c23 = o[3];
-    o = (const bk_v16u*)(out + 3 * ldo);
-    c30 = o[0], c31 = o[1], c32 = o[2], c33 = o[3];
+    ROW_LOAD(out, c00, c01, c02, c03);
+    ROW_LOAD(out + ldo, c10, c11, c12, c13);
+    ROW_LOAD(out + 2 * ldo, c20, c21, c22, c23);
+    ROW_LOAD(out + 3 * ldo, c30, c31, c32, c33);
   }
   const float* restrict a0 = a[0] + a_offset;
   const float* restrict a1 = a[1] + a_offset;
@@ -140,23 +139,15 @@ __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static vo
     if (prefetch) __builtin_prefetch(prefetch + 16 * c, 0, 2);
     bk_v16 b0 = *(const bk_v16u*)(bp + 0), b1 = *(const bk_v16u*)(bp + 16);
     bk_v16 b2 = *(const bk_v16u*)(bp + 32), b3 = *(const bk_v16u*)(bp + 48);
-    float x = a0[c];
-    c00 += x * b0, c01 += x * b1, c02 += x * b2, c03 += x * b3;
-    x = a1[c];
-    c10 += x * b0, c11 += x * b1, c12 += x * b2, c13 += x * b3;
-    x = a2[c];
-    c20 += x * b0, c21 += x * b1, c22 += x * b2, c23 += x * b3;
-    x = a3[c];
-    c30 += x * b0, c31 += x * b1, c32 += x * b2, c33 += x * b3;
+    ROW_FMA(a0[c], c00, c01, c02, c03);
+    ROW_FMA(a1[c], c10, c11, c12, c13);
+    ROW_FMA(a2[c], c20, c21, c22, c23);
+    ROW_FMA(a3[c], c30, c31, c32, c33);
   }
-  bk_v16u* o = (bk_v16u*)out;
-  o[0] = c00, o[1] = c01, o[2] = c02, o[3] = c03;
-  o = (bk_v16u*)(out + ldo);
-  o[0] = c10, o[1] = c11, o[2] = c12, o[3] = c13;
-  o = (bk_v16u*)(out + 2 * ldo);
-  o[0] = c20, o[1] = c21, o[2] = c22, o[3] = c23;
-  o = (bk_v16u*)(out + 3 * ldo);
-  o[0] = c30, o[1] = c31, o[2] = c32, o[3] = c33;
+  ROW_STORE(out, c00, c01, c02, c03);
+  ROW_STORE(out + ldo, c10, c11, c12, c13);
+  ROW_STORE(out + 2 * ldo, c20, c21, c22, c23);
+  ROW_STORE(out + 3 * ldo, c30, c31, c32, c33);
 }
 #endif
 
