@@ -150,6 +150,52 @@ static inline void cc_naive_backward(const uj_tensor_t* x, const uj_tensor_t* w,
         }
 }
 
+/* The gradients of one problem: dy seeded, dx, dw and dbias filled with
+ * sentinels (so that what a backend does not write shows), and their
+ * expected values from cc_naive_backward. */
+typedef struct {
+  uj_tensor_t dy, dx, dw, db;
+  double *want_dx, *want_dw, *want_db; /* NULL when out of memory */
+} cc_grads_t;
+
+static inline void cc_grads_make(cc_grads_t* g, const cc_tensors_t* t, uint64_t* st) {
+  g->dy = or_tensor(t->dt, 4, t->y.dims);
+  g->dx = or_tensor(t->dt, 4, t->x.dims);
+  g->dw = or_tensor(t->dt, 4, t->w.dims);
+  g->db = or_tensor(t->dt, 1, t->b.dims);
+  or_fill_real(st, &g->dy, -1, 1);
+  or_fill_sentinel(&g->dx);
+  or_fill_sentinel(&g->dw);
+  or_fill_sentinel(&g->db);
+  g->want_dx = or_alloc_ref(or_tnumel(&g->dx));
+  g->want_dw = or_alloc_ref(or_tnumel(&g->dw));
+  g->want_db = or_alloc_ref(or_tnumel(&g->db));
+  if (g->want_dx && g->want_dw && g->want_db)
+    cc_naive_backward(&t->x, &t->w, &g->dy, &t->s, g->want_dx, g->want_dw, g->want_db);
+}
+
+static inline void cc_grads_free(cc_grads_t* g) {
+  free(g->want_dx);
+  free(g->want_dw);
+  free(g->want_db);
+  or_tensor_free(&g->dy);
+  or_tensor_free(&g->dx);
+  or_tensor_free(&g->dw);
+  or_tensor_free(&g->db);
+}
+
+/* The bounds the gradients are held to with tolerance tol: dx sums KH*KW*K
+ * terms of dy*w, dw and dbias one per output pixel. */
+static inline double cc_dx_bound(const cc_tensors_t* t, const cc_grads_t* g, double tol) {
+  return tol * (double)(t->s.kh * t->s.kw * t->s.k) * cc_max_abs(&g->dy) * cc_max_abs(&t->w);
+}
+static inline double cc_dw_bound(const cc_tensors_t* t, const cc_grads_t* g, double tol) {
+  return tol * (double)(t->s.n * cc_out_h(&t->s) * cc_out_w(&t->s)) * cc_max_abs(&g->dy) * cc_max_abs(&t->x);
+}
+static inline double cc_db_bound(const cc_tensors_t* t, const cc_grads_t* g, double tol) {
+  return tol * (double)(t->s.n * cc_out_h(&t->s) * cc_out_w(&t->s)) * cc_max_abs(&g->dy);
+}
+
 /* ---- comparing ---- */
 
 /* The first element of got farther than `bound` from want, or -1; *worst
