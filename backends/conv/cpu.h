@@ -67,10 +67,30 @@ const bk_conv_kernel_t* bk_conv_kernel_for(bk_conv_state_t* st);
  * of the first row block of every slice waiting on memory for all of it. */
 typedef void (*bk_wino_tile_fn)(const float* const* a, int64_t a_offset, int64_t depth, const float* b, int accumulate,
                                 float* out, int64_t ldo, const float* prefetch);
+/* The products of a call with few tiles (at most BK_WINO_TALL_ROWS, all in
+ * one block: 14x14 at batch 1 has 16), where U is too large to stay in a
+ * core's cache and each of its elements serves only those rows:
+ *
+ *   out[r*ldo + j] = sum over c < depth of V_r[c] * u[c*16 + j],  r < rows, j < 16 (BK_WINO_TALL_COLS)
+ *
+ * with row r's channel c at v[(c / 16) * v_chunk + 16 * r + c % 16]
+ * (bk_wino_geom_interleave). All the rows' sums stay in registers for the
+ * whole depth, so U streams through once, one vector per step for rows
+ * multiply-adds, and every row is at a constant offset from one pointer:
+ * with a pointer per row (bk_wino_tile_fn) the 16 pointers do not fit in
+ * the registers and are reloaded every step (94 GFLOP/s per core measured,
+ * against 117 with the interleaved rows). One function per row count, so
+ * that the run of tiles that use a position is computed and no more. */
+#define BK_WINO_TALL_ROWS 16
+#define BK_WINO_TALL_COLS 16
+typedef void (*bk_wino_tall_fn)(const float* v, int64_t v_chunk, int64_t depth, const float* u, float* out,
+                                int64_t ldo);
+
 typedef struct {
   const char* isa;
   int rows, cols;
   bk_wino_tile_fn tile;
+  const bk_wino_tall_fn* tall; /* tall[rows - 1], rows <= BK_WINO_TALL_ROWS; NULL when the set has none */
 } bk_wino_kernel_t;
 /* The Winograd kernel for the instruction set bk_conv_kernel_for picks. */
 const bk_wino_kernel_t* bk_wino_kernel_for(bk_conv_state_t* st);

@@ -151,6 +151,48 @@ __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static vo
 }
 #endif
 
+#if BK_X86
+/* Winograd's products for calls with few tiles (cpu.h, bk_wino_tall_fn):
+ * up to 16 rows of one vector each, the rows' values broadcast from one
+ * pointer at constant offsets. Row counts are constants in each variant,
+ * so the rows past them compile away. */
+#define TALL_DECLARE(r) bk_v16 acc##r = {0}
+#define TALL_FMA(r) \
+  if (rows > r) acc##r += chunk[16 * r + c] * u_step
+#define TALL_STORE(r) \
+  if (rows > r) *(bk_v16u*)(out + r * ldo) = acc##r
+#define TALL_ALL_ROWS(step)                                                                 \
+  step(0); step(1); step(2); step(3); step(4); step(5); step(6); step(7); step(8); step(9); \
+  step(10); step(11); step(12); step(13); step(14); step(15)
+_Static_assert(BK_WINO_TALL_ROWS == 16 && BK_WINO_TALL_COLS == 16, "tall_body names 16 rows of 16 columns");
+
+static inline __attribute__((always_inline)) void tall_body(const int rows, const float* v, int64_t v_chunk,
+                                                             int64_t depth, const float* u, float* out, int64_t ldo) {
+  TALL_ALL_ROWS(TALL_DECLARE);
+  for (int64_t c0 = 0; c0 < depth; c0 += 16) {
+    const float* restrict chunk = v + c0 / 16 * v_chunk; /* 16 channels of every row */
+    const float* restrict u_chunk = u + c0 * 16;
+    int64_t n = depth - c0 < 16 ? depth - c0 : 16;
+    for (int64_t c = 0; c < n; c++) {
+      bk_v16 u_step = *(const bk_v16u*)(u_chunk + 16 * c);
+      TALL_ALL_ROWS(TALL_FMA);
+    }
+  }
+  TALL_ALL_ROWS(TALL_STORE);
+}
+
+#define TALL_VARIANT(r)                                                                                         \
+  __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static void tall_avx512_##r(          \
+      const float* v, int64_t v_chunk, int64_t depth, const float* u, float* out, int64_t ldo) {               \
+    tall_body(r + 1, v, v_chunk, depth, u, out, ldo);                                                           \
+  }
+TALL_ALL_ROWS(TALL_VARIANT)
+#define TALL_ENTRY(r) tall_avx512_##r
+static const bk_wino_tall_fn tall_avx512[BK_WINO_TALL_ROWS] = {TALL_ENTRY(0), TALL_ENTRY(1), TALL_ENTRY(2),
+    TALL_ENTRY(3), TALL_ENTRY(4), TALL_ENTRY(5), TALL_ENTRY(6), TALL_ENTRY(7), TALL_ENTRY(8), TALL_ENTRY(9),
+    TALL_ENTRY(10), TALL_ENTRY(11), TALL_ENTRY(12), TALL_ENTRY(13), TALL_ENTRY(14), TALL_ENTRY(15)};
+#endif
+
 /* 6 x 16 with 8-float vectors, inlined into the avx2 and generic variants. */
 static inline __attribute__((always_inline)) void tile_v8_body(int ntaps, const float* const* a, int64_t a_offset,
                                                                int64_t depth, const float* b, int64_t b_tap,
@@ -267,10 +309,10 @@ static void wino_generic(const float* const* a, int64_t a_offset, int64_t depth,
 
 static const bk_wino_kernel_t wino_table[] = {
 #if BK_X86
-    {"avx512", 4, 64, wino_avx512},
-    {"avx2", 6, 16, wino_avx2},
+    {"avx512", 4, 64, wino_avx512, tall_avx512},
+    {"avx2", 6, 16, wino_avx2, NULL},
 #endif
-    {"generic", 6, 16, wino_generic},
+    {"generic", 6, 16, wino_generic, NULL},
 };
 _Static_assert(sizeof wino_table / sizeof wino_table[0] == KERNEL_TOTAL, "a Winograd kernel per product kernel");
 
