@@ -53,7 +53,11 @@
  *
  * Layouts (floats):
  *   V   tile t at V + (t - row0)*v_tile, position xi at + xi*v_xi, channel c
- *       at + c; rows of cs = round_up(C, 16) floats, channels past C are 0.
+ *       at + (c / 16)*v_chunk + c % 16; rows of cs = round_up(C, 16) floats,
+ *       channels past C are 0. Tile-major by default (v_chunk = 16: each
+ *       tile's row is contiguous); bk_wino_geom_interleave lays a block of
+ *       up to BK_WINO_TALL_ROWS tiles out by 16 channels instead, for the
+ *       product kernel of calls with few tiles (cpu.h, bk_wino_tall_fn).
  *       Tile-major (v_tile = 36*cs + 16, v_xi = cs) lets each transform read
  *       and write one contiguous stretch per tile; the product kernel takes
  *       its rows by pointer and does not mind the stride between them. The
@@ -83,12 +87,20 @@ typedef struct {
   int64_t cs, kp;                  /* row lengths of V and M */
   int64_t cols, panels;            /* the product kernel's panel width, K split into panels */
   int64_t u_block;                 /* floats from one (xi, panel) block of U to the next */
-  int64_t v_tile, v_xi;            /* V: floats from one tile to the next, from one xi to the next */
+  int64_t v_tile, v_xi, v_chunk;   /* V: floats from one tile, xi or 16 channels to the next */
   int64_t m_tile, m_xi;            /* M: the same */
 } bk_wino_geom_t;
 
 /* Fills g for problem p and the product kernel's panel width. */
 void bk_wino_geom_init(bk_wino_geom_t* g, const bk_conv_problem_t* p, int64_t cols);
+
+/* V for blocks of up to BK_WINO_TALL_ROWS tiles, interleaved: the block's
+ * rows for 16 channels of one position are one stretch of
+ * 16 * BK_WINO_TALL_ROWS floats (v_tile = 16), so that one pointer reaches
+ * every row at a constant offset; the 36 positions' stretches for the
+ * same 16 channels follow each other (v_xi), then the next 16 channels
+ * (v_chunk). */
+void bk_wino_geom_interleave(bk_wino_geom_t* g);
 
 /* Where tile t is: image *n, tile row *ty and column *tx, with *rows and
  * *cols outputs (4, or the edge's). */
