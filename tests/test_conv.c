@@ -221,11 +221,14 @@ TEST(cpu_threads_same_bits) {
   }
 }
 
-/* Winograd's two schedules (cpu_winograd.c), each over several blocks and
- * on one and on two threads: U within 1 MiB (private either way), U of
- * 2.4 MiB (shared on one thread, private on two), U beyond 4 MiB (shared
- * either way, 121 tiles in two blocks); tile counts no multiple of the
- * kernel's rows. Against ref in f64. */
+/* Winograd's three schedules (cpu_winograd.c), each on one and on two
+ * threads, against ref in f64 and bit for bit the same on both: U within
+ * 1 MiB (private either way), U of 2.4 MiB (shared on one thread, private
+ * on two), U beyond 4 MiB (shared either way, 121 tiles in two blocks);
+ * then few tiles: 9 with a small U (few on one thread, private on two),
+ * 16 and 12 (two images) with U beyond 4 MiB (few either way), with edge
+ * tiles of 1, 2 and 3 outputs and channel counts no multiple of 16. Tile
+ * counts no multiple of the kernel's rows. */
 TEST(winograd_schedules) {
   HARNESS_SEED(723);
   uint64_t st = 723;
@@ -233,6 +236,9 @@ TEST(winograd_schedules) {
       {2, 29, 31, 32, 40, 3, 3, 1, 1, 1, 1, 1},
       {2, 30, 27, 130, 100, 3, 3, 1, 1, 1, 0, 0},
       {1, 42, 41, 170, 170, 3, 3, 1, 1, 1, 1, 1},
+      {1, 12, 11, 20, 24, 3, 3, 1, 1, 0, 0, 1},
+      {1, 13, 15, 190, 170, 3, 3, 1, 1, 1, 1, 1},
+      {2, 5, 10, 200, 150, 3, 3, 1, 1, 1, 1, 0},
   };
   uj_ctx_t* ref_ctx = fresh_ctx();
   for (size_t i = 0; ref_ctx && i < sizeof shapes / sizeof shapes[0]; i++) {

@@ -16,7 +16,7 @@
  * a position are one run; each product runs over its position's run only.
  *
  * Memory traffic decides the speed as much as arithmetic: V and M are as
- * large as x and y times 36/16, and U is w times 4. Two schedules:
+ * large as x and y times 36/16, and U is w times 4. Three schedules:
  *
  *   private  each thread claims blocks of tiles whose V and M fit in L2
  *            and does all three steps per block in scratch of its own;
@@ -35,6 +35,12 @@
  *            of U but only its own rows of V and M, else the 36 x (K / cols)
  *            products, so that U streams through once per block (see
  *            run_shared).
+ *   few      a call of at most 16 tiles (14x14 at batch 1) whose U does
+ *            not stay in L2: every U element serves those tiles only, so
+ *            the products take all of them at once, in the 16 x 16 kernel
+ *            of cpu.h (bk_wino_tall_fn) over the whole depth, V laid out
+ *            for it (bk_wino_geom_interleave) and U in panels of 16; U
+ *            streams through once, each position's rows in one call.
  * The limits come from timing the layers of bench/conv.c on one and two
  * threads.
  *
@@ -74,6 +80,21 @@
  * both took 0.54 ms, and the split by products is the one in small runs,
  * so that a thread the machine holds up keeps little work from the other. */
 #define ROWS_PER_SLOT 4
+/* The few-tiles schedule (see the file comment) takes calls of
+ * FEW_TILES_MIN to BK_WINO_TALL_ROWS tiles whose U does not stay in the
+ * cores' L2 between calls: on several threads, U larger than
+ * PRIVATE_U_BYTES_THREADS (14x14 at batch 1 with C = K = 128, U 2.4 MB:
+ * 0.126 ms in the private schedule, 0.155 here; 192 channels: 0.306
+ * against 0.234); on one thread, any U (C = K = 64 to 256: 10-50% faster
+ * than the other schedules). Below FEW_TILES_MIN the other schedules'
+ * 4-row kernel reads U once as well, with fewer loads (7x7x512 at batch 1:
+ * 0.814 ms there, 0.842 here). Each thread claims FEW_RUNS_PER_SLOT runs
+ * of products, contiguous in U and about equal in work: runs of a few
+ * products, taken in turn by the threads, took 0.47 ms at 14x14x256 and
+ * batch 1 where long runs took 0.39, U streaming through each core in
+ * one piece and each position's V and M staying with one core. */
+#define FEW_TILES_MIN 5
+#define FEW_RUNS_PER_SLOT 2
 /* Tiles per slot below which threads are not worth waking. */
 #define MIN_TILES_PER_SLOT 6
 
@@ -94,6 +115,8 @@ typedef struct {
   int64_t block_count;
   int64_t row_parts;   /* shared: the shares the products' rows are split into */
 } wino_job_t;
+
+typedef enum { SCHEDULE_PRIVATE, SCHEDULE_SHARED, SCHEDULE_FEW } schedule_t;
 
 /* The rows of position xi in the block of tiles [first, first + count),
  * relative to first: the tiles that use xi, [*lo, *hi), and the row blocks
@@ -234,16 +257,23 @@ static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g
   bk_conv_parallel(pool, slots, C, bk_round_up((C + 4 * slots - 1) / (4 * slots), 16), filter_slot, &fj);
 }
 
-/* Tiles per block and the schedule (see the file comment). */
-static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
+/* The schedule and its tiles per block (see the file comment). */
+static schedule_t plan(wino_job_t* j, rt_pool_t* pool, int* slots) {
   int rows = j->kern->rows;
   int64_t tile_bytes = 36 * (j->g.cs + j->g.kp) * (int64_t)sizeof(float);
   int64_t u_bytes = 36 * j->g.panels * j->g.u_block * (int64_t)sizeof(float);
   int64_t fit = (u_bytes <= PRIVATE_U_BYTES_ONE_THREAD ? BLOCK_BYTES_U_IN_L2 : BLOCK_BYTES) / tile_bytes / rows * rows;
   if (fit < rows) fit = rows;
-  *shared = u_bytes > (rt_pool_size(pool) > 1 ? PRIVATE_U_BYTES_THREADS : PRIVATE_U_BYTES_ONE_THREAD);
   int64_t tiles = j->g.tiles;
-  if (*shared) {
+  int several = rt_pool_size(pool) > 1;
+  if (j->kern->tall && tiles <= BK_WINO_TALL_ROWS && tiles >= FEW_TILES_MIN &&
+      (!several || u_bytes > PRIVATE_U_BYTES_THREADS)) {
+    j->block = tiles;
+    *slots = rt_pool_size(pool);
+    return SCHEDULE_FEW;
+  }
+  int shared = u_bytes > (several ? PRIVATE_U_BYTES_THREADS : PRIVATE_U_BYTES_ONE_THREAD);
+  if (shared) {
     /* blocks of about equal size: a short last block would read all of U
      * for a few rows */
     int64_t most = fit > SHARED_MIN_TILES ? fit : SHARED_MIN_TILES;
@@ -271,6 +301,7 @@ static void plan(wino_job_t* j, rt_pool_t* pool, int* shared, int* slots) {
     if (!j->even && j->block > fit) j->block = fit;
     j->runs = j->even ? nblocks : (tiles + j->block - 1) / j->block;
   }
+  return shared ? SCHEDULE_SHARED : SCHEDULE_PRIVATE;
 }
 
 /* The shared schedule. The products split by rows when every thread gets
@@ -295,6 +326,50 @@ static void run_shared(wino_job_t* j, rt_pool_t* pool) {
   }
 }
 
+/* The few-tiles schedule's products [begin, end), (xi, panel) as in
+ * products(): the run of tiles that use xi, in one call of the tall kernel
+ * for that many rows over the whole depth. */
+/* The first product of run r of j->runs, the runs about equal in work: a
+ * product's multiply-adds are its position's rows times the depth. */
+static int64_t few_run_start(const wino_job_t* j, int64_t r) {
+  const bk_wino_geom_t* g = &j->g;
+  int64_t total = 0, sum = 0, i = 0;
+  for (int xi = 0; xi < 36; xi++) total += (g->xi_hi[xi] - g->xi_lo[xi]) * g->panels;
+  int64_t want = total * r / j->runs;
+  for (; i < 36 * g->panels; i++) {
+    if (sum >= want) break;
+    int64_t xi = i / g->panels;
+    sum += g->xi_hi[xi] - g->xi_lo[xi];
+  }
+  return i;
+}
+
+static void few_products(void* ctx, int slot, int64_t run_begin, int64_t run_end) {
+  const wino_job_t* j = ctx;
+  const bk_wino_geom_t* g = &j->g;
+  (void)slot;
+  int64_t begin = few_run_start(j, run_begin), end = few_run_start(j, run_end);
+  for (int64_t i = begin; i < end; i++) {
+    int64_t xi = i / g->panels, panel = i % g->panels, lo = g->xi_lo[xi], hi = g->xi_hi[xi];
+    if (hi > lo)
+      j->kern->tall[hi - lo - 1](j->v + xi * g->v_xi + lo * g->v_tile, g->v_chunk, g->p->c, j->u + i * g->u_block,
+                                 j->m + lo * g->m_tile + xi * g->m_xi + panel * g->cols, g->m_tile);
+  }
+}
+
+/* The few-tiles schedule: every tile in one interleaved block, the three
+ * steps each split across the slots. */
+static void run_few(wino_job_t* j, rt_pool_t* pool) {
+  int64_t tiles = j->g.tiles;
+  int slots = bk_conv_slots(pool, 36 * j->g.panels, 1);
+  j->block_first = 0;
+  j->block_count = tiles;
+  j->runs = slots * FEW_RUNS_PER_SLOT;
+  bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, 1, shared_input, j);
+  bk_conv_parallel(pool, slots, j->runs, 1, few_products, j);
+  bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, 1, shared_output, j);
+}
+
 static uj_status_t winograd_run(const bk_conv_call_t* call) {
   const bk_conv_problem_t* p = call->p;
   wino_job_t j;
@@ -305,8 +380,12 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   j.y = call->y->data;
   j.bias = call->bias ? call->bias->data : NULL;
   rt_pool_t* pool = bk_conv_pool(call->ctx);
-  int shared, slots;
-  plan(&j, pool, &shared, &slots);
+  int slots;
+  schedule_t schedule = plan(&j, pool, &slots);
+  if (schedule == SCHEDULE_FEW) { /* U in the tall kernel's panels, V interleaved */
+    bk_wino_geom_init(&j.g, p, BK_WINO_TALL_COLS);
+    bk_wino_geom_interleave(&j.g);
+  }
 
 
   /* U: kept under the filter_key; else made now, into memory the cache
@@ -317,9 +396,11 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   uj_status_t s = UJ_OK;
   if (!kept && p->filter_key && !(u_for_cache = bk_conv_alloc(u_floats, "cpu_winograd"))) s = UJ_ERR_OOM;
   int64_t u_in_scratch = kept || u_for_cache ? 0 : u_floats;
-  int buffers = shared ? 1 : slots;
-  /* rows past the block: products() may run into them (zero_tail) */
+  int buffers = schedule == SCHEDULE_PRIVATE ? slots : 1;
+  /* rows past the block: products() may run into them (zero_tail); the
+   * few-tiles schedule reads and writes the tiles' rows only */
   int64_t v_floats = (j.block + j.kern->rows) * j.g.v_tile, m_floats = (j.block + j.kern->rows) * j.g.m_tile;
+  if (schedule == SCHEDULE_FEW) v_floats = j.g.cs / 16 * j.g.v_chunk, m_floats = j.block * j.g.m_tile;
   int64_t scratch_floats = 0;
   float* scratch = NULL;
   if (s == UJ_OK) {
@@ -346,7 +427,8 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
       }
     }
   }
-  if (s == UJ_OK && shared) run_shared(&j, pool);
+  if (s == UJ_OK && schedule == SCHEDULE_FEW) run_few(&j, pool);
+  else if (s == UJ_OK && schedule == SCHEDULE_SHARED) run_shared(&j, pool);
   else if (s == UJ_OK) bk_conv_parallel(pool, slots, j.runs, 1, private_slot, &j);
   free(j.a);
   free(u_for_cache);
