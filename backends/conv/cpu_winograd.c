@@ -85,7 +85,7 @@
  * cores' L2 between calls: on several threads, U larger than
  * PRIVATE_U_BYTES_THREADS (14x14 at batch 1 with C = K = 128, U 2.4 MB:
  * 0.126 ms in the private schedule, 0.155 here; 192 channels: 0.306
- * against 0.234); on one thread, any U (C = K = 64 to 256: 10-50% faster
+ * against 0.234); on one thread, any U (C = K = 64 to 256: 10-55% faster
  * than the other schedules). Below FEW_TILES_MIN the other schedules'
  * 4-row kernel reads U once as well, with fewer loads (7x7x512 at batch 1:
  * 0.814 ms there, 0.842 here). Each thread claims FEW_RUNS_PER_SLOT runs
@@ -326,9 +326,6 @@ static void run_shared(wino_job_t* j, rt_pool_t* pool) {
   }
 }
 
-/* The few-tiles schedule's products [begin, end), (xi, panel) as in
- * products(): the run of tiles that use xi, in one call of the tall kernel
- * for that many rows over the whole depth. */
 /* The first product of run r of j->runs, the runs about equal in work: a
  * product's multiply-adds are its position's rows times the depth. */
 static int64_t few_run_start(const wino_job_t* j, int64_t r) {
@@ -344,6 +341,9 @@ static int64_t few_run_start(const wino_job_t* j, int64_t r) {
   return i;
 }
 
+/* The few-tiles schedule's products of runs [run_begin, run_end), each
+ * product (xi, panel) as in products(): the run of tiles that use xi, in
+ * one call of the tall kernel for that many rows over the whole depth. */
 static void few_products(void* ctx, int slot, int64_t run_begin, int64_t run_end) {
   const wino_job_t* j = ctx;
   const bk_wino_geom_t* g = &j->g;
