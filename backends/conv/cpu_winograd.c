@@ -399,8 +399,8 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   int buffers = schedule == SCHEDULE_PRIVATE ? slots : 1;
   /* rows past the block: products() may run into them (zero_tail); the
    * few-tiles schedule reads and writes the tiles' rows only */
-  int64_t v_floats = (j.block + j.kern->rows) * j.g.v_tile, m_floats = (j.block + j.kern->rows) * j.g.m_tile;
-  if (schedule == SCHEDULE_FEW) v_floats = j.g.cs / 16 * j.g.v_chunk, m_floats = j.block * j.g.m_tile;
+  int64_t rows = schedule == SCHEDULE_FEW ? j.block : j.block + j.kern->rows;
+  int64_t v_floats = bk_wino_v_floats(&j.g, rows), m_floats = rows * j.g.m_tile;
   int64_t scratch_floats = 0;
   float* scratch = NULL;
   if (s == UJ_OK) {

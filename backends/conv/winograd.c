@@ -159,6 +159,11 @@ void bk_wino_geom_interleave(bk_wino_geom_t* g) {
   g->v_chunk = 36 * g->v_xi;
 }
 
+int64_t bk_wino_v_floats(const bk_wino_geom_t* g, int64_t rows) {
+  /* interleaved, every 16 channels hold room for BK_WINO_TALL_ROWS rows */
+  return g->v_chunk > LANES ? g->cs / LANES * g->v_chunk : rows * g->v_tile;
+}
+
 void bk_wino_tile(const bk_wino_geom_t* g, int64_t t, int64_t* n, int64_t* ty, int64_t* tx, int* rows, int* cols) {
   int64_t full_h = g->p->oh / 4, full_w = g->p->ow / 4;
   int c = 0;

@@ -102,6 +102,10 @@ void bk_wino_geom_init(bk_wino_geom_t* g, const bk_conv_problem_t* p, int64_t co
  * (v_chunk). */
 void bk_wino_geom_interleave(bk_wino_geom_t* g);
 
+/* Floats of V for a block of `rows` tiles in g's layout (at most
+ * BK_WINO_TALL_ROWS when interleaved). */
+int64_t bk_wino_v_floats(const bk_wino_geom_t* g, int64_t rows);
+
 /* Where tile t is: image *n, tile row *ty and column *tx, with *rows and
  * *cols outputs (4, or the edge's). */
 void bk_wino_tile(const bk_wino_geom_t* g, int64_t t, int64_t* n, int64_t* ty, int64_t* tx, int* rows, int* cols);
