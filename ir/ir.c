@@ -306,7 +306,6 @@ ir_ix_t* ir_ix_copy(rt_arena_t* arena, const ir_ix_t* ix) {
   return ir_ix_map(arena, ix, copy_leaf, arena);
 }
 
-
 /* ---- deep copy ---- */
 
 typedef struct {

@@ -480,7 +480,6 @@ static void lower_accum(lower_t* L, const ir_stmt_t* s) {
   }
 }
 
-
 static void lower_stmt(lower_t* L, const ir_stmt_t* s) {
   int guarded = ir_expr_has_checks(s->value) || ir_ix_has_checks(s->arg_index) ||
                 (s->kind != IR_ST_ACCUM && ir_access_has_checks(&s->target));

@@ -427,7 +427,6 @@ static void expect_run_fail_(const char* file, int line, uj_ctx_t* ctx, uj_progr
 #define EXPECT_RUN_FAIL(ctx, p, in, nin, params, np, out, nout, want, need) \
   expect_run_fail_(__FILE__, __LINE__, (ctx), (p), (in), (nin), (params), (np), (out), (nout), (want), (need))
 
-
 static uj_ctx_t* engine_ctx(void) { return or_ctx_new(run_engine); }
 
 /* y = x + z over [3,6] f32 tensors. */

@@ -289,7 +289,6 @@ TEST(reduction_in_expression) {
 
 /* ---- statements, names and dtypes ----------------------------------------------------- */
 
-
 /* Inputs in order of first appearance, outputs in order of first
  * assignment; a name read after its assignment reads that value; '_' names
  * are temporaries; a reassigned output is listed once with its last value;

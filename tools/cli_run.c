@@ -178,7 +178,6 @@ static void print_io(FILE* out, const uj_program_t* p, const io_t* io) {
   }
 }
 
-
 /* Everything `run` allocates. */
 typedef struct {
   uj_program_t* program;
@@ -205,7 +204,6 @@ static void run_release(run_t* r) {
   io_release(&r->ref);
   free(r->times);
 }
-
 
 /* Median time, ns per element of the largest output, and GB/s for the
  * bytes of every input read and every output written. */

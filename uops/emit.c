@@ -121,7 +121,6 @@ int uop_is_value(const uj_graph_t* g, uj_io_t id, const char* builder, const cha
   return 1;
 }
 
-
 uj_status_t uop_grad_elementwise(uop_emit_t* E, int n, int operand, int gout, int dst, uop_local_grad_fn local) {
   ir_func_t* f = E->f;
   int outt = E->tensor_of[n];

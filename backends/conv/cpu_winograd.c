@@ -387,7 +387,6 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
     bk_wino_geom_interleave(&j.g);
   }
 
-
   /* U: kept under the filter_key; else made now, into memory the cache
    * will own (a key) or into the call's scratch (no key) */
   int64_t u_floats = 36 * j.g.panels * j.g.u_block;

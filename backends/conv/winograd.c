@@ -121,7 +121,6 @@ static inline __attribute__((always_inline)) void filter_1d(bk_v16* r, int rs, c
   r[5 * rs] = g2;
 }
 
-
 void bk_wino_geom_init(bk_wino_geom_t* g, const bk_conv_problem_t* p, int64_t cols) {
   memset(g, 0, sizeof *g);
   g->p = p;
