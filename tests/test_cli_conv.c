@@ -197,6 +197,12 @@ TEST(errors) {
     CHECK(o.status == 2);
     if (o.status != 2) printf("  %s %s: status %d\n", bad[i][0], bad[i][1], o.status);
   }
+  /* sizes within the options' bounds whose tensors cannot be addressed:
+   * x from the options, y from a pad that makes it 2^62 floats */
+  run_conv(&o, "--n", "1048576", "--hw", "1048576", "--c", "1048576", NULL);
+  CHECK(o.status == 1 && strstr(o.err, "too large to address: [1048576,1048576,1048576,1048576] (x, f32)"));
+  run_conv(&o, "--hw", "2", "--c", "1", "--k", "1048576", "--pad", "1048576", NULL);
+  CHECK(o.status == 1 && strstr(o.err, "too large to address: [1,2097152,2097152,1048576] (y, f32)"));
   run_conv(&o, "--check", "--c", NULL);
   CHECK(o.status == 2 && strstr(o.err, "missing value after") != NULL);
 }

@@ -124,16 +124,26 @@ static int64_t numel(const uj_tensor_t* t) {
   return n;
 }
 
-static uj_tensor_t tensor_make(uj_dtype_t dt, int ndim, const int64_t* dims) {
-  uj_tensor_t t;
-  memset(&t, 0, sizeof t);
-  t.dtype = dt;
-  t.device = UJ_CPU;
-  t.ndim = ndim;
-  memcpy(t.dims, dims, sizeof(int64_t) * (size_t)ndim);
-  int64_t n = numel(&t);
-  t.data = malloc((size_t)(n > 0 ? n : 1) * (size_t)uj_dtype_size(dt));
-  return t;
+/* t with dims and room for its values; else 1 with the reason printed: a
+ * size whose element or byte count overflows (the options bound x and w,
+ * but not y: a large pad makes it as large as it likes), or no memory. */
+static int tensor_make(uj_tensor_t* t, const char* name, uj_dtype_t dt, int ndim, const int64_t* dims) {
+  memset(t, 0, sizeof *t);
+  t->dtype = dt;
+  t->device = UJ_CPU;
+  t->ndim = ndim;
+  memcpy(t->dims, dims, sizeof(int64_t) * (size_t)ndim);
+  int64_t n = 1, bytes;
+  int overflow = 0;
+  for (int a = 0; a < ndim; a++) overflow |= __builtin_mul_overflow(n, dims[a], &n);
+  overflow |= __builtin_mul_overflow(n, (int64_t)uj_dtype_size(dt), &bytes) || (uint64_t)bytes > SIZE_MAX;
+  if (overflow || !(t->data = malloc((size_t)(bytes > 0 ? bytes : 1)))) {
+    fprintf(stderr, "uopjit conv: %s ", overflow ? "too large to address:" : "out of memory for");
+    cli_print_dims(stderr, ndim, dims);
+    fprintf(stderr, " (%s, %s)\n", name, uj_dtype_name(dt));
+    return 1;
+  }
+  return 0;
 }
 
 static void tensors_free(conv_tensors_t* t) {
@@ -145,24 +155,23 @@ static void tensors_free(conv_tensors_t* t) {
 }
 
 /* x, w, bias, y (dy for the backward ops) of the options' sizes; `like`
- * given: its values converted, else seeded values. */
-static uj_status_t tensors_make(const conv_options_t* o, uj_dtype_t dt, const conv_tensors_t* like, conv_tensors_t* t) {
+ * given: its values converted, else seeded values. 0, else 1 with the
+ * reason printed. */
+static int tensors_make(const conv_options_t* o, uj_dtype_t dt, const conv_tensors_t* like, conv_tensors_t* t) {
   int64_t xd[4] = {o->n, o->h, o->w, o->c}, wd[4] = {o->k, o->kernel, o->kernel, o->c}, bd[1] = {o->k}, yd[4];
   uj_conv2d_desc_t d = {o->stride, o->stride, o->pad, o->pad, 0};
-  t->x = tensor_make(dt, 4, xd);
-  t->w = tensor_make(dt, 4, wd);
-  t->b = tensor_make(dt, 1, bd);
-  uj_status_t s = t->x.data && t->w.data && t->b.data ? uj_conv2d_output_shape(&d, &t->x, &t->w, yd) : UJ_ERR_OOM;
-  if (s != UJ_OK) return s;
-  t->y = tensor_make(dt, 4, yd);
-  if (!t->y.data) return UJ_ERR_OOM;
+  if (tensor_make(&t->x, "x", dt, 4, xd) || tensor_make(&t->w, "w", dt, 4, wd) || tensor_make(&t->b, "bias", dt, 1, bd))
+    return 1;
+  uj_status_t s = uj_conv2d_output_shape(&d, &t->x, &t->w, yd);
+  if (s != UJ_OK) return cli_report(s);
+  if (tensor_make(&t->y, o->op == OP_FORWARD ? "y" : "dy", dt, 4, yd)) return 1;
   uint64_t state = o->seed;
   uj_tensor_t* all[] = {&t->x, &t->w, &t->b, &t->y};
   for (int i = 0; i < 4; i++) {
     const uj_tensor_t* from = !like ? NULL : i == 0 ? &like->x : i == 1 ? &like->w : i == 2 ? &like->b : &like->y;
     for (int64_t e = 0, n = numel(all[i]); e < n; e++) set(all[i], e, from ? get(from, e) : cli_rng_float(&state));
   }
-  return UJ_OK;
+  return 0;
 }
 
 /* The call of the options' op on t; backend NULL means auto. */
@@ -177,10 +186,12 @@ static uj_status_t conv_call(uj_ctx_t* ctx, const conv_options_t* o, const char*
   return UJ_ERR_INVALID;
 }
 
-/* The output tensor of the op: y, dx (x's shape) or dw (w's shape). */
-static uj_tensor_t output_like(const conv_options_t* o, const conv_tensors_t* t) {
+/* The output tensor of the op: y, dx (x's shape) or dw (w's shape); 0, else
+ * 1 with the reason printed. */
+static int output_make(const conv_options_t* o, const conv_tensors_t* t, uj_tensor_t* out) {
   const uj_tensor_t* shape = o->op == OP_FORWARD ? &t->y : o->op == OP_BACKWARD_DATA ? &t->x : &t->w;
-  return tensor_make(t->x.dtype, shape->ndim, shape->dims);
+  return tensor_make(out, o->op == OP_FORWARD ? "y" : o->op == OP_BACKWARD_DATA ? "dx" : "dw", t->x.dtype, shape->ndim,
+                     shape->dims);
 }
 
 static double max_abs(const uj_tensor_t* t) {
@@ -235,9 +246,7 @@ static int conv_check(conv_run_t* r, const conv_options_t* o, const char* ran) {
   if (!(r->ref_ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
   uj_status_t s = uj_ctx_set_engine(r->ref_ctx, o->engine);
   if (s != UJ_OK) return cli_engine_unavailable(o->engine);
-  if ((s = tensors_make(o, UJ_F64, &r->t, &r->ref)) != UJ_OK) return cli_report(s);
-  r->ref_out = output_like(o, &r->ref);
-  if (!r->ref_out.data) return cli_report(UJ_ERR_OOM);
+  if (tensors_make(o, UJ_F64, &r->t, &r->ref) || output_make(o, &r->ref, &r->ref_out)) return 1;
   if ((s = conv_call(r->ref_ctx, o, "ref", &r->ref, &r->ref_out)) != UJ_OK) return cli_report(s);
   double bound = check_bound(o, &r->t, ran), max_rel_err = 0;
   for (int64_t i = 0, n = numel(&r->out); i < n; i++) {
@@ -258,10 +267,8 @@ static int conv_main(conv_run_t* r, const conv_options_t* o) {
   static const char* const op_names[] = {"forward", "backward data", "backward filter"};
   if (!(r->ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
   if (uj_ctx_set_engine(r->ctx, o->engine) != UJ_OK) return cli_engine_unavailable(o->engine);
-  uj_status_t s = tensors_make(o, o->dtype, NULL, &r->t);
-  if (s != UJ_OK) return cli_report(s);
-  r->out = output_like(o, &r->t);
-  if (!r->out.data) return cli_report(UJ_ERR_OOM);
+  if (tensors_make(o, o->dtype, NULL, &r->t) || output_make(o, &r->t, &r->out)) return 1;
+  uj_status_t s;
   double t0 = now_seconds();
   if ((s = conv_call(r->ctx, o, o->backend, &r->t, &r->out)) != UJ_OK) return cli_report(s);
   double first = now_seconds() - t0;
