@@ -206,6 +206,11 @@ TEST(sizes_that_disagree) {
   EXPECT(&f, forward(&f, &f.x, &w, NULL, &f.y, NULL), UJ_ERR_SHAPE, "w axis 2 (KW) has size -3", NULL);
   x = f.x, x.dims[0] = x.dims[1] = x.dims[2] = INT64_C(1) << 22;
   EXPECT(&f, forward(&f, &x, &f.w, NULL, &f.y, NULL), UJ_ERR_SHAPE, "x has too many elements", NULL);
+  /* a pad near INT_MAX: the expected size and its formula in 64 bits */
+  f.d.pad_h = 1 << 30;
+  EXPECT(&f, forward(&f, &f.x, &f.w, NULL, &f.y, NULL), UJ_ERR_SHAPE, "y axis 1 (OH) has size 4, expected 2147483652",
+         "(6 + 2147483648 - 3) / 1 + 1");
+  f.d.pad_h = 0;
   /* backward data: dx gives the input sizes, dy must follow */
   uj_tensor_t dy = f.dy, dx = f.dx;
   dy.dims[0] = 2;

@@ -157,10 +157,10 @@ static uj_status_t check_x_w(const char* fn, const uj_conv2d_desc_t* d, const ch
 static uj_status_t check_y_shape(const char* fn, const char* name, const uj_tensor_t* y, const bk_conv_problem_t* p,
                                  const char* n_source, const char* k_source) {
   char oh_source[128], ow_source[128];
-  snprintf(oh_source, sizeof oh_source, "(H + 2*pad_h - KH) / stride_h + 1 = (%lld + %d - %lld) / %d + 1",
-           (long long)p->h, 2 * p->pad_h, (long long)p->kh, p->stride_h);
-  snprintf(ow_source, sizeof ow_source, "(W + 2*pad_w - KW) / stride_w + 1 = (%lld + %d - %lld) / %d + 1",
-           (long long)p->w, 2 * p->pad_w, (long long)p->kw, p->stride_w);
+  snprintf(oh_source, sizeof oh_source, "(H + 2*pad_h - KH) / stride_h + 1 = (%lld + %lld - %lld) / %d + 1",
+           (long long)p->h, 2 * (long long)p->pad_h, (long long)p->kh, p->stride_h);
+  snprintf(ow_source, sizeof ow_source, "(W + 2*pad_w - KW) / stride_w + 1 = (%lld + %lld - %lld) / %d + 1",
+           (long long)p->w, 2 * (long long)p->pad_w, (long long)p->kw, p->stride_w);
   uj_status_t s = check_axis(fn, name, y, 0, y_axes, p->n, n_source);
   if (s == UJ_OK) s = check_axis(fn, name, y, 1, y_axes, p->oh, oh_source);
   if (s == UJ_OK) s = check_axis(fn, name, y, 2, y_axes, p->ow, ow_source);
