@@ -15,6 +15,8 @@
  *      nothing about the backend); the fastest is remembered for the shape,
  *      and if it was not the last to run it runs once more, so that the
  *      output always comes from the backend uj_conv2d_last_backend names.
+ * A device backend returns once its work is queued on the context's
+ * stream, so each of its timed runs waits for the stream before and after.
  * Timing on the real call costs a few extra runs once per shape and
  * context, and measures what matters: this machine, these sizes, the
  * threads the context has. */
@@ -27,6 +29,7 @@
 #include <time.h>
 
 #include "conv.h"
+#include "../../rt/cuda.h"
 
 static const char* op_name(bk_conv_op_t op) {
   switch (op) {
@@ -145,6 +148,14 @@ static uj_status_t none_capable(const bk_conv_problem_t* p) {
 /* Timed runs per candidate after its warm-up. */
 #define TIMED_RUNS 3
 
+/* Waits for the work a run queued on the device, if the call is on one. */
+static uj_status_t finish(const bk_conv_call_t* call) {
+  if (call->p->device != UJ_CUDA) return UJ_OK;
+  rt_cuda_ctx_t* cc;
+  uj_status_t s = rt_cuda_ctx_get(call->ctx, &cc);
+  return s == UJ_OK ? rt_cuda_sync(cc) : s;
+}
+
 /* Times every candidate, remembers the fastest of those that worked. */
 static uj_status_t time_candidates(bk_conv_call_t* call, const bk_conv_backend_t* const* cand, int ncand) {
   const bk_conv_backend_t* best = NULL;
@@ -153,10 +164,12 @@ static uj_status_t time_candidates(bk_conv_call_t* call, const bk_conv_backend_t
   uj_status_t failure = UJ_OK;
   for (int i = 0; i < ncand; i++) {
     uj_status_t s = cand[i]->run(call);
+    if (s == UJ_OK) s = finish(call);
     double elapsed = 0;
     for (int r = 0; r < TIMED_RUNS && s == UJ_OK; r++) {
       double t0 = now_seconds();
       s = cand[i]->run(call);
+      if (s == UJ_OK) s = finish(call);
       double t = now_seconds() - t0;
       if (r == 0 || t < elapsed) elapsed = t;
     }
