@@ -109,7 +109,7 @@ static uj_status_t run(const bk_conv_call_t* call) {
       return s;
     }
     if (!(kept = bk_conv_filter_add(call->state, &bk_conv_cuda_winograd, p, 0, f, (size_t)u_bytes, kept_free)))
-      return UJ_ERR_OOM;
+      return rt_error(UJ_ERR_OOM, "cuda_winograd: out of memory keeping the transformed filter");
     u = f->u;
   } else if (!u) {
     if ((s = rt_cuda_alloc_temp(cc, (size_t)u_bytes, &u_temp)) != UJ_OK) return s;
