@@ -12,7 +12,12 @@
  * dtypes and devices agree, no output overlaps an input, and the problem is
  * inside the backend's capability (bk_conv_capable). So a run function may
  * assume a well-formed call; it returns UJ_OK, or a failure (out of memory,
- * an engine error) with nothing written to the outputs. Per-context state
+ * an engine error) with nothing written to the outputs. A device backend
+ * queues its work on the context's stream and returns: every failure it
+ * can see before the first work that writes an output is queued leaves
+ * the outputs untouched, but a fault of the device, or of a library call
+ * queued after that first work (cudnn's bias after its convolution), can
+ * leave them partly written. Per-context state
  * (the choices of auto, cached filter transforms, the reference's programs)
  * lives in bk_conv_state_t, hung from the context (state.c). */
 #ifndef UJ_BACKENDS_CONV_H

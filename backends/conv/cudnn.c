@@ -17,6 +17,10 @@
  * cores), so the results stay within the direct sum's bound, 1e-6 * KH*KW*C
  * * max|x| * max|w| (include/uopjit.h).
  *
+ * The bias is added (cudnnAddTensor, cudnnConvolutionBackwardBias) after
+ * the convolution is queued: should that call fail, y or dw holds the
+ * convolution without it (conv.h says which failures can write).
+ *
  * Every failing cuDNN call becomes UJ_ERR_DEVICE (UJ_ERR_OOM for
  * CUDNN_STATUS_ALLOC_FAILED, UJ_ERR_UNSUPPORTED for NOT_SUPPORTED) with
  * "cudnnCall: cudnnGetErrorString's text" in uj_last_error(). */
