@@ -53,7 +53,7 @@ jit_state_t* jit_state(uj_ctx_t* ctx) {
   js->id = next_state_id++;
   /* threads may race to make the first state of a context: one wins */
   void* expected = NULL;
-  ctx->jit_state_free = jit_state_free;
+  __atomic_store_n(&ctx->jit_state_free, jit_state_free, __ATOMIC_RELAXED); /* the same value from every racer */
   if (!__atomic_compare_exchange_n(&ctx->jit_state, &expected, js, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     jit_state_free(js);
     return expected;

@@ -121,7 +121,7 @@ bk_conv_state_t* bk_conv_state(uj_ctx_t* ctx) {
     return NULL;
   }
   void* expected = NULL;
-  ctx->backend_state_free = state_free;
+  __atomic_store_n(&ctx->backend_state_free, state_free, __ATOMIC_RELAXED); /* the same value from every racer */
   if (!__atomic_compare_exchange_n(&ctx->backend_state, &expected, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     state_free(st);
     return expected;
