@@ -392,8 +392,8 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
  * backend names one of them; NULL or "auto" picks by capability: the
  * backends that can run the call, "ref" only when no other can. When
  * several qualify, the first call of a shape on a context runs each of them
- * four times (a warm-up, then the best of three timed runs counts) and the
- * context remembers the fastest for that shape (op, dtype, sizes, stride,
+ * four times (a warm-up, then the best of three timed runs counts; a GPU
+ * backend's run is timed until its kernels finish) and the context remembers the fastest for that shape (op, dtype, sizes, stride,
  * padding, bias or not).
  * UOPJIT_CONV_BACKEND=<name>, read on a context's first convolution, makes
  * auto mean that backend (its capability still applies); an unknown name
