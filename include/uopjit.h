@@ -265,6 +265,11 @@ int uj_program_io_count(const uj_program_t* p, int is_output);
 /* The name of input or output `index` of a parsed program (owned by the
  * program); NULL for uop programs or an index out of range. */
 const char* uj_program_io_name(const uj_program_t* p, int is_output, int index);
+/* 1, with *dtype (when not NULL), when input `index` of a parsed program
+ * declares its dtype (`x: f32`): its tensor must have that one. 0 when the
+ * input takes its tensor's dtype, for uop programs and for an index out of
+ * range. */
+int uj_program_input_dtype(const uj_program_t* p, int index, uj_dtype_t* dtype);
 /* The dtype output `output_index` has for these inputs (a parsed
  * program's outputs follow its inputs' dtypes). */
 uj_status_t uj_program_output_dtype(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,

@@ -402,6 +402,21 @@ TEST(cache_switched_off) {
   unsetenv("UOPJIT_CACHE");
 }
 
+/* ---- run ----------------------------------------------------------------------------------- */
+
+TEST(run_check_with_declared_dtypes) {
+  NEED_CLI();
+  /* inputs that declare a dtype keep it in the run and in the f64
+   * reference (which once shared, then freed twice, the run's output) */
+  static const char* const programs[] = {"x: f32; y = x + 1", "x: i32; y = x * 3", "x: f64\ny: f32; z = x * 3 + y"};
+  for (int i = 0; i < 3; i++) {
+    result_t r = run_cli("run", "--check", "--engine", "interp", "--shape", "3", programs[i], NULL);
+    if (r.status != 0 || !strstr(r.out, "check: ok")) result_show(programs[i], &r);
+    CHECK(r.status == 0 && strstr(r.out, "check: ok") != NULL);
+    result_free(&r);
+  }
+}
+
 /* ---- the GPU side ------------------------------------------------------------------------ */
 
 TEST(dump_cuda_needs_no_gpu) {

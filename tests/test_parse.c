@@ -368,6 +368,11 @@ TEST(dtype_hints_and_promotion) {
   for (int i = 0; i < 5; i++) ref[i] = or_get(&x64, i) * 3 + or_get(&y32, i);
   pr_t r;
   if (pr_parse(&r, "x: f64\ny: f32; z = x * 3 + y")) {
+    uj_dtype_t dt = UJ_I32;
+    CHECK(uj_program_input_dtype(r.p, 0, &dt) == 1 && dt == UJ_F64);
+    CHECK(uj_program_input_dtype(r.p, 1, &dt) == 1 && dt == UJ_F32);
+    CHECK(uj_program_input_dtype(r.p, 2, &dt) == 0 && uj_program_input_dtype(r.p, -1, NULL) == 0);
+    CHECK(uj_program_input_dtype(NULL, 0, &dt) == 0);
     named_t ok[] = {{"x", &x64}, {"y", &y32}};
     for (int e = 0; e < OR_NENGINES; e++) {
       CHECK(pr_run(&r, e, 2, ok) == UJ_OK);
@@ -378,6 +383,7 @@ TEST(dtype_hints_and_promotion) {
   pr_free(&r);
   /* Without hints, f32 with f64 promotes to f64. */
   if (pr_parse(&r, "z = x * 3 + y")) {
+    CHECK(uj_program_input_dtype(r.p, 0, NULL) == 0);
     named_t mixed[] = {{"x", &x64}, {"y", &y32}};
     CHECK(pr_run(&r, 0, 2, mixed) == UJ_OK);
     CHECK(r.out[0].dtype == UJ_F64);

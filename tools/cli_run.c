@@ -31,12 +31,20 @@ static size_t tensor_bytes(const uj_tensor_t* t) {
 }
 
 static double get(const uj_tensor_t* t, int64_t i) {
-  return t->dtype == UJ_F64 ? ((const double*)t->data)[i] : (double)((const float*)t->data)[i];
+  switch (t->dtype) {
+    case UJ_F64: return ((const double*)t->data)[i];
+    case UJ_I32: return (double)((const int32_t*)t->data)[i];
+    default: return (double)((const float*)t->data)[i];
+  }
 }
 
+/* v is an input's value: in [0.5, 1.5), or one of scalar_value's */
 static void set(uj_tensor_t* t, int64_t i, double v) {
-  if (t->dtype == UJ_F64) ((double*)t->data)[i] = v;
-  else ((float*)t->data)[i] = (float)v;
+  switch (t->dtype) {
+    case UJ_F64: ((double*)t->data)[i] = v; break;
+    case UJ_I32: ((int32_t*)t->data)[i] = (int32_t)v; break;
+    default: ((float*)t->data)[i] = (float)v; break;
+  }
 }
 
 /* Tensors of one program call; on the GPU of ctx when ctx is set. */
@@ -94,7 +102,7 @@ static uj_status_t io_make(io_t* io, uj_program_t* p, const cli_options_t* o) {
   for (int i = 0; i < io->nin; i++) {
     const char* name = uj_program_io_name(p, 0, i);
     uj_tensor_t* t = &io->in[i];
-    t->dtype = o->dtype;
+    if (!uj_program_input_dtype(p, i, &t->dtype)) t->dtype = o->dtype;
     t->device = UJ_CPU;
     if (!cli_in_list(o->scalars, name)) {
       t->ndim = o->ndim;
@@ -118,7 +126,8 @@ static uj_status_t io_make(io_t* io, uj_program_t* p, const cli_options_t* o) {
   return UJ_OK;
 }
 
-/* The same inputs converted to f64, with outputs of the same shapes. */
+/* The same inputs converted to f64 (those that declare a dtype keep it),
+ * with outputs of the same shapes. */
 static uj_status_t io_make_f64(io_t* ref, uj_program_t* p, const io_t* from) {
   if (io_alloc(ref, p) != UJ_OK) return UJ_ERR_OOM;
   for (int i = 0; i < ref->nin + ref->nout; i++) {
@@ -126,7 +135,8 @@ static uj_status_t io_make_f64(io_t* ref, uj_program_t* p, const io_t* from) {
     uj_tensor_t* t = is_out ? &ref->out[i - ref->nin] : &ref->in[i];
     const uj_tensor_t* f = is_out ? &from->out[i - ref->nin] : &from->in[i];
     *t = *f;
-    t->dtype = UJ_F64;
+    t->data = NULL; /* f's, until this tensor has its own */
+    if (is_out || !uj_program_input_dtype(p, i, &t->dtype)) t->dtype = UJ_F64;
     /* An output's dtype follows the inputs (f32 when it reads none). */
     if (is_out) {
       uj_status_t s = uj_program_output_dtype(p, UJ_FORWARD, ref->in_ptr, i - ref->nin, &t->dtype);

@@ -492,3 +492,11 @@ const char* uj_program_io_name(const uj_program_t* p, int is_output, int index) 
   if (!p || !p->parsed || index < 0 || index >= uj_program_io_count(p, is_output)) return NULL;
   return p->parsed->names[is_output ? p->parsed->output_name[index] : p->parsed->input_name[index]];
 }
+
+int uj_program_input_dtype(const uj_program_t* p, int index, uj_dtype_t* dtype) {
+  if (!p || !p->parsed || index < 0 || index >= uj_program_io_count(p, 0)) return 0;
+  int name = p->parsed->input_name[index];
+  if (!p->parsed->hinted[name]) return 0;
+  if (dtype) *dtype = p->parsed->hint[name];
+  return 1;
+}
