@@ -44,6 +44,8 @@ TEST(syntax_errors) {
       {"y = where(x, x)", 1, 15, "where takes 3 arguments"},
       {"y = sum(x, 9)", 1, 12, "expected an axis"},
       {"y = sum(x, 1.5)", 1, 12, "expected an axis"},
+      {"y = sum(x, 1e10)", 1, 12, "expected an axis"},
+      {"y = sum(x, -3000000000)", 1, 13, "expected an axis"},
       {"y = sum(x, y)", 1, 12, "expected an axis"},
       /* statements */
       {"3 = x", 1, 1, "expected a name at the start of a statement, found '3'"},
@@ -169,6 +171,13 @@ TEST(null_arguments) {
   CHECK(uj_program_run(ctx, p, UJ_FORWARD, in, 2, NULL, 0, out, 1) == UJ_ERR_INVALID);
   CHECK(uj_program_run(ctx, p, UJ_BACKWARD, in, 1, NULL, 0, out, 1) == UJ_ERR_INVALID);
   CHECK(uj_program_run(NULL, p, UJ_FORWARD, in, 1, NULL, 0, out, 1) == UJ_ERR_INVALID);
+  /* a dtype that is none: named with its input, not taken for OOM */
+  uj_tensor_t bad = x;
+  bad.dtype = (uj_dtype_t)7;
+  const uj_tensor_t* bad_in[1] = {&bad};
+  CHECK(uj_program_output_dtype(p, UJ_FORWARD, bad_in, 0, &dt) == UJ_ERR_INVALID);
+  CHECK(strstr(uj_last_error(), "input 0 (\"x\"): unknown dtype 7") != NULL);
+  CHECK(uj_program_run(ctx, p, UJ_FORWARD, bad_in, 1, NULL, 0, out, 1) == UJ_ERR_INVALID);
   /* a uop program has no io names */
   uj_graph_t* g = uj_graph_new();
   uj_io_t a = uj_input(g, 1, UJ_F32);

@@ -220,7 +220,8 @@ static int parse_axis(parser_t* p, pn_node_t* call) {
     neg = 1;
     next(p);
   }
-  if (p->tok.kind != TK_NUMBER || p->tok.number != (double)(int)p->tok.number || p->tok.number > 8)
+  /* range first: (int) of a number outside int's range is undefined */
+  if (p->tok.kind != TK_NUMBER || !(p->tok.number <= 8) || p->tok.number != (double)(int)p->tok.number)
     return expected(p, "an axis (an integer such as 0 or -1)");
   call->axis = neg ? -(int)p->tok.number : (int)p->tok.number;
   call->has_axis = 1;

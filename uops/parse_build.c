@@ -331,6 +331,9 @@ static uj_status_t lookup(pn_program_t* pp, const pn_signature_t* sig, uj_progra
 static uj_status_t input_signature(const pn_program_t* pp, int i, const uj_tensor_t* t, unsigned char* dtype,
                                    unsigned char* ndim, unsigned char* ones) {
   int name = pp->input_name[i];
+  /* an input without a hint takes its tensor's dtype, which must be one */
+  if (t && !pp->hinted[name] && uj_dtype_size(t->dtype) == 0)
+    return rt_error(UJ_ERR_INVALID, "input %d (\"%s\"): unknown dtype %d", i, pp->names[name], (int)t->dtype);
   uj_dtype_t dt = t && pp->hinted[name] ? pp->hint[name] : t ? t->dtype : UJ_F32;
   int rank = t && t->ndim >= 0 && t->ndim <= UJ_MAX_DIMS ? t->ndim : -1;
   /* the build depends on ranks, dtypes and size-1 axes, not on the device:
