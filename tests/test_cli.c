@@ -208,6 +208,24 @@ TEST(aot_writes_the_entry_points) {
   result_free(&r);
 }
 
+TEST(aot_writes_through_a_link) {
+  NEED_CLI();
+  /* the link stays a link, and the file it names gets the text */
+  const char* target = temp_path("named.c");
+  const char* link = temp_path("link.c");
+  CHECK(symlink("named.c", link) == 0);
+  result_t r = run_cli("aot", "x * 2", "-o", link, NULL);
+  if (r.status != 0) result_show("aot -o link", &r);
+  CHECK(r.status == 0);
+  struct stat st;
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+  char* text = read_whole(target);
+  CHECK(text && strstr(text, "int uopjit_kernel_run(") != NULL);
+  CHECK(!temp_files_left());
+  free(text);
+  result_free(&r);
+}
+
 TEST(aot_parse_error_names_the_position_and_writes_nothing) {
   NEED_CLI();
   const char* out = temp_path("bad.c");

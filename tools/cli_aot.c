@@ -9,8 +9,8 @@
  * arguments. The generated code holds no text from the command line (the
  * library only prints identifiers of its own), so any source is safe to
  * compile. */
-/* mkstemp, fchmod and umask need POSIX; the Makefile's _GNU_SOURCE covers
- * them, this keeps a bare `cc -std=c11` working too. */
+/* mkstemp, fchmod, umask, lstat and realpath need POSIX; the Makefile's
+ * _GNU_SOURCE covers them, this keeps a bare `cc -std=c11` working too. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -22,6 +22,18 @@
 #include <unistd.h>
 
 #include "cli.h"
+
+/* Writes text to path (a device, a pipe: what is there already, written
+ * through). 0, or 1 after saying why. */
+static int write_through(const char* path, const char* text) {
+  FILE* f = fopen(path, "w");
+  size_t len = strlen(text);
+  int wrote = f && fwrite(text, 1, len, f) == len;
+  int err = errno;
+  if (f && fclose(f) != 0 && wrote) wrote = 0, err = errno;
+  if (!wrote) fprintf(stderr, "uopjit aot: cannot write %s: %s\n", path, strerror(err));
+  return !wrote;
+}
 
 /* Writes text to path through a temporary file in the same directory that
  * is renamed into place, so that path is either left as it was or holds
@@ -81,7 +93,15 @@ int cli_cmd_aot(int argc, char** argv) {
    * that the options (or their defaults) describe, not whichever ran last */
   char* text;
   if ((rc = cli_program_text("aot", &o, UJ_DUMP_C_AOT, 1, &text)) != 0) return rc;
-  rc = write_file_whole(o.output_path, text);
+  /* A regular file (or none yet) is replaced whole. A symbolic link stays
+   * one: what it names is written instead. Anything else (/dev/null, a
+   * pipe) is written through: renaming a file over it would replace it. */
+  struct stat st;
+  char* target = lstat(o.output_path, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(o.output_path, NULL) : NULL;
+  const char* path = target ? target : o.output_path;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) rc = write_through(path, text);
+  else rc = write_file_whole(path, text);
+  free(target);
   free(text);
   return rc;
 }
