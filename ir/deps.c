@@ -8,7 +8,10 @@
  * invalidates it, except a merge of two blocks into one, which
  * ir_deps_merge applies to the tables in place: the merged block makes
  * exactly the accesses of the two (renaming loop ids changes no tensor), so
- * its row is the union of theirs. */
+ * its row is the union of theirs. Blocks reach their rows through an
+ * index, so that the dropped block's row stays where it is: moving every
+ * later row up, as the blocks move, cost a whole table per merge, and a
+ * chain of n statements merged one by one moved n tables. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +90,7 @@ static void note_access(void* ctx, ir_access_t* acc, int is_write, int level, ir
   (void)stmt;
   fill_t* f = ctx;
   unsigned char* map = is_write ? f->d->writes : f->d->reads;
-  map[(size_t)f->block * (size_t)f->d->ntensors + (size_t)acc->tensor] = 1;
+  map[(size_t)f->d->row[f->block] * (size_t)f->d->ntensors + (size_t)acc->tensor] = 1;
 }
 
 ir_deps_t* ir_deps_new(const ir_func_t* f) {
@@ -98,11 +101,13 @@ ir_deps_t* ir_deps_new(const ir_func_t* f) {
   size_t n = (size_t)f->nblocks * (size_t)f->ntensors + 1;
   d->reads = calloc(n, 1);
   d->writes = calloc(n, 1);
-  if (!d->reads || !d->writes) {
+  d->row = malloc(sizeof *d->row * ((size_t)f->nblocks + 1));
+  if (!d->reads || !d->writes || !d->row) {
     ir_deps_free(d);
     return NULL;
   }
   for (int b = 0; b < f->nblocks; b++) {
+    d->row[b] = b;
     fill_t fill = {d, b};
     ir_walk_accesses(&f->blocks[b], note_access, &fill);
   }
@@ -111,15 +116,13 @@ ir_deps_t* ir_deps_new(const ir_func_t* f) {
 
 void ir_deps_merge(ir_deps_t* d, int into, int from) {
   size_t n = (size_t)d->ntensors;
-  unsigned char *ri = d->reads + (size_t)into * n, *wi = d->writes + (size_t)into * n;
-  unsigned char *rf = d->reads + (size_t)from * n, *wf = d->writes + (size_t)from * n;
+  unsigned char *ri = d->reads + (size_t)d->row[into] * n, *wi = d->writes + (size_t)d->row[into] * n;
+  unsigned char *rf = d->reads + (size_t)d->row[from] * n, *wf = d->writes + (size_t)d->row[from] * n;
   for (size_t t = 0; t < n; t++) {
     ri[t] |= rf[t];
     wi[t] |= wf[t];
   }
-  size_t tail = (size_t)(d->nblocks - from - 1) * n;
-  memmove(rf, rf + n, tail);
-  memmove(wf, wf + n, tail);
+  memmove(&d->row[from], &d->row[from + 1], (size_t)(d->nblocks - from - 1) * sizeof *d->row);
   d->nblocks--;
 }
 
@@ -127,15 +130,16 @@ void ir_deps_free(ir_deps_t* d) {
   if (!d) return;
   free(d->reads);
   free(d->writes);
+  free(d->row);
   free(d);
 }
 
 int ir_deps_reads(const ir_deps_t* d, int block, int tensor) {
-  return d->reads[(size_t)block * (size_t)d->ntensors + (size_t)tensor];
+  return d->reads[(size_t)d->row[block] * (size_t)d->ntensors + (size_t)tensor];
 }
 
 int ir_deps_writes(const ir_deps_t* d, int block, int tensor) {
-  return d->writes[(size_t)block * (size_t)d->ntensors + (size_t)tensor];
+  return d->writes[(size_t)d->row[block] * (size_t)d->ntensors + (size_t)tensor];
 }
 
 int ir_deps_conflict(const ir_deps_t* d, int a, int b) {

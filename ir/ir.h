@@ -309,8 +309,9 @@ void ir_walk_expr_loads(ir_expr_t* e, ir_access_fn fn, void* ctx, int level, ir_
 /* Per block the tensors it reads and writes; per tensor the blocks. */
 typedef struct {
   int nblocks, ntensors;
-  unsigned char* reads;   /* [block * ntensors + tensor] */
+  unsigned char* reads;   /* [row[block] * ntensors + tensor] */
   unsigned char* writes;
+  int* row;               /* [block]: merges drop an index here, not a row of the tables */
 } ir_deps_t;
 /* NULL on OOM. */
 ir_deps_t* ir_deps_new(const ir_func_t* f);
