@@ -9,7 +9,11 @@
  * V is more than a load, constant or variable and has several readers, or
  * the store must stay (an output), V goes into a local first (a 0-d
  * scalar private to the iteration, `l = V; t[I] = l`) and the readers read
- * the local, so nothing is computed twice. Afterwards dce drops
+ * the local, so nothing is computed twice. So does a V of more than
+ * FORWARD_MAX_NODES nodes: copied into its reader, which may be forwarded
+ * in turn, a chain of n statements would grow one expression of n levels,
+ * copied whole at every step (n^2 nodes, and recursion n deep in every
+ * walk of it after). Afterwards dce drops
  * the stores to temporaries that nobody reads and marks them no-alloc: an
  * intermediate written once and read only in the same loop at the same
  * index disappears, and a chain of elementwise ops becomes one expression.
@@ -161,6 +165,21 @@ static int forward_into(subst_t* S, ir_expr_t** slot, const ir_access_t* target,
          forward_into(S, &e->c, target, V, replace, oom);
 }
 
+/* The largest value copied into its readers (above); statements of the
+ * expression language are at most 256 levels deep, so every expression
+ * stays within a few hundred levels. */
+#define FORWARD_MAX_NODES 256
+
+/* The nodes of e, counted up to limit + 1. */
+static int expr_nodes_upto(const ir_expr_t* e, int limit) {
+  if (!e || limit < 0) return 0;
+  int n = 1;
+  n += expr_nodes_upto(e->a, limit - n);
+  n += expr_nodes_upto(e->b, limit - n);
+  n += expr_nodes_upto(e->c, limit - n);
+  return n;
+}
+
 static int trivial(const ir_expr_t* V) {
   return V->kind == IR_EX_CONST || V->kind == IR_EX_LOAD || V->kind == IR_EX_CARRIED || V->kind == IR_EX_INDEX;
 }
@@ -205,23 +224,26 @@ static int forward_store(subst_t* S, ir_block_t* b, int k, int s) {
   ir_walk_expr_loads(st->value, note_read, &scan, k, st);
   if (scan.found) return 1;
   if (!set_value(S, st->value)) return 0;
-  int oom = 0, readers = 0;
+  int oom = 0, readers = 0, t = st->target.tensor;
+  /* the scans stop at the last load of t there is (reads[t]): in a block
+   * of n statements, scanning to the end for each made n^2 steps */
   for (int j = s + 1; j < l->nstmts; j++) { /* count */
     readers += forward_into(S, &l->stmts[j].value, &st->target, st->value, 0, &oom);
-    if (clobbers(S, &l->stmts[j], st->value, st->target.tensor)) break;
+    if (readers == S->reads[t] || clobbers(S, &l->stmts[j], st->value, t)) break;
   }
   if (readers == 0) return 1;
   /* the store stays when the tensor is an output or is read elsewhere */
-  int keeps_store = f->tensors[st->target.tensor].role != IR_TENSOR_TEMP || S->reads[st->target.tensor] > readers;
-  if (!trivial(st->value) && (readers > 1 || keeps_store)) {
+  int keeps_store = f->tensors[t].role != IR_TENSOR_TEMP || S->reads[t] > readers;
+  if (!trivial(st->value) &&
+      (readers > 1 || keeps_store || expr_nodes_upto(st->value, FORWARD_MAX_NODES) > FORWARD_MAX_NODES)) {
     if (!into_local(S, l, s)) return 0;
     s++; /* now `t[I] = l`, whose value is trivial */
     if (!set_value(S, l->stmts[s].value)) return 0;
   }
-  for (int j = s + 1; j < l->nstmts; j++) { /* replace */
+  for (int j = s + 1, left = readers; j < l->nstmts && left > 0; j++) { /* replace */
     st = &l->stmts[s];
-    forward_into(S, &l->stmts[j].value, &st->target, st->value, 1, &oom);
-    if (clobbers(S, &l->stmts[j], st->value, st->target.tensor)) break;
+    left -= forward_into(S, &l->stmts[j].value, &st->target, st->value, 1, &oom);
+    if (clobbers(S, &l->stmts[j], st->value, t)) break;
   }
   return !oom;
 }
