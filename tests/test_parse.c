@@ -473,6 +473,59 @@ TEST(chain_of_twelve_ops) {
   pr_free(&r);
 }
 
+/* src: `pieces` statements, each "<name> = <prev> + 1 + ... + 1" with
+ * `ones` ones, the first reading x and the last named y. The caller frees. */
+static char* chain_source(int pieces, int ones) {
+  size_t cap = (size_t)pieces * ((size_t)ones * 4 + 16) + 1, len = 0;
+  char* src = malloc(cap);
+  for (int i = 0; src && i < pieces; i++) {
+    len += (size_t)snprintf(src + len, cap - len, "%s = %s", i + 1 == pieces ? "y" : "a", i ? "a" : "x");
+    for (int k = 0; k < ones; k++) len += (size_t)snprintf(src + len, cap - len, " + 1");
+    len += (size_t)snprintf(src + len, cap - len, "\n");
+  }
+  return src;
+}
+
+/* Long programs: statements that each extend the last compile to a bounded
+ * depth (12 of 250 additions once made an expression 3000 deep, and the
+ * MIR lowering overflowed the stack), many short ones in linear time, and
+ * a program past the compiler's size limit is refused with the reason. */
+TEST(long_programs) {
+  static const struct {
+    int pieces, ones;
+  } shapes[] = {{12, 250}, {2000, 1}};
+  const int64_t n = 5;
+  uj_tensor_t x = or_tensor(UJ_F64, 1, &n);
+  uint64_t st = 1111;
+  HARNESS_SEED(1111);
+  or_fill_real(&st, &x, 0, 1);
+  named_t named[] = {{"x", &x}};
+  for (int c = 0; c < 2; c++) {
+    char* src = chain_source(shapes[c].pieces, shapes[c].ones);
+    double ref[5];
+    for (int i = 0; i < 5; i++) ref[i] = or_get(&x, i) + shapes[c].pieces * shapes[c].ones;
+    pr_t r;
+    if (src && pr_parse(&r, src))
+      for (int e = 0; e < OR_NENGINES; e++) {
+        uj_status_t s = pr_run(&r, e, 1, named);
+        CHECK(s == UJ_OK);
+        if (s != UJ_OK) printf("  %d x %d on %s: %s\n", shapes[c].pieces, shapes[c].ones, or_configs[e].name, uj_last_error());
+        else expect_close("a chain", or_configs[e].name, pr_out(&r, "y"), ref, OR_TOL_F64);
+      }
+    pr_free(&r);
+    free(src);
+  }
+  char* src = chain_source(5000, 1); /* 10000 operations: constants count */
+  pr_t r;
+  if (src && pr_parse(&r, src)) {
+    CHECK(pr_run(&r, 0, 1, named) == UJ_ERR_UNSUPPORTED);
+    CHECK(strstr(uj_last_error(), "the program has 10000 operations") != NULL);
+  }
+  pr_free(&r);
+  free(src);
+  or_tensor_free(&x);
+}
+
 TEST(softmax) {
   const char* src = "e = exp(x - amax(x, -1)); y = e / sum(e, -1)";
   const int64_t dims[2] = {6, 9};
