@@ -24,9 +24,9 @@ BUILD ?= build
 DEBUG ?= 0
 
 ifeq ($(DEBUG),1)
-OPTFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+OPTFLAGS := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all \
             -DUJ_VERIFY_PASSES
-SANFLAGS := -fsanitize=address,undefined
+SANFLAGS := -fsanitize=address,undefined,float-cast-overflow
 else
 # Asserts stay on in every build: they guard internal invariants only.
 OPTFLAGS := -O2 -g
