@@ -234,7 +234,11 @@ typedef struct {
  * afterwards. Errors: UJ_ERR_INVALID for a NULL argument, an output or input
  * that is not a node of g, an input listed twice, an uop that needs an input
  * not listed, a $param used but not declared or declared twice (the message
- * names it). *out is set only on success. */
+ * names it); UJ_ERR_UNSUPPORTED for a program that lowers to more than 8192
+ * operations (one per uop, constants included) or 16384 tensors, since the
+ * compiler's passes cost grows with the square of a program's size (a
+ * parsed program reports it where it is built, on first use). *out is set
+ * only on success. */
 uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_program_t** out);
 /* Builds a program from the expression language:
  *
