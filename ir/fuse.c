@@ -49,15 +49,9 @@ typedef struct {
 
 static void collect(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
   recs_t* r = ctx;
-  if (r->n == r->cap) {
-    int cap = r->cap ? r->cap * 2 : 16;
-    rec_t* n = realloc(r->recs, (size_t)cap * sizeof *n);
-    if (!n) {
-      r->failed = 1;
-      return;
-    }
-    r->recs = n;
-    r->cap = cap;
+  if (!rt_grow((void**)&r->recs, &r->cap, r->n + 1, sizeof *r->recs)) {
+    r->failed = 1;
+    return;
   }
   r->recs[r->n++] = (rec_t){acc->tensor, is_write, level, acc, stmt};
 }

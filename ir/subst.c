@@ -107,15 +107,9 @@ static void note_v_load(void* ctx, ir_access_t* acc, int is_write, int level, ir
   (void)level;
   (void)stmt;
   subst_t* S = ctx;
-  if (S->nv == S->v_cap) {
-    int cap = S->v_cap ? S->v_cap * 2 : 16;
-    int* more = realloc(S->v_loads, (size_t)cap * sizeof *more);
-    if (!more) {
-      S->failed = 1;
-      return;
-    }
-    S->v_loads = more;
-    S->v_cap = cap;
+  if (!rt_grow((void**)&S->v_loads, &S->v_cap, S->nv + 1, sizeof *S->v_loads)) {
+    S->failed = 1;
+    return;
   }
   S->v_loads[S->nv++] = acc->tensor;
   S->in_v[acc->tensor] = 1;

@@ -107,10 +107,11 @@ char* rt_arena_strdup(rt_arena_t* a, const char* s) {
   return rt_arena_dup(a, s, strlen(s) + 1);
 }
 
-int rt_arena_grow(rt_arena_t* a, void** items, int* cap, int need, size_t elem_size) {
-  if (need <= *cap) return 1;
+/* The capacity a growable array of cap items takes to hold need: doubled
+ * until it does. 0 when need cannot be had. */
+static int grown_cap(int cap, int need, size_t elem_size) {
   if (need < 0 || elem_size == 0) return 0;
-  int new_cap = *cap > 0 ? *cap : 4;
+  int new_cap = cap > 0 ? cap : 4;
   while (new_cap < need) {
     if (new_cap > INT32_MAX / 2) {
       new_cap = need;
@@ -118,7 +119,23 @@ int rt_arena_grow(rt_arena_t* a, void** items, int* cap, int need, size_t elem_s
     }
     new_cap *= 2;
   }
-  if ((size_t)new_cap > SIZE_MAX / elem_size) return 0;
+  return (size_t)new_cap > SIZE_MAX / elem_size ? 0 : new_cap;
+}
+
+int rt_grow(void** items, int* cap, int need, size_t elem_size) {
+  if (need <= *cap) return 1;
+  int new_cap = grown_cap(*cap, need, elem_size);
+  void* more = new_cap ? realloc(*items, (size_t)new_cap * elem_size) : NULL;
+  if (!more) return 0;
+  *items = more;
+  *cap = new_cap;
+  return 1;
+}
+
+int rt_arena_grow(rt_arena_t* a, void** items, int* cap, int need, size_t elem_size) {
+  if (need <= *cap) return 1;
+  int new_cap = grown_cap(*cap, need, elem_size);
+  if (!new_cap) return 0;
   void* fresh = rt_arena_alloc(a, (size_t)new_cap * elem_size);
   if (!fresh) return 0;
   /* The old storage stays in the arena; callers hold no pointers into it

@@ -38,6 +38,8 @@ char* rt_arena_strdup(rt_arena_t* a, const char* s);
 /* A growable array whose storage lives in an arena: the old storage stays
  * in the arena (reclaimed when the arena is released). Returns 0 on OOM. */
 int rt_arena_grow(rt_arena_t* a, void** items, int* cap, int need, size_t elem_size);
+/* The same for a malloc'ed array (realloc'ed, free it with free()). */
+int rt_grow(void** items, int* cap, int need, size_t elem_size);
 
 /* A growable malloc'ed text buffer. On OOM it sets failed and drops writes. */
 typedef struct {

@@ -40,13 +40,7 @@ typedef struct {
 static int is_float_node(const uj_graph_t* g, int n) { return g->nodes[n].dtype != UJ_I32; }
 
 static uj_status_t add_contrib(bw_t* b, int node, int tensor) {
-  if (b->ncontribs == b->cap) {
-    int cap = b->cap ? b->cap * 2 : 16;
-    contrib_t* c = realloc(b->contribs, (size_t)cap * sizeof *c);
-    if (!c) return uop_oom();
-    b->contribs = c;
-    b->cap = cap;
-  }
+  if (!rt_grow((void**)&b->contribs, &b->cap, b->ncontribs + 1, sizeof *b->contribs)) return uop_oom();
   b->contribs[b->ncontribs++] = (contrib_t){node, tensor};
   return UJ_OK;
 }

@@ -202,12 +202,8 @@ static memo_t* memo_find(cudnn_state_t* st, const bk_conv_problem_t* p) {
 }
 
 static uj_status_t memo_add(cudnn_state_t* st, const bk_conv_problem_t* p, int algo, size_t workspace) {
-  if (st->nmemo == st->cap) {
-    int cap = st->cap ? 2 * st->cap : 8;
-    memo_t* m = realloc(st->memo, (size_t)cap * sizeof *m);
-    if (!m) return rt_error(UJ_ERR_OOM, "out of memory");
-    st->memo = m, st->cap = cap;
-  }
+  if (!rt_grow((void**)&st->memo, &st->cap, st->nmemo + 1, sizeof *st->memo))
+    return rt_error(UJ_ERR_OOM, "out of memory");
   st->memo[st->nmemo++] = (memo_t){p->op,       p->n,        p->h,     p->w,     p->c,  p->k,
                                    p->kh,       p->kw,       p->oh,    p->ow,    p->stride_h,
                                    p->stride_w, p->pad_h,    p->pad_w, algo,     workspace};

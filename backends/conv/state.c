@@ -176,11 +176,7 @@ void bk_conv_state_remember(bk_conv_state_t* st, const bk_conv_problem_t* p, con
   pthread_mutex_lock(&st->lock);
   int i = 0;
   while (i < st->nchoices && !same_choice_key(&st->choices[i], &key)) i++;
-  if (i == st->nchoices && st->nchoices == st->cap) {
-    int cap = st->cap ? 2 * st->cap : 16;
-    choice_t* grown = realloc(st->choices, (size_t)cap * sizeof *grown);
-    if (grown) st->choices = grown, st->cap = cap;
-  }
+  if (i == st->nchoices) rt_grow((void**)&st->choices, &st->cap, st->nchoices + 1, sizeof *st->choices);
   if (i < st->cap) {
     st->choices[i] = key;
     if (i == st->nchoices) st->nchoices++;
