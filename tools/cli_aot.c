@@ -23,16 +23,22 @@
 
 #include "cli.h"
 
+/* Writes text to f and closes it: 0, else the errno of the first failure
+ * (fclose flushes: a full disk may only show there). */
+static int write_and_close(FILE* f, const char* text) {
+  size_t len = strlen(text);
+  int err = fwrite(text, 1, len, f) == len ? 0 : errno;
+  if (fclose(f) != 0 && !err) err = errno;
+  return err;
+}
+
 /* Writes text to path (a device, a pipe: what is there already, written
  * through). 0, or 1 after saying why. */
 static int write_through(const char* path, const char* text) {
   FILE* f = fopen(path, "w");
-  size_t len = strlen(text);
-  int wrote = f && fwrite(text, 1, len, f) == len;
-  int err = errno;
-  if (f && fclose(f) != 0 && wrote) wrote = 0, err = errno;
-  if (!wrote) fprintf(stderr, "uopjit aot: cannot write %s: %s\n", path, strerror(err));
-  return !wrote;
+  int err = f ? write_and_close(f, text) : errno;
+  if (err) fprintf(stderr, "uopjit aot: cannot write %s: %s\n", path, strerror(err));
+  return err != 0;
 }
 
 /* Writes text to path through a temporary file in the same directory that
@@ -62,19 +68,11 @@ static int write_file_whole(const char* path, const char* text) {
     failed_step = "cannot set up the temporary file";
     err = errno;
     close(fd);
-  } else {
-    size_t len = strlen(text);
-    int wrote = fwrite(text, 1, len, f) == len;
-    int write_errno = errno;
-    /* fclose flushes: a full disk may only show here. */
-    int closed = fclose(f) == 0;
-    if (!wrote || !closed) {
-      failed_step = "cannot write the temporary file";
-      err = wrote ? errno : write_errno;
-    } else if (rename(temp, path) != 0) {
-      failed_step = "cannot rename the temporary file into place";
-      err = errno;
-    }
+  } else if ((err = write_and_close(f, text)) != 0) {
+    failed_step = "cannot write the temporary file";
+  } else if (rename(temp, path) != 0) {
+    failed_step = "cannot rename the temporary file into place";
+    err = errno;
   }
   if (failed_step) {
     unlink(temp);
