@@ -187,12 +187,18 @@ static uj_status_t check_outputs(const ir_func_t* f, uj_device_t dev, uj_tensor_
   return UJ_OK;
 }
 
-/* A parsed program runs as the uop program built for its inputs. */
+/* A parsed program runs as the uop program built for its inputs, held in
+ * *held until the caller's pn_release(*held): another thread may evict it
+ * from the parsed program's cache meanwhile. *held is NULL for a uop
+ * program and on failure. */
 static uj_status_t resolve_parsed(uj_program_t** p, uj_pass_t pass, const uj_tensor_t* const* inputs,
-                                  int input_count) {
+                                  int input_count, pn_special_t** held) {
+  *held = NULL;
   if (!(*p)->parsed) return UJ_OK;
   if (pass != UJ_FORWARD) return rt_error(UJ_ERR_INVALID, "a parsed program has only a forward pass");
-  return pn_specialize((*p)->parsed, inputs, input_count, p);
+  uj_status_t s = pn_specialize((*p)->parsed, inputs, input_count, held);
+  if (s == UJ_OK) *p = (*held)->program;
+  return s;
 }
 
 static ir_buffer_t* buffers_new(const ir_func_t* f) {
@@ -201,11 +207,8 @@ static ir_buffer_t* buffers_new(const ir_func_t* f) {
   return buf;
 }
 
-uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
-                             const int64_t* params, int output_index, int* ndim, int64_t* dims) {
-  if (!p || !ndim || !dims) return rt_error(UJ_ERR_INVALID, "uj_program_shape: p, ndim and dims must not be NULL");
-  uj_status_t ps = resolve_parsed(&p, pass, inputs, p->ninputs[UJ_FORWARD]);
-  if (ps != UJ_OK) return ps;
+static uj_status_t program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                                 const int64_t* params, int output_index, int* ndim, int64_t* dims) {
   const ir_func_t* f = uop_program_func(p, pass, 0);
   if (!f) return UJ_ERR_INVALID;
   if (output_index < 0 || output_index >= p->noutputs[pass])
@@ -223,6 +226,16 @@ uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t*
     memcpy(dims, buf[t].dims, sizeof buf[t].dims[0] * (size_t)tt->ndim);
   }
   free(buf);
+  return s;
+}
+
+uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                             const int64_t* params, int output_index, int* ndim, int64_t* dims) {
+  if (!p || !ndim || !dims) return rt_error(UJ_ERR_INVALID, "uj_program_shape: p, ndim and dims must not be NULL");
+  pn_special_t* held;
+  uj_status_t s = resolve_parsed(&p, pass, inputs, p->ninputs[UJ_FORWARD], &held);
+  if (s == UJ_OK) s = program_shape(p, pass, inputs, params, output_index, ndim, dims);
+  pn_release(held);
   return s;
 }
 
@@ -355,23 +368,16 @@ static uj_status_t call_engine(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e) {
   return UJ_OK;
 }
 
-uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
-                           int input_count, const int64_t* params, int param_count, uj_tensor_t* const* outputs,
-                           int output_count) {
-  if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run: ctx and p must not be NULL");
-  if (pass != UJ_FORWARD && pass != UJ_BACKWARD)
-    return rt_error(UJ_ERR_INVALID, "pass %d is neither UJ_FORWARD nor UJ_BACKWARD", (int)pass);
-  uj_device_t dev = UJ_CPU;
-  uj_engine_t e = UJ_ENGINE_INTERP;
-  uj_status_t ps = call_device(p, pass, inputs, input_count, outputs, output_count, &dev);
-  if (ps == UJ_OK) ps = call_engine(ctx, dev, &e);
-  if (ps == UJ_OK) ps = resolve_parsed(&p, pass, inputs, input_count);
-  if (ps != UJ_OK) return ps;
+/* uj_program_run on a uop program (a parsed one resolved) with engine e. */
+static uj_status_t run_on(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass_t pass,
+                          const uj_tensor_t* const* inputs, int input_count, const int64_t* params, int param_count,
+                          uj_tensor_t* const* outputs, int output_count) {
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
   /* the engine decides where the tensors must be; the checks say so */
   uj_device_t need = e == UJ_ENGINE_CUDA ? UJ_CUDA : UJ_CPU;
   run_memory_t mem = {NULL};
+  uj_status_t ps;
   if (e == UJ_ENGINE_CUDA && (ps = rt_cuda_ctx_get(ctx, &mem.cuda)) != UJ_OK) return ps;
   /* a call's bookkeeping lives on the stack when the function is small:
    * dispatching a cached kernel should cost little more than the kernel */
@@ -418,13 +424,24 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
   return s;
 }
 
-char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t what, const int64_t* params) {
-  (void)ctx;
-  if (!p) {
-    rt_error(UJ_ERR_INVALID, "uj_program_dump: p is NULL");
-    return NULL;
-  }
-  if (p->parsed && pn_specialize_default(p->parsed, &p) != UJ_OK) return NULL;
+uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                           int input_count, const int64_t* params, int param_count, uj_tensor_t* const* outputs,
+                           int output_count) {
+  if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run: ctx and p must not be NULL");
+  if (pass != UJ_FORWARD && pass != UJ_BACKWARD)
+    return rt_error(UJ_ERR_INVALID, "pass %d is neither UJ_FORWARD nor UJ_BACKWARD", (int)pass);
+  uj_device_t dev = UJ_CPU;
+  uj_engine_t e = UJ_ENGINE_INTERP;
+  pn_special_t* held = NULL;
+  uj_status_t s = call_device(p, pass, inputs, input_count, outputs, output_count, &dev);
+  if (s == UJ_OK) s = call_engine(ctx, dev, &e);
+  if (s == UJ_OK) s = resolve_parsed(&p, pass, inputs, input_count, &held);
+  if (s == UJ_OK) s = run_on(ctx, e, p, pass, inputs, input_count, params, param_count, outputs, output_count);
+  pn_release(held);
+  return s;
+}
+
+static char* program_dump(uj_program_t* p, uj_pass_t pass, uj_dump_t what, const int64_t* params) {
   if (what == UJ_DUMP_C || what == UJ_DUMP_C_AOT) {
     /* C source needs no compiler to be written */
     const ir_func_t* f = uop_program_func(p, pass, 1);
@@ -459,12 +476,24 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
   return text;
 }
 
-uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
-                                    int input_count, const int64_t* params, int param_count, const char* arch,
-                                    int* kernels, int* reused) {
-  if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_compile_cuda: ctx and p must not be NULL");
-  uj_status_t s = resolve_parsed(&p, pass, inputs, input_count);
-  if (s != UJ_OK) return s;
+char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t what, const int64_t* params) {
+  (void)ctx;
+  if (!p) {
+    rt_error(UJ_ERR_INVALID, "uj_program_dump: p is NULL");
+    return NULL;
+  }
+  pn_special_t* held = NULL;
+  if (p->parsed) {
+    if (pn_specialize_default(p->parsed, &held) != UJ_OK) return NULL;
+    p = held->program;
+  }
+  char* text = program_dump(p, pass, what, params);
+  pn_release(held);
+  return text;
+}
+
+static uj_status_t compile_cuda(uj_ctx_t* ctx, const uj_program_t* p, uj_pass_t pass, int input_count,
+                                const int64_t* params, int param_count, const char* arch, int* kernels, int* reused) {
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
   if (input_count != p->ninputs[pass])
@@ -477,17 +506,32 @@ uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pa
   return jit_cuda_compile_for(js, f, param_count ? params : NULL, arch, kernels, reused);
 }
 
+uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                                    int input_count, const int64_t* params, int param_count, const char* arch,
+                                    int* kernels, int* reused) {
+  if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_compile_cuda: ctx and p must not be NULL");
+  pn_special_t* held;
+  uj_status_t s = resolve_parsed(&p, pass, inputs, input_count, &held);
+  if (s == UJ_OK) s = compile_cuda(ctx, p, pass, input_count, params, param_count, arch, kernels, reused);
+  pn_release(held);
+  return s;
+}
+
 uj_status_t uj_program_output_dtype(uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,
                                     int output_index, uj_dtype_t* dtype) {
   if (!p || !dtype) return rt_error(UJ_ERR_INVALID, "uj_program_output_dtype: p and dtype must not be NULL");
-  uj_status_t s = resolve_parsed(&p, pass, inputs, p->ninputs[UJ_FORWARD]);
-  if (s != UJ_OK) return s;
-  const ir_func_t* f = uop_program_func(p, pass, 0);
-  if (!f) return UJ_ERR_INVALID;
-  for (int t = 0; t < f->ntensors; t++)
+  pn_special_t* held;
+  uj_status_t s = resolve_parsed(&p, pass, inputs, p->ninputs[UJ_FORWARD], &held);
+  const ir_func_t* f = s == UJ_OK ? uop_program_func(p, pass, 0) : NULL;
+  if (s == UJ_OK && !f) s = UJ_ERR_INVALID;
+  int found = 0;
+  for (int t = 0; f && t < f->ntensors && !found; t++)
     if (f->tensors[t].role == IR_TENSOR_OUTPUT && f->tensors[t].io_index == output_index) {
       *dtype = f->tensors[t].dtype;
-      return UJ_OK;
+      found = 1;
     }
-  return rt_error(UJ_ERR_INVALID, "uj_program_output_dtype: output %d out of range", output_index);
+  pn_release(held);
+  if (s == UJ_OK && !found)
+    s = rt_error(UJ_ERR_INVALID, "uj_program_output_dtype: output %d out of range", output_index);
+  return s;
 }

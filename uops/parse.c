@@ -443,7 +443,7 @@ static int parse_program(parser_t* p) {
 
 void pn_program_free(pn_program_t* pp) {
   if (!pp) return;
-  for (int i = 0; i < pp->ncached; i++) uj_program_free(pp->cached[i]);
+  for (int i = 0; i < pp->ncached; i++) pn_release(pp->cached[i]);
   pthread_mutex_destroy(&pp->lock);
   rt_arena_release(&pp->arena);
   free(pp);

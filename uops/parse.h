@@ -5,6 +5,7 @@
 #define UJ_UOPS_PARSE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "uops.h"
 
@@ -48,6 +49,16 @@ typedef struct {
   unsigned char ones[PARSE_MAX_NAMES];
 } pn_signature_t;
 
+/* One specialization: the uop program built for a signature. refs counts
+ * its holders: the parsed program's cache while the entry is cached, and
+ * each call from pn_specialize to pn_release. The last holder frees it, so
+ * an entry evicted while other threads run it lives until they are done. */
+typedef struct {
+  pn_signature_t sig;
+  uj_program_t* program;
+  atomic_int refs;
+} pn_special_t;
+
 struct pn_program {
   rt_arena_t arena;
   int nnames;
@@ -59,19 +70,23 @@ struct pn_program {
   int ninputs, noutputs;
   int input_name[PARSE_MAX_NAMES];        /* input slot -> name id */
   int output_name[PARSE_MAX_NAMES];       /* output slot -> name id */
-  /* specializations by input signature, most recent first */
+  /* specializations by input signature, most recently used first (the
+   * first is the one dumps show); the lock guards the list and its order */
   pthread_mutex_t lock;
   int ncached;
-  pn_signature_t cached_sig[PARSE_CACHE];
-  uj_program_t* cached[PARSE_CACHE];
-  uj_program_t* last;                     /* the most recently used, for dumps */
+  pn_special_t* cached[PARSE_CACHE];
 };
 
-/* Builds (or finds) the uop program for these inputs; *out stays owned by
- * the parsed program. */
-uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count, uj_program_t** out);
-/* The program for default inputs (rank 1, f32 unless hinted), for dumps. */
-uj_status_t pn_specialize_default(pn_program_t* pp, uj_program_t** out);
+/* Finds or builds the specialization for these inputs and holds it for
+ * the caller: (*out)->program stays valid until pn_release(*out), whatever
+ * other threads evict meanwhile. */
+uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count, pn_special_t** out);
+/* The same for dumps: the most recently used specialization, else one for
+ * default inputs (rank 1, f32 unless hinted). */
+uj_status_t pn_specialize_default(pn_program_t* pp, pn_special_t** out);
+/* Drops a hold from pn_specialize*; the last one frees the
+ * specialization. NULL does nothing. */
+void pn_release(pn_special_t* sp);
 void pn_program_free(pn_program_t* pp);
 
 #endif

@@ -297,33 +297,68 @@ static int same_signature(const pn_signature_t* a, const pn_signature_t* b) {
          !memcmp(a->ones, b->ones, (size_t)a->n);
 }
 
-/* Finds or builds the program for a signature, most recent first. */
-static uj_status_t lookup(pn_program_t* pp, const pn_signature_t* sig, uj_program_t** out) {
+/* The cached specialization with this signature, or -1; pp->lock held. */
+static int find_cached(const pn_program_t* pp, const pn_signature_t* sig) {
+  for (int i = 0; i < pp->ncached; i++)
+    if (same_signature(&pp->cached[i]->sig, sig)) return i;
+  return -1;
+}
+
+/* Moves cached entry i to the front and holds it for the caller; pp->lock
+ * held. */
+static pn_special_t* use_cached(pn_program_t* pp, int i) {
+  pn_special_t* sp = pp->cached[i];
+  for (; i > 0; i--) pp->cached[i] = pp->cached[i - 1];
+  pp->cached[0] = sp;
+  atomic_fetch_add_explicit(&sp->refs, 1, memory_order_relaxed);
+  return sp;
+}
+
+/* Finds or builds the specialization for a signature, most recent first.
+ * The build runs outside the lock, so that threads on other signatures
+ * are not held up by it; two threads building the same signature keep the
+ * first that arrives. The evicted entry loses the cache's reference only:
+ * a call still running it keeps it alive until it releases it. */
+static uj_status_t lookup(pn_program_t* pp, const pn_signature_t* sig, pn_special_t** out) {
   pthread_mutex_lock(&pp->lock);
-  uj_status_t s = UJ_OK;
-  int hit = -1;
-  for (int i = 0; i < pp->ncached && hit < 0; i++)
-    if (same_signature(&pp->cached_sig[i], sig)) hit = i;
-  uj_program_t* prog = NULL;
+  int hit = find_cached(pp, sig);
   if (hit >= 0) {
-    prog = pp->cached[hit];
-  } else if ((s = build(pp, sig, &prog)) == UJ_OK) {
-    if (pp->ncached == PARSE_CACHE) uj_program_free(pp->cached[--pp->ncached]);
-    hit = pp->ncached++;
-    pp->cached[hit] = prog;
-  }
-  if (s == UJ_OK) {
-    for (int i = hit; i > 0; i--) { /* move to the front */
-      pp->cached[i] = pp->cached[i - 1];
-      pp->cached_sig[i] = pp->cached_sig[i - 1];
-    }
-    pp->cached[0] = prog;
-    pp->cached_sig[0] = *sig;
-    pp->last = prog;
-    *out = prog;
+    *out = use_cached(pp, hit);
+    pthread_mutex_unlock(&pp->lock);
+    return UJ_OK;
   }
   pthread_mutex_unlock(&pp->lock);
-  return s;
+
+  pn_special_t* built = calloc(1, sizeof *built);
+  if (!built) return rt_error(UJ_ERR_OOM, "out of memory");
+  uj_status_t s = build(pp, sig, &built->program);
+  if (s != UJ_OK) {
+    free(built);
+    return s;
+  }
+  built->sig = *sig;
+  atomic_init(&built->refs, 1); /* the cache's */
+  pn_special_t* unused = NULL;  /* released outside the lock: freeing a program takes a while */
+  pthread_mutex_lock(&pp->lock);
+  if ((hit = find_cached(pp, sig)) >= 0) {
+    unused = built; /* another thread was first */
+  } else {
+    if (pp->ncached == PARSE_CACHE) unused = pp->cached[--pp->ncached];
+    hit = pp->ncached++;
+    pp->cached[hit] = built;
+  }
+  *out = use_cached(pp, hit);
+  pthread_mutex_unlock(&pp->lock);
+  pn_release(unused);
+  return UJ_OK;
+}
+
+void pn_release(pn_special_t* sp) {
+  if (!sp) return;
+  /* acq_rel: whoever frees it sees every other holder's last use */
+  if (atomic_fetch_sub_explicit(&sp->refs, 1, memory_order_acq_rel) != 1) return;
+  uj_program_free(sp->program);
+  free(sp);
 }
 
 /* Input i's part of the signature, after checking the tensor (the message
@@ -353,24 +388,23 @@ static uj_status_t input_signature(const pn_program_t* pp, int i, const uj_tenso
   return UJ_OK;
 }
 
-/* The program of the most recent signature when these inputs have it: the
- * common case of a program called again and again, answered without
- * building a signature. */
-static uj_program_t* same_as_last(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count) {
+/* The specialization of the most recent signature when these inputs have
+ * it, held for the caller: the common case of a program called again and
+ * again, answered without building a signature. */
+static pn_special_t* same_as_last(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count) {
   pthread_mutex_lock(&pp->lock);
-  uj_program_t* prog = pp->ncached ? pp->cached[0] : NULL;
-  const pn_signature_t* last = &pp->cached_sig[0];
-  for (int i = 0; i < input_count && prog; i++) {
+  pn_special_t* sp = pp->ncached ? pp->cached[0] : NULL;
+  for (int i = 0; i < input_count && sp; i++) {
     unsigned char dtype, ndim, ones;
     uj_status_t s = input_signature(pp, i, inputs[i], &dtype, &ndim, &ones);
-    if (s != UJ_OK || dtype != last->dtype[i] || ndim != last->ndim[i] || ones != last->ones[i]) prog = NULL;
+    if (s != UJ_OK || dtype != sp->sig.dtype[i] || ndim != sp->sig.ndim[i] || ones != sp->sig.ones[i]) sp = NULL;
   }
-  if (prog) pp->last = prog;
+  if (sp) atomic_fetch_add_explicit(&sp->refs, 1, memory_order_relaxed);
   pthread_mutex_unlock(&pp->lock);
-  return prog;
+  return sp;
 }
 
-uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count, uj_program_t** out) {
+uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count, pn_special_t** out) {
   if (input_count != pp->ninputs)
     return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", pp->ninputs, input_count);
   if (input_count && !inputs) return rt_error(UJ_ERR_INVALID, "inputs is NULL");
@@ -386,11 +420,13 @@ uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, in
   return s;
 }
 
-uj_status_t pn_specialize_default(pn_program_t* pp, uj_program_t** out) {
-  if (pp->last) {
-    *out = pp->last;
-    return UJ_OK;
-  }
+uj_status_t pn_specialize_default(pn_program_t* pp, pn_special_t** out) {
+  /* the most recently used, read under the lock: another thread may be
+   * replacing it */
+  pthread_mutex_lock(&pp->lock);
+  *out = pp->ncached ? use_cached(pp, 0) : NULL;
+  pthread_mutex_unlock(&pp->lock);
+  if (*out) return UJ_OK;
   pn_signature_t* sig = calloc(1, sizeof *sig);
   if (!sig) return rt_error(UJ_ERR_OOM, "out of memory");
   sig->n = pp->ninputs;
