@@ -249,22 +249,24 @@ static int overlap(const ir_func_t* f, const ir_buffer_t* buf, int a, int b) {
   return na && nb && pa < pb + nb && pb < pa + na;
 }
 
-/* ir_alias_safe(f, in, out), remembered by the program. */
+/* ir_alias_safe(f, in, out), remembered by the program. Threads share the
+ * program, and contexts with the passes on and off ask about different
+ * functions, each replacing the table: the answer is stored through the
+ * table of the moment, never through a pointer kept across the unlock. */
 static int alias_safe(uj_program_t* p, uj_pass_t pass, const ir_func_t* f, int in, int out) {
+  size_t n = (size_t)f->ntensors * (size_t)f->ntensors, at = (size_t)in * (size_t)f->ntensors + (size_t)out;
   pthread_mutex_lock(&p->memo_lock);
-  size_t n = (size_t)f->ntensors * (size_t)f->ntensors;
   if (p->alias[pass].func != f) {
     free(p->alias[pass].safe);
     p->alias[pass].func = f;
     if ((p->alias[pass].safe = malloc(n))) memset(p->alias[pass].safe, -1, n);
   }
-  signed char* known = p->alias[pass].safe ? &p->alias[pass].safe[(size_t)in * (size_t)f->ntensors + (size_t)out] : NULL;
-  int safe = known && *known >= 0 ? *known : -1;
+  int safe = p->alias[pass].safe ? p->alias[pass].safe[at] : -1;
   pthread_mutex_unlock(&p->memo_lock);
   if (safe >= 0) return safe;
   safe = ir_alias_safe(f, in, out);
   pthread_mutex_lock(&p->memo_lock);
-  if (known && p->alias[pass].func == f) *known = (signed char)safe;
+  if (p->alias[pass].func == f && p->alias[pass].safe) p->alias[pass].safe[at] = (signed char)safe;
   pthread_mutex_unlock(&p->memo_lock);
   return safe;
 }
