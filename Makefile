@@ -4,6 +4,7 @@
 #   make            the libraries and build/uopjit
 #   make test       everything, then every tests/test_* binary, with a summary
 #   make debug      the same tests built with ASan + UBSan under build/debug/
+#   make tsan       the tests that start threads, built with ThreadSanitizer under build/tsan/
 #   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
 #   make bench      bench/: every CPU engine against AOT C and an unfused baseline,
 #                   then the convolution backends on network layers (bench --conv)
@@ -19,14 +20,21 @@ CC := gcc
 endif
 AR ?= ar
 
-# The build directory and mode; `make debug` re-enters with both set.
+# The build directory and mode; `make debug` re-enters with both set,
+# `make tsan` with BUILD and TSAN.
 BUILD ?= build
 DEBUG ?= 0
+TSAN ?= 0
 
 ifeq ($(DEBUG),1)
 OPTFLAGS := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all \
             -DUJ_VERIFY_PASSES
 SANFLAGS := -fsanitize=address,undefined,float-cast-overflow
+else ifeq ($(TSAN),1)
+# ThreadSanitizer cannot be combined with ASan; -O1 keeps its reports'
+# stacks readable.
+OPTFLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=thread
 else
 # Asserts stay on in every build: they guard internal invariants only.
 OPTFLAGS := -O2 -g
@@ -101,7 +109,7 @@ CLI := $(BUILD)/uopjit
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TESTS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test debug run bench clean
+.PHONY: all test debug tsan run bench clean
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 # Keep the test objects that only chained rules mention.
@@ -197,6 +205,19 @@ test: all $(TESTS)
 
 debug:
 	@$(MAKE) --no-print-directory BUILD=build/debug DEBUG=1 test
+
+# ---- tsan --------------------------------------------------------------------------
+
+# The library and the threading tests, built with ThreadSanitizer under
+# build/tsan and run by `make test`'s loop: the thread pool's own test and
+# every test that starts threads of its own (calls pthread_create). A race
+# report makes the binary exit non-zero (TSan's status 66), which counts
+# as a failure.
+THREAD_TEST_SRCS := $(sort tests/test_threads.c $(shell grep -l pthread_create $(TEST_SRCS)))
+tsan:
+	@TSAN_OPTIONS="second_deadlock_stack=1" \
+	  $(MAKE) --no-print-directory BUILD=build/tsan TSAN=1 \
+	    TESTS="$(THREAD_TEST_SRCS:tests/%.c=build/tsan/tests/%)" test
 
 # ---- bench -------------------------------------------------------------------------
 

@@ -259,7 +259,8 @@ uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_prog
  * tensors' dtypes (mixed dtypes promote to the wider). Operands broadcast
  * as in NumPy; 0-d inputs (scalars) go everywhere. The uop program is built
  * on first use for each combination of input ranks, dtypes and size-1
- * axes, and kept. Errors: UJ_ERR_PARSE with "program line L, column C:
+ * axes, and kept (the 8 most recently used); several threads may run one
+ * parsed program at the same time, each with its own context. Errors: UJ_ERR_PARSE with "program line L, column C:
  * expected ..., found ..."; sources over 1 MiB or expressions nested
  * deeper than 256 levels are errors. The program takes no $params. */
 uj_status_t uj_program_parse(const char* source, uj_program_t** out);
