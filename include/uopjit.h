@@ -185,7 +185,7 @@ uj_io_t uj_input(uj_graph_t* g, int ndim, uj_dtype_t dtype);
 /* A 0-d f32 constant; it takes the dtype of what it is combined with. */
 uj_io_t uj_const(uj_graph_t* g, double value);
 /* out[i0..] = x[index(i0..)], with shape[] giving out's sizes. Index and
- * shape strings are index expressions (DESIGN.md section 4): iN is the N-th
+ * shape strings are index expressions (docs/DESIGN.md section 4): iN is the N-th
  * axis of out, dXn axis n of the X-th shape source (A = ss[0], B = ss[1], ...),
  * $name a program parameter, dA1[=dB2] asserts dA1 == dB2 at run time.
  * index_count must equal x's rank. Reads out of range give 0. The strings are

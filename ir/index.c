@@ -1,4 +1,4 @@
-/* ir/index.c: the parser of index expressions (DESIGN.md section 4).
+/* ir/index.c: the parser of index expressions (docs/DESIGN.md section 4).
  *
  *   expr   := ['+' | '-'] term { ('+' | '-') term }   -- a leading '-' negates the first term
  *   term   := factor { ('*' | '/' | '%') factor }

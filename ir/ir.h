@@ -1,4 +1,4 @@
-/* ir: the loop IR (DESIGN.md section 3) and everything that reads or
+/* ir: the loop IR (docs/DESIGN.md section 3) and everything that reads or
  * rewrites it: index expressions and their parser, the printer, the hash, the
  * verifier, the interpreter that defines the IR's meaning, and the passes.
  *
@@ -214,7 +214,7 @@ typedef struct {
 #define IR_IX_MAX_DEPTH 64
 #define IR_IX_MAX_LENGTH 4096
 
-/* Parses one index expression (DESIGN.md section 4) into the arena: iN as
+/* Parses one index expression (docs/DESIGN.md section 4) into the arena: iN as
  * IR_IX_LOOP with id N, dXn as IR_IX_DIM with id X-'A' and axis n, $name as
  * IR_IX_PARAM (slot -1). Each [=dYm] adds to asserts (at most
  * IR_IX_MAX_ASSERTIONS). On error: UJ_ERR_PARSE with

@@ -1,4 +1,4 @@
-/* jit/cache.c: the kernel cache of DESIGN.md section 7: the in-memory table.
+/* jit/cache.c: the kernel cache's in-memory table (docs/DESIGN.md section 8).
  *
  * In memory it is a chained hash table behind one mutex, doubling when it is
  * three-quarters full. Entries are found by the 128-bit hash and confirmed by

@@ -1,4 +1,4 @@
-/* jit/cache.h: the kernel cache (DESIGN.md section 7), in memory and on disk.
+/* jit/cache.h: the kernel cache (docs/DESIGN.md section 8), memory and disk.
  *
  * A kernel is keyed by the 128-bit hash of its key text (the canonical IR
  * plus engine, target, compiler version, dtypes and $param values) *and* by

@@ -1,4 +1,4 @@
-/* jit/cache_disk.c: the kernel cache on disk (DESIGN.md section 7); the
+/* jit/cache_disk.c: the kernel cache on disk (docs/DESIGN.md section 8); the
  * in-memory table is jit/cache.c, the shared state jit/cache_impl.h.
  *
  * On disk every entry is two files in the cache directory:

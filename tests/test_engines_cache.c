@@ -1,5 +1,5 @@
-/* tests/test_engines_cache.c: engines and the kernel cache (DESIGN.md
- * section 7), seen from a program's point of view.
+/* tests/test_engines_cache.c: engines and the kernel cache (docs/DESIGN.md
+ * sections 7 and 8), seen from a program's point of view.
  *
  * $params: a program whose index expressions use $s and $k (a strided,
  * shifted view through reindex, reads out of range giving 0) runs with one
