@@ -85,20 +85,24 @@ const char* jit_disk_dir(jit_cache_t* c);
 uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
                            const void* payload, size_t size, char* path_out, size_t path_cap);
 
-/* Looks the entry up: UJ_OK with the payload's path in path_out only when the
- * meta exists, names exactly key_text, and the payload has the recorded size
- * and checksum; both must be regular files owned by the user and writable by
- * neither group nor others. A damaged or mismatching entry is deleted and
- * counted as corrupt; it and an absent entry both give UJ_ERR_IO (a miss:
- * compile, then store). */
-uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                          char* path_out, size_t path_cap);
-
-/* jit_disk_load that hands back the payload it verified (malloc'ed, the
- * caller frees it) instead of its path: for payloads that are loaded from
- * memory (a cubin), so that nothing can change between check and use. */
+/* Looks the entry up and hands back its payload (malloc'ed, the caller
+ * frees it): UJ_OK only when the meta exists, names exactly key_text, and
+ * the payload has the recorded size and checksum; both must be regular files
+ * owned by the user and writable by neither group nor others. The payload is
+ * read once and the checksum taken over the very bytes handed back, so
+ * nothing done to the files afterwards (a `cache clear`, a replaced or
+ * damaged file) can change what the caller uses: load these bytes, never
+ * the file again. A damaged or mismatching entry is deleted and counted as
+ * corrupt; it and an absent entry both give UJ_ERR_IO (a miss: compile, then
+ * store). */
 uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
                                 char** bytes, size_t* size);
+
+/* For tests: when not NULL, called with an entry's payload path right after
+ * a disk load verified the entry and before the caller uses it: the moment
+ * at which a concurrent `cache clear`, a replaced file or damage would do
+ * the most harm. Set it only while no disk load runs. */
+extern void (*jit_disk_verified_hook)(const char* payload_path);
 
 /* Removes every entry (payloads with or without a meta, metas) and any
  * temporary left by an interrupted store. Other files are left alone. */

@@ -378,6 +378,8 @@ static int read_trusted_file(const char* path, size_t max, char** text, size_t* 
   return 0;
 }
 
+void (*jit_disk_verified_hook)(const char* payload_path);
+
 /* ---- store and load ------------------------------------------------------------------ */
 
 uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
@@ -418,12 +420,13 @@ static uj_status_t reject_entry(jit_cache_t* c, const char* meta_path, const cha
   return rt_error(UJ_ERR_IO, "kernel cache entry %s: %s; entry removed", meta_path, why);
 }
 
-/* jit_disk_load, and when bytes is not NULL the verified payload itself
- * (what was checksummed, so nothing can change between check and use). */
-static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                             char* path_out, size_t path_cap, char** bytes, size_t* size) {
+uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                                char** bytes, size_t* size) {
+  if (!bytes || !size) return rt_error(UJ_ERR_INVALID, "jit_disk_load_bytes: bytes and size must not be NULL");
+  *bytes = NULL;
+  *size = 0;
   if (!c || !key_text || !valid_ext(ext))
-    return rt_error(UJ_ERR_INVALID, "jit_disk_load: bad argument (cache, key text or extension \"%s\")",
+    return rt_error(UJ_ERR_INVALID, "jit_disk_load_bytes: bad argument (cache, key text or extension \"%s\")",
                     ext ? ext : "(null)");
   if (!disk_ready(c)) return UJ_ERR_IO;
   char payload_path[PATH_MAX], meta_path[PATH_MAX];
@@ -454,6 +457,9 @@ static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text
     return reject_entry(c, meta_path, payload_path, "stored key text differs");
   }
 
+  /* Read once, into memory: the checksum is taken over these bytes and
+   * these bytes are what the caller gets, so nothing that happens to the
+   * file afterwards can reach what runs. */
   char* payload = NULL;
   size_t payload_len;
   size_t limit = m.size < SIZE_MAX - 1 ? (size_t)m.size + 1 : SIZE_MAX - 1; /* +1: see a longer file */
@@ -468,32 +474,17 @@ static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text
   hex128(ir_hash_bytes(payload, payload_len), checksum);
   int size_ok = payload_len == m.size;
   int checksum_ok = strcmp(checksum, m.checksum) == 0;
-  if (bytes && size_ok && checksum_ok) {
-    *bytes = payload;
-    *size = payload_len;
-    payload = NULL;
-  }
-  free(payload);
   free(meta_text);
-  if (!size_ok) return reject_entry(c, meta_path, payload_path, "payload size differs from the meta");
-  if (!checksum_ok) return reject_entry(c, meta_path, payload_path, "payload checksum mismatch");
-
-  if (path_out && snprintf(path_out, path_cap, "%s", payload_path) >= (int)path_cap)
-    return rt_error(UJ_ERR_INVALID, "jit_disk_load: path buffer too small for %s", payload_path);
+  if (!size_ok || !checksum_ok) {
+    free(payload);
+    return reject_entry(c, meta_path, payload_path,
+                        !size_ok ? "payload size differs from the meta" : "payload checksum mismatch");
+  }
+  if (jit_disk_verified_hook) jit_disk_verified_hook(payload_path);
+  *bytes = payload;
+  *size = payload_len;
   atomic_fetch_add(&c->disk_hits, 1);
   return UJ_OK;
-}
-
-uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                          char* path_out, size_t path_cap) {
-  return disk_load(c, key, key_text, ext, path_out, path_cap, NULL, NULL);
-}
-
-uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                                char** bytes, size_t* size) {
-  if (!bytes || !size) return rt_error(UJ_ERR_INVALID, "jit_disk_load_bytes: bytes and size must not be NULL");
-  *bytes = NULL;
-  return disk_load(c, key, key_text, ext, NULL, 0, bytes, size);
 }
 
 /* ---- clear and list ----------------------------------------------------------------- */
