@@ -211,6 +211,7 @@ static int by_age(const void* a, const void* b) {
 /* Merges the files of each stem into one entry (in place); the number of
  * entries. */
 static size_t merge_entries(file_t* files, size_t n) {
+  if (n == 0) return 0; /* files may be NULL, which qsort must not see */
   qsort(files, n, sizeof *files, by_stem);
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
@@ -259,7 +260,7 @@ void jit_disk_make_room(jit_cache_t* c, int dir_fd, uint64_t incoming, const cha
     l.files[kept++] = *e;
   }
   uint64_t limit = (uint64_t)jit_disk_limit(c, NULL);
-  if (total + incoming > limit) {
+  if (total + incoming > limit && kept > 0) {
     qsort(l.files, kept, sizeof *l.files, by_age);
     for (size_t i = 0; i < kept && total + incoming > limit; i++) {
       remove_entry(dir_fd, &l.files[i]);

@@ -191,7 +191,7 @@ TEST(disk_limit_held_by_concurrent_stores) {
     if ((kids[k] = fork()) == 0) {
       jit_cache_t* c = jit_cache_new();
       int ok = c && jit_disk_set_limit(c, 20000) == UJ_OK;
-      char key[32];
+      char key[48];
       for (int i = 0; ok && i < 40; i++) {
         snprintf(key, sizeof key, "child %d kernel %d", k, i);
         ok = jit_disk_store(c, hash_of(key), key, "so", payload_of_size, 900 + (size_t)(k * 50), NULL, 0) == UJ_OK;
