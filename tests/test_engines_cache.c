@@ -339,7 +339,10 @@ TEST(disk_reuse_in_new_process) {
  * jit_disk_verified_hook runs right after the disk cache verified an entry
  * and before the engine uses it; these tests change the directory at that
  * moment, as a concurrent `uopjit cache clear`, another process or damage
- * could, and the run must still give the right kernel's answer. */
+ * could, and the run must still give the right kernel's answer. Filling the
+ * cache loads two kernels at once in one process, which also checks that
+ * jit/c.c never gets the earlier kernel back from the dynamic loader when a
+ * descriptor number (part of the name it loads by) is reused. */
 
 static const char times_three[] = "y = x*3 + 0.25";
 static const char times_five[] = "y = x*5 - 1.5";
