@@ -114,6 +114,13 @@ uj_engine_t uj_ctx_engine(uj_ctx_t* ctx);
  * the pass pipeline (for checking the passes); 1, the default, the
  * optimized IR. UJ_ERR_INVALID for a NULL ctx. */
 uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled);
+/* The most bytes the disk kernel cache (the C engine's shared objects and
+ * the CUDA engine's cubins, shared by every process that uses the
+ * directory) may hold after this context stores a kernel: each store
+ * removes the least recently used entries until the new one fits. The
+ * default is UOPJIT_CACHE_DISK_LIMIT (bytes, or a number with K, M or G),
+ * else 512 MiB. UJ_ERR_INVALID for a NULL ctx or bytes <= 0. */
+uj_status_t uj_ctx_set_disk_cache_limit(uj_ctx_t* ctx, int64_t bytes);
 /* "auto", "interp", "mir", "c", "cuda"; "?" when out of range. */
 const char* uj_engine_name(uj_engine_t e);
 

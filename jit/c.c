@@ -9,9 +9,15 @@
  * of this, so a repeated call does not rebuild the key.)
  *
  * The compiler runs as `cc -O3 -march=native ...` through posix_spawn (no
- * shell) on source that holds nothing of the user's text. Its output goes
- * into the disk cache and is loaded from there, so what runs is what the
- * cache verified. jit/blocks.c runs the loaded blocks. */
+ * shell) on source that holds nothing of the user's text. Its output is read
+ * into memory, stored in the disk cache, and loaded from that memory; a disk
+ * hit hands back the bytes the cache read and verified. Either way the bytes
+ * are copied into a private, sealed memory file that is dlopen'ed through
+ * /proc/self/fd, so what runs is exactly what was compiled or verified: no
+ * path that another process could change, replace or remove in between (a
+ * concurrent `uopjit cache clear`, a damaged file). A disk entry that
+ * verifies but will not load is compiled again, and the fresh object
+ * replaces it. jit/blocks.c runs the loaded blocks. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,7 +165,86 @@ static void kernel_free(void* p) {
   free(k);
 }
 
-static uj_status_t load(const char* path, const ir_func_t* f, c_kernel_t** out) {
+/* ---- loading exactly the bytes in hand ---------------------------------------------------- */
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U /* kernels with vm.memfd_noexec refuse to map a memfd without it */
+#endif
+
+/* A private file holding exactly size bytes, which nobody can change any
+ * more: a memfd sealed against writes, growth and shrinking. Where memfd
+ * is not available, an unlinked file under $TMPDIR made read-only (it has
+ * no name, and only this process holds it). -1 with errno on failure. */
+static int private_copy(const char* bytes, size_t size) {
+  int fd = memfd_create("uopjit-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+  if (fd < 0 && errno == EINVAL) fd = memfd_create("uopjit-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int sealed = fd >= 0;
+  if (fd < 0) {
+    const char* tmp = getenv("TMPDIR");
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/uopjit-so-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof path) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    if ((fd = mkostemp(path, O_CLOEXEC)) < 0) return -1;
+    unlink(path);
+  }
+  for (size_t done = 0; done < size;) {
+    ssize_t n = write(fd, bytes + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      close(fd);
+      errno = err;
+      return -1;
+    }
+    done += (size_t)n;
+  }
+  int locked = sealed ? fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+                      : fchmod(fd, 0400);
+  if (locked != 0) {
+    int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+/* dlopen of the private file fd through /proc/self/fd/<n>. The dynamic
+ * loader takes a name it has loaded before for that object, and the number
+ * of a closed descriptor comes back for the next file, so a kernel still
+ * loaded under this name would be handed back instead of ours: the
+ * descriptor is then moved to a number under which nothing is loaded (no
+ * one else can load under a name while this process holds that number). */
+static void* open_private(int fd, char* name, size_t cap, const char** why) {
+  int current = fd;
+  void* so = NULL;
+  *why = NULL;
+  for (;;) {
+    snprintf(name, cap, "/proc/self/fd/%d", current);
+    void* earlier = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!earlier) {
+      so = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (!so) *why = dlerror();
+      break;
+    }
+    dlclose(earlier);
+    int next = fcntl(current, F_DUPFD_CLOEXEC, current + 1);
+    if (current != fd) close(current);
+    if (next < 0) {
+      *why = strerror(errno);
+      return NULL;
+    }
+    current = next;
+  }
+  if (current != fd) close(current);
+  return so;
+}
+
+/* The kernel for f from a shared object's bytes (verified by the disk cache
+ * or just compiled); the bytes are the caller's still. */
+static uj_status_t load_image(const char* bytes, size_t size, const ir_func_t* f, c_kernel_t** out) {
   c_kernel_t* k = calloc(1, sizeof *k);
   if (!k) return rt_error(UJ_ERR_OOM, "out of memory");
   uj_status_t s = jit_blocks_init(&k->blocks, f);
@@ -166,18 +252,28 @@ static uj_status_t load(const char* path, const ir_func_t* f, c_kernel_t** out) 
     free(k);
     return s;
   }
-  if (!(k->so = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-    uj_status_t s = rt_error(UJ_ERR_COMPILE, "dlopen %s: %s", path, dlerror());
+  int fd = private_copy(bytes, size);
+  if (fd < 0) {
+    s = rt_error(UJ_ERR_IO, "cannot make a private copy of a %zu-byte shared object: %s", size, strerror(errno));
+    kernel_free(k);
+    return s;
+  }
+  char name[64];
+  const char* why;
+  k->so = open_private(fd, name, sizeof name, &why);
+  close(fd); /* the mapping keeps the file */
+  if (!k->so) {
+    s = rt_error(UJ_ERR_COMPILE, "dlopen of a %zu-byte shared object: %s", size, why ? why : "unknown error");
     kernel_free(k);
     return s;
   }
   for (int b = 0; b < f->nblocks; b++) {
-    char name[32];
-    snprintf(name, sizeof name, "uj_block_%d", b);
-    void* sym = dlsym(k->so, name);
+    char sym_name[32];
+    snprintf(sym_name, sizeof sym_name, "uj_block_%d", b);
+    void* sym = dlsym(k->so, sym_name);
     if (!sym) {
       kernel_free(k);
-      return rt_error(UJ_ERR_COMPILE, "%s: no symbol %s", path, name);
+      return rt_error(UJ_ERR_COMPILE, "the shared object has no symbol %s", sym_name);
     }
     memcpy(&k->blocks.fns[b], &sym, sizeof sym); /* object to function pointer, as POSIX allows */
   }
@@ -253,38 +349,43 @@ typedef struct {
   const char* key;
 } c_build_t;
 
-/* A cache miss: the disk cache's shared object, else a compile whose output
- * goes into the disk cache and is loaded from there. */
+/* A cache miss: the disk cache's verified shared object, else a compile
+ * whose output is stored in the disk cache (a failed store only costs a
+ * compile later) and loaded from memory. */
 static uj_status_t build_kernel(void* arg, void** value) {
   const c_build_t* b = arg;
   jit_cache_t* cache = b->js->cache;
   c_kernel_t* k = NULL;
-  char path[4096];
+  char* bytes = NULL;
+  size_t size = 0;
   uj_status_t s;
-  if (jit_disk_load(cache, b->h, b->key, "so", path, sizeof path) == UJ_OK) {
-    s = load(path, b->f, &k);
-  } else {
-    char* source = jit_c_emit(b->f, b->params, JIT_C_FOLD_PARAMS, NULL);
-    char dir[4000];
-    if (!source) s = rt_error(UJ_ERR_OOM, "out of memory");
-    else if (!make_temp_dir(dir, sizeof dir, "cc"))
-      s = rt_error(UJ_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
-    else {
-      char so[4096];
-      if ((s = compile(source, dir, so, sizeof so)) == UJ_OK) {
-        size_t size = 0;
-        char* bytes = jit_disk_enabled(cache) ? read_file(so, &size) : NULL;
-        /* load what the disk cache verified; without one, the fresh file */
-        if (bytes && jit_disk_store(cache, b->h, b->key, "so", bytes, size, path, sizeof path) == UJ_OK)
-          s = load(path, b->f, &k);
-        else
-          s = load(so, b->f, &k);
-        free(bytes);
-      }
-      remove_dir(dir);
+  if (jit_disk_load_bytes(cache, b->h, b->key, "so", &bytes, &size) == UJ_OK) {
+    s = load_image(bytes, size, b->f, &k);
+    free(bytes);
+    bytes = NULL;
+    if (s == UJ_OK) {
+      *value = k;
+      return UJ_OK;
     }
-    free(source);
+    /* verified yet not loadable (written by another build of the loader,
+     * say): compile, and the store below replaces the entry */
   }
+  char* source = jit_c_emit(b->f, b->params, JIT_C_FOLD_PARAMS, NULL);
+  char dir[4000];
+  if (!source) s = rt_error(UJ_ERR_OOM, "out of memory");
+  else if (!make_temp_dir(dir, sizeof dir, "cc"))
+    s = rt_error(UJ_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+  else {
+    char so[4096];
+    if ((s = compile(source, dir, so, sizeof so)) == UJ_OK) {
+      if (!(bytes = read_file(so, &size))) s = rt_error(UJ_ERR_IO, "cannot read the compiled %s", so);
+      if (s == UJ_OK && jit_disk_enabled(cache)) jit_disk_store(cache, b->h, b->key, "so", bytes, size, NULL, 0);
+      if (s == UJ_OK) s = load_image(bytes, size, b->f, &k);
+      free(bytes);
+    }
+    remove_dir(dir);
+  }
+  free(source);
   *value = k;
   return s;
 }

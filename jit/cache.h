@@ -11,9 +11,11 @@
  * On disk (for the C and CUDA engines, whose compiles are slow): one payload
  * file (a shared object, a cubin) per key plus a .meta file holding the full
  * key text, the payload's size and a checksum, both written atomically. An
- * entry is only handed back when all of that matches, and the directory is
- * only used when it belongs to the current user and nobody else can write it:
- * a cached shared object is code that will run in this process. */
+ * entry is only handed back when all of that matches, and then as the bytes
+ * that were checked (never a path to open again), and the directory is only
+ * used when it belongs to the current user and nobody else can write it: a
+ * cached shared object is code that will run in this process. The directory
+ * is kept under a size limit, least recently used entries evicted first. */
 #ifndef UJ_JIT_CACHE_H
 #define UJ_JIT_CACHE_H
 
@@ -85,20 +87,55 @@ const char* jit_disk_dir(jit_cache_t* c);
 uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
                            const void* payload, size_t size, char* path_out, size_t path_cap);
 
-/* Looks the entry up: UJ_OK with the payload's path in path_out only when the
- * meta exists, names exactly key_text, and the payload has the recorded size
- * and checksum; both must be regular files owned by the user and writable by
- * neither group nor others. A damaged or mismatching entry is deleted and
- * counted as corrupt; it and an absent entry both give UJ_ERR_IO (a miss:
- * compile, then store). */
-uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                          char* path_out, size_t path_cap);
-
-/* jit_disk_load that hands back the payload it verified (malloc'ed, the
- * caller frees it) instead of its path: for payloads that are loaded from
- * memory (a cubin), so that nothing can change between check and use. */
+/* Looks the entry up and hands back its payload (malloc'ed, the caller
+ * frees it): UJ_OK only when the meta exists, names exactly key_text, and
+ * the payload has the recorded size and checksum; both must be regular files
+ * owned by the user and writable by neither group nor others. The payload is
+ * read once and the checksum taken over the very bytes handed back, so
+ * nothing done to the files afterwards (a `cache clear`, a replaced or
+ * damaged file) can change what the caller uses: load these bytes, never
+ * the file again. A damaged or mismatching entry is deleted and counted as
+ * corrupt; it and an absent entry both give UJ_ERR_IO (a miss: compile, then
+ * store). */
 uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
                                 char** bytes, size_t* size);
+
+/* For tests: when not NULL, called with an entry's payload path right after
+ * a disk load verified the entry and before the caller uses it: the moment
+ * at which a concurrent `cache clear`, a replaced file or damage would do
+ * the most harm. Set it only while no disk load runs. */
+extern void (*jit_disk_verified_hook)(const char* payload_path);
+
+/* 1 when this process can also write the directory (create and remove
+ * entries); 0 with the reason in uj_last_error() for a directory that is
+ * only readable (entries still load, new kernels are not stored) or not
+ * usable at all. */
+int jit_disk_writable(jit_cache_t* c);
+
+/* ---- the disk cache's size (jit/cache_disk_space.c) ---------------------------------- */
+
+/* Every store keeps the directory under a limit in bytes (payloads, metas
+ * and temporaries): it removes temporaries and incomplete entries older than
+ * ten minutes, then whole entries, least recently used first (a store or a
+ * hit makes an entry recent), until the new entry fits; an entry larger than
+ * the limit is not stored. The limit is 512 MiB unless UOPJIT_CACHE_DISK_LIMIT
+ * (bytes, or a number with K, M or G: powers of 1024) says otherwise; a
+ * malformed value is ignored with one warning on stderr. Stores of several
+ * processes take turns (a lock on the directory). */
+
+/* Sets the limit for this cache's later stores (the directory is brought
+ * under it at the next store). UJ_ERR_INVALID for a NULL cache or bytes <= 0. */
+uj_status_t jit_disk_set_limit(jit_cache_t* c, int64_t bytes);
+
+typedef struct {
+  int64_t limit;          /* bytes */
+  const char* limit_from; /* "the default", "UOPJIT_CACHE_DISK_LIMIT" or "uj_ctx_set_disk_cache_limit" */
+  int64_t bytes;          /* the cache's files now: payloads, metas and temporaries */
+} jit_disk_usage_t;
+
+/* The limit, and the directory's size now. UJ_ERR_IO (limit still filled in)
+ * when the disk cache is disabled or the directory cannot be listed. */
+uj_status_t jit_disk_usage(jit_cache_t* c, jit_disk_usage_t* out);
 
 /* Removes every entry (payloads with or without a meta, metas) and any
  * temporary left by an interrupted store. Other files are left alone. */

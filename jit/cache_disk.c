@@ -24,6 +24,13 @@
  * directory's ancestors (the home directory, /tmp with its sticky bit) are
  * trusted like the rest of the user's files.
  *
+ * A load reads the payload once into memory and takes the checksum over
+ * those bytes, which are what the caller gets: the engines load them from
+ * memory (jit/c.c through a sealed memfd), never the file again, so nothing
+ * done to the directory after the check reaches what runs. A hit touches the
+ * meta (least-recently-used order); a store first makes room under the
+ * directory's size limit, holding a lock on it (jit/cache_disk_space.c).
+ *
  * Nothing here aborts: an I/O failure is UJ_ERR_IO with the path and the
  * system's reason in uj_last_error(), and the caller compiles instead. */
 #include "cache_impl.h"
@@ -36,12 +43,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define META_MAGIC "uopjit cache entry 1\n"
 #define META_MAX_BYTES (64u << 20) /* a meta is a key text plus a few lines */
-#define EXT_MAX_LEN 15
-#define HEX_LEN 32
+#define EXT_MAX_LEN JIT_DISK_EXT_MAX_LEN
+#define HEX_LEN JIT_DISK_HEX_LEN
 
 char* jit_disk_location(const char** reason) {
   const char* setting = getenv("UOPJIT_CACHE");
@@ -107,7 +115,7 @@ static const char* directory_problem(const char* dir, char* reason_buf, size_t c
 /* 1 when the disk cache may be used now. Creates the directory on first use
  * and checks it on every use; the first failure disables the disk cache for
  * good, with one warning. */
-static int disk_ready(jit_cache_t* c) {
+int jit_disk_ready(jit_cache_t* c) {
   char reason_buf[256];
   const char* problem = NULL;
   int ready;
@@ -143,9 +151,17 @@ static int disk_ready(jit_cache_t* c) {
   return ready;
 }
 
-int jit_disk_enabled(jit_cache_t* c) { return c && disk_ready(c); }
+int jit_disk_enabled(jit_cache_t* c) { return c && jit_disk_ready(c); }
 
 const char* jit_disk_dir(jit_cache_t* c) { return jit_disk_enabled(c) ? c->disk_dir : NULL; }
+
+int jit_disk_writable(jit_cache_t* c) {
+  if (!jit_disk_enabled(c)) return 0;
+  /* effective ids, as open and rename use; EROFS for a read-only mount */
+  if (faccessat(AT_FDCWD, c->disk_dir, W_OK | X_OK, AT_EACCESS) == 0) return 1;
+  rt_error(UJ_ERR_IO, "kernel cache directory %s is not writable (%s)", c->disk_dir, strerror(errno));
+  return 0;
+}
 
 /* ---- file helpers ----------------------------------------------------------------- */
 
@@ -378,6 +394,8 @@ static int read_trusted_file(const char* path, size_t max, char** text, size_t* 
   return 0;
 }
 
+void (*jit_disk_verified_hook)(const char* payload_path);
+
 /* ---- store and load ------------------------------------------------------------------ */
 
 uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
@@ -386,7 +404,7 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
     return rt_error(UJ_ERR_INVALID,
                     "jit_disk_store: bad argument (cache, key text, extension \"%s\" or payload)",
                     ext ? ext : "(null)");
-  if (!disk_ready(c)) return UJ_ERR_IO;
+  if (!jit_disk_ready(c)) return UJ_ERR_IO;
   char payload_path[PATH_MAX], meta_path[PATH_MAX];
   if (!entry_paths(c, key, ext, payload_path, meta_path)) return UJ_ERR_IO;
   if (path_out && snprintf(path_out, path_cap, "%s", payload_path) >= (int)path_cap)
@@ -395,18 +413,45 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
   size_t meta_len;
   char* meta = format_meta(ext, size, ir_hash_bytes(payload, size), key_text, &meta_len);
   if (!meta) return rt_error(UJ_ERR_OOM, "jit_disk_store: out of memory");
+  uint64_t incoming = (uint64_t)size + meta_len;
+  int64_t limit = jit_disk_limit(c, NULL);
+  if (incoming > (uint64_t)limit) {
+    free(meta);
+    return rt_error(UJ_ERR_IO, "kernel cache: an entry of %llu bytes is larger than the disk cache's limit of %lld; not stored",
+                    (unsigned long long)incoming, (long long)limit);
+  }
+  /* Under the directory's lock: make room, then write, so that no other
+   * store counts the same free space. */
+  int dir_fd = jit_disk_lock(c);
+  if (dir_fd < 0) {
+    free(meta);
+    return UJ_ERR_IO;
+  }
+  const char* name = strrchr(payload_path, '/') + 1;
+  jit_disk_make_room(c, dir_fd, incoming, name);
   /* Remove the old meta first, so that no reader ever pairs it with the new
    * payload; between the two renames the entry is simply absent. */
-  if (unlink(meta_path) != 0 && errno != ENOENT) {
-    uj_status_t s = rt_error(UJ_ERR_IO, "kernel cache: cannot remove %s: %s", meta_path, strerror(errno));
-    free(meta);
-    return s;
-  }
-  uj_status_t s = write_file_atomically(payload_path, payload, size);
+  uj_status_t s = UJ_OK;
+  if (unlink(meta_path) != 0 && errno != ENOENT)
+    s = rt_error(UJ_ERR_IO, "kernel cache: cannot remove %s: %s", meta_path, strerror(errno));
+  if (s == UJ_OK) s = write_file_atomically(payload_path, payload, size);
   if (s == UJ_OK) s = write_file_atomically(meta_path, meta, meta_len);
+  close(dir_fd); /* and with it the lock */
   free(meta);
   if (s == UJ_OK) atomic_fetch_add(&c->disk_stores, 1);
   return s;
+}
+
+/* Marks an entry as just used, for the least-recently-used eviction of
+ * jit/cache_disk_space.c: its meta's modification time becomes now. Only
+ * when it is older than TOUCH_AFTER_SECONDS, which spares a system call on
+ * most hits and is fine-grained enough for choosing what to evict. A
+ * read-only directory stays as it is. */
+#define TOUCH_AFTER_SECONDS 60
+static void touch_if_old(const char* meta_path, const struct stat* st) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (now.tv_sec - st->st_mtim.tv_sec >= TOUCH_AFTER_SECONDS) utimensat(AT_FDCWD, meta_path, NULL, AT_SYMLINK_NOFOLLOW);
 }
 
 /* Deletes both files of a damaged entry and reports it. */
@@ -418,14 +463,15 @@ static uj_status_t reject_entry(jit_cache_t* c, const char* meta_path, const cha
   return rt_error(UJ_ERR_IO, "kernel cache entry %s: %s; entry removed", meta_path, why);
 }
 
-/* jit_disk_load, and when bytes is not NULL the verified payload itself
- * (what was checksummed, so nothing can change between check and use). */
-static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                             char* path_out, size_t path_cap, char** bytes, size_t* size) {
+uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                                char** bytes, size_t* size) {
+  if (!bytes || !size) return rt_error(UJ_ERR_INVALID, "jit_disk_load_bytes: bytes and size must not be NULL");
+  *bytes = NULL;
+  *size = 0;
   if (!c || !key_text || !valid_ext(ext))
-    return rt_error(UJ_ERR_INVALID, "jit_disk_load: bad argument (cache, key text or extension \"%s\")",
+    return rt_error(UJ_ERR_INVALID, "jit_disk_load_bytes: bad argument (cache, key text or extension \"%s\")",
                     ext ? ext : "(null)");
-  if (!disk_ready(c)) return UJ_ERR_IO;
+  if (!jit_disk_ready(c)) return UJ_ERR_IO;
   char payload_path[PATH_MAX], meta_path[PATH_MAX];
   if (!entry_paths(c, key, ext, payload_path, meta_path)) return UJ_ERR_IO;
 
@@ -433,8 +479,8 @@ static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text
   const char* problem = NULL;
   char* meta_text = NULL;
   size_t meta_len;
-  struct stat st;
-  int r = read_trusted_file(meta_path, META_MAX_BYTES, &meta_text, &meta_len, &st, &problem, problem_buf,
+  struct stat meta_st, st;
+  int r = read_trusted_file(meta_path, META_MAX_BYTES, &meta_text, &meta_len, &meta_st, &problem, problem_buf,
                             sizeof problem_buf);
   if (r == -1) {
     atomic_fetch_add(&c->disk_misses, 1);
@@ -454,6 +500,9 @@ static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text
     return reject_entry(c, meta_path, payload_path, "stored key text differs");
   }
 
+  /* Read once, into memory: the checksum is taken over these bytes and
+   * these bytes are what the caller gets, so nothing that happens to the
+   * file afterwards can reach what runs. */
   char* payload = NULL;
   size_t payload_len;
   size_t limit = m.size < SIZE_MAX - 1 ? (size_t)m.size + 1 : SIZE_MAX - 1; /* +1: see a longer file */
@@ -468,74 +517,56 @@ static uj_status_t disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text
   hex128(ir_hash_bytes(payload, payload_len), checksum);
   int size_ok = payload_len == m.size;
   int checksum_ok = strcmp(checksum, m.checksum) == 0;
-  if (bytes && size_ok && checksum_ok) {
-    *bytes = payload;
-    *size = payload_len;
-    payload = NULL;
-  }
-  free(payload);
   free(meta_text);
-  if (!size_ok) return reject_entry(c, meta_path, payload_path, "payload size differs from the meta");
-  if (!checksum_ok) return reject_entry(c, meta_path, payload_path, "payload checksum mismatch");
-
-  if (path_out && snprintf(path_out, path_cap, "%s", payload_path) >= (int)path_cap)
-    return rt_error(UJ_ERR_INVALID, "jit_disk_load: path buffer too small for %s", payload_path);
+  if (!size_ok || !checksum_ok) {
+    free(payload);
+    return reject_entry(c, meta_path, payload_path,
+                        !size_ok ? "payload size differs from the meta" : "payload checksum mismatch");
+  }
+  touch_if_old(meta_path, &meta_st);
+  if (jit_disk_verified_hook) jit_disk_verified_hook(payload_path);
+  *bytes = payload;
+  *size = payload_len;
   atomic_fetch_add(&c->disk_hits, 1);
   return UJ_OK;
 }
 
-uj_status_t jit_disk_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                          char* path_out, size_t path_cap) {
-  return disk_load(c, key, key_text, ext, path_out, path_cap, NULL, NULL);
-}
-
-uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                                char** bytes, size_t* size) {
-  if (!bytes || !size) return rt_error(UJ_ERR_INVALID, "jit_disk_load_bytes: bytes and size must not be NULL");
-  *bytes = NULL;
-  return disk_load(c, key, key_text, ext, NULL, 0, bytes, size);
-}
-
 /* ---- clear and list ----------------------------------------------------------------- */
 
-typedef enum { NAME_OTHER, NAME_PAYLOAD, NAME_META, NAME_TEMP } name_kind_t;
-
-/* What a directory entry is, going by its name: <hex>.<ext>, <hex>.<ext>.meta,
- * or either with a .tmp-XXXXXX suffix (a store that was interrupted). */
-static name_kind_t classify_name(const char* name, char ext_out[EXT_MAX_LEN + 1]) {
+jit_disk_name_t jit_disk_classify_name(const char* name, char ext_out[EXT_MAX_LEN + 1]) {
   for (int i = 0; i < HEX_LEN; i++) {
     char ch = name[i];
-    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return NAME_OTHER;
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return JIT_DISK_OTHER;
   }
   const char* p = name + HEX_LEN;
-  if (*p++ != '.') return NAME_OTHER;
+  if (*p++ != '.') return JIT_DISK_OTHER;
   size_t n = 0;
   while (n < EXT_MAX_LEN && p[n] && p[n] != '.') n++;
-  if (n == 0 || (p[n] && p[n] != '.')) return NAME_OTHER;
+  if (n == 0 || (p[n] && p[n] != '.')) return JIT_DISK_OTHER;
   memcpy(ext_out, p, n);
   ext_out[n] = '\0';
-  if (!valid_ext(ext_out)) return NAME_OTHER;
+  if (!valid_ext(ext_out)) return JIT_DISK_OTHER;
   const char* rest = p + n;
   if (strncmp(rest, ".meta", 5) == 0) {
     rest += 5;
-    if (!*rest) return NAME_META;
+    if (!*rest) return JIT_DISK_META;
   } else if (!*rest) {
-    return NAME_PAYLOAD;
+    return JIT_DISK_PAYLOAD;
   }
-  if (strncmp(rest, ".tmp-", 5) == 0 && strlen(rest + 5) == 6) return NAME_TEMP;
-  return NAME_OTHER;
+  if (strncmp(rest, ".tmp-", 5) == 0 && strlen(rest + 5) == 6) return JIT_DISK_TEMP;
+  return JIT_DISK_OTHER;
 }
 
 uj_status_t jit_disk_clear(jit_cache_t* c) {
   if (!c) return rt_error(UJ_ERR_INVALID, "jit_disk_clear: cache is NULL");
-  if (!disk_ready(c)) return UJ_ERR_IO;
+  if (!jit_disk_ready(c)) return UJ_ERR_IO;
   struct dirent** names = NULL;
   int n = scandir(c->disk_dir, &names, NULL, alphasort);
   if (n < 0) return rt_error(UJ_ERR_IO, "kernel cache: cannot list %s: %s", c->disk_dir, strerror(errno));
   uj_status_t s = UJ_OK;
   char ext[EXT_MAX_LEN + 1], path[PATH_MAX];
   for (int i = 0; i < n; i++) {
-    if (classify_name(names[i]->d_name, ext) != NAME_OTHER && s == UJ_OK) {
+    if (jit_disk_classify_name(names[i]->d_name, ext) != JIT_DISK_OTHER && s == UJ_OK) {
       snprintf(path, sizeof path, "%s/%s", c->disk_dir, names[i]->d_name);
       if (unlink(path) != 0 && errno != ENOENT)
         s = rt_error(UJ_ERR_IO, "kernel cache: cannot remove %s: %s", path, strerror(errno));
@@ -548,14 +579,14 @@ uj_status_t jit_disk_clear(jit_cache_t* c) {
 
 uj_status_t jit_disk_list(jit_cache_t* c, rt_buf_t* out) {
   if (!c || !out) return rt_error(UJ_ERR_INVALID, "jit_disk_list: %s is NULL", c ? "out" : "cache");
-  if (!disk_ready(c)) return UJ_ERR_IO;
+  if (!jit_disk_ready(c)) return UJ_ERR_IO;
   struct dirent** names = NULL;
   int n = scandir(c->disk_dir, &names, NULL, alphasort);
   if (n < 0) return rt_error(UJ_ERR_IO, "kernel cache: cannot list %s: %s", c->disk_dir, strerror(errno));
   char ext[EXT_MAX_LEN + 1], path[PATH_MAX], problem_buf[256];
   for (int i = 0; i < n; i++) {
     const char* name = names[i]->d_name;
-    if (classify_name(name, ext) == NAME_META) {
+    if (jit_disk_classify_name(name, ext) == JIT_DISK_META) {
       snprintf(path, sizeof path, "%s/%s", c->disk_dir, name);
       char* text = NULL;
       size_t len;

@@ -1,6 +1,7 @@
-/* jit/cache_impl.h: the kernel cache's state, shared by its two halves:
- * jit/cache.c (the in-memory table, statistics) and jit/cache_disk.c (the
- * directory and its entries). Internal to them. */
+/* jit/cache_impl.h: the kernel cache's state, shared by its parts:
+ * jit/cache.c (the in-memory table, statistics), jit/cache_disk.c (the
+ * directory and its entries) and jit/cache_disk_space.c (the directory's
+ * size limit, eviction, stale temporaries). Internal to them. */
 #ifndef UJ_JIT_CACHE_IMPL_H
 #define UJ_JIT_CACHE_IMPL_H
 
@@ -31,6 +32,8 @@ struct jit_cache {
   int disk_warned;
   char disk_problem[256];      /* why the directory was refused, once it was */
   const char* disk_off_reason; /* why disk_dir is NULL, for the one warning */
+  int64_t disk_limit;          /* bytes; 0 until set or first needed (then from the environment) */
+  const char* disk_limit_from; /* where disk_limit came from, for reports */
 
   atomic_llong memory_hits, memory_misses;
   atomic_llong disk_hits, disk_misses, disk_corrupt, disk_stores;
@@ -40,5 +43,39 @@ struct jit_cache {
  * XDG_CACHE_HOME or HOME (jit/cache_disk.c); NULL with *reason the warning
  * to give, or NULL reason when the disk cache is switched off on purpose. */
 char* jit_disk_location(const char** reason);
+
+/* 1 when the disk cache may be used now (the directory is created and
+ * checked; the first failure disables it with one warning); 0 with the
+ * error set (jit/cache_disk.c). */
+int jit_disk_ready(jit_cache_t* c);
+
+/* The files of the cache directory, by name: <32 hex digits>.<ext> (a
+ * payload), <hex>.<ext>.meta, and either with a .tmp-XXXXXX suffix (a store
+ * under way, or one that was interrupted). */
+#define JIT_DISK_HEX_LEN 32
+#define JIT_DISK_EXT_MAX_LEN 15
+typedef enum { JIT_DISK_OTHER, JIT_DISK_PAYLOAD, JIT_DISK_META, JIT_DISK_TEMP } jit_disk_name_t;
+/* What name is, with its extension in ext_out (jit/cache_disk.c). */
+jit_disk_name_t jit_disk_classify_name(const char* name, char ext_out[JIT_DISK_EXT_MAX_LEN + 1]);
+
+/* Makes room for an entry of `incoming` bytes in the directory open as
+ * dir_fd (held under jit_disk_lock): removes temporaries and incomplete
+ * entries left behind longer than JIT_DISK_STALE_SECONDS, then the least
+ * recently used entries until the directory and the new entry fit under the
+ * limit. The files of `stem` (<hex>.<ext>, the entry being replaced) are
+ * neither counted nor removed (jit/cache_disk_space.c). */
+#define JIT_DISK_STALE_SECONDS (10 * 60)
+void jit_disk_make_room(jit_cache_t* c, int dir_fd, uint64_t incoming, const char* stem);
+
+/* The directory, open and locked against the stores of other processes
+ * and threads (flock), or -1 with the error set when the lock cannot be
+ * had within a few seconds; where the file system cannot lock, the
+ * descriptor unlocked. Close it to unlock. */
+int jit_disk_lock(jit_cache_t* c);
+
+/* The limit in bytes, resolved on first use from UOPJIT_CACHE_DISK_LIMIT
+ * (a malformed value: one warning, and the default); *from (may be NULL)
+ * says where it came from. */
+int64_t jit_disk_limit(jit_cache_t* c, const char** from);
 
 #endif

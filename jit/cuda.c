@@ -9,8 +9,11 @@
  * kernel is found in the context's memory cache or the disk cache
  * (jit/cache.c, payload "cubin" or "ptx") by its key text: engine, NVRTC
  * version, architecture, options and the CUDA source itself, so that a
- * change of the emitter can never reuse an old cubin. (jit/run.c keeps a
- * per-program memo in front, so a repeated call does not emit again.)
+ * change of the emitter can never reuse an old cubin. A disk hit hands
+ * back the very bytes the cache verified, loaded from memory; an image that
+ * verifies but does not load is compiled again, and the store replaces it.
+ * (jit/run.c keeps a per-program memo in front, so a repeated call does not
+ * emit again.)
  *
  * Launches: 256 threads per CUDA block; the grid is sized from the
  * flattened loops' extents, evaluated on the host from the same index
@@ -213,18 +216,14 @@ static void kernel_free(void* p) {
 }
 
 /* Loads the image and finds every block's kernel; takes the module
- * description over (m is emptied) whatever happens. */
+ * description over (m is emptied) when it succeeds, and leaves it to the
+ * caller when it fails (the caller may try another image). */
 static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image, jit_cuda_kernel_t** out) {
   jit_cuda_kernel_t* k = calloc(1, sizeof *k);
   if (!k || !(k->fns = calloc((size_t)m->nblocks + 1, sizeof *k->fns))) {
     free(k);
-    jit_cu_module_release(m);
     return rt_error(UJ_ERR_OOM, "out of memory");
   }
-  k->m = *m;
-  memset(m, 0, sizeof *m);
-  free(k->m.source);
-  k->m.source = NULL;
   k->cc = cc;
   uj_status_t s = rt_cuda_enter(cc);
   if (s != UJ_OK) {
@@ -232,8 +231,8 @@ static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image
     return s;
   }
   s = rt_cuda_check(cc->drv->cuModuleLoadData(&k->module, image), "cuModuleLoadData");
-  for (int b = 0; b < k->m.nblocks && s == UJ_OK; b++) {
-    if (k->m.kernels[b].plan.strategy == JIT_CU_NONE) continue;
+  for (int b = 0; b < m->nblocks && s == UJ_OK; b++) {
+    if (m->kernels[b].plan.strategy == JIT_CU_NONE) continue;
     char name[32];
     snprintf(name, sizeof name, "uj_block_%d", b);
     s = rt_cuda_check(cc->drv->cuModuleGetFunction(&k->fns[b], k->module, name), "cuModuleGetFunction");
@@ -241,21 +240,28 @@ static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image
   }
   rt_cuda_leave(cc);
   if (s != UJ_OK) {
-    kernel_free(k);
+    kernel_free(k); /* k->m is still empty: m stays the caller's */
     return s;
   }
+  k->m = *m;
+  memset(m, 0, sizeof *m);
+  free(k->m.source);
+  k->m.source = NULL;
   *out = k;
   return UJ_OK;
 }
 
 /* The module image (cubin, or PTX for a device newer than NVRTC knows) for
- * source under key: the disk cache's verified copy, else NVRTC's, which is
- * then stored (a failed store only costs a compile later). */
+ * source under key: with use_disk, the disk cache's verified copy (the
+ * bytes it checked, never the file again) when it has one, *from_disk then
+ * 1; else NVRTC's, which is then stored (a failed store only costs a
+ * compile later, and replaces an entry that would not load). */
 static uj_status_t image_for(jit_state_t* js, const rt_nvrtc_t* nv, ir_hash_t h, const char* key,
-                             const char* source, int arch, int ptx, char** image) {
+                             const char* source, int arch, int ptx, int use_disk, char** image, int* from_disk) {
   const char* ext = ptx ? "ptx" : "cubin";
   size_t size = 0;
-  if (jit_disk_load_bytes(js->cache, h, key, ext, image, &size) == UJ_OK) return UJ_OK;
+  *from_disk = use_disk && jit_disk_load_bytes(js->cache, h, key, ext, image, &size) == UJ_OK;
+  if (*from_disk) return UJ_OK;
   uj_status_t s = nvrtc_compile(nv, source, arch, ptx, image, &size);
   if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, ext, *image, size, NULL, 0);
   return s;
@@ -280,8 +286,15 @@ static uj_status_t build_kernel(void* arg, void** value) {
   const cu_build_t* b = arg;
   char* image = NULL;
   jit_cuda_kernel_t* k = NULL;
-  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, &image);
+  int from_disk = 0;
+  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, &from_disk);
   if (s == UJ_OK) s = load(b->cc, b->module, image, &k);
+  if (s != UJ_OK && from_disk) { /* verified yet not loadable: compile afresh */
+    free(image);
+    image = NULL;
+    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, &from_disk);
+    if (s == UJ_OK) s = load(b->cc, b->module, image, &k);
+  }
   free(image);
   *value = k;
   return s;
@@ -441,29 +454,42 @@ static char* source_key(const rt_nvrtc_t* nv, int arch, int ptx, const char* sou
   return rt_buf_take(&b);
 }
 
+/* Loads image as a hand-written module and finds its kernels. */
+static uj_status_t load_source(const cu_build_t* b, const char* image, jit_cuda_source_t** out) {
+  jit_cuda_source_t* m = calloc(1, sizeof *m + (size_t)b->nnames * sizeof(CUfunction));
+  if (!m) return rt_error(UJ_ERR_OOM, "out of memory");
+  rt_cuda_ctx_t* cc = b->cc;
+  m->cc = cc;
+  m->nfns = b->nnames;
+  uj_status_t s = rt_cuda_enter(cc);
+  if (s == UJ_OK) {
+    s = rt_cuda_check(cc->drv->cuModuleLoadData(&m->module, image), "cuModuleLoadData");
+    for (int i = 0; i < b->nnames && s == UJ_OK; i++)
+      if ((s = rt_cuda_check(cc->drv->cuModuleGetFunction(&m->fns[i], m->module, b->names[i]),
+                             "cuModuleGetFunction")) != UJ_OK)
+        rt_error_prefix("%s: ", b->names[i]);
+    rt_cuda_leave(cc);
+  }
+  if (s != UJ_OK) {
+    source_free(m);
+    return s;
+  }
+  *out = m;
+  return UJ_OK;
+}
+
 static uj_status_t build_source(void* arg, void** value) {
   const cu_build_t* b = arg;
   char* image = NULL;
   jit_cuda_source_t* m = NULL;
-  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, &image);
-  if (s == UJ_OK && !(m = calloc(1, sizeof *m + (size_t)b->nnames * sizeof(CUfunction))))
-    s = rt_error(UJ_ERR_OOM, "out of memory");
-  if (s == UJ_OK) {
-    rt_cuda_ctx_t* cc = b->cc;
-    m->cc = cc;
-    m->nfns = b->nnames;
-    if ((s = rt_cuda_enter(cc)) == UJ_OK) {
-      s = rt_cuda_check(cc->drv->cuModuleLoadData(&m->module, image), "cuModuleLoadData");
-      for (int i = 0; i < b->nnames && s == UJ_OK; i++)
-        if ((s = rt_cuda_check(cc->drv->cuModuleGetFunction(&m->fns[i], m->module, b->names[i]),
-                               "cuModuleGetFunction")) != UJ_OK)
-          rt_error_prefix("%s: ", b->names[i]);
-      rt_cuda_leave(cc);
-    }
-    if (s != UJ_OK) {
-      source_free(m);
-      m = NULL;
-    }
+  int from_disk = 0;
+  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, &from_disk);
+  if (s == UJ_OK) s = load_source(b, image, &m);
+  if (s != UJ_OK && from_disk) { /* verified yet not loadable: compile afresh */
+    free(image);
+    image = NULL;
+    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, &from_disk);
+    if (s == UJ_OK) s = load_source(b, image, &m);
   }
   free(image);
   *value = m;

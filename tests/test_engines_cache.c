@@ -334,6 +334,155 @@ TEST(disk_reuse_in_new_process) {
   remove_tree(dir);
 }
 
+/* ---- the disk cache changing between check and load ------------------------------------------- *
+ *
+ * jit_disk_verified_hook runs right after the disk cache verified an entry
+ * and before the engine uses it; these tests change the directory at that
+ * moment, as a concurrent `uopjit cache clear`, another process or damage
+ * could, and the run must still give the right kernel's answer. Filling the
+ * cache loads two kernels at once in one process, which also checks that
+ * jit/c.c never gets the earlier kernel back from the dynamic loader when a
+ * descriptor number (part of the name it loads by) is reused. */
+
+static const char times_three[] = "y = x*3 + 0.25";
+static const char times_five[] = "y = x*5 - 1.5";
+static const int64_t race_n = 1000;
+
+static char race_payload[4096]; /* the entry the hook acts on */
+static char race_other[4096];   /* what "replace" puts in its place */
+
+static void hook_delete(const char* payload_path) {
+  if (strcmp(payload_path, race_payload) != 0) return;
+  char meta[4200];
+  snprintf(meta, sizeof meta, "%s.meta", payload_path);
+  unlink(payload_path);
+  unlink(meta);
+}
+
+static void hook_replace(const char* payload_path) {
+  if (strcmp(payload_path, race_payload) != 0) return;
+  char temp[4200];
+  snprintf(temp, sizeof temp, "%s.swap", payload_path);
+  FILE* in = fopen(race_other, "rb");
+  FILE* out = fopen(temp, "wb");
+  char buf[4096];
+  size_t n;
+  while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+  if (in) fclose(in);
+  if (out && fclose(out) == 0) rename(temp, payload_path);
+}
+
+/* The C engine's slot in en_engines, or -1. */
+static int c_engine_slot(void) {
+  for (int e = 0; e < EN_NENGINES; e++)
+    if (en_engines[e].engine == UJ_ENGINE_C && en_available(e)) return e;
+  return -1;
+}
+
+/* Runs src on ctx against the interpreter; 1 when it ran and agreed. */
+static int race_run(uj_ctx_t* ctx, const char* src, const char* what) {
+  uj_program_t* p = NULL;
+  if (uj_program_parse(src, &p) != UJ_OK) return 0;
+  uint64_t st = 99;
+  uj_tensor_t x = or_tensor(UJ_F32, 1, &race_n), y = or_tensor(UJ_F32, 1, &race_n),
+              ry = or_tensor(UJ_F32, 1, &race_n);
+  or_fill_real(&st, &x, -4, 4);
+  const uj_tensor_t* in[] = {&x};
+  uj_tensor_t* out[] = {&y};
+  uj_tensor_t* ref_out[] = {&ry};
+  int ok = uj_program_run(en_interp(), p, UJ_FORWARD, in, 1, NULL, 0, ref_out, 1) == UJ_OK;
+  if (ok && EN_RUN(what, "c", ctx, p, in, 1, NULL, 0, out, 1)) {
+    double* ref = or_to_double(&ry);
+    ok = EN_EXPECT_CLOSE(what, "c", &y, ref, 0);
+    free(ref);
+  } else {
+    ok = 0;
+  }
+  or_tensor_free(&x), or_tensor_free(&y), or_tensor_free(&ry);
+  uj_program_free(p);
+  return ok;
+}
+
+/* The payload path of the "so" entry the listing has and `seen` (the
+ * previous listing, updated here) had not. */
+static int new_entry_path(uj_ctx_t* ctx, const char* dir, char* seen, size_t seen_cap, char* path, size_t cap) {
+  jit_state_t* js = jit_state(ctx);
+  rt_buf_t b = {0};
+  int found = 0;
+  if (js && jit_disk_list(js->cache, &b) == UJ_OK && b.data) {
+    for (const char* line = b.data; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+      if (strlen(line) > 36 && strncmp(line + 32, " so ", 4) == 0 && !memmem(seen, strlen(seen), line, 32)) {
+        snprintf(path, cap, "%s/%.32s.so", dir, line);
+        found = 1;
+      }
+    }
+    snprintf(seen, seen_cap, "%s", b.data);
+  }
+  rt_buf_release(&b);
+  return found;
+}
+
+typedef enum { RACE_DELETE, RACE_REPLACE, RACE_UNLOADABLE } race_kind_t;
+
+static void race_test(race_kind_t kind) {
+  SKIP_IF(c_engine_slot() < 0, "the C engine is not available");
+  char dir[] = "/tmp/uopjit-race-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  uj_ctx_t* filler = ctx_with_cache_dir(UJ_ENGINE_C, dir);
+  CHECK(filler != NULL);
+  char listed[4096] = "";
+  if (filler) {
+    CHECK(race_run(filler, times_three, "filling the cache (x*3)"));
+    CHECK(new_entry_path(filler, dir, listed, sizeof listed, race_payload, sizeof race_payload));
+    CHECK(race_run(filler, times_five, "filling the cache (x*5)"));
+    CHECK(new_entry_path(filler, dir, listed, sizeof listed, race_other, sizeof race_other));
+  }
+  if (kind == RACE_UNLOADABLE && filler) {
+    /* a well-formed entry for the right key whose payload is no shared
+     * object: verified, yet it cannot be loaded */
+    char meta[4200];
+    snprintf(meta, sizeof meta, "%s.meta", race_payload);
+    FILE* fp = fopen(meta, "rb");
+    char text[65536];
+    size_t len = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+    if (fp) fclose(fp);
+    text[len] = '\0';
+    char* key_line = strstr(text, "\nkey ");
+    char* key = key_line ? strchr(key_line + 1, '\n') : NULL;
+    CHECK(key != NULL);
+    if (key) {
+      key++;
+      CHECK(jit_disk_store(jit_state(filler)->cache, ir_hash_bytes(key, strlen(key)), key, "so", "not ELF", 7,
+                           NULL, 0) == UJ_OK);
+    }
+  }
+  /* freed first: a shared object still loaded under the same path would
+   * hide what happens to the file */
+  uj_ctx_free(filler);
+  uj_ctx_t* ctx = ctx_with_cache_dir(UJ_ENGINE_C, dir);
+  CHECK(ctx != NULL);
+  if (ctx) {
+    jit_disk_verified_hook = kind == RACE_DELETE ? hook_delete : kind == RACE_REPLACE ? hook_replace : NULL;
+    CHECK(race_run(ctx, times_three, kind == RACE_DELETE    ? "entry deleted after its check"
+                                     : kind == RACE_REPLACE ? "entry replaced after its check"
+                                                            : "entry verified but not loadable"));
+    jit_disk_verified_hook = NULL;
+    jit_cache_counts_t k = counts_of(ctx);
+    /* an unloadable entry is compiled again, and the good kernel stored */
+    if (kind == RACE_UNLOADABLE) CHECK(k.disk_stores == 1);
+    /* and once more, from whatever the directory now holds */
+    uj_ctx_t* again = ctx_with_cache_dir(UJ_ENGINE_C, dir);
+    CHECK(again && race_run(again, times_three, "after the race"));
+    uj_ctx_free(again);
+  }
+  uj_ctx_free(ctx);
+  remove_tree(dir);
+}
+
+TEST(disk_entry_deleted_after_check) { race_test(RACE_DELETE); }
+TEST(disk_entry_replaced_after_check) { race_test(RACE_REPLACE); }
+TEST(disk_entry_verified_but_not_loadable) { race_test(RACE_UNLOADABLE); }
+
 int main(int argc, char** argv) {
   if (argc >= 5 && !strcmp(argv[1], "--child")) return child_main(argv);
   setenv("UOPJIT_THREADS", "3", 0);

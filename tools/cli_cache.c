@@ -6,7 +6,9 @@
  * directory the library would refuse (another owner, writable by others)
  * is reported and left alone rather than listed or cleared. The counts come
  * from the library's own listing (one line per entry), so the tool and the
- * library never disagree about what an entry is. */
+ * library never disagree about what an entry is. `stats` also says whether
+ * the directory can be written (a read-only one still serves its entries),
+ * its size on disk and the limit the library keeps it under. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,9 +99,21 @@ static int cache_stats(jit_cache_t* cache) {
            switched_off() ? "switched off with UOPJIT_CACHE=0" : uj_last_error());
     return 0;
   }
-  printf("directory: %s\nusable: yes\n", jit_disk_dir(cache));
+  printf("directory: %s\n", jit_disk_dir(cache));
+  /* a directory this process cannot write still serves its entries, but
+   * nothing new is stored and nothing is evicted or removed */
+  if (jit_disk_writable(cache))
+    printf("usable: yes\n");
+  else
+    printf("usable: for loading only (%s): new kernels are not stored\n", uj_last_error());
   char* listing = disk_listing(cache);
   if (!listing) return 1;
+  jit_disk_usage_t usage;
+  if (jit_disk_usage(cache, &usage) != UJ_OK) {
+    fprintf(stderr, "uopjit cache: %s\n", uj_last_error());
+    free(listing);
+    return 1;
+  }
   tally_t t = {0};
   int ok = tally_listing(&t, listing);
   if (ok) {
@@ -109,6 +123,9 @@ static int cache_stats(jit_cache_t* cache) {
              plural(t.kinds[k].entries), t.kinds[k].bytes);
     if (t.unreadable) printf("unreadable entries (size unknown): %" PRId64 "\n", t.unreadable);
     printf("bytes: %" PRIu64 "\n", t.bytes);
+    printf("size on disk: %" PRId64 " bytes (payloads, their descriptions, stores under way)\n", usage.bytes);
+    printf("limit: %" PRId64 " bytes (%s); the least recently used entries go first\n", usage.limit,
+           usage.limit_from);
   } else {
     cli_report(UJ_ERR_OOM);
   }
