@@ -62,12 +62,13 @@ static const char prelude[] =
      * 150) / 2, both normal for every k in [-150, 128]: the first product
      * is exact, the second rounds once, to a subnormal below 2^-126 and to
      * +inf past FLT_MAX, as the correctly rounded e^x does. x is clamped to
-     * [-104, 89] first (beyond, e^x rounds to 0 or +inf anyway), written
-     * as the operand order of maxps/minps so that they are one instruction
-     * each (a NaN x becomes -104, and is given back at the end; the other
-     * order makes gcc split the whole expression three ways under masks).
-     * k + 150 comes from the bits of t = x log2(e) + 1.5 2^23, which are
-     * 0x4B400000 + k: integer arithmetic in place of a conversion. */
+     * [-104, 89] first (beyond, e^x rounds to 0 or +inf anyway) by bit
+     * masks: as ternaries, gcc splits the rest of the expression (the
+     * caller's too) into one masked copy per side. A NaN x passes the
+     * clamp and gives NaN through the polynomial. k + 150 comes from the
+     * bits of t = x log2(e) + 1.5 2^23, which are 0x4B400000 + k: integer
+     * arithmetic in place of a conversion, unsigned so that a NaN's bits
+     * are as well defined as any. */
     "static inline float uj_expf(float x) {\n"
     "  uj_bits c; c.f = x;\n"
     "  uint32_t below = 0u - (uint32_t)(x < -104.0f), above = 0u - (uint32_t)(x > 89.0f);\n"
