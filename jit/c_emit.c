@@ -13,8 +13,9 @@
  *
  * Arithmetic matches the interpreter (see jit/c_like.c). For speed the f32 exp, log, tanh and sigmoid are
  * inline polynomials written with ternary clamps and magic-number rounding,
- * so gcc vectorizes them without -ffast-math (see the prelude for their
- * error bounds); f64 math calls libm.
+ * so gcc vectorizes them without -ffast-math; they cover the whole f32
+ * range (subnormal inputs and results, overflow to +inf), and README.md
+ * states their measured error. f64 math calls libm.
  *
  * Nothing from the program's text reaches the output: tensors, loops and
  * variables are printed by number, constants as numbers. */
@@ -55,33 +56,48 @@ static const char prelude[] =
     "static inline float uj_fminf(float a, float b) { return (a < b || b != b) ? a : b; }\n"
     "static inline double uj_fmax(double a, double b) { return (a > b || b != b) ? a : b; }\n"
     "static inline double uj_fmin(double a, double b) { return (a < b || b != b) ? a : b; }\n"
-    "typedef union { float f; int32_t i; } uj_bits;\n"
+    "typedef union { float f; int32_t i; uint32_t u; } uj_bits;\n"
     /* exp: x = k ln2 + r, |r| <= ln2/2 (Cody-Waite split), e^r by a degree-6
-     * polynomial, 2^k through the exponent bits. Max relative error about
-     * 2e-7 on [-87, 88]; below -87.3 it returns about 1e-38 instead of a
-     * subnormal; from about 88.38, where k reaches 128, +inf (the true value
-     * stays finite up to 88.72); NaN stays NaN. */
+     * polynomial, 2^k as two factors 2^(h - 75) 2^(k + 75 - h), h = (k +
+     * 150) / 2, both normal for every k in [-150, 128]: the first product
+     * is exact, the second rounds once, to a subnormal below 2^-126 and to
+     * +inf past FLT_MAX, as the correctly rounded e^x does. x is clamped to
+     * [-104, 89] first (beyond, e^x rounds to 0 or +inf anyway) by bit
+     * masks: as ternaries, gcc splits the rest of the expression (the
+     * caller's too) into one masked copy per side. A NaN x passes the
+     * clamp and gives NaN through the polynomial. k + 150 comes from the
+     * bits of t = x log2(e) + 1.5 2^23, which are 0x4B400000 + k: integer
+     * arithmetic in place of a conversion, unsigned so that a NaN's bits
+     * are as well defined as any. */
     "static inline float uj_expf(float x) {\n"
-    "  float c = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);\n"
-    "  float k = (c * 1.44269504f + 12582912.0f) - 12582912.0f;\n"
-    "  float r = c - k * 0.693145751953125f - k * 1.428606765330187e-06f;\n"
+    "  uj_bits c; c.f = x;\n"
+    "  uint32_t below = 0u - (uint32_t)(x < -104.0f), above = 0u - (uint32_t)(x > 89.0f);\n"
+    "  c.u = (c.u & ~(below | above)) | (0xC2D00000u & below) | (0x42B20000u & above);\n"
+    "  uj_bits t; t.f = c.f * 1.44269504f + 12582912.0f;\n"
+    "  float k = t.f - 12582912.0f;\n"
+    "  float r = c.f - k * 0.693145751953125f - k * 1.428606765330187e-06f;\n"
     "  float p = 1.9875691500e-4f;\n"
     "  p = p * r + 1.3981999507e-3f; p = p * r + 8.3334519073e-3f; p = p * r + 4.1665795894e-2f;\n"
     "  p = p * r + 1.6666665459e-1f; p = p * r + 5.0000001201e-1f;\n"
     "  p = p * r * r + r + 1.0f;\n"
-    "  uj_bits s; s.i = ((int32_t)k + 127) << 23;\n"
-    "  float y = p * s.f;\n"
-    "  return x != x ? x : (x > 88.7f ? __builtin_inff() : y);\n"
+    "  uint32_t kb = t.u - (0x4B400000u - 150u), h = kb >> 1;\n"
+    "  uj_bits s1, s2; s1.u = (h + 52u) << 23; s2.u = (kb - h + 52u) << 23;\n"
+    "  return (p * s1.f) * s2.f;\n"
     "}\n"
     /* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by the Cephes
-     * polynomial in m-1, e ln2 added in two parts. Max relative error about
-     * 2e-7 for normal x; 0 -> -inf, x < 0 -> NaN, inf -> inf. */
+     * polynomial in m-1, e ln2 added in two parts; a subnormal x is first
+     * scaled by 2^23 (its exponent field is 0, its bits no m 2^e). +inf ->
+     * +inf, +-0 -> -inf, x < 0 and NaN -> NaN, put in by bit masks: with a
+     * ternary there gcc moves the polynomial into a branch, and the
+     * floating-point operations that may trap then keep the loop from
+     * vectorizing (so do conditional multiplies, hence x * (c ? a : b)). */
     "static inline float uj_logf(float x) {\n"
-    "  uj_bits u; u.f = x;\n"
-    "  int32_t e = ((u.i >> 23) & 0xff) - 127;\n"
+    "  int32_t tiny = x < 1.17549435e-38f;\n"
+    "  uj_bits u; u.f = x * (tiny ? 8388608.0f : 1.0f);\n"
+    "  int32_t e = ((u.i >> 23) & 0xff) - (tiny ? 150 : 127);\n"
     "  u.i = (u.i & 0x007fffff) | 0x3f800000;\n"
     "  int32_t big = u.f > 1.41421356f;\n"
-    "  float m = big ? u.f * 0.5f : u.f;\n"
+    "  float m = u.f * (big ? 0.5f : 1.0f);\n"
     "  float fe = (float)(e + big);\n"
     "  float f = m - 1.0f, z = f * f;\n"
     "  float y = 7.0376836292e-2f;\n"
@@ -89,13 +105,16 @@ static const char prelude[] =
     "  y = y * f + 1.4249322787e-1f; y = y * f - 1.6668057665e-1f; y = y * f + 2.0000714765e-1f;\n"
     "  y = y * f - 2.4999993993e-1f; y = y * f + 3.3333331174e-1f;\n"
     "  y = y * f * z - 2.12194440e-4f * fe - 0.5f * z;\n"
-    "  float r = f + y + 0.693359375f * fe;\n"
-    "  r = x == __builtin_inff() ? x : r;\n"
-    "  r = x == 0.0f ? -__builtin_inff() : r;\n"
-    "  return (x < 0.0f || x != x) ? __builtin_nanf(\"\") : r;\n"
+    "  uj_bits r, xb; r.f = f + y + 0.693359375f * fe; xb.f = x;\n"
+    "  uint32_t inf = 0u - (uint32_t)(x == __builtin_inff()), zero = 0u - (uint32_t)(x == 0.0f);\n"
+    "  uint32_t nan = 0u - (uint32_t)((x < 0.0f) | (x != x));\n"
+    "  r.u = (r.u & ~(inf | zero | nan)) | (xb.u & inf) | (0xff800000u & zero) | (0x7fc00000u & nan);\n"
+    "  return r.f;\n"
     "}\n"
-    /* tanh: an odd polynomial below |x| = 0.625 (relative error about
-     * 1e-7), else 1 - 2/(e^(2|x|) + 1) with the sign put back. */
+    /* tanh: an odd polynomial below |x| = 0.625 (a subnormal x gives x;
+     * +-0 is taken apart, since x + (+0) would lose -0's sign), else
+     * 1 - 2/(e^(2|x|) + 1) with the sign put back (1 once e^(2|x|)
+     * overflows). */
     "static inline float uj_tanhf(float x) {\n"
     "  float a = x < 0.0f ? -x : x, z = x * x;\n"
     "  float p = -5.70498872745e-3f;\n"
@@ -104,9 +123,15 @@ static const char prelude[] =
     "  float small = p * z * x + x;\n"
     "  float t = 1.0f - 2.0f / (uj_expf(2.0f * a) + 1.0f);\n"
     "  float big = x < 0.0f ? -t : t;\n"
-    "  return a < 0.625f ? small : big;\n"
+    "  return a < 0.625f ? (x == 0.0f ? x : small) : big;\n"
     "}\n"
-    "static inline float uj_sigmoidf(float x) { return 1.0f / (1.0f + uj_expf(-x)); }\n";
+    /* sigmoid: 1/(1 + e^-x); below x = -80, where e^-x would overflow
+     * before the result reaches the subnormals, e^x itself (1 + e^x is 1
+     * in float there). */
+    "static inline float uj_sigmoidf(float x) {\n"
+    "  float e = uj_expf(x < -80.0f ? x : -x);\n"
+    "  return x < -80.0f ? e : 1.0f / (1.0f + e);\n"
+    "}\n";
 
 typedef struct {
   jit_cx_t cx; /* the shared printer (jit/c_like.c) */

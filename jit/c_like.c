@@ -142,14 +142,22 @@ void jit_cx_const(jit_cx_t* E, uj_dtype_t dt, double v) {
   if (dt == UJ_I32) {
     double c = v != v ? 0 : v >= 2147483647.0 ? 2147483647.0 : v <= -2147483648.0 ? -2147483648.0 : v;
     rt_buf_printf(E->out, "((int32_t)%lldLL)", (long long)c);
-  } else if (v != v) {
+    return;
+  }
+  /* The value the interpreter gives the constant: an f32 constant is the
+   * double rounded to float, so 1e39 is +inf and 1e-50 is 0. It is
+   * classified after rounding, since a finite double can become an
+   * infinity that no decimal literal spells. */
+  double value = dt == UJ_F32 ? (double)(float)v : v;
+  if (value != value) {
     rt_buf_printf(E->out, "%s", fn(E, dt, FN_NAN));
-  } else if (isinf(v)) {
-    rt_buf_printf(E->out, "%s%s", v < 0 ? "-" : "", fn(E, dt, FN_INF));
+  } else if (isinf(value)) {
+    rt_buf_printf(E->out, "%s%s", value < 0 ? "-" : "", fn(E, dt, FN_INF));
   } else {
-    /* enough digits to read back exactly, and always a floating literal */
+    /* enough digits to read back exactly (subnormals included), and
+     * always a floating literal ("-0" becomes "-0.0") */
     char text[40];
-    snprintf(text, sizeof text, dt == UJ_F32 ? "%.9g" : "%.17g", dt == UJ_F32 ? (double)(float)v : v);
+    snprintf(text, sizeof text, dt == UJ_F32 ? "%.9g" : "%.17g", value);
     if (!strpbrk(text, ".e")) strcat(text, ".0");
     rt_buf_printf(E->out, "%s%s", text, dt == UJ_F32 ? "f" : "");
   }

@@ -75,7 +75,12 @@ static const char prelude[] =
     "__device__ __forceinline__ float uj_nanf(void) { return __int_as_float(0x7fffffff); }\n"
     "__device__ __forceinline__ double uj_inf(void) { return __longlong_as_double(0x7ff0000000000000LL); }\n"
     "__device__ __forceinline__ double uj_nan(void) { return __longlong_as_double(0x7ff8000000000000LL); }\n"
-    "__device__ __forceinline__ float uj_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n";
+    /* 1/(1 + e^-x); below -80, where e^-x would overflow before the result
+     * reaches the subnormals, e^x itself (1 + e^x is 1 in float there) */
+    "__device__ __forceinline__ float uj_sigmoidf(float x) {\n"
+    "  float e = expf(x < -80.0f ? x : -x);\n"
+    "  return x < -80.0f ? e : 1.0f / (1.0f + e);\n"
+    "}\n";
 
 typedef struct {
   jit_cx_t cx; /* prints into the kernel's body */

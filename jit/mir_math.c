@@ -6,8 +6,9 @@
  * function here is range reduction, a polynomial and exponent bits (moved
  * between float and integer registers through a stack slot). log and tanh
  * use the C engine's algorithms and coefficients; exp is shaped for scalar
- * code (see jit_mir_expf). Relative error: exp 1.8e-7 measured over
- * [-87, 88], log about 2e-7 for normal inputs, tanh and sigmoid about 2e-7. */
+ * code (see jit_mir_expf). Each covers the whole f32 range: subnormal
+ * inputs and results, overflow to +inf, +-0, +-inf and NaN; README.md
+ * states the measured error per function and range. */
 #ifdef UJ_HAVE_MIR
 #include <math.h>
 #include <pthread.h>
@@ -46,20 +47,23 @@ static void exp2_table_init(void) {
  * bits, read as an integer through the stack slot to index the table (a
  * conversion instruction instead costs 10% of the sigmoid chain's time:
  * this scalar code is bound by the floating-point ports); r = x - k ln2
- * (ln2 in two parts, |r| <=
- * ln2/2); e^r = 1 + r + r^2 q(r) with q a degree-3 fit to (e^r - 1 - r)/r^2
- * (max relative error 1.1e-7; with rounding, 1.8e-7 measured over
- * [-87, 88]); times 2^k from the table. The rare path, one branch: k
- * below -126 gives 0 (the true value is below 2^-126); k from 128 up gives
- * x * inf = +inf, as the C engine does, from x = 88.38 although e^x stays
- * finite up to 88.72 (handling k = 128 apart, by doubling the product of
- * 2^127, cost a tenth of a sigmoid kernel's compile for that sliver); NaN
- * gives x * inf = NaN. */
+ * (ln2 in two parts, |r| <= ln2/2); e^r = 1 + r + r^2 q(r) with q a
+ * degree-3 fit to (e^r - 1 - r)/r^2 (max relative error 1.1e-7); times 2^k
+ * from the table. The fast path covers k in [-126, 127], so results down
+ * into the subnormals at k = -126 (one rounding of p 2^-126).
+ *
+ * The rare path, one branch away: x > 89 gives +inf and x < -104 gives 0
+ * (e^x rounds to them; +-inf too); otherwise k is in [-150, -127] or is
+ * 128, and 2^k is taken as two table factors 2^(k1) 2^(k2), k1 = k - k2,
+ * k2 = floor((k + 126) / 2) - 63, both normal: the first product is exact
+ * and the second rounds once, to a subnormal or to +inf past FLT_MAX, as
+ * the correctly rounded e^x does. NaN reaches the two factors with garbage
+ * indices, masked into the table, and gives p's NaN. */
 MIR_reg_t jit_mir_expf(lower_t* L, MIR_reg_t x) {
   static const float q[] = {0.008312525227665901f, 0.041890114545822144f, 0.16667114198207855f,
                             0.499992311000824f};
   pthread_once(&exp2_once, exp2_table_init);
-  MIR_reg_t magic = fconst(L, 12582912.0f), zero = fconst(L, 0.0f);
+  MIR_reg_t magic = fconst(L, 12582912.0f);
   MIR_reg_t t = fop(L, MIR_FADD, fop(L, MIR_FMUL, x, fconst(L, 1.44269504f)), magic);
   MIR_reg_t index = bits_of(L, t); /* 0x4B400000 + k: index k + 126 below */
   insn3(L, MIR_SUB, R(index), R(index), IMM(0x4B400000 - 126));
@@ -72,28 +76,51 @@ MIR_reg_t jit_mir_expf(lower_t* L, MIR_reg_t x) {
     L->exp2_base = new_reg(L, MIR_T_I64);
     emit_at_entry(L, MIR_new_insn(L->ctx, MIR_MOV, R(L->exp2_base), MIR_new_int_op(L->ctx, (int64_t)(intptr_t)exp2_table)));
   }
-  /* masked so the load stays in the table whatever k is; out of range is fixed below */
+  /* masked so the load stays in the table whatever k is; out of range is redone below */
   MIR_reg_t slot = new_reg(L, MIR_T_I64), y = freg(L);
   insn3(L, MIR_AND, R(slot), R(index), IMM(255));
   insn3(L, MIR_FMUL, R(y), R(p), MIR_new_mem_op(L->ctx, MIR_T_F, 0, L->exp2_base, slot, 4));
   MIR_insn_t done = MIR_new_label(L->ctx);
   insn3(L, MIR_UBLE, LBL(done), R(index), IMM(253));
-  insn2(L, MIR_FMOV, R(y), R(zero));
-  insn3(L, MIR_FBLT, LBL(done), R(x), R(zero));
-  insn3(L, MIR_FMUL, R(y), R(x), R(fconst(L, INFINITY))); /* +inf, or NaN for NaN */
+  insn2(L, MIR_FMOV, R(y), R(fconst(L, INFINITY)));
+  insn3(L, MIR_FBGT, LBL(done), R(x), R(fconst(L, 89.0f)));
+  insn2(L, MIR_FMOV, R(y), R(fconst(L, 0.0f)));
+  insn3(L, MIR_FBLT, LBL(done), R(x), R(fconst(L, -104.0f)));
+  /* the factors' table slots: ((k + 126) >> 1) + 63, and the rest of k + 126, plus 63 */
+  MIR_reg_t i2 = new_reg(L, MIR_T_I64), i1 = new_reg(L, MIR_T_I64);
+  insn3(L, MIR_RSH, R(i2), R(index), IMM(1));
+  insn3(L, MIR_SUB, R(i1), R(index), R(i2));
+  insn3(L, MIR_ADD, R(i1), R(i1), IMM(63));
+  insn3(L, MIR_AND, R(i1), R(i1), IMM(255));
+  insn3(L, MIR_ADD, R(i2), R(i2), IMM(63));
+  insn3(L, MIR_AND, R(i2), R(i2), IMM(255));
+  insn3(L, MIR_FMUL, R(y), R(p), MIR_new_mem_op(L->ctx, MIR_T_F, 0, L->exp2_base, i1, 4));
+  insn3(L, MIR_FMUL, R(y), R(y), MIR_new_mem_op(L->ctx, MIR_T_F, 0, L->exp2_base, i2, 4));
   emit(L, done);
   return y;
 }
 
-/* log x: x = m 2^e with m in [sqrt(1/2), sqrt(2)), the Cephes polynomial in m-1. */
+/* log x: x = m 2^e with m in [sqrt(1/2), sqrt(2)), the Cephes polynomial in
+ * m-1. A subnormal x (exponent field 0) is first scaled by 2^23, its
+ * exponent bias then 150 instead of 127: one well-predicted branch on the
+ * fast path. */
 MIR_reg_t jit_mir_logf(lower_t* L, MIR_reg_t x) {
   static const float coef[] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
                                -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
                                2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
-  MIR_reg_t u = bits_of(L, x), e = new_reg(L, MIR_T_I64), mb = new_reg(L, MIR_T_I64), big = new_reg(L, MIR_T_I64);
+  MIR_reg_t normal_x = freg(L), bias = new_reg(L, MIR_T_I64);
+  MIR_insn_t normal = MIR_new_label(L->ctx);
+  insn2(L, MIR_FMOV, R(normal_x), R(x));
+  insn2(L, MIR_MOV, R(bias), IMM(127));
+  insn3(L, MIR_FBGE, LBL(normal), R(x), R(fconst(L, 1.17549435e-38f)));
+  insn3(L, MIR_FMUL, R(normal_x), R(x), R(fconst(L, 8388608.0f)));
+  insn2(L, MIR_MOV, R(bias), IMM(150));
+  emit(L, normal);
+  MIR_reg_t u = bits_of(L, normal_x), e = new_reg(L, MIR_T_I64), mb = new_reg(L, MIR_T_I64);
+  MIR_reg_t big = new_reg(L, MIR_T_I64);
   insn3(L, MIR_RSH, R(e), R(u), IMM(23));
   insn3(L, MIR_AND, R(e), R(e), IMM(0xff));
-  insn3(L, MIR_SUB, R(e), R(e), IMM(127));
+  insn3(L, MIR_SUB, R(e), R(e), R(bias));
   insn3(L, MIR_AND, R(mb), R(u), IMM(0x007fffff));
   insn3(L, MIR_OR, R(mb), R(mb), IMM(0x3f800000));
   MIR_reg_t m = float_of(L, mb);
@@ -118,8 +145,9 @@ MIR_reg_t jit_mir_logf(lower_t* L, MIR_reg_t x) {
   return r;
 }
 
-/* tanh: an odd polynomial below |x| = 0.625, else 1 - 2/(e^(2|x|) + 1) with
- * the sign put back. Only the side taken is computed. */
+/* tanh: an odd polynomial below |x| = 0.625 (a subnormal x gives x, +-0
+ * itself), else 1 - 2/(e^(2|x|) + 1) with the sign put back (1 once
+ * e^(2|x|) overflows). Only the side taken is computed. */
 MIR_reg_t jit_mir_tanhf(lower_t* L, MIR_reg_t x) {
   static const float coef[] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
                                -3.33332819422e-1f};
@@ -131,6 +159,8 @@ MIR_reg_t jit_mir_tanhf(lower_t* L, MIR_reg_t x) {
   insn2(L, MIR_FNEG, R(a), R(x));
   emit(L, positive);
   insn3(L, MIR_FBGE, LBL(big), R(a), R(fconst(L, 0.625f)));
+  insn2(L, MIR_FMOV, R(r), R(x));
+  insn3(L, MIR_FBEQ, LBL(done), R(x), R(zero)); /* +-0 as is: x + (+0) would lose -0's sign */
   MIR_reg_t z = fop(L, MIR_FMUL, x, x), p = horner(L, z, coef, 5);
   insn3(L, MIR_FADD, R(r), R(fop(L, MIR_FMUL, fop(L, MIR_FMUL, p, z), x)), R(x));
   jump(L, done);
@@ -144,9 +174,21 @@ MIR_reg_t jit_mir_tanhf(lower_t* L, MIR_reg_t x) {
   return r;
 }
 
+/* sigmoid: 1/(1 + e^-x); below x = -80, where e^-x would overflow before
+ * the result reaches the subnormals, e^x itself (1 + e^x is 1 in float
+ * there). Two well-predicted branches pick the argument and the result. */
 MIR_reg_t jit_mir_sigmoidf(lower_t* L, MIR_reg_t x) {
-  MIR_reg_t neg = freg(L), one = fconst(L, 1.0f);
-  insn2(L, MIR_FNEG, R(neg), R(x));
-  return fop(L, MIR_FDIV, one, fop(L, MIR_FADD, one, jit_mir_expf(L, neg)));
+  MIR_reg_t arg = freg(L), one = fconst(L, 1.0f), low = fconst(L, -80.0f);
+  MIR_insn_t negated = MIR_new_label(L->ctx), done = MIR_new_label(L->ctx);
+  insn2(L, MIR_FNEG, R(arg), R(x));
+  insn3(L, MIR_FBGE, LBL(negated), R(x), R(low));
+  insn2(L, MIR_FMOV, R(arg), R(x));
+  emit(L, negated);
+  MIR_reg_t e = jit_mir_expf(L, arg), r = freg(L);
+  insn3(L, MIR_FDIV, R(r), R(one), R(fop(L, MIR_FADD, one, e)));
+  insn3(L, MIR_FBGE, LBL(done), R(x), R(low));
+  insn2(L, MIR_FMOV, R(r), R(e));
+  emit(L, done);
+  return r;
 }
 #endif
