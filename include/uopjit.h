@@ -114,6 +114,19 @@ uj_engine_t uj_ctx_engine(uj_ctx_t* ctx);
  * the pass pipeline (for checking the passes); 1, the default, the
  * optimized IR. UJ_ERR_INVALID for a NULL ctx. */
 uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled);
+/* Limits the context's in-memory kernel cache to `bytes`, evicting the
+ * least recently used kernels beyond it, at once and whenever a new kernel
+ * is compiled. Every distinct $param value is a kernel of its own, so a
+ * caller that keeps varying one needs the limit. A kernel costs what its
+ * engine measures: for MIR, what its MIR context grew by plus a share of
+ * the context's setup (about 40 KiB for a small kernel); for C, the shared
+ * object's mapped pages (about 14 KiB); for CUDA, the module's image; plus
+ * its key text. 0 keeps no kernel beyond the call that runs it (every call
+ * compiles, or for C and CUDA loads from the disk cache). A kernel a
+ * running call uses is freed only when that call finishes. Default:
+ * UOPJIT_CACHE_MEMORY_LIMIT (bytes, with an optional K, M or G suffix),
+ * else 256 MiB. UJ_ERR_INVALID for a NULL ctx or a negative limit. */
+uj_status_t uj_ctx_set_memory_cache_limit(uj_ctx_t* ctx, int64_t bytes);
 /* The most bytes the disk kernel cache (the C engine's shared objects and
  * the CUDA engine's cubins, shared by every process that uses the
  * directory) may hold after this context stores a kernel: each store

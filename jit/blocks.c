@@ -35,6 +35,11 @@ void jit_blocks_free(jit_blocks_t* k) {
   k->parallel = NULL;
 }
 
+size_t jit_blocks_bytes(const jit_blocks_t* k) {
+  size_t n = (size_t)k->nblocks + 1;
+  return n * (sizeof *k->fns + sizeof *k->strips + sizeof *k->parallel);
+}
+
 typedef struct {
   jit_block_fn fn;
   const jit_strips_t* strips; /* NULL unless the block runs in strips */

@@ -17,9 +17,12 @@
  * path that another process could change, replace or remove in between (a
  * concurrent `uopjit cache clear`, a damaged file). A disk entry that
  * verifies but will not load is compiled again, and the fresh object
- * replaces it. jit/blocks.c runs the loaded blocks. */
+ * replaces it. jit/blocks.c runs the loaded blocks. In the memory cache
+ * a kernel costs the pages its object maps (read from the loader's program
+ * headers) plus its tables; evicting it unloads the object. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -390,14 +393,59 @@ static uj_status_t build_kernel(void* arg, void** value) {
   return s;
 }
 
-uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
+/* ---- what a loaded kernel costs in the memory cache ---- */
+
+typedef struct {
+  ElfW(Addr) base; /* the object's load address, from its link map */
+  const char* name;
+  size_t bytes;
+} mapped_t;
+
+/* dl_iterate_phdr's callback: the loadable segments of the object at
+ * m->base, each rounded out to whole pages as the loader maps them. */
+static int add_segments(struct dl_phdr_info* info, size_t size, void* arg) {
+  (void)size;
+  mapped_t* m = arg;
+  if (info->dlpi_addr != m->base || !info->dlpi_name || strcmp(info->dlpi_name, m->name) != 0) return 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    size_t first = (size_t)ph->p_vaddr / page * page;
+    size_t end = ((size_t)ph->p_vaddr + ph->p_memsz + page - 1) / page * page;
+    m->bytes += end - first;
+  }
+  return 1;
+}
+
+/* The bytes the loaded object maps (its segments), the loader's record of
+ * it (about a page, a fixed estimate) and the kernel's own tables. */
+static size_t kernel_bytes(const c_kernel_t* k) {
+  enum { LOADER_RECORD = 4096 };
+  size_t bytes = sizeof *k + jit_blocks_bytes(&k->blocks) + LOADER_RECORD;
+  struct link_map* map = NULL;
+  if (k->so && dlinfo(k->so, RTLD_DI_LINKMAP, &map) == 0 && map) {
+    mapped_t m = {map->l_addr, map->l_name, 0};
+    dl_iterate_phdr(add_segments, &m);
+    bytes += m.bytes;
+  }
+  return bytes;
+}
+
+/* build_kernel, and the kernel's cost for the memory cache. */
+static uj_status_t build_measured(void* arg, void** value, size_t* bytes) {
+  uj_status_t s = build_kernel(arg, value);
+  if (s == UJ_OK) *bytes = kernel_bytes(*value);
+  return s;
+}
+
+uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
+  *out = NULL;
   if (!jit_c_available(js)) return rt_error(UJ_ERR_UNSUPPORTED, "engine c: no working C compiler (%s)", compiler());
   char* key = key_text(js, f, params);
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
   c_build_t b = {js, f, params, ir_hash_bytes(key, strlen(key)), key};
-  void* k = NULL;
-  uj_status_t s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_kernel, &b, kernel_free, &k);
+  uj_status_t s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_measured, &b, kernel_free, out);
   free(key);
-  if (s == UJ_OK) *out = &((c_kernel_t*)k)->blocks;
   return s;
 }

@@ -5,6 +5,18 @@
  * comparing the whole key text, so a hash collision is a miss, never a wrong
  * kernel.
  *
+ * Bounded, least recently used first out. Every entry costs what its engine
+ * measured of its value plus its own record and key text; the entries in the
+ * table are also on a doubly linked recency list, the one just looked up or
+ * inserted at its newest end. After an insert (or a lower limit) entries are
+ * taken from the oldest end until the total is within the limit.
+ *
+ * References. Users hold counted references to entries, not bare values: an
+ * entry evicted while a call runs its kernel leaves the table (no lookup
+ * finds it again) and is freed by the release that drops its last
+ * reference. Destructors never run under the table's lock, since the MIR
+ * engine's takes that engine's lock, which is held around inserts.
+ *
  * The disk half, with its rules, is jit/cache_disk.c; the state both
  * share is in jit/cache_impl.h. */
 #include "cache_impl.h"
@@ -14,6 +26,27 @@
 #include <string.h>
 
 #define CACHE_INITIAL_BUCKETS 64
+
+/* ---- the limit ------------------------------------------------------------------------ */
+
+int64_t jit_cache_memory_limit_from_env(void) {
+  const char* text = getenv("UOPJIT_CACHE_MEMORY_LIMIT");
+  if (!text || !*text) return JIT_CACHE_DEFAULT_MEMORY_LIMIT;
+  int64_t n = 0;
+  const char* at = text;
+  for (; *at >= '0' && *at <= '9'; at++) {
+    if (n > (INT64_MAX - (*at - '0')) / 10) return JIT_CACHE_DEFAULT_MEMORY_LIMIT; /* too large */
+    n = n * 10 + (*at - '0');
+  }
+  if (at == text) return JIT_CACHE_DEFAULT_MEMORY_LIMIT; /* no digits */
+  int shift = 0;
+  if (*at == 'K' || *at == 'k') shift = 10;
+  else if (*at == 'M' || *at == 'm') shift = 20;
+  else if (*at == 'G' || *at == 'g') shift = 30;
+  if (shift) at++;
+  if (*at || n > (INT64_MAX >> shift)) return JIT_CACHE_DEFAULT_MEMORY_LIMIT;
+  return n << shift;
+}
 
 /* ---- the in-memory table --------------------------------------------------------- */
 
@@ -27,6 +60,11 @@ static int same_key(const cache_entry_t* e, ir_hash_t key, const char* key_text,
          memcmp(e->key_text, key_text, key_len) == 0;
 }
 
+static void entry_free(cache_entry_t* e) {
+  if (e->free_fn) e->free_fn(e->value);
+  free(e);
+}
+
 jit_cache_t* jit_cache_new(void) {
   jit_cache_t* c = calloc(1, sizeof *c);
   if (!c) goto oom;
@@ -34,6 +72,8 @@ jit_cache_t* jit_cache_new(void) {
   c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
   if (!c->buckets) goto oom;
   if (pthread_mutex_init(&c->lock, NULL) != 0) goto oom;
+  c->limit = jit_cache_memory_limit_from_env();
+  c->next_serial = 1;
   c->disk_dir = jit_disk_location(&c->disk_off_reason);
   if (!c->disk_dir) {
     c->disk_state = DISK_DISABLED;
@@ -55,8 +95,7 @@ void jit_cache_free(jit_cache_t* c) {
     cache_entry_t* e = c->buckets[b];
     while (e) {
       cache_entry_t* next = e->next;
-      if (e->free_fn) e->free_fn(e->value);
-      free(e);
+      entry_free(e);
       e = next;
     }
   }
@@ -66,23 +105,128 @@ void jit_cache_free(jit_cache_t* c) {
   free(c);
 }
 
-void* jit_cache_get(jit_cache_t* c, ir_hash_t key, const char* key_text) {
+/* The recency list, under the lock. */
+static void recency_unlink(jit_cache_t* c, cache_entry_t* e) {
+  if (e->newer) e->newer->older = e->older;
+  else c->newest = e->older;
+  if (e->older) e->older->newer = e->newer;
+  else c->oldest = e->newer;
+  e->newer = e->older = NULL;
+}
+
+static void recency_push_newest(jit_cache_t* c, cache_entry_t* e) {
+  e->newer = NULL;
+  e->older = c->newest;
+  if (c->newest) c->newest->newer = e;
+  c->newest = e;
+  if (!c->oldest) c->oldest = e;
+}
+
+static void touch(jit_cache_t* c, cache_entry_t* e) {
+  if (c->newest == e) return;
+  recency_unlink(c, e);
+  recency_push_newest(c, e);
+}
+
+/* Takes e out of the table (under the lock); it is freed by whoever drops
+ * its last reference. Returns 1 when that is nobody: the caller frees it,
+ * after unlocking. */
+static int unlink_entry(jit_cache_t* c, cache_entry_t* e) {
+  cache_entry_t** at = &c->buckets[bucket_of(e->key, c->nbuckets)];
+  while (*at != e) at = &(*at)->next;
+  *at = e->next;
+  e->next = NULL;
+  recency_unlink(c, e);
+  e->linked = 0;
+  c->count--;
+  c->bytes -= (int64_t)e->bytes;
+  return e->refs == 0;
+}
+
+/* Evicts victim, or the least recently used entries until the table is
+ * within its limit (under the lock); those that nobody holds are chained
+ * on *dead for the caller to free once it has unlocked. */
+static void evict(jit_cache_t* c, cache_entry_t* victim, cache_entry_t** dead) {
+  c->evictions++;
+  if (victim->refs > 0) c->evicted_in_use++;
+  if (unlink_entry(c, victim)) {
+    victim->next = *dead;
+    *dead = victim;
+  }
+}
+
+static void evict_to_limit(jit_cache_t* c, cache_entry_t** dead) {
+  while (c->bytes > c->limit && c->oldest) evict(c, c->oldest, dead);
+}
+
+static void free_chain(cache_entry_t* dead) {
+  while (dead) {
+    cache_entry_t* next = dead->next;
+    entry_free(dead);
+    dead = next;
+  }
+}
+
+uj_status_t jit_cache_set_memory_limit(jit_cache_t* c, int64_t bytes) {
+  if (!c) return rt_error(UJ_ERR_INVALID, "jit_cache_set_memory_limit: the cache is NULL");
+  if (bytes < 0)
+    return rt_error(UJ_ERR_INVALID, "memory cache limit of %lld bytes: it must be 0 or more", (long long)bytes);
+  cache_entry_t* dead = NULL;
+  pthread_mutex_lock(&c->lock);
+  c->limit = bytes;
+  evict_to_limit(c, &dead);
+  pthread_mutex_unlock(&c->lock);
+  free_chain(dead);
+  return UJ_OK;
+}
+
+jit_cache_entry_t* jit_cache_acquire(jit_cache_t* c, ir_hash_t key, const char* key_text) {
   if (!c || !key_text) return NULL;
   size_t key_len = strlen(key_text);
-  void* value = NULL;
-  int found = 0;
+  cache_entry_t* found = NULL;
   pthread_mutex_lock(&c->lock);
   for (cache_entry_t* e = c->buckets[bucket_of(key, c->nbuckets)]; e; e = e->next) {
     if (same_key(e, key, key_text, key_len)) {
-      value = e->value;
-      found = 1;
+      found = e;
+      found->refs++;
+      touch(c, found);
       break;
     }
   }
   pthread_mutex_unlock(&c->lock);
   atomic_fetch_add(found ? &c->memory_hits : &c->memory_misses, 1);
-  return value;
+  return found;
 }
+
+jit_cache_entry_t* jit_cache_acquire_serial(jit_cache_t* c, ir_hash_t key, uint64_t serial) {
+  if (!c || !serial) return NULL;
+  cache_entry_t* found = NULL;
+  pthread_mutex_lock(&c->lock);
+  for (cache_entry_t* e = c->buckets[bucket_of(key, c->nbuckets)]; e; e = e->next) {
+    if (e->serial == serial) {
+      found = e;
+      found->refs++;
+      touch(c, found);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&c->lock);
+  return found;
+}
+
+void jit_cache_release(jit_cache_t* c, jit_cache_entry_t* e) {
+  if (!c || !e) return;
+  pthread_mutex_lock(&c->lock);
+  int last = --e->refs == 0 && !e->linked;
+  pthread_mutex_unlock(&c->lock);
+  if (last) entry_free(e);
+}
+
+void* jit_cache_value(const jit_cache_entry_t* e) { return e ? e->value : NULL; }
+
+uint64_t jit_cache_serial(const jit_cache_entry_t* e) { return e ? e->serial : 0; }
+
+ir_hash_t jit_cache_key(const jit_cache_entry_t* e) { return e ? e->key : (ir_hash_t){0, 0}; }
 
 /* Doubles the table; on OOM keeps the old one (longer chains, still right).
  * Called with the lock held. */
@@ -106,7 +250,7 @@ static void grow_table(jit_cache_t* c) {
 }
 
 uj_status_t jit_cache_insert(jit_cache_t* c, ir_hash_t key, const char* key_text, void* value,
-                             void (*free_fn)(void*), void** resident) {
+                             void (*free_fn)(void*), size_t value_bytes, jit_cache_entry_t** resident) {
   if (resident) *resident = NULL;
   if (!c || !key_text) {
     if (free_fn) free_fn(value);
@@ -118,18 +262,18 @@ uj_status_t jit_cache_insert(jit_cache_t* c, ir_hash_t key, const char* key_text
     if (free_fn) free_fn(value);
     return rt_error(UJ_ERR_OOM, "jit_cache_put: out of memory");
   }
-  fresh->key = key;
-  fresh->value = value;
-  fresh->free_fn = free_fn;
-  fresh->key_len = key_len;
+  *fresh = (cache_entry_t){.key = key, .value = value, .free_fn = free_fn, .key_len = key_len};
+  /* saturating: a cost beyond any limit only means the entry is not kept */
+  size_t own = sizeof *fresh + key_len + 1;
+  fresh->bytes = value_bytes > (size_t)INT64_MAX - own ? (size_t)INT64_MAX : value_bytes + own;
   memcpy(fresh->key_text, key_text, key_len + 1);
 
-  void* kept = NULL;
+  cache_entry_t *kept = NULL, *dead = NULL;
   pthread_mutex_lock(&c->lock);
   size_t b = bucket_of(key, c->nbuckets);
   for (cache_entry_t* e = c->buckets[b]; e; e = e->next) {
     if (same_key(e, key, key_text, key_len)) {
-      kept = e->value;
+      kept = e;
       break;
     }
   }
@@ -140,34 +284,45 @@ uj_status_t jit_cache_insert(jit_cache_t* c, ir_hash_t key, const char* key_text
     }
     fresh->next = c->buckets[b];
     c->buckets[b] = fresh;
+    fresh->serial = c->next_serial++;
+    fresh->linked = 1;
     c->count++;
-    kept = value;
+    c->bytes += (int64_t)fresh->bytes;
+    recency_push_newest(c, fresh);
+    kept = fresh;
     fresh = NULL;
+  } else {
+    touch(c, kept);
   }
+  if (resident) kept->refs++; /* before evicting: a held entry is freed by its holder */
+  /* an entry that alone exceeds the limit goes first, rather than every
+   * other entry in vain */
+  if (kept->bytes > (size_t)c->limit) evict(c, kept, &dead);
+  evict_to_limit(c, &dead);
   pthread_mutex_unlock(&c->lock);
 
-  if (fresh) { /* the key was there already: keep the resident value */
-    free(fresh);
-    if (free_fn) free_fn(value);
-  }
+  if (fresh) entry_free(fresh); /* the key was there already: keep the resident value */
+  free_chain(dead);
   if (resident) *resident = kept;
   return UJ_OK;
 }
 
 uj_status_t jit_cache_put(jit_cache_t* c, ir_hash_t key, const char* key_text, void* value,
-                          void (*free_fn)(void*)) {
-  return jit_cache_insert(c, key, key_text, value, free_fn, NULL);
+                          void (*free_fn)(void*), size_t value_bytes) {
+  return jit_cache_insert(c, key, key_text, value, free_fn, value_bytes, NULL);
 }
 
 uj_status_t jit_cache_get_or_build(jit_cache_t* c, pthread_mutex_t* lock, ir_hash_t key, const char* key_text,
-                                   jit_cache_build_fn build, void* arg, void (*free_fn)(void*), void** value) {
-  *value = jit_cache_get(c, key, key_text);
-  if (*value) return UJ_OK;
+                                   jit_cache_build_fn build, void* arg, void (*free_fn)(void*),
+                                   jit_cache_entry_t** out) {
+  if ((*out = jit_cache_acquire(c, key, key_text))) return UJ_OK;
   pthread_mutex_lock(lock);
   uj_status_t s = UJ_OK;
-  if (!(*value = jit_cache_get(c, key, key_text))) { /* not built meanwhile */
+  if (!(*out = jit_cache_acquire(c, key, key_text))) { /* not built meanwhile */
     void* built = NULL;
-    if ((s = build(arg, &built)) == UJ_OK) s = jit_cache_insert(c, key, key_text, built, free_fn, value);
+    size_t bytes = 0;
+    if ((s = build(arg, &built, &bytes)) == UJ_OK)
+      s = jit_cache_insert(c, key, key_text, built, free_fn, bytes, out);
   }
   pthread_mutex_unlock(lock);
   return s;
@@ -180,6 +335,10 @@ void jit_cache_counts(jit_cache_t* c, jit_cache_counts_t* out) {
   if (!c) return;
   pthread_mutex_lock(&c->lock);
   out->memory_entries = (int64_t)c->count;
+  out->memory_bytes = c->bytes;
+  out->memory_limit = c->limit;
+  out->memory_evictions = c->evictions;
+  out->memory_evicted_in_use = c->evicted_in_use;
   pthread_mutex_unlock(&c->lock);
   out->memory_hits = atomic_load(&c->memory_hits);
   out->memory_misses = atomic_load(&c->memory_misses);
@@ -193,8 +352,10 @@ void jit_cache_stats(jit_cache_t* c, rt_buf_t* out) {
   if (!out) return;
   jit_cache_counts_t k;
   jit_cache_counts(c, &k);
-  rt_buf_printf(out, "kernel cache, memory: %lld entries, %lld hits, %lld misses\n",
-                (long long)k.memory_entries, (long long)k.memory_hits, (long long)k.memory_misses);
+  rt_buf_printf(out,
+                "kernel cache, memory: %lld entries, %lld hits, %lld misses, %lld evicted, %lld of %lld bytes\n",
+                (long long)k.memory_entries, (long long)k.memory_hits, (long long)k.memory_misses,
+                (long long)k.memory_evictions, (long long)k.memory_bytes, (long long)k.memory_limit);
   int enabled = 0;
   if (c) {
     pthread_mutex_lock(&c->lock);

@@ -6,7 +6,12 @@
  * collide are two different entries and never return each other's kernel.
  *
  * In memory: a thread-safe hash table from key to an opaque value (a compiled
- * kernel) with its destructor, freed with the cache.
+ * kernel) with its destructor and its cost in bytes, bounded by a limit
+ * (UOPJIT_CACHE_MEMORY_LIMIT, else JIT_CACHE_DEFAULT_MEMORY_LIMIT) with
+ * least-recently-used eviction. Callers hold references to entries, never
+ * bare values: an evicted entry leaves the table at once but is freed only
+ * when its last reference is released, so a kernel never disappears under
+ * a call that runs it.
  *
  * On disk (for the C and CUDA engines, whose compiles are slow): one payload
  * file (a shared object, a cubin) per key plus a .meta file holding the full
@@ -29,42 +34,84 @@
 typedef struct jit_cache jit_cache_t;
 
 /* Creates an empty cache. The disk location is read from the environment
- * here (UOPJIT_CACHE, UOPJIT_CACHE_DIR, XDG_CACHE_HOME, HOME); the directory
- * itself is created and checked on first disk use. NULL on OOM. */
+ * here (UOPJIT_CACHE, UOPJIT_CACHE_DIR, XDG_CACHE_HOME, HOME), and so is the
+ * memory limit (UOPJIT_CACHE_MEMORY_LIMIT); the directory itself is created
+ * and checked on first disk use. NULL on OOM. */
 jit_cache_t* jit_cache_new(void);
-/* Frees every in-memory value with its destructor. Files on disk stay. */
+/* Frees every in-memory value with its destructor. Files on disk stay. No
+ * reference may be outstanding (no call may be running on the context). */
 void jit_cache_free(jit_cache_t* c);
 
 /* ---- in memory ------------------------------------------------------------------ */
 
-/* The value stored under (key, key_text), or NULL. Counts a hit or a miss. */
-void* jit_cache_get(jit_cache_t* c, ir_hash_t key, const char* key_text);
+/* The in-memory limit when the environment sets none: room for thousands of
+ * kernels (a MIR kernel costs about 40 KiB, a C one about 14 KiB) while a
+ * caller that varies a $param forever stays within a bounded footprint. */
+#define JIT_CACHE_DEFAULT_MEMORY_LIMIT ((int64_t)256 << 20)
 
-/* Stores value under (key, key_text); the cache takes ownership of value in
- * every case and frees it with free_fn (which may be NULL) when the cache is
- * freed. If the key is already present, the resident value is kept and the
- * new one is freed at once: two threads that compiled the same kernel then
- * share the first one, so a caller that wants to keep using its value should
- * call jit_cache_insert (or get it again). UJ_ERR_OOM (value freed) when the
- * entry cannot be allocated; UJ_ERR_INVALID for a NULL cache or key text. */
+/* The limit UOPJIT_CACHE_MEMORY_LIMIT asks for: a whole number of bytes
+ * with an optional K, M or G suffix (powers of 1024), e.g. 512M. Unset,
+ * empty or malformed (a typo must not stop a program): the default. */
+int64_t jit_cache_memory_limit_from_env(void);
+
+/* Sets the limit on the bytes the table's entries cost (0: keep nothing
+ * beyond the calls using it) and evicts least-recently-used entries down to
+ * it at once. UJ_ERR_INVALID for a negative limit or a NULL cache. */
+uj_status_t jit_cache_set_memory_limit(jit_cache_t* c, int64_t bytes);
+
+/* An entry of the table, as its users hold it: a counted reference. */
+typedef struct cache_entry jit_cache_entry_t;
+
+/* A reference to the entry under (key, key_text), which becomes the most
+ * recently used; NULL when there is none. Counts a hit or a miss. The
+ * caller releases it with jit_cache_release. */
+jit_cache_entry_t* jit_cache_acquire(jit_cache_t* c, ir_hash_t key, const char* key_text);
+/* A reference to the entry that is still in the table under key with this
+ * serial (jit_cache_serial), or NULL when it was evicted: for a memo that
+ * remembers an entry without holding it. Counts neither a hit nor a miss. */
+jit_cache_entry_t* jit_cache_acquire_serial(jit_cache_t* c, ir_hash_t key, uint64_t serial);
+/* Gives the reference back; an evicted entry is freed with its last
+ * reference. NULL is ignored. */
+void jit_cache_release(jit_cache_t* c, jit_cache_entry_t* e);
+
+/* The entry's value, valid while the reference is held. */
+void* jit_cache_value(const jit_cache_entry_t* e);
+/* The entry's serial: unique among every entry the cache ever held (a
+ * 64-bit counter, never reused), so that a memo holding it can never
+ * mistake a new entry for an evicted one. */
+uint64_t jit_cache_serial(const jit_cache_entry_t* e);
+/* The hash the entry is stored under (for jit_cache_acquire_serial). */
+ir_hash_t jit_cache_key(const jit_cache_entry_t* e);
+
+/* Stores value under (key, key_text), costing value_bytes (the value's
+ * memory as its engine measures it) plus the entry and its key text; the
+ * cache takes ownership of value in every case and frees it with free_fn
+ * (which may be NULL) when the entry is evicted or the cache freed. If the
+ * key is already present, the resident value is kept and the new one is
+ * freed at once (two threads that compiled the same kernel then share the
+ * first one). Then entries are evicted, least recently used first, until
+ * the table is within its limit; an entry that alone exceeds the limit is
+ * evicted at once instead, leaving the others. UJ_ERR_OOM (value freed) when the entry cannot
+ * be allocated; UJ_ERR_INVALID for a NULL cache or key text. */
 uj_status_t jit_cache_put(jit_cache_t* c, ir_hash_t key, const char* key_text, void* value,
-                          void (*free_fn)(void*));
+                          void (*free_fn)(void*), size_t value_bytes);
 
-/* jit_cache_put that also hands back the value now in the cache under the key
- * (the caller's value, or the one already resident); *resident is NULL when
- * the call fails. */
+/* jit_cache_put that also hands back a reference to the entry now in the
+ * cache under the key (the caller's value, or the one already resident),
+ * to be released; *resident is NULL when the call fails. */
 uj_status_t jit_cache_insert(jit_cache_t* c, ir_hash_t key, const char* key_text, void* value,
-                             void (*free_fn)(void*), void** resident);
+                             void (*free_fn)(void*), size_t value_bytes, jit_cache_entry_t** resident);
 
-/* The value under (key, key_text), built on a miss: what every engine does.
- * A hit costs one lookup. On a miss, build(arg, &value) runs with `lock`
- * held (one compile at a time: a second thread asking for the same kernel
- * waits and then finds it) and its value is inserted with free_fn; the
- * value handed back is the resident one. build's failure is returned as
- * it is, with nothing inserted. */
-typedef uj_status_t (*jit_cache_build_fn)(void* arg, void** value);
+/* A reference to the entry under (key, key_text), built on a miss: what
+ * every engine does. A hit costs one lookup. On a miss, build(arg, &value,
+ * &value_bytes) runs with `lock` held (one compile at a time: a second
+ * thread asking for the same kernel waits and then finds it) and its value
+ * is inserted with free_fn; the reference handed back is to the resident
+ * entry. build's failure is returned as it is, with nothing inserted. */
+typedef uj_status_t (*jit_cache_build_fn)(void* arg, void** value, size_t* value_bytes);
 uj_status_t jit_cache_get_or_build(jit_cache_t* c, pthread_mutex_t* lock, ir_hash_t key, const char* key_text,
-                                   jit_cache_build_fn build, void* arg, void (*free_fn)(void*), void** value);
+                                   jit_cache_build_fn build, void* arg, void (*free_fn)(void*),
+                                   jit_cache_entry_t** out);
 
 /* ---- on disk -------------------------------------------------------------------- */
 
@@ -151,6 +198,10 @@ uj_status_t jit_disk_list(jit_cache_t* c, rt_buf_t* out);
 typedef struct {
   int64_t memory_entries;
   int64_t memory_hits, memory_misses;
+  int64_t memory_bytes;     /* what the entries in the table cost */
+  int64_t memory_limit;     /* the limit on memory_bytes */
+  int64_t memory_evictions; /* entries evicted to keep within it */
+  int64_t memory_evicted_in_use; /* of those, held by a call then (freed when it released them) */
   int64_t disk_hits, disk_misses, disk_corrupt, disk_stores;
 } jit_cache_counts_t;
 

@@ -10,11 +10,20 @@
 
 #include "cache.h"
 
+/* An in-memory entry. It is in its bucket's chain and on the recency list
+ * while `linked`; refs counts the references its users hold. An entry
+ * leaves the table when evicted and is freed once it is out and has no
+ * reference left. All of it but the constant fields is under the lock. */
 typedef struct cache_entry {
-  struct cache_entry* next;
+  struct cache_entry* next;                 /* the bucket's chain */
+  struct cache_entry *newer, *older;        /* the recency list */
   ir_hash_t key;
+  uint64_t serial;
   void* value;
   void (*free_fn)(void*);
+  size_t bytes; /* what it costs: the value, this record and the key text */
+  int64_t refs;
+  int linked;
   size_t key_len;
   char key_text[]; /* key_len bytes plus a NUL */
 } cache_entry_t;
@@ -26,6 +35,11 @@ struct jit_cache {
   cache_entry_t** buckets;
   size_t nbuckets; /* a power of two */
   size_t count;
+  cache_entry_t *newest, *oldest; /* the recency list: every entry in the table */
+  int64_t bytes;                  /* the cost of the entries in the table */
+  int64_t limit;                  /* bytes is brought down to it after every insert */
+  uint64_t next_serial;
+  int64_t evictions, evicted_in_use;
 
   char* disk_dir; /* NULL when UOPJIT_CACHE=0 or no location is known */
   int disk_state;

@@ -203,13 +203,20 @@ uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int6
 
 /* ---- modules ---- */
 
+/* Unloads a module once the context's stream has run what was queued:
+ * a call releases its kernel right after queueing the launches, and an
+ * evicted module is freed by that release. */
+static void module_unload(rt_cuda_ctx_t* cc, CUmodule module) {
+  if (!module || rt_cuda_enter(cc) != UJ_OK) return;
+  cc->drv->cuStreamSynchronize(cc->stream);
+  cc->drv->cuModuleUnload(module);
+  rt_cuda_leave(cc);
+}
+
 static void kernel_free(void* p) {
   jit_cuda_kernel_t* k = p;
   if (!k) return;
-  if (k->module && rt_cuda_enter(k->cc) == UJ_OK) {
-    k->cc->drv->cuModuleUnload(k->module);
-    rt_cuda_leave(k->cc);
-  }
+  module_unload(k->cc, k->module);
   free(k->fns);
   jit_cu_module_release(&k->m);
   free(k);
@@ -257,13 +264,13 @@ static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image
  * 1; else NVRTC's, which is then stored (a failed store only costs a
  * compile later, and replaces an entry that would not load). */
 static uj_status_t image_for(jit_state_t* js, const rt_nvrtc_t* nv, ir_hash_t h, const char* key,
-                             const char* source, int arch, int ptx, int use_disk, char** image, int* from_disk) {
+                             const char* source, int arch, int ptx, int use_disk, char** image, size_t* size,
+                             int* from_disk) {
   const char* ext = ptx ? "ptx" : "cubin";
-  size_t size = 0;
-  *from_disk = use_disk && jit_disk_load_bytes(js->cache, h, key, ext, image, &size) == UJ_OK;
+  *from_disk = use_disk && jit_disk_load_bytes(js->cache, h, key, ext, image, size) == UJ_OK;
   if (*from_disk) return UJ_OK;
-  uj_status_t s = nvrtc_compile(nv, source, arch, ptx, image, &size);
-  if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, ext, *image, size, NULL, 0);
+  uj_status_t s = nvrtc_compile(nv, source, arch, ptx, image, size);
+  if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, ext, *image, *size, NULL, 0);
   return s;
 }
 
@@ -282,26 +289,33 @@ typedef struct {
   int nnames;
 } cu_build_t;
 
-static uj_status_t build_kernel(void* arg, void** value) {
+/* A loaded module's cost in the memory cache: its image (the driver keeps
+ * the code, host side and on the device, in proportion to it) plus the
+ * host-side tables. */
+static uj_status_t build_kernel(void* arg, void** value, size_t* bytes) {
   const cu_build_t* b = arg;
   char* image = NULL;
+  size_t size = 0;
   jit_cuda_kernel_t* k = NULL;
   int from_disk = 0;
-  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, &from_disk);
+  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, &size, &from_disk);
   if (s == UJ_OK) s = load(b->cc, b->module, image, &k);
   if (s != UJ_OK && from_disk) { /* verified yet not loadable: compile afresh */
     free(image);
     image = NULL;
-    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, &from_disk);
+    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, &size, &from_disk);
     if (s == UJ_OK) s = load(b->cc, b->module, image, &k);
   }
   free(image);
+  if (s == UJ_OK)
+    *bytes = size + sizeof *k + ((size_t)k->m.nblocks + 1) * (sizeof *k->fns + sizeof *k->m.kernels);
   *value = k;
   return s;
 }
 
 uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
-                         const jit_cuda_kernel_t** out) {
+                         jit_cache_entry_t** out) {
+  *out = NULL;
   rt_cuda_ctx_t* cc;
   const rt_nvrtc_t* nv;
   int arch, ptx;
@@ -315,11 +329,9 @@ uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, con
     return rt_error(UJ_ERR_OOM, "out of memory");
   }
   cu_build_t b = {js, nv, cc, ir_hash_bytes(key, strlen(key)), key, m.source, arch, ptx, &m, NULL, 0};
-  void* k = NULL;
-  s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_kernel, &b, kernel_free, &k);
+  s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_kernel, &b, kernel_free, out);
   jit_cu_module_release(&m);
   free(key);
-  if (s == UJ_OK) *out = k;
   return s;
 }
 
@@ -434,10 +446,7 @@ struct jit_cuda_source {
 static void source_free(void* p) {
   jit_cuda_source_t* m = p;
   if (!m) return;
-  if (m->module && rt_cuda_enter(m->cc) == UJ_OK) {
-    m->cc->drv->cuModuleUnload(m->module);
-    rt_cuda_leave(m->cc);
-  }
+  module_unload(m->cc, m->module);
   free(m);
 }
 
@@ -478,26 +487,30 @@ static uj_status_t load_source(const cu_build_t* b, const char* image, jit_cuda_
   return UJ_OK;
 }
 
-static uj_status_t build_source(void* arg, void** value) {
+static uj_status_t build_source(void* arg, void** value, size_t* bytes) {
   const cu_build_t* b = arg;
   char* image = NULL;
+  size_t size = 0;
   jit_cuda_source_t* m = NULL;
   int from_disk = 0;
-  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, &from_disk);
+  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, &size, &from_disk);
   if (s == UJ_OK) s = load_source(b, image, &m);
   if (s != UJ_OK && from_disk) { /* verified yet not loadable: compile afresh */
     free(image);
     image = NULL;
-    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, &from_disk);
+    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, &size, &from_disk);
     if (s == UJ_OK) s = load_source(b, image, &m);
   }
   free(image);
+  if (s == UJ_OK) *bytes = size + sizeof *m + (size_t)b->nnames * sizeof(CUfunction); /* as build_kernel */
   *value = m;
   return s;
 }
 
 uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
-                                const jit_cuda_source_t** out) {
+                                const jit_cuda_source_t** out, jit_cache_entry_t** ref) {
+  *out = NULL;
+  *ref = NULL;
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
   rt_cuda_ctx_t* cc;
@@ -508,11 +521,15 @@ uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* c
   char* key = source_key(nv, arch, ptx, source, names, nnames);
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
   cu_build_t b = {js, nv, cc, ir_hash_bytes(key, strlen(key)), key, source, arch, ptx, NULL, names, nnames};
-  void* m = NULL;
-  s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_source, &b, source_free, &m);
+  s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_source, &b, source_free, ref);
   free(key);
-  if (s == UJ_OK) *out = m;
+  if (s == UJ_OK) *out = jit_cache_value(*ref);
   return s;
+}
+
+void jit_cuda_source_release(uj_ctx_t* ctx, jit_cache_entry_t* ref) {
+  /* a reference exists only where the context's JIT state does */
+  if (ref) jit_cache_release(jit_state(ctx)->cache, ref);
 }
 
 uj_status_t jit_cuda_source_launch(const jit_cuda_source_t* m, int fn, const unsigned grid[3], unsigned threads,
@@ -570,8 +587,9 @@ uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int6
   return no_cuda();
 }
 uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
-                         const jit_cuda_kernel_t** out) {
-  (void)ctx, (void)js, (void)f, (void)params, (void)out;
+                         jit_cache_entry_t** out) {
+  (void)ctx, (void)js, (void)f, (void)params;
+  *out = NULL;
   return no_cuda();
 }
 uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
@@ -585,10 +603,13 @@ uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t
 }
 
 uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
-                                const jit_cuda_source_t** out) {
-  (void)ctx, (void)source, (void)names, (void)nnames, (void)out;
+                                const jit_cuda_source_t** out, jit_cache_entry_t** ref) {
+  (void)ctx, (void)source, (void)names, (void)nnames;
+  *out = NULL;
+  *ref = NULL;
   return no_cuda();
 }
+void jit_cuda_source_release(uj_ctx_t* ctx, jit_cache_entry_t* ref) { (void)ctx, (void)ref; }
 uj_status_t jit_cuda_source_launch(const jit_cuda_source_t* m, int fn, const unsigned grid[3], unsigned threads,
                                    void** args) {
   (void)m, (void)fn, (void)grid, (void)threads, (void)args;

@@ -65,6 +65,13 @@ typedef struct {
  * f's blocks. */
 uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f);
 void jit_blocks_free(jit_blocks_t* k);
+/* The heap memory jit_blocks_init allocated for k: part of what a kernel
+ * costs in the memory cache. */
+size_t jit_blocks_bytes(const jit_blocks_t* k);
+
+/* A CPU engine's kernel in the memory cache: its value starts with the
+ * jit_blocks_t. Valid while the reference is held. */
+static inline const jit_blocks_t* jit_blocks_of(const jit_cache_entry_t* e) { return jit_cache_value(e); }
 
 /* What jit/ keeps per context (hung from uj_ctx.jit_state). */
 typedef struct {
@@ -89,9 +96,11 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
 
 /* 1 when a working C compiler is on the PATH (or UOPJIT_CC). */
 int jit_c_available(jit_state_t* js);
-/* The compiled kernel for f with these $params: from the memory cache, the
- * disk cache, or compiled now. Owned by the context's cache. */
-uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out);
+/* A reference to the compiled kernel for f with these $params (read it
+ * with jit_blocks_of, give it back with jit_cache_release): from the
+ * memory cache, the disk cache, or compiled now. Its cost in the memory
+ * cache is the loaded object's mapped segments plus the blocks' tables. */
+uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out);
 
 /* ---- the MIR engine (jit/mir.c, lowering in jit/mir_emit.c) ---- */
 
@@ -103,14 +112,20 @@ void jit_batch_sqrt(double* restrict root, const double* restrict x, int64_t n);
 
 /* 1 when the build has MIR. */
 int jit_mir_available(void);
-/* The kernel for f with these $params, from the memory cache or generated
- * now. Owned by the context's cache. */
-uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out);
+/* A reference to the kernel for f with these $params (jit_blocks_of;
+ * jit_cache_release), from the memory cache or generated now. Its cost
+ * in the memory cache is what MIR's context grew by to generate it plus a
+ * share of the context's own setup (jit/mir.c). */
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out);
 /* MIR's text form of the module the engine builds for f (params NULL: read
  * from the params argument). NULL with the error set. */
 char* jit_mir_dump(const ir_func_t* f, const int64_t* params);
 /* How many MIR contexts the process has made so far (for tests of recycling). */
 int jit_mir_generations(void);
+/* How many of them still hold memory: not finished yet, because they take
+ * modules still or a kernel generated in them is still in use or cached
+ * (for tests that evicting kernels gives memory back). */
+int jit_mir_generations_live(void);
 /* For tests of the error path: asks MIR, in a context of its own, for
  * something it rejects (a function outside any module) and returns what
  * that error becomes: UJ_ERR_COMPILE with MIR's message, the process alive. */
@@ -122,12 +137,13 @@ uj_status_t jit_mir_provoke_error(void);
  * else the status and reason of the first that does not. */
 uj_status_t jit_cuda_check(void);
 int jit_cuda_available(void);
-/* A loaded module for f with these $params on the context's device: from
- * the memory cache, the disk cache, or compiled now with NVRTC. Owned by
- * the context's cache. */
+/* A reference to a loaded module for f with these $params on the
+ * context's device (its value is a jit_cuda_kernel_t; jit_cache_release
+ * gives it back): from the memory cache, the disk cache, or compiled now
+ * with NVRTC. Its cost in the memory cache is the module's image size. */
 typedef struct jit_cuda_kernel jit_cuda_kernel_t;
 uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
-                         const jit_cuda_kernel_t** out);
+                         jit_cache_entry_t** out);
 /* Queues one launch per block on the context's stream; buf holds device
  * pointers. Returns once queued. */
 uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
@@ -146,11 +162,16 @@ uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t
 /* Hand-written CUDA C (the convolution backends): source, with `extern "C"`
  * kernels called names[0..nnames), compiled through the engine's path
  * (same architecture choice, NVRTC options, memory and disk caches; the key
- * is the source and the names) and loaded on the context's device. Owned
- * by the context's cache. */
+ * is the source and the names) and loaded on the context's device. *out
+ * is valid until *ref, the reference into the context's cache that keeps
+ * it, is given back with jit_cuda_source_release. */
 typedef struct jit_cuda_source jit_cuda_source_t;
 uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
-                                const jit_cuda_source_t** out);
+                                const jit_cuda_source_t** out, jit_cache_entry_t** ref);
+/* Gives back a reference from jit_cuda_source_get (NULL is ignored). Its
+ * launches may still be queued: an evicted module is unloaded only after
+ * the context's stream has run them. */
+void jit_cuda_source_release(uj_ctx_t* ctx, jit_cache_entry_t* ref);
 /* Queues kernel names[fn] on the context's stream: grid[0..3) blocks of
  * `threads` threads, args as cuLaunchKernel takes them. A grid with a zero
  * extent launches nothing. */

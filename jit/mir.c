@@ -16,7 +16,14 @@
  * uopjit context should not pay it again.
  *
  * Memory. Each generation has its own allocator (jit/mir_alloc.c), which
- * keeps the blocks MIR frees for the next function it compiles.
+ * keeps the blocks MIR frees for the next function it compiles. In the
+ * memory cache a kernel costs what its generation's allocator grew by while
+ * generating it (the module MIR keeps, the generator's peak) plus a
+ * MODULES_PER_CONTEXT-th of what setting the context up took; machine code
+ * is packed into pages shared by the context's kernels and is not counted.
+ * Evicting a kernel returns its share once its whole generation is evicted
+ * (the generation is finished then): a kernel kept in use keeps its
+ * generation's memory, at most MODULES_PER_CONTEXT kernels' worth.
  *
  * Errors. MIR reports errors through a function that must not return (its
  * default exits the process). Ours records the message and longjmps back to
@@ -43,8 +50,9 @@
 
 int jit_mir_available(void) { return 0; }
 
-uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
-  (void)js, (void)f, (void)params, (void)out;
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
+  (void)js, (void)f, (void)params;
+  *out = NULL;
   return rt_error(UJ_ERR_UNSUPPORTED, "engine mir: this build has no MIR (install it and rebuild)");
 }
 
@@ -55,6 +63,7 @@ char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
 }
 
 int jit_mir_generations(void) { return 0; }
+int jit_mir_generations_live(void) { return 0; }
 
 uj_status_t jit_mir_provoke_error(void) {
   return rt_error(UJ_ERR_UNSUPPORTED, "engine mir: this build has no MIR");
@@ -69,6 +78,7 @@ uj_status_t jit_mir_provoke_error(void) {
 typedef struct {
   MIR_context_t ctx;
   jit_mir_pool_t* pool; /* ctx's memory (jit/mir_alloc.c) */
+  size_t setup_bytes; /* what its allocator held once the context was set up */
   int modules;  /* modules created in it */
   int live;     /* kernels generated in it and not yet freed */
   int retired;  /* takes no more modules; finished when live drops to 0 */
@@ -82,7 +92,8 @@ static struct {
   int level;              /* -1 until read from the environment */
   uint64_t modules_made;  /* names modules uniquely */
   int generations_made;
-} mir = {NULL, -1, 0, 0};
+  int generations_live;   /* made and not yet finished (or abandoned) */
+} mir = {NULL, -1, 0, 0, 0};
 static pthread_mutex_t mir_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 typedef struct {
@@ -152,6 +163,7 @@ static void generation_release(generation_t* g) {
    * again, and what it still holds is lost either way */
   jit_mir_pool_free(g->pool);
   free(g);
+  mir.generations_live--;
 }
 
 static void kernel_free(void* p) {
@@ -188,14 +200,17 @@ static generation_t* current_generation(void) {
       free(g);
       return NULL;
     }
+    g->setup_bytes = jit_mir_pool_held(g->pool);
     mir.current = g;
     mir.generations_made++;
+    mir.generations_live++;
   }
   return mir.current;
 }
 
-/* Generates f into the current generation: the kernel, or an error. */
-static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kernel_t** out) {
+/* Generates f into the current generation: the kernel and its cost in
+ * the memory cache (see the top of this file), or an error. */
+static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kernel_t** out, size_t* bytes) {
   /* volatile: read after a longjmp */
   generation_t* volatile g = current_generation();
   mir_kernel_t* volatile k = g ? calloc(1, sizeof *k) : NULL;
@@ -212,6 +227,7 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
   jmp_buf* volatile saved = error_jump;
   error_jump = &jb;
   g->modules++;
+  size_t held_before = jit_mir_pool_held(g->pool);
   if (setjmp(jb) == 0) {
     MIR_module_t module = jit_mir_lower(g->ctx, f, params, name, funcs);
     if (!module) {
@@ -242,6 +258,9 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
   if (!failed && !oom) {
     k->gen = g;
     g->live++;
+    size_t held = jit_mir_pool_held(g->pool);
+    *bytes = (held > held_before ? held - held_before : 0) + g->setup_bytes / MODULES_PER_CONTEXT + sizeof *k +
+             jit_blocks_bytes(&k->blocks);
   }
   if (failed) g->broken = 1;
   if (failed || g->modules >= MODULES_PER_CONTEXT) {
@@ -266,15 +285,16 @@ typedef struct {
   const int64_t* params;
 } mir_build_t;
 
-static uj_status_t build_kernel(void* arg, void** value) {
+static uj_status_t build_kernel(void* arg, void** value, size_t* bytes) {
   const mir_build_t* b = arg;
   mir_kernel_t* k = NULL;
-  uj_status_t s = generate(b->f, b->params, &k);
+  uj_status_t s = generate(b->f, b->params, &k, bytes);
   *value = k;
   return s;
 }
 
-uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, const jit_blocks_t** out) {
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
+  *out = NULL;
   pthread_mutex_lock(&mir_lock);
   if (mir.level < 0) mir.level = optimize_level();
   int level = mir.level;
@@ -283,17 +303,22 @@ uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* para
   if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
   mir_build_t b = {f, params};
-  void* k = NULL;
   /* under the process-wide lock: MIR contexts are not thread-safe */
-  uj_status_t s = jit_cache_get_or_build(js->cache, &mir_lock, h, key, build_kernel, &b, kernel_free, &k);
+  uj_status_t s = jit_cache_get_or_build(js->cache, &mir_lock, h, key, build_kernel, &b, kernel_free, out);
   free(key);
-  if (s == UJ_OK) *out = &((mir_kernel_t*)k)->blocks;
   return s;
 }
 
 int jit_mir_generations(void) {
   pthread_mutex_lock(&mir_lock);
   int n = mir.generations_made;
+  pthread_mutex_unlock(&mir_lock);
+  return n;
+}
+
+int jit_mir_generations_live(void) {
+  pthread_mutex_lock(&mir_lock);
+  int n = mir.generations_live;
   pthread_mutex_unlock(&mir_lock);
   return n;
 }

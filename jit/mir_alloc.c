@@ -28,13 +28,17 @@ typedef union block {
   union block* next; /* on a free list */
   struct {
     uint32_t size_class; /* 0 .. NCLASSES - 1, or BIG */
+    uint32_t unused;
+    size_t big_bytes; /* a BIG block's size, header included */
   } used;
   unsigned char header[HEADER];
 } block_t;
+_Static_assert(sizeof(block_t) == HEADER, "a block's header keeps malloc's 16-byte alignment");
 
 struct jit_mir_pool {
   struct MIR_alloc alloc; /* handed to MIR_init2; user_data is the pool */
   block_t* free_list[NCLASSES];
+  size_t held; /* bytes taken from malloc and not yet given back: in use or on a list */
 };
 
 static size_t class_bytes(int c) { return (size_t)1 << (c + SMALLEST); }
@@ -45,6 +49,8 @@ static void* pool_malloc(size_t n, void* user_data) {
     block_t* b = n > SIZE_MAX - HEADER ? NULL : malloc(n + HEADER);
     if (!b) return NULL;
     b->used.size_class = BIG;
+    b->used.big_bytes = n + HEADER;
+    pool->held += n + HEADER;
     return b->header + HEADER;
   }
   int c = 0;
@@ -52,6 +58,7 @@ static void* pool_malloc(size_t n, void* user_data) {
   block_t* b = pool->free_list[c];
   if (b) pool->free_list[c] = b->next;
   else if (!(b = malloc(class_bytes(c)))) return NULL;
+  else pool->held += class_bytes(c);
   b->used.size_class = (uint32_t)c;
   return b->header + HEADER;
 }
@@ -64,6 +71,7 @@ static void pool_free(void* p, void* user_data) {
   block_t* b = block_of(p);
   uint32_t c = b->used.size_class;
   if (c == BIG) {
+    pool->held -= b->used.big_bytes;
     free(b);
     return;
   }
@@ -96,6 +104,8 @@ jit_mir_pool_t* jit_mir_pool_new(void) {
 }
 
 MIR_alloc_t jit_mir_pool_alloc(jit_mir_pool_t* pool) { return &pool->alloc; }
+
+size_t jit_mir_pool_held(const jit_mir_pool_t* pool) { return pool ? pool->held : 0; }
 
 void jit_mir_pool_free(jit_mir_pool_t* pool) {
   if (!pool) return;

@@ -34,6 +34,9 @@ typedef struct jit_mir_pool jit_mir_pool_t;
 jit_mir_pool_t* jit_mir_pool_new(void);
 MIR_alloc_t jit_mir_pool_alloc(jit_mir_pool_t* pool);
 void jit_mir_pool_free(jit_mir_pool_t* pool);
+/* The bytes the pool holds from the C library (in use by MIR, or kept for
+ * reuse), block headers included: what jit_mir_pool_free gives back. */
+size_t jit_mir_pool_held(const jit_mir_pool_t* pool);
 
 /* The address of a libm function the lowering imports, or NULL. */
 void* jit_mir_resolve(const char* name);

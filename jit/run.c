@@ -96,6 +96,16 @@ uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled) {
   return UJ_OK;
 }
 
+uj_status_t uj_ctx_set_memory_cache_limit(uj_ctx_t* ctx, int64_t bytes) {
+  if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_memory_cache_limit: ctx is NULL");
+  if (bytes < 0)
+    return rt_error(UJ_ERR_INVALID, "uj_ctx_set_memory_cache_limit: %lld bytes: the limit must be 0 or more",
+                    (long long)bytes);
+  jit_state_t* js = jit_state(ctx);
+  if (!js) return UJ_ERR_OOM;
+  return jit_cache_set_memory_limit(js->cache, bytes);
+}
+
 /* AUTO: the best available engine for CPU tensors: MIR, else C, else the
  * interpreter. */
 uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
@@ -106,26 +116,30 @@ uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
   return UJ_ENGINE_INTERP;
 }
 
-/* The program's kernel from engine e for this state and these params: the
- * memo, else the engine's caches (which compile on a miss). A jit_blocks_t
- * for the CPU engines, a jit_cuda_kernel_t for CUDA. */
+/* A reference to the program's kernel from engine e for this state and
+ * these params: the entry the memo names, while the memory cache still has
+ * it, else the engine's (which compiles on a miss). Its value is a
+ * jit_blocks_t for the CPU engines, a jit_cuda_kernel_t for CUDA; the
+ * caller releases it once the kernel has run (or, for CUDA, is queued). */
 static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass_t pass,
                                  const ir_func_t* f, const int64_t* params, jit_state_t** js_out,
-                                 const void** out) {
+                                 jit_cache_entry_t** out) {
+  *out = NULL;
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
   *js_out = js;
   size_t pbytes = (size_t)p->nparams * sizeof *params;
   pthread_mutex_lock(&p->memo_lock);
   int hit = p->memo[pass].state == js->id && p->memo[pass].engine == (int)e && p->memo[pass].func == f &&
-            p->memo[pass].kernel && (!pbytes || !memcmp(p->memo[pass].params, params, pbytes));
-  *out = hit ? p->memo[pass].kernel : NULL;
+            p->memo[pass].serial && (!pbytes || !memcmp(p->memo[pass].params, params, pbytes));
+  ir_hash_t key = p->memo[pass].key;
+  uint64_t serial = hit ? p->memo[pass].serial : 0;
   pthread_mutex_unlock(&p->memo_lock);
-  if (hit) return UJ_OK;
+  if (hit && (*out = jit_cache_acquire_serial(js->cache, key, serial))) return UJ_OK;
   uj_status_t s;
-  if (e == UJ_ENGINE_CUDA) s = jit_cuda_get(ctx, js, f, params, (const jit_cuda_kernel_t**)out);
-  else if (e == UJ_ENGINE_MIR) s = jit_mir_get(js, f, params, (const jit_blocks_t**)out);
-  else s = jit_c_get(js, f, params, (const jit_blocks_t**)out);
+  if (e == UJ_ENGINE_CUDA) s = jit_cuda_get(ctx, js, f, params, out);
+  else if (e == UJ_ENGINE_MIR) s = jit_mir_get(js, f, params, out);
+  else s = jit_c_get(js, f, params, out);
   if (s != UJ_OK) return s;
   pthread_mutex_lock(&p->memo_lock);
   int64_t* copy = pbytes ? malloc(pbytes) : NULL;
@@ -136,7 +150,8 @@ static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, 
     p->memo[pass].state = js->id;
     p->memo[pass].engine = (int)e;
     p->memo[pass].func = f;
-    p->memo[pass].kernel = (void*)*out;
+    p->memo[pass].key = jit_cache_key(*out);
+    p->memo[pass].serial = jit_cache_serial(*out);
   }
   pthread_mutex_unlock(&p->memo_lock);
   return UJ_OK;
@@ -404,10 +419,13 @@ static uj_status_t run_on(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass
   if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, &mem, buf, aside);
   if (s == UJ_OK) {
     jit_state_t* js;
-    const void* k;
+    jit_cache_entry_t* kernel;
     if (e == UJ_ENGINE_C || e == UJ_ENGINE_MIR || e == UJ_ENGINE_CUDA) {
-      if ((s = engine_kernel(ctx, e, p, pass, f, params, &js, &k)) == UJ_OK)
-        s = e == UJ_ENGINE_CUDA ? jit_cuda_launch(ctx, k, f, buf, params) : jit_blocks_run(js, k, f, buf, params);
+      if ((s = engine_kernel(ctx, e, p, pass, f, params, &js, &kernel)) == UJ_OK) {
+        s = e == UJ_ENGINE_CUDA ? jit_cuda_launch(ctx, jit_cache_value(kernel), f, buf, params)
+                                : jit_blocks_run(js, jit_blocks_of(kernel), f, buf, params);
+        jit_cache_release(js->cache, kernel); /* the cache may evict it now */
+      }
     } else {
       s = ir_interp_run(f, buf, params);
     }

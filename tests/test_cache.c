@@ -134,30 +134,42 @@ static jit_cache_t* cache_with_entry(char* payload_path, char* meta_path) {
 
 /* ---- memory --------------------------------------------------------------------------- */
 
+/* The value under (key, text), or NULL: a reference taken and given back
+ * at once, which is safe here because nothing is evicted (the tests of the
+ * limit and of references are in tests/test_cache_memory.c). */
+static void* peek(jit_cache_t* c, ir_hash_t key, const char* text) {
+  jit_cache_entry_t* e = jit_cache_acquire(c, key, text);
+  void* value = jit_cache_value(e);
+  jit_cache_release(c, e);
+  return value;
+}
+
 TEST(memory_put_get) {
   atomic_store(&values_freed, 0);
   jit_cache_t* c = jit_cache_new();
   CHECK(c != NULL);
-  CHECK(jit_cache_put(c, hash_of("a"), "a", new_int(1), free_value) == UJ_OK);
-  CHECK(jit_cache_put(c, hash_of("b"), "b", new_int(2), free_value) == UJ_OK);
-  int* a = jit_cache_get(c, hash_of("a"), "a");
-  int* b = jit_cache_get(c, hash_of("b"), "b");
+  CHECK(jit_cache_put(c, hash_of("a"), "a", new_int(1), free_value, 0) == UJ_OK);
+  CHECK(jit_cache_put(c, hash_of("b"), "b", new_int(2), free_value, 0) == UJ_OK);
+  int* a = peek(c, hash_of("a"), "a");
+  int* b = peek(c, hash_of("b"), "b");
   CHECK(a && *a == 1);
   CHECK(b && *b == 2);
-  CHECK(jit_cache_get(c, hash_of("c"), "c") == NULL);
+  CHECK(peek(c, hash_of("c"), "c") == NULL);
   jit_cache_counts_t k;
   jit_cache_counts(c, &k);
   CHECK(k.memory_entries == 2 && k.memory_hits == 2 && k.memory_misses == 1);
   /* A second put of the same key keeps the first value and frees the new. */
-  CHECK(jit_cache_put(c, hash_of("a"), "a", new_int(10), free_value) == UJ_OK);
+  CHECK(jit_cache_put(c, hash_of("a"), "a", new_int(10), free_value, 0) == UJ_OK);
   CHECK(atomic_load(&values_freed) == 1);
-  a = jit_cache_get(c, hash_of("a"), "a");
+  a = peek(c, hash_of("a"), "a");
   CHECK(a && *a == 1);
-  void* resident = NULL;
-  CHECK(jit_cache_insert(c, hash_of("b"), "b", new_int(20), free_value, &resident) == UJ_OK);
-  CHECK(resident == b);
-  CHECK(jit_cache_insert(c, hash_of("d"), "d", new_int(4), free_value, &resident) == UJ_OK);
-  CHECK(resident && *(int*)resident == 4);
+  jit_cache_entry_t* resident = NULL;
+  CHECK(jit_cache_insert(c, hash_of("b"), "b", new_int(20), free_value, 0, &resident) == UJ_OK);
+  CHECK(jit_cache_value(resident) == b);
+  jit_cache_release(c, resident);
+  CHECK(jit_cache_insert(c, hash_of("d"), "d", new_int(4), free_value, 0, &resident) == UJ_OK);
+  CHECK(resident && *(int*)jit_cache_value(resident) == 4);
+  jit_cache_release(c, resident);
   jit_cache_free(c);
   CHECK(atomic_load(&values_freed) == 5);
 }
@@ -165,15 +177,15 @@ TEST(memory_put_get) {
 TEST(memory_bad_arguments) {
   atomic_store(&values_freed, 0);
   jit_cache_t* c = jit_cache_new();
-  CHECK(jit_cache_put(c, hash_of("a"), NULL, new_int(1), free_value) == UJ_ERR_INVALID);
-  CHECK(jit_cache_put(NULL, hash_of("a"), "a", new_int(1), free_value) == UJ_ERR_INVALID);
+  CHECK(jit_cache_put(c, hash_of("a"), NULL, new_int(1), free_value, 0) == UJ_ERR_INVALID);
+  CHECK(jit_cache_put(NULL, hash_of("a"), "a", new_int(1), free_value, 0) == UJ_ERR_INVALID);
   CHECK(atomic_load(&values_freed) == 2); /* ownership passes even on failure */
-  CHECK(jit_cache_get(c, hash_of("a"), NULL) == NULL);
-  CHECK(jit_cache_get(NULL, hash_of("a"), "a") == NULL);
+  CHECK(peek(c, hash_of("a"), NULL) == NULL);
+  CHECK(peek(NULL, hash_of("a"), "a") == NULL);
   /* A NULL destructor: the value is not the cache's to free. */
   static int static_value = 7;
-  CHECK(jit_cache_put(c, hash_of("s"), "s", &static_value, NULL) == UJ_OK);
-  CHECK(jit_cache_get(c, hash_of("s"), "s") == &static_value);
+  CHECK(jit_cache_put(c, hash_of("s"), "s", &static_value, NULL, 0) == UJ_OK);
+  CHECK(peek(c, hash_of("s"), "s") == &static_value);
   jit_cache_free(c);
   jit_cache_free(NULL);
 }
@@ -181,18 +193,18 @@ TEST(memory_bad_arguments) {
 TEST(memory_collision_is_a_miss) {
   jit_cache_t* c = jit_cache_new();
   ir_hash_t same = {0x1234, 0x5678};
-  CHECK(jit_cache_put(c, same, "kernel one", new_int(1), free_value) == UJ_OK);
-  CHECK(jit_cache_get(c, same, "kernel two") == NULL);
-  CHECK(jit_cache_get(c, same, "kernel one ") == NULL); /* a prefix is not equal */
-  CHECK(jit_cache_get(c, same, "kernel on") == NULL);
-  CHECK(jit_cache_put(c, same, "kernel two", new_int(2), free_value) == UJ_OK);
-  int* one = jit_cache_get(c, same, "kernel one");
-  int* two = jit_cache_get(c, same, "kernel two");
+  CHECK(jit_cache_put(c, same, "kernel one", new_int(1), free_value, 0) == UJ_OK);
+  CHECK(peek(c, same, "kernel two") == NULL);
+  CHECK(peek(c, same, "kernel one ") == NULL); /* a prefix is not equal */
+  CHECK(peek(c, same, "kernel on") == NULL);
+  CHECK(jit_cache_put(c, same, "kernel two", new_int(2), free_value, 0) == UJ_OK);
+  int* one = peek(c, same, "kernel one");
+  int* two = peek(c, same, "kernel two");
   CHECK(one && *one == 1);
   CHECK(two && *two == 2);
   /* Same text, different hash: also a different key. */
   ir_hash_t other = {0x1234, 0x5679};
-  CHECK(jit_cache_get(c, other, "kernel one") == NULL);
+  CHECK(peek(c, other, "kernel one") == NULL);
   jit_cache_free(c);
 }
 
@@ -210,7 +222,7 @@ TEST(memory_many_entries) {
       snprintf(prev, sizeof prev, "kernel %d", i - 1);
       h = hash_of(prev);
     }
-    CHECK(jit_cache_put(c, h, text, new_int(i), free_value) == UJ_OK);
+    CHECK(jit_cache_put(c, h, text, new_int(i), free_value, 0) == UJ_OK);
   }
   int bad = 0;
   for (int i = 0; i < N; i++) {
@@ -221,7 +233,7 @@ TEST(memory_many_entries) {
       snprintf(prev, sizeof prev, "kernel %d", i - 1);
       h = hash_of(prev);
     }
-    int* v = jit_cache_get(c, h, text);
+    int* v = peek(c, h, text);
     if (!v || *v != i) bad++;
   }
   CHECK(bad == 0);
@@ -246,12 +258,13 @@ static void* cache_worker(void* arg) {
     int id = (round * (w->thread * 2 + 1) + w->thread * 37) % 500;
     snprintf(text, sizeof text, "shared kernel %d", id);
     ir_hash_t h = hash_of(text);
-    int* v = jit_cache_get(w->cache, h, text);
+    int* v = peek(w->cache, h, text);
     if (!v) {
-      void* resident = NULL;
-      if (jit_cache_insert(w->cache, h, text, new_int(id), free_value, &resident) != UJ_OK || !resident ||
-          *(int*)resident != id)
+      jit_cache_entry_t* resident = NULL;
+      if (jit_cache_insert(w->cache, h, text, new_int(id), free_value, 0, &resident) != UJ_OK || !resident ||
+          *(int*)jit_cache_value(resident) != id)
         w->wrong++;
+      jit_cache_release(w->cache, resident);
     } else if (*v != id) {
       w->wrong++;
     }
@@ -704,7 +717,7 @@ TEST(cache_stats_text) {
   temp_dir_open(&t, NULL);
   char payload_path[4096], meta_path[4096];
   jit_cache_t* c = cache_with_entry(payload_path, meta_path);
-  CHECK(jit_cache_get(c, hash_of("x"), "x") == NULL);
+  CHECK(peek(c, hash_of("x"), "x") == NULL);
   char loaded[4096];
   CHECK(load_copy(c, hash_of(key_one), key_one, "so", loaded, sizeof loaded, NULL) == UJ_OK);
   rt_buf_t out = {0};

@@ -370,9 +370,10 @@ TEST(gpu_hand_built_blocks) {
     dev[t] = host[t];
     dev[t].data = gpu[t].data;
   }
-  const jit_cuda_kernel_t* k = NULL;
+  jit_cache_entry_t* k = NULL;
   uj_status_t s = jit_cuda_get(ctx, js, f, NULL, &k);
-  if (s == UJ_OK) s = jit_cuda_launch(ctx, k, f, dev, NULL);
+  if (s == UJ_OK) s = jit_cuda_launch(ctx, jit_cache_value(k), f, dev, NULL);
+  jit_cache_release(js->cache, k);
   if (s == UJ_OK) s = uj_ctx_synchronize(ctx);
   if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
   CHECK(s == UJ_OK);

@@ -155,14 +155,18 @@ struct uj_program {
   ir_func_t* raw[2];   /* by uj_pass_t: as emitted; NULL when that pass is absent */
   ir_func_t* opt[2];   /* after the pass pipeline */
   /* the last compiled kernel per pass, for the JIT state `state` and these
-   * $param values: a repeated call skips building the cache key */
+   * $param values: a repeated call skips building the cache key. It names
+   * the kernel's entry in the state's memory cache (by the key's hash and
+   * the entry's serial, never reused) without holding it: once the cache
+   * evicts the entry, the memo misses rather than dangles */
   pthread_mutex_t memo_lock;
   struct {
     uint64_t state;
     int engine;             /* uj_engine_t that compiled it */
     const ir_func_t* func;  /* raw or optimized: the passes can be switched off */
     int64_t* params;
-    void* kernel;
+    ir_hash_t key;
+    uint64_t serial;        /* 0: nothing remembered */
   } memo[2];
   /* ir_alias_safe(func, in, out) by [in * ntensors + out]: -1 not yet
    * asked; an in-place call asks on every run, and the answer depends on

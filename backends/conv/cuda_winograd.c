@@ -73,7 +73,8 @@ static uj_status_t filter_transform(const jit_cuda_source_t* mod, const bk_conv_
   return jit_cuda_source_launch(mod, BK_WINO2_FILTER, grid, THREADS, args);
 }
 
-static uj_status_t run(const bk_conv_call_t* call) {
+/* The call with the kernels' module in hand. */
+static uj_status_t run_with(const bk_conv_call_t* call, const jit_cuda_source_t* mod) {
   const bk_conv_problem_t* p = call->p;
   rt_cuda_ctx_t* cc;
   uj_status_t s = rt_cuda_ctx_get(call->ctx, &cc);
@@ -88,9 +89,6 @@ static uj_status_t run(const bk_conv_call_t* call) {
   if (!rt_mul_i64(16 * 4, T, &v_bytes) || !rt_mul_i64(v_bytes, C, &v_bytes) || !rt_mul_i64(16 * 4, T, &m_bytes) ||
       !rt_mul_i64(m_bytes, K, &m_bytes) || !rt_mul_i64(16 * 4 * C, K, &u_bytes))
     return rt_error(UJ_ERR_SHAPE, "backend cuda_winograd: the transformed tensors' sizes overflow");
-  const jit_cuda_source_t* mod;
-  if ((s = jit_cuda_source_get(call->ctx, bk_cuda_wino_source, bk_cuda_wino_names, BK_WINO2_NKERNELS, &mod)) != UJ_OK)
-    return s;
 
   /* U: kept under the filter key, or made for this call */
   bk_conv_filter_t* kept = bk_conv_filter_find(call->state, &bk_conv_cuda_winograd, p, 0);
@@ -150,6 +148,20 @@ static uj_status_t run(const bk_conv_call_t* call) {
     if (s == UJ_OK) s = f;
   }
   if (kept) bk_conv_filter_release(call->state, kept);
+  return s;
+}
+
+/* The module is held for the call only, not kept in the backend's state:
+ * the context's memory cache may evict it afterwards, and unloads it once
+ * the launches queued here have run. */
+static uj_status_t run(const bk_conv_call_t* call) {
+  const jit_cuda_source_t* mod;
+  jit_cache_entry_t* ref;
+  uj_status_t s =
+      jit_cuda_source_get(call->ctx, bk_cuda_wino_source, bk_cuda_wino_names, BK_WINO2_NKERNELS, &mod, &ref);
+  if (s != UJ_OK) return s;
+  s = run_with(call, mod);
+  jit_cuda_source_release(call->ctx, ref);
   return s;
 }
 
