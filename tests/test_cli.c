@@ -456,6 +456,149 @@ TEST(run_check_special_values) {
   result_free(&r);
 }
 
+/* ---- help, version and usage errors ------------------------------------------------------- */
+
+/* Every environment variable the library or the tool reads (grep getenv). */
+static const char* const env_names[] = {
+    "UOPJIT_ENGINE",      "UOPJIT_THREADS",      "UOPJIT_CACHE",         "UOPJIT_CACHE_DIR",
+    "XDG_CACHE_HOME",     "UOPJIT_MIR_LEVEL",    "UOPJIT_CC",            "TMPDIR",
+    "UOPJIT_DEBUG",       "UOPJIT_NVRTC",        "UOPJIT_CUDA_DEVICE",   "UOPJIT_CONV_ISA",
+    "UOPJIT_CONV_BACKEND", "UOPJIT_CACHE_MEMORY_LIMIT", "UOPJIT_CACHE_DISK_LIMIT"};
+
+static const char* const command_names[] = {"info", "demo", "run", "dump", "aot", "cache", "conv"};
+
+TEST(help_lists_commands_and_every_variable) {
+  NEED_CLI();
+  static const char* const forms[] = {"--help", "-h", "help"};
+  for (int f = 0; f < 3; f++) {
+    result_t r = run_cli(forms[f], NULL);
+    if (r.status != 0) result_show(forms[f], &r);
+    CHECK(r.status == 0);
+    for (size_t i = 0; i < sizeof command_names / sizeof command_names[0]; i++) {
+      char line[32];
+      snprintf(line, sizeof line, "\n  %s ", command_names[i]);
+      CHECK(strstr(r.out, line) != NULL);
+    }
+    for (size_t i = 0; i < sizeof env_names / sizeof env_names[0]; i++) {
+      if (!strstr(r.out, env_names[i])) printf("  %s: %s is not documented\n", forms[f], env_names[i]);
+      CHECK(strstr(r.out, env_names[i]) != NULL);
+    }
+    result_free(&r);
+  }
+}
+
+TEST(version_is_the_library_version) {
+  NEED_CLI();
+  result_t r = run_cli("--version", NULL);
+  CHECK(r.status == 0);
+  char expected[64];
+  snprintf(expected, sizeof expected, "uopjit %s\n", UJ_VERSION);
+  CHECK(strcmp(r.out, expected) == 0);
+  result_free(&r);
+  r = run_cli("info", NULL);
+  CHECK(r.status == 0);
+  CHECK(strncmp(r.out, expected, strlen(expected)) == 0);
+  result_free(&r);
+}
+
+/* `help CMD` and `CMD --help` print the same text: the command's usage,
+ * each option it takes and the variables that affect it. */
+TEST(help_of_every_command) {
+  NEED_CLI();
+  static const struct {
+    const char* command;
+    const char* options;   /* space-separated, each must be in the help */
+    const char* variables; /* space-separated */
+  } expect[] = {
+      {"info", "", "UOPJIT_ENGINE UOPJIT_CC UOPJIT_NVRTC UOPJIT_CUDA_DEVICE"},
+      {"demo", "", "UOPJIT_DEBUG"},
+      {"run", "--shape --dtype --scalar --engine --repeat --seed --check",
+       "UOPJIT_ENGINE UOPJIT_THREADS UOPJIT_CACHE UOPJIT_CACHE_DIR UOPJIT_CACHE_MEMORY_LIMIT UOPJIT_CACHE_DISK_LIMIT "
+       "UOPJIT_MIR_LEVEL UOPJIT_CC UOPJIT_DEBUG UOPJIT_NVRTC UOPJIT_CUDA_DEVICE"},
+      {"dump", "--ir-raw --ir --c --mir --cuda --shape --dtype --scalar", "UOPJIT_DEBUG"},
+      {"aot", "-o --output --shape --dtype --scalar", "UOPJIT_DEBUG"},
+      {"cache", "stats list clear", "UOPJIT_CACHE UOPJIT_CACHE_DIR UOPJIT_CACHE_DISK_LIMIT"},
+      {"conv",
+       "--n --hw --h --w --c --k --kernel --stride --pad --bias --backend --op --dtype --engine --cache-filter "
+       "--repeat --seed --check",
+       "UOPJIT_ENGINE UOPJIT_THREADS UOPJIT_CONV_BACKEND UOPJIT_CONV_ISA UOPJIT_CACHE_DIR"},
+  };
+  CHECK(sizeof expect / sizeof expect[0] == sizeof command_names / sizeof command_names[0]);
+  for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
+    result_t by_help = run_cli("help", expect[i].command, NULL);
+    result_t by_flag = run_cli(expect[i].command, "--help", NULL);
+    if (by_help.status != 0 || by_flag.status != 0) {
+      result_show("help CMD", &by_help);
+      result_show("CMD --help", &by_flag);
+    }
+    CHECK(by_help.status == 0 && by_flag.status == 0);
+    CHECK(strcmp(by_help.out, by_flag.out) == 0);
+    char usage[64];
+    snprintf(usage, sizeof usage, "usage: uopjit %s", expect[i].command);
+    CHECK(strncmp(by_help.out, usage, strlen(usage)) == 0);
+    CHECK(strstr(by_help.out, "\nenvironment:\n") != NULL);
+    const char* lists[2] = {expect[i].options, expect[i].variables};
+    for (int l = 0; l < 2; l++)
+      for (const char* w = lists[l]; *w;) {
+        size_t len = strcspn(w, " ");
+        char word[48];
+        snprintf(word, sizeof word, "%.*s", (int)len, w);
+        if (!strstr(by_help.out, word)) printf("  help %s lacks %s\n", expect[i].command, word);
+        CHECK(strstr(by_help.out, word) != NULL);
+        w += len + (w[len] == ' ');
+      }
+    result_free(&by_help);
+    result_free(&by_flag);
+  }
+  /* --help wins wherever it stands, even after a program */
+  result_t r = run_cli("run", "y = x * 2", "--shape", "4", "--help", NULL);
+  CHECK(r.status == 0 && strncmp(r.out, "usage: uopjit run", 17) == 0);
+  result_free(&r);
+}
+
+TEST(unknown_command_or_option_points_to_help) {
+  NEED_CLI();
+  static const char* const cases[][3] = {{"bogus", NULL, NULL},          {"--bogus", NULL, NULL},
+                                         {"help", "bogus", NULL},        {"run", "y = x", "--bogus"},
+                                         {"dump", "--bogus", "y = x"},   {"aot", "y = x", "--engine=c"},
+                                         {"conv", "--bogus", NULL},      {"info", "extra", NULL},
+                                         {"demo", "extra", NULL},        {"cache", "stats", "extra"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    result_t r = run_cli(cases[i][0], cases[i][1], cases[i][2], NULL);
+    if (r.status != 2 || !strstr(r.err, "--help")) result_show(cases[i][0], &r);
+    CHECK(r.status == 2);
+    CHECK(strstr(r.err, "--help") != NULL);
+    CHECK(r.out[0] == '\0');
+    result_free(&r);
+  }
+  /* no arguments: the usage, on stderr, and bad usage */
+  result_t r = run_cli(NULL);
+  CHECK(r.status == 2);
+  CHECK(strstr(r.err, "usage: uopjit") != NULL);
+  result_free(&r);
+}
+
+TEST(run_engine_defaults_to_the_environment) {
+  NEED_CLI();
+  setenv("UOPJIT_ENGINE", "interp", 1);
+  result_t r = run_cli("run", "y = x * 2", "--shape", "16", "--repeat", "1", NULL);
+  CHECK(r.status == 0);
+  CHECK(strncmp(r.out, "engine interp,", 14) == 0);
+  result_free(&r);
+  unsetenv("UOPJIT_ENGINE");
+  /* --engine overrides it: auto is what a context picks by itself */
+  uj_ctx_t* ctx = uj_ctx_new();
+  char expected[64];
+  snprintf(expected, sizeof expected, "engine %s,", ctx ? uj_engine_name(uj_ctx_engine(ctx)) : "?");
+  uj_ctx_free(ctx);
+  setenv("UOPJIT_ENGINE", "interp", 1);
+  r = run_cli("run", "y = x * 2", "--shape", "16", "--repeat", "1", "--engine", "auto", NULL);
+  CHECK(r.status == 0);
+  CHECK(strncmp(r.out, expected, strlen(expected)) == 0);
+  result_free(&r);
+  unsetenv("UOPJIT_ENGINE");
+}
+
 /* ---- the GPU side ------------------------------------------------------------------------ */
 
 TEST(dump_cuda_needs_no_gpu) {

@@ -25,12 +25,22 @@ int cli_cmd_aot(int argc, char** argv);   /* cli_aot.c */
 int cli_cmd_cache(int argc, char** argv); /* cli_cache.c */
 int cli_cmd_conv(int argc, char** argv);  /* cli_conv.c */
 
+/* ---- help (cli_help.c) ------------------------------------------------------------------ */
+
+/* The version the tool reports (--version, info). */
+const char* cli_version(void);
+/* The commands, the options common to all, and every environment variable. */
+void cli_print_usage(FILE* out);
+/* The help of one command: usage, options, the environment variables that
+ * affect it. 0 when there is no such command. */
+int cli_print_command_help(FILE* out, const char* command);
+
 /* ---- reporting -------------------------------------------------------------------------- */
 
 /* Prints a failed API call as "uopjit: STATUS: detail" and returns 1. */
 int cli_report(uj_status_t s);
-/* Prints "uopjit CMD: WHAT "ARG"" (ARG may be NULL) and a pointer to the
- * usage, and returns 2. */
+/* Prints "uopjit CMD: WHAT "ARG"" (ARG may be NULL) and a pointer to
+ * `uopjit CMD --help`, and returns 2. */
 int cli_usage_error(const char* cmd, const char* what, const char* arg);
 /* Says that engine e cannot be used here, with the library's reason;
  * returns 1. */
@@ -70,6 +80,7 @@ typedef struct {
   int specialized;     /* --shape, --scalar or --dtype was given */
   /* run */
   uj_engine_t engine;
+  int engine_given; /* else the context's default: UOPJIT_ENGINE, else auto */
   int repeat;
   uint64_t seed;
   int check;

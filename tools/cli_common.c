@@ -15,7 +15,7 @@ int cli_report(uj_status_t s) {
 
 int cli_usage_error(const char* cmd, const char* what, const char* arg) {
   fprintf(stderr, "uopjit %s: %s%s%s%s\n", cmd, what, arg ? " \"" : "", arg ? arg : "", arg ? "\"" : "");
-  fprintf(stderr, "run `uopjit` without arguments for the usage\n");
+  fprintf(stderr, "see `uopjit %s --help`\n", cmd);
   return 2;
 }
 
@@ -127,6 +127,7 @@ static int set_value(const char* cmd, const char* name, const char* value, cli_o
   } else if (!strcmp(name, "--engine")) {
     if (!parse_engine(value, &o->engine))
       return cli_usage_error(cmd, "--engine wants auto, interp, mir, c or cuda, got", value);
+    o->engine_given = 1;
   } else if (!strcmp(name, "--repeat")) {
     long v = strtol(value, &end, 10);
     if (*value < '0' || *value > '9' || *end || v < 1 || v > 1000000)

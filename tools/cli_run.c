@@ -303,9 +303,9 @@ static int run_main(run_t* r, const cli_options_t* o) {
   if (rc) return rc;
   uj_status_t s;
   if (!(r->ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
-  if ((s = uj_ctx_set_engine(r->ctx, o->engine)) != UJ_OK) return cli_report(s);
+  if (o->engine_given && (s = uj_ctx_set_engine(r->ctx, o->engine)) != UJ_OK) return cli_report(s);
   if ((s = io_make(&r->io, r->program, o)) != UJ_OK) return cli_report(s);
-  if (o->engine == UJ_ENGINE_CUDA && (s = io_make_device(&r->dev, r->program, &r->io, r->ctx)) != UJ_OK)
+  if (uj_ctx_engine(r->ctx) == UJ_ENGINE_CUDA && (s = io_make_device(&r->dev, r->program, &r->io, r->ctx)) != UJ_OK)
     return cli_report(s);
   printf("engine %s, %s, ", uj_engine_name(uj_ctx_engine(r->ctx)), uj_dtype_name(o->dtype));
   print_io(stdout, r->program, &r->io);
