@@ -456,6 +456,125 @@ TEST(run_check_special_values) {
   result_free(&r);
 }
 
+/* ---- per-input shapes and dtypes ---------------------------------------------------------- */
+
+/* The CPU engines this build and machine have, by name. */
+static int cpu_engines(const char* names[3]) {
+  static const uj_engine_t engines[3] = {UJ_ENGINE_INTERP, UJ_ENGINE_MIR, UJ_ENGINE_C};
+  uj_ctx_t* ctx = uj_ctx_new();
+  int n = 0;
+  for (int i = 0; i < 3; i++)
+    if (ctx && uj_engine_available(ctx, engines[i])) names[n++] = uj_engine_name(engines[i]);
+  uj_ctx_free(ctx);
+  return n;
+}
+
+TEST(run_broadcasts_per_input_shapes) {
+  NEED_CLI();
+  const char* engines[3];
+  int n = cpu_engines(engines);
+  CHECK(n >= 1);
+  for (int e = 0; e < n; e++) {
+    /* a row vector and a scalar */
+    result_t r = run_cli("run", "y = max(x + b, 0) * s", "--shape", "x=64,130", "--shape", "b=130", "--scalar", "s",
+                         "--check", "--engine", engines[e], NULL);
+    if (r.status != 0 || !strstr(r.out, "check: ok")) result_show(engines[e], &r);
+    CHECK(r.status == 0 && strstr(r.out, "check: ok") != NULL);
+    CHECK(strstr(r.out, "inputs x[64,130] b[130] s[], outputs y[64,130]") != NULL);
+    result_free(&r);
+    /* a column beside the default shape for the others, in the = form */
+    r = run_cli("run", "y = x * c - z", "--shape=c=64,1", "--shape", "64,130", "--check", "--engine", engines[e], NULL);
+    if (r.status != 0 || !strstr(r.out, "check: ok")) result_show(engines[e], &r);
+    CHECK(r.status == 0 && strstr(r.out, "check: ok") != NULL);
+    CHECK(strstr(r.out, "inputs x[64,130] c[64,1] z[64,130], outputs y[64,130]") != NULL);
+    result_free(&r);
+  }
+  /* a per-input dtype beside the default one, which the header shows */
+  result_t r = run_cli("run", "y = x * 3 + z", "--dtype", "x=f64", "--shape", "5", "--check", "--engine", "interp", NULL);
+  if (r.status != 0) result_show("--dtype x=f64", &r);
+  CHECK(r.status == 0 && strstr(r.out, "check: ok") != NULL);
+  CHECK(strstr(r.out, "engine interp, f32, inputs x:f64[5] z[5], outputs y:f64[5]") != NULL);
+  result_free(&r);
+  /* the same spec twice is no conflict; sizes that do not broadcast are the
+   * library's shape error, naming both */
+  r = run_cli("run", "y = x + b", "--shape", "b=4", "--shape", "b=4", "--shape", "x=3,4", "--check", NULL);
+  CHECK(r.status == 0);
+  result_free(&r);
+  r = run_cli("run", "y = x + b", "--shape", "x=4", "--shape", "b=5", "--check", NULL);
+  CHECK(r.status == 1);
+  CHECK(strstr(r.err, "UJ_ERR_SHAPE") != NULL && strstr(r.err, "'b'") != NULL);
+  result_free(&r);
+}
+
+TEST(per_input_spec_errors) {
+  NEED_CLI();
+  static const struct {
+    const char* args[6];
+    const char* message; /* a part of what stderr must say */
+  } cases[] = {
+      /* a name that is not an input: named, with the inputs listed */
+      {{"y = x + b", "--shape", "q=4"}, "--shape names \"q\", which is not an input of the program (inputs: x b)"},
+      {{"y = x + b", "--dtype", "zz=f64"}, "--dtype names \"zz\", which is not an input of the program (inputs: x b)"},
+      {{"y = x + b", "--scalar", "b,w"}, "--scalar names \"w\", which is not an input of the program (inputs: x b)"},
+      /* malformed NAME=DIMS */
+      {{"y = x + b", "--shape", "x="}, "--shape wants DIMS or NAME=DIMS"},
+      {{"y = x + b", "--shape", "=4"}, "wants an input's name"},
+      {{"y = x + b", "--shape", "1x=4"}, "wants an input's name"},
+      {{"y = x + b", "--shape", "x=4,,5"}, "got \"x=4,,5\""},
+      {{"y = x + b", "--shape", "x=0"}, "got \"x=0\""},
+      {{"y = x + b", "--shape", "x=1,2,3,4,5,6,7,8,9"}, "1 to 8 sizes"},
+      {{"y = x + b", "--dtype", "x=f16"}, "--dtype wants f32, f64, NAME=f32 or NAME=f64, got \"x=f16\""},
+      {{"y = x + b", "--scalar", "b,"}, "--scalar wants input names"},
+      /* conflicting specs */
+      {{"y = x + b", "--shape", "x=4", "--shape", "x=5"}, "conflicting --shape for input x: 4, then 5"},
+      {{"y = x + b", "--shape", "4", "--shape", "5"}, "conflicting plain --shape: 4, then 5"},
+      {{"y = x + b", "--scalar", "b", "--shape", "b=5"}, "conflicting shapes for input b: 0-d (--scalar), then 5"},
+      {{"y = x + b", "--dtype", "b=f32", "--dtype", "b=f64"}, "conflicting --dtype for input b: f32, then f64"},
+      {{"x: f64; y = x + b", "--dtype", "x=f32"}, "the program declares x: f64, --dtype says f32"},
+  };
+  static const char* const commands[] = {"run", "dump", "aot"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int c = 0; c < 3; c++) {
+      const char* const* a = cases[i].args;
+      const char* out = temp_path("spec.c");
+      result_t r = c == 2 ? run_cli(commands[c], "-o", out, a[0], a[1], a[2], a[3], a[4], a[5], NULL)
+                          : run_cli(commands[c], a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+      if (r.status != 2 || !strstr(r.err, cases[i].message)) {
+        printf("  expected \"%s\"\n", cases[i].message);
+        result_show(commands[c], &r);
+      }
+      CHECK(r.status == 2);
+      CHECK(strstr(r.err, cases[i].message) != NULL);
+      CHECK(!file_exists(out));
+      result_free(&r);
+    }
+}
+
+TEST(aot_names_inputs_and_outputs_in_order) {
+  NEED_CLI();
+  const char* out = temp_path("named.c");
+  result_t r = run_cli("aot", "y = max(x + b, 0) * s; _t = sum(x, -1); m = _t * 2", "--shape", "x=64,130", "--shape",
+                       "b=130", "--scalar", "s", "--dtype", "b=f64", "-o", out, NULL);
+  if (r.status != 0) result_show("aot", &r);
+  CHECK(r.status == 0);
+  char* text = read_whole(out);
+  const char* expected =
+      " * inputs:\n"
+      " *   0 x  f32, rank 2 [n, n]\n"
+      " *   1 b  f64, rank 1 [n]\n"
+      " *   2 s  f32, 0-d\n"
+      " * outputs:\n"
+      " *   0 y  f64, rank 2 [n, n]\n"
+      " *   1 m  f32, rank 2 [n, 1]\n"
+      " */\n";
+  if (!strstr(text, expected)) printf("  got:\n%.600s\n", text);
+  CHECK(strncmp(text, "/* uopjit aot: ", 15) == 0);
+  CHECK(strstr(text, expected) != NULL);
+  CHECK(strstr(text, "int uopjit_kernel_run(") != NULL);
+  free(text);
+  result_free(&r);
+}
+
 /* ---- help, version and usage errors ------------------------------------------------------- */
 
 /* Every environment variable the library or the tool reads (grep getenv). */

@@ -82,17 +82,23 @@ static void print_env(FILE* out, unsigned groups) {
 
 /* The options run, dump and aot share: they pick the inputs. */
 #define INPUT_OPTIONS                                                                    \
-  "  --shape DIMS          the shape of every input, e.g. 1000000 or 64,128 (default\n" \
-  "                        1000000)\n"                                                   \
-  "  --dtype f32|f64       the dtype of every input (default f32; an input the\n"       \
-  "                        program declares, x: f64, keeps its own)\n"                  \
-  "  --scalar NAME[,NAME]  those inputs are 0-d (scalars)\n"
+  "  --shape DIMS          the shape of every input not named otherwise, e.g. 1000000\n" \
+  "                        or 64,128 (default 1000000)\n"                                \
+  "  --shape NAME=DIMS     the shape of input NAME, e.g. b=128 (a row vector beside\n"   \
+  "                        x=64,128) or c=64,1 (a column); repeatable\n"                 \
+  "  --dtype f32|f64       the dtype of every input not named otherwise (default f32;\n" \
+  "                        an input the program declares, x: f64, keeps its own)\n"     \
+  "  --dtype NAME=f32|f64  the dtype of input NAME; repeatable\n"                        \
+  "  --scalar NAME[,NAME]  those inputs are 0-d (scalars); repeatable\n"
 
 /* What the options of run, dump and aot have in common, after them. */
 #define INPUT_NOTES                                                                      \
   "\n"                                                                                   \
-  "Options take their value as --name VALUE or --name=VALUE. A SOURCE that is a bare\n" \
-  "expression, such as '1/(1+exp(-x))', means 'y = EXPR'.\n"
+  "Options take their value as --name VALUE or --name=VALUE. A name that is not an\n"   \
+  "input of the program, one input given two different shapes or dtypes (or a\n"        \
+  "--shape beside --scalar), or a dtype other than the one the program declares are\n"  \
+  "errors (exit status 2). A SOURCE that is a bare expression, such as\n"               \
+  "'1/(1+exp(-x))', means 'y = EXPR'.\n"
 
 static const struct {
   const char* name;
@@ -134,7 +140,7 @@ static const struct {
      "  --check               compare with the interpreter in f64 instead of timing\n" INPUT_NOTES
      "\n"
      "e.g. uopjit run --check '1/(1+exp(-(a*x+b)))' --scalar a,b\n"
-     "     uopjit run 'y = x * 2' --shape 64,128 --engine c\n",
+     "     uopjit run 'y = max(x + b, 0) * s' --shape x=64,130 --shape b=130 --scalar s --check\n",
      ENV_ALL & ~ENV_CONV},
     {"dump", "the loop IR or engine code of an expression-language program",
      "usage: uopjit dump [--ir-raw | --ir | --c | --mir | --cuda] 'SOURCE' [options]\n"
@@ -152,7 +158,8 @@ static const struct {
      "\n"
      "Writes FILE, a C file that needs only the C library, with the entry points\n"
      "uopjit_kernel_run and uopjit_kernel_output_dims (see UJ_DUMP_C_AOT in\n"
-     "uopjit.h). The inputs have the\n"
+     "uopjit.h). Its first comment lists the inputs and outputs in the order the\n"
+     "entry points take them, with their dtypes and ranks. The inputs have the\n"
      "ranks, dtypes and size-1 axes the options give (default: rank 1, f32); sizes\n"
      "are run-time arguments. FILE is replaced whole or not at all.\n"
      "\n"

@@ -94,20 +94,18 @@ static double scalar_value(const char* name, uint64_t* state) {
 }
 
 /* Seeded inputs in [0.5, 1.5) (safe for log, sqrt and division), of the
- * options' shape and dtype; --scalar inputs are 0-d. Then the outputs, in
- * the shapes and dtypes the program infers. */
-static uj_status_t io_make(io_t* io, uj_program_t* p, const cli_options_t* o) {
+ * shapes and dtypes the options give each (cli_resolve_inputs). Then the
+ * outputs, in the shapes and dtypes the program infers. */
+static uj_status_t io_make(io_t* io, uj_program_t* p, const cli_input_t* inputs, uint64_t seed) {
   if (io_alloc(io, p) != UJ_OK) return UJ_ERR_OOM;
-  uint64_t state = o->seed;
+  uint64_t state = seed;
   for (int i = 0; i < io->nin; i++) {
     const char* name = uj_program_io_name(p, 0, i);
     uj_tensor_t* t = &io->in[i];
-    if (!uj_program_input_dtype(p, i, &t->dtype)) t->dtype = o->dtype;
+    t->dtype = inputs[i].dtype;
     t->device = UJ_CPU;
-    if (!cli_in_list(o->scalars, name)) {
-      t->ndim = o->ndim;
-      memcpy(t->dims, o->dims, sizeof o->dims);
-    }
+    t->ndim = inputs[i].ndim;
+    memcpy(t->dims, inputs[i].dims, sizeof(int64_t) * (size_t)t->ndim);
     t->data = malloc(tensor_bytes(t));
     if (!t->data) return UJ_ERR_OOM;
     int64_t n = numel(t);
@@ -175,22 +173,24 @@ static int compare_doubles(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-static void print_io(FILE* out, const uj_program_t* p, const io_t* io) {
-  fprintf(out, "inputs");
-  for (int i = 0; i < io->nin; i++) {
-    fprintf(out, " %s", uj_program_io_name(p, 0, i));
-    cli_print_dims(out, io->in[i].ndim, io->in[i].dims);
-  }
-  fprintf(out, ", outputs");
-  for (int i = 0; i < io->nout; i++) {
-    fprintf(out, " %s", uj_program_io_name(p, 1, i));
-    cli_print_dims(out, io->out[i].ndim, io->out[i].dims);
+/* "inputs x[64,130] b[130] s[], outputs y[64,130]"; a tensor whose dtype
+ * is not the default one says so: "x:f64[3]". */
+static void print_io(FILE* out, const uj_program_t* p, const io_t* io, uj_dtype_t default_dtype) {
+  for (int is_out = 0; is_out < 2; is_out++) {
+    fprintf(out, "%s", is_out ? ", outputs" : "inputs");
+    for (int i = 0; i < (is_out ? io->nout : io->nin); i++) {
+      const uj_tensor_t* t = is_out ? &io->out[i] : &io->in[i];
+      fprintf(out, " %s", uj_program_io_name(p, is_out, i));
+      if (t->dtype != default_dtype) fprintf(out, ":%s", uj_dtype_name(t->dtype));
+      cli_print_dims(out, t->ndim, t->dims);
+    }
   }
 }
 
 /* Everything `run` allocates. */
 typedef struct {
   uj_program_t* program;
+  cli_input_t* inputs; /* the shape and dtype of each input */
   uj_ctx_t *ctx, *ref_ctx;
   io_t io, ref;
   io_t dev;     /* --engine cuda: the tensors the program runs on */
@@ -207,6 +207,7 @@ static uj_status_t run_once(run_t* r) {
 
 static void run_release(run_t* r) {
   uj_program_free(r->program);
+  free(r->inputs);
   io_release(&r->dev); /* before its context */
   uj_ctx_free(r->ctx);
   uj_ctx_free(r->ref_ctx);
@@ -254,7 +255,7 @@ static double relative_error(double got, double want) {
 
 /* Runs the chosen engine in the chosen dtype and the interpreter in f64 on
  * the same input values, and compares every output. */
-static int run_check(run_t* r, const cli_options_t* o) {
+static int run_check(run_t* r) {
   uj_status_t s = run_once(r);
   for (int i = 0; s == UJ_OK && r->dev.ctx && i < r->io.nout; i++) s = uj_tensor_copy(r->ctx, &r->io.out[i], &r->dev.out[i]);
   if (s != UJ_OK) return cli_report(s);
@@ -268,7 +269,7 @@ static int run_check(run_t* r, const cli_options_t* o) {
     if (t.ndim != r->io.out[i].ndim || memcmp(t.dims, r->io.out[i].dims, sizeof t.dims[0] * (size_t)t.ndim)) {
       printf("check: FAILED output %s has shape ", uj_program_io_name(r->program, 1, i));
       cli_print_dims(stdout, r->io.out[i].ndim, r->io.out[i].dims);
-      printf(" in %s but ", uj_dtype_name(o->dtype));
+      printf(" in %s but ", uj_dtype_name(r->io.out[i].dtype));
       cli_print_dims(stdout, t.ndim, t.dims);
       printf(" in f64\n");
       return 1;
@@ -277,10 +278,10 @@ static int run_check(run_t* r, const cli_options_t* o) {
   s = uj_program_run(r->ref_ctx, r->program, UJ_FORWARD, r->ref.in_ptr, r->ref.nin, NULL, 0, r->ref.out_ptr,
                      r->ref.nout);
   if (s != UJ_OK) return cli_report(s);
-  double tol = o->dtype == UJ_F64 ? CHECK_TOL_F64 : CHECK_TOL_F32;
   double max_rel_err = 0;
   for (int i = 0; i < r->io.nout; i++) {
     const uj_tensor_t *got = &r->io.out[i], *want = &r->ref.out[i];
+    double tol = got->dtype == UJ_F64 ? CHECK_TOL_F64 : CHECK_TOL_F32;
     for (int64_t k = 0, n = numel(got); k < n; k++) {
       double a = get(got, k), b = get(want, k);
       double err = relative_error(a, b);
@@ -299,19 +300,19 @@ static int run_check(run_t* r, const cli_options_t* o) {
 }
 
 static int run_main(run_t* r, const cli_options_t* o) {
-  int rc = cli_load_program("run", o, &r->program);
+  int rc = cli_load_program("run", o, &r->program, &r->inputs);
   if (rc) return rc;
   uj_status_t s;
   if (!(r->ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
   if (o->engine_given && (s = uj_ctx_set_engine(r->ctx, o->engine)) != UJ_OK) return cli_report(s);
-  if ((s = io_make(&r->io, r->program, o)) != UJ_OK) return cli_report(s);
+  if ((s = io_make(&r->io, r->program, r->inputs, o->seed)) != UJ_OK) return cli_report(s);
   if (uj_ctx_engine(r->ctx) == UJ_ENGINE_CUDA && (s = io_make_device(&r->dev, r->program, &r->io, r->ctx)) != UJ_OK)
     return cli_report(s);
-  printf("engine %s, %s, ", uj_engine_name(uj_ctx_engine(r->ctx)), uj_dtype_name(o->dtype));
-  print_io(stdout, r->program, &r->io);
+  printf("engine %s, %s, ", uj_engine_name(uj_ctx_engine(r->ctx)), uj_dtype_name(o->inputs.all.dtype));
+  print_io(stdout, r->program, &r->io, o->inputs.all.dtype);
   printf("\n");
   fflush(stdout);
-  return o->check ? run_check(r, o) : run_timing(r, o);
+  return o->check ? run_check(r) : run_timing(r, o);
 }
 
 int cli_cmd_run(int argc, char** argv) {
