@@ -135,10 +135,18 @@ int cli_parse_options(const char* cmd, int argc, char** argv, unsigned accepted,
 /* Parses the options' source (a bare expression such as '1/(1+exp(-x))' is
  * taken as 'y = EXPR'), checks that every name in --shape, --dtype and
  * --scalar is an input and resolves each input's shape and dtype into
- * *inputs (malloc'ed, one per input; the caller frees it). Returns 0 with
- * *p set, or the exit status after printing the problem (*p and *inputs
- * are then NULL). */
-int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p, cli_input_t** inputs);
+ * *inputs (malloc'ed, one per input; the caller frees it). parsed, when
+ * not NULL, receives the text that parsed (the source, or 'y = ' and the
+ * source; malloc'ed). Returns 0 with *p set, or the exit status after
+ * printing the problem (*p, *inputs and *parsed are then NULL). */
+int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p, cli_input_t** inputs,
+                     char** parsed);
+
+/* The magnitude form of a source that parsed, for the error bound of a
+ * reduction (see cli_magnitude.c): every sum(E...) and mean(E...) becomes
+ * sum(abs(E)...), mean(abs(E)...). *reductions receives how many calls
+ * were rewritten. malloc'ed; NULL when out of memory. */
+char* cli_magnitude_source(const char* source, int* reductions);
 
 /* Makes a parsed program build the uop program for these inputs (their
  * dtypes, ranks and size-1 axes) without running it, so that

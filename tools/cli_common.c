@@ -170,10 +170,11 @@ static int error_position(const char* message, int* line, int* column, const cha
  * taken as 'y = EXPR'. When neither parses, the error reported is the one
  * that got further into the text: "expected a name at the start of a
  * statement" says little about '1/(1+', its wrapped form's error does. */
-static uj_status_t parse_source(const char* source, uj_program_t** p) {
+static uj_status_t parse_source(const char* source, uj_program_t** p, char** parsed) {
   static const char prefix[] = "y = ";
   const int prefix_len = (int)sizeof prefix - 1;
   uj_status_t s = uj_program_parse(source, p);
+  if (s == UJ_OK && parsed && !(*parsed = strdup(source))) s = UJ_ERR_OOM;
   if (s != UJ_ERR_PARSE) {
     if (s != UJ_OK) cli_report(s);
     return s;
@@ -191,6 +192,10 @@ static uj_status_t parse_source(const char* source, uj_program_t** p) {
   memcpy(wrapped + prefix_len, source, len + 1);
   if (uj_program_parse(wrapped, p) == UJ_OK) {
     s = UJ_OK;
+    if (parsed) {
+      *parsed = wrapped;
+      wrapped = NULL;
+    }
   } else {
     int line0, column0, line1, column1;
     const char *rest0, *rest1;
@@ -208,10 +213,12 @@ static uj_status_t parse_source(const char* source, uj_program_t** p) {
   return s;
 }
 
-int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p, cli_input_t** inputs) {
+int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p, cli_input_t** inputs,
+                     char** parsed) {
   *p = NULL;
   *inputs = NULL;
-  if (parse_source(o->source, p) != UJ_OK) return 1;
+  if (parsed) *parsed = NULL;
+  if (parse_source(o->source, p, parsed) != UJ_OK) return 1;
   int rc = cli_check_input_names(cmd, *p, &o->inputs);
   if (!rc && !(*inputs = calloc((size_t)uj_program_io_count(*p, 0) + 1, sizeof **inputs))) rc = cli_report(UJ_ERR_OOM);
   if (!rc) rc = cli_resolve_inputs(cmd, *p, &o->inputs, *inputs);
@@ -220,6 +227,10 @@ int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p, 
     free(*inputs);
     *p = NULL;
     *inputs = NULL;
+    if (parsed) {
+      free(*parsed);
+      *parsed = NULL;
+    }
   }
   return rc;
 }
@@ -325,7 +336,7 @@ int cli_program_text(const char* cmd, const cli_options_t* o, uj_dump_t what, in
   uj_ctx_t* ctx = NULL;
   char *dump = NULL, *comment = NULL;
   *text = NULL;
-  int rc = cli_load_program(cmd, o, &p, &inputs);
+  int rc = cli_load_program(cmd, o, &p, &inputs, NULL);
   uj_status_t s = UJ_OK;
   if (!rc && (always_specialize || o->inputs.specialized) && (s = cli_specialize(p, inputs)) != UJ_OK) rc = cli_report(s);
   if (!rc && what == UJ_DUMP_C_AOT && !(comment = io_comment(p, inputs, &s))) rc = cli_report(s);
