@@ -111,9 +111,9 @@ static cli_input_spec_t* named_spec(const char* cmd, cli_inputs_t* in, const cha
 static int set_shape(const char* cmd, cli_input_spec_t* s, int ndim, const int64_t* dims, int is_scalar) {
   cli_input_spec_t now = *s;
   now.ndim = ndim, now.is_scalar = is_scalar;
-  memcpy(now.dims, dims, sizeof(int64_t) * (size_t)ndim);
+  for (int d = 0; d < ndim; d++) now.dims[d] = dims[d]; /* dims is NULL for a scalar */
   if (s->has_shape &&
-      (s->is_scalar != is_scalar || s->ndim != ndim || memcmp(s->dims, dims, sizeof(int64_t) * (size_t)ndim) != 0)) {
+      (s->is_scalar != is_scalar || s->ndim != ndim || memcmp(s->dims, now.dims, sizeof(int64_t) * (size_t)ndim) != 0)) {
     char was[160], then[160];
     return conflict(cmd, s, s->is_scalar || is_scalar ? "shapes" : "--shape", spec_shape_text(s, was, sizeof was),
                     spec_shape_text(&now, then, sizeof then));

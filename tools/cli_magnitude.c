@@ -101,7 +101,7 @@ char* cli_magnitude_source(const char* source, int* reductions) {
     }
     i = end - 1; /* the argument is scanned on: inner calls are rewritten too */
   }
-  qsort(inserts, count, sizeof *inserts, by_position);
+  if (count) qsort(inserts, count, sizeof *inserts, by_position); /* NULL when there are none */
   static const char open[] = "abs(";
   char* out = malloc(len + count / 2 * (sizeof open - 1 + 1) + 1);
   if (out) {
