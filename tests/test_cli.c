@@ -744,10 +744,10 @@ static const char* const command_names[] = {"info", "demo", "run", "dump", "aot"
 
 TEST(help_lists_commands_and_every_variable) {
   NEED_CLI();
-  static const char* const forms[] = {"--help", "-h", "help"};
-  for (int f = 0; f < 3; f++) {
-    result_t r = run_cli(forms[f], NULL);
-    if (r.status != 0) result_show(forms[f], &r);
+  static const char* const forms[][2] = {{"--help", NULL}, {"-h", NULL}, {"help", NULL}, {"help", "--help"}};
+  for (int f = 0; f < 4; f++) {
+    result_t r = run_cli(forms[f][0], forms[f][1], NULL);
+    if (r.status != 0) result_show(forms[f][0], &r);
     CHECK(r.status == 0);
     for (size_t i = 0; i < sizeof command_names / sizeof command_names[0]; i++) {
       char line[32];
@@ -755,7 +755,7 @@ TEST(help_lists_commands_and_every_variable) {
       CHECK(strstr(r.out, line) != NULL);
     }
     for (size_t i = 0; i < sizeof env_names / sizeof env_names[0]; i++) {
-      if (!strstr(r.out, env_names[i])) printf("  %s: %s is not documented\n", forms[f], env_names[i]);
+      if (!strstr(r.out, env_names[i])) printf("  %s: %s is not documented\n", forms[f][0], env_names[i]);
       CHECK(strstr(r.out, env_names[i]) != NULL);
     }
     result_free(&r);

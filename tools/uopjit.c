@@ -35,9 +35,9 @@ static const command_t commands[] = {
     {"aot", cli_cmd_aot},   {"cache", cli_cmd_cache}, {"conv", cli_cmd_conv},
 };
 
-/* `uopjit help [CMD]`. */
+/* `uopjit help [CMD]` (`uopjit help --help` is the general help too). */
 static int help(int argc, char** argv) {
-  if (argc < 2) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     cli_print_usage(stdout);
     return 0;
   }
