@@ -94,7 +94,7 @@ static inline int or_nengines_(void) {
 #define OR_NENGINES (or_nengines_())
 
 #define OR_TOL_F32 1e-5
-#define OR_TOL_F32_SUM 5e-5 /* accumulations of many f32 terms */
+#define OR_TOL_F32_SUM 5e-5 /* accumulations of many f32 terms; a fixed bound: see or_sum_gamma for one that grows */
 #define OR_TOL_F64 1e-12
 
 /* A value no engine computes by accident; NaN for floats. */
@@ -414,6 +414,48 @@ static inline int64_t or_first_mismatch(const double* ref, const uj_tensor_t* go
   return -1;
 }
 
+/* ---- reductions ------------------------------------------------------------------- */
+
+/* The unit roundoff of dt: 2^-24 (f32), 2^-53 (f64); 0 for i32, whose sums
+ * are exact (or wrap, which no bound describes). */
+static inline double or_unit_roundoff(uj_dtype_t dt) {
+  return dt == UJ_F32 ? 0x1p-24 : dt == UJ_F64 ? 0x1p-53 : 0;
+}
+
+/* Higham's gamma_n = n u / (1 - n u) for dtype dt (Accuracy and Stability
+ * of Numerical Algorithms, 3.1, 4.2): a sum of n terms computed in dt in
+ * any order (one after the other, pairwise, in blocks, over threads) is
+ * within gamma_{n-1} * sum |terms| of the exact sum of the terms; a mean
+ * divides both sides by n. n counts the terms of one output element. It
+ * is INFINITY once n u >= 1 (2^24 terms in f32), where the worst case says
+ * nothing; 0 for n <= 1. */
+static inline double or_sum_gamma(int64_t n, uj_dtype_t dt) {
+  double nu = (double)n * or_unit_roundoff(dt);
+  return n <= 1 ? 0 : nu < 1 ? nu / (1 - nu) : INFINITY;
+}
+
+/* The bound on element i of a reduction of `terms` terms per element:
+ * tol * max(1, |ref|) for the rounding of the terms and what follows the
+ * sum, plus gamma_terms * sum_abs[i], where sum_abs[i] is the sum (for a
+ * mean, the mean) of the absolute values of the terms of element i,
+ * computed in double from the reduced operand. */
+static inline double or_sum_bound(double ref, double sum_abs, int64_t terms, uj_dtype_t dt, double tol) {
+  return tol * (fabs(ref) > 1.0 ? fabs(ref) : 1.0) + or_sum_gamma(terms, dt) * sum_abs;
+}
+
+/* The first element where got differs from ref by more than or_sum_bound
+ * (both NaN, or equal infinities, agree), or -1. */
+static inline int64_t or_first_mismatch_sum(const double* ref, const double* sum_abs, int64_t terms,
+                                            const uj_tensor_t* got, double tol) {
+  int64_t n = or_tnumel(got);
+  for (int64_t i = 0; i < n; i++) {
+    double a = or_get(got, i), b = ref[i];
+    if ((isnan(a) && isnan(b)) || a == b) continue;
+    if (!(fabs(a - b) <= or_sum_bound(b, sum_abs[i], terms, got->dtype, tol))) return i;
+  }
+  return -1;
+}
+
 /* Largest relative error (relative to max(1, |ref|)). */
 static inline double or_max_rel_err(const double* ref, const uj_tensor_t* got) {
   double m = 0;
@@ -437,12 +479,15 @@ static inline void or_shape_str(char* buf, size_t cap, const uj_tensor_t* t) {
 }
 
 /* Runs p forward on every engine under test, outputs filled with the
- * sentinel first, and compares each output with its reference. Returns the
- * number of engines on which it failed. */
-static inline int or_run_check_(const char* file, int line, uj_program_t* p,
-                                const uj_tensor_t* const* in, int nin, const int64_t* params,
-                                int np, uj_tensor_t* const* outs, const double* const* refs,
-                                int nout, double tol) {
+ * sentinel first, and compares each output with its reference: within
+ * tol * max(1, |ref|), or, where sum_abs is given and sum_abs[k] is not
+ * NULL, output k as a reduction of terms[k] terms per element
+ * (or_sum_bound; the message names the bound). Returns the number of
+ * engines on which it failed. */
+static inline int or_run_check_bounded_(const char* file, int line, uj_program_t* p, const uj_tensor_t* const* in,
+                                        int nin, const int64_t* params, int np, uj_tensor_t* const* outs,
+                                        const double* const* refs, const double* const* sum_abs,
+                                        const int64_t* terms, int nout, double tol) {
   int bad = 0;
   if (!p) {
     harness_fail(file, line, "no program to run");
@@ -466,15 +511,21 @@ static inline int or_run_check_(const char* file, int line, uj_program_t* p,
       continue;
     }
     for (int k = 0; k < nout; k++) {
-      int64_t i = or_first_mismatch(refs[k], outs[k], tol);
+      int reduction = sum_abs && sum_abs[k];
+      int64_t i = reduction ? or_first_mismatch_sum(refs[k], sum_abs[k], terms[k], outs[k], tol)
+                            : or_first_mismatch(refs[k], outs[k], tol);
       if (i >= 0) {
-        char shp[128];
+        char shp[128], bound[160] = "";
         or_shape_str(shp, sizeof shp, outs[k]);
+        if (reduction)
+          snprintf(bound, sizeof bound, " + gamma_n*sum|terms| = %.3g, n = %lld terms, gamma_n %.3g, sum|terms| %.6g",
+                   or_sum_bound(refs[k][i], sum_abs[k][i], terms[k], outs[k]->dtype, tol), (long long)terms[k],
+                   or_sum_gamma(terms[k], outs[k]->dtype), sum_abs[k][i]);
         snprintf(msg, sizeof msg,
-                 "engine %s: output %d %s element %lld: got %.17g, want %.17g (tol %g, max rel "
+                 "engine %s: output %d %s element %lld: got %.17g, want %.17g (bound %g*max(1,|ref|)%s; max rel "
                  "err %g)",
-                 or_configs[e].name, k, shp, (long long)i, or_get(outs[k], i),
-                 refs[k][i], tol, or_max_rel_err(refs[k], outs[k]));
+                 or_configs[e].name, k, shp, (long long)i, or_get(outs[k], i), refs[k][i], tol, bound,
+                 or_max_rel_err(refs[k], outs[k]));
         harness_fail(file, line, msg);
         bad++;
         break;
@@ -483,8 +534,18 @@ static inline int or_run_check_(const char* file, int line, uj_program_t* p,
   }
   return bad + or_cuda_compile_(file, line, p, UJ_FORWARD, in, nin, params, np);
 }
+static inline int or_run_check_(const char* file, int line, uj_program_t* p, const uj_tensor_t* const* in, int nin,
+                                const int64_t* params, int np, uj_tensor_t* const* outs, const double* const* refs,
+                                int nout, double tol) {
+  return or_run_check_bounded_(file, line, p, in, nin, params, np, outs, refs, NULL, NULL, nout, tol);
+}
 #define OR_RUN_CHECK(p, in, nin, params, np, outs, refs, nout, tol) \
   or_run_check_(__FILE__, __LINE__, (p), (in), (nin), (params), (np), (outs), (refs), (nout), (tol))
+/* OR_RUN_CHECK with output k judged as a reduction of terms[k] terms per
+ * element when sum_abs[k] (sum |terms| per element) is not NULL. */
+#define OR_RUN_CHECK_SUM(p, in, nin, params, np, outs, refs, sum_abs, terms, nout, tol)                          \
+  or_run_check_bounded_(__FILE__, __LINE__, (p), (in), (nin), (params), (np), (outs), (refs), (sum_abs), (terms), \
+                        (nout), (tol))
 
 /* Runs a one-input one-output program and compares; the number of engines
  * on which it failed. */

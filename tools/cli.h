@@ -25,12 +25,22 @@ int cli_cmd_aot(int argc, char** argv);   /* cli_aot.c */
 int cli_cmd_cache(int argc, char** argv); /* cli_cache.c */
 int cli_cmd_conv(int argc, char** argv);  /* cli_conv.c */
 
+/* ---- help (cli_help.c) ------------------------------------------------------------------ */
+
+/* The version the tool reports (--version, info). */
+const char* cli_version(void);
+/* The commands, the options common to all, and every environment variable. */
+void cli_print_usage(FILE* out);
+/* The help of one command: usage, options, the environment variables that
+ * affect it. 0 when there is no such command. */
+int cli_print_command_help(FILE* out, const char* command);
+
 /* ---- reporting -------------------------------------------------------------------------- */
 
 /* Prints a failed API call as "uopjit: STATUS: detail" and returns 1. */
 int cli_report(uj_status_t s);
-/* Prints "uopjit CMD: WHAT "ARG"" (ARG may be NULL) and a pointer to the
- * usage, and returns 2. */
+/* Prints "uopjit CMD: WHAT "ARG"" (ARG may be NULL) and a pointer to
+ * `uopjit CMD --help`, and returns 2. */
 int cli_usage_error(const char* cmd, const char* what, const char* arg);
 /* Says that engine e cannot be used here, with the library's reason;
  * returns 1. */
@@ -61,15 +71,51 @@ enum {
   CLI_ACCEPT_OUTPUT = 4     /* -o FILE, --output FILE */
 };
 
+/* What --shape, --dtype and --scalar say about one input (named), or
+ * about every input not named (the plain forms). See cli_inputs.c. */
+typedef struct {
+  const char* name; /* into argv, name_len bytes; NULL for the plain forms */
+  int name_len;
+  int has_shape, is_scalar, ndim;
+  int64_t dims[UJ_MAX_DIMS];
+  int has_dtype;
+  uj_dtype_t dtype;
+} cli_input_spec_t;
+
+enum { CLI_MAX_NAMED_INPUTS = 64 };
+
+typedef struct {
+  cli_input_spec_t all; /* the plain forms; defaults [1000000] and f32 */
+  cli_input_spec_t named[CLI_MAX_NAMED_INPUTS];
+  int named_count;
+  int specialized; /* --shape, --scalar or --dtype was given */
+} cli_inputs_t;
+
+/* The shape and dtype one input of a program gets. */
+typedef struct {
+  uj_dtype_t dtype;
+  int ndim;
+  int64_t dims[UJ_MAX_DIMS];
+} cli_input_t;
+
+void cli_inputs_init(cli_inputs_t* in);
+/* Records option ("--shape", "--dtype" or "--scalar") with its value; 0,
+ * or the exit status of a usage error (malformed, conflicting) after
+ * printing it. */
+int cli_inputs_option(const char* cmd, const char* option, const char* value, cli_inputs_t* in);
+/* 0 when every name the options use is an input of p, else 2 after
+ * printing the name and p's inputs. */
+int cli_check_input_names(const char* cmd, const uj_program_t* p, const cli_inputs_t* in);
+/* out[i] for each input i of p; 0, or 2 after printing a conflict with a
+ * dtype the program declares. */
+int cli_resolve_inputs(const char* cmd, const uj_program_t* p, const cli_inputs_t* in, cli_input_t* out);
+
 typedef struct {
   const char* source;
-  int ndim; /* of every non-scalar input */
-  int64_t dims[UJ_MAX_DIMS];
-  uj_dtype_t dtype;
-  const char* scalars; /* "lr,b1": inputs made 0-d; NULL for none */
-  int specialized;     /* --shape, --scalar or --dtype was given */
+  cli_inputs_t inputs;
   /* run */
   uj_engine_t engine;
+  int engine_given; /* else the context's default: UOPJIT_ENGINE, else auto */
   int repeat;
   uint64_t seed;
   int check;
@@ -84,26 +130,34 @@ typedef struct {
  * of a usage error after printing it. */
 int cli_parse_options(const char* cmd, int argc, char** argv, unsigned accepted, cli_options_t* o);
 
-/* 1 when name is in the comma-separated list (which may be NULL). */
-int cli_in_list(const char* list, const char* name);
-
 /* ---- programs ------------------------------------------------------------------------------- */
 
 /* Parses the options' source (a bare expression such as '1/(1+exp(-x))' is
- * taken as 'y = EXPR') and checks that every --scalar name is an input.
- * Returns 0 with *p set, or the exit status after printing the problem
- * (*p is then NULL). */
-int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p);
+ * taken as 'y = EXPR'), checks that every name in --shape, --dtype and
+ * --scalar is an input and resolves each input's shape and dtype into
+ * *inputs (malloc'ed, one per input; the caller frees it). parsed, when
+ * not NULL, receives the text that parsed (the source, or 'y = ' and the
+ * source; malloc'ed). Returns 0 with *p set, or the exit status after
+ * printing the problem (*p, *inputs and *parsed are then NULL). */
+int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p, cli_input_t** inputs,
+                     char** parsed);
 
-/* Makes a parsed program build the uop program for the options' signature
- * (--dtype for every input, --scalar inputs 0-d, the others of --shape's
- * rank with its size-1 axes) without running it, so that uj_program_dump
- * shows that build. */
-uj_status_t cli_specialize(uj_program_t* p, const cli_options_t* o);
+/* The magnitude form of a source that parsed, for the error bound of a
+ * reduction (see cli_magnitude.c): every sum(E...) and mean(E...) becomes
+ * sum(abs(E)...), mean(abs(E)...). *reductions receives how many calls
+ * were rewritten. malloc'ed; NULL when out of memory. */
+char* cli_magnitude_source(const char* source, int* reductions);
+
+/* Makes a parsed program build the uop program for these inputs (their
+ * dtypes, ranks and size-1 axes) without running it, so that
+ * uj_program_dump shows that build. */
+uj_status_t cli_specialize(uj_program_t* p, const cli_input_t* inputs);
 
 /* The options' program as uj_program_dump(what) gives it, for the build
  * the options describe (always, or only when --shape, --scalar or --dtype
- * was given: otherwise a dump shows the default build). Returns 0 with
+ * was given: otherwise a dump shows the default build); UJ_DUMP_C_AOT's
+ * text opens with a comment naming the inputs and outputs in the entry
+ * points' order, with their dtypes and ranks. Returns 0 with
  * *text set (the caller frees it), or the exit status after printing the
  * problem. */
 int cli_program_text(const char* cmd, const cli_options_t* o, uj_dump_t what, int always_specialize, char** text);

@@ -4,11 +4,14 @@
  * compiled ahead of time into a program that does not link uopjit.
  *
  * The file is for one build of the program: --dtype, --scalar and --shape
- * pick the input dtypes, which inputs are 0-d and the other inputs' rank
- * (and which of their axes have size 1); the sizes themselves stay run-time
- * arguments. The generated code holds no text from the command line (the
- * library only prints identifiers of its own), so any source is safe to
- * compile. */
+ * (plain or per input) pick the input dtypes, which inputs are 0-d and the
+ * other inputs' ranks (and which of their axes have size 1); the sizes
+ * themselves stay run-time arguments. Its first comment lists the inputs
+ * and outputs in the entry points' order. The generated code holds no text
+ * from the command line: the library prints identifiers of its own, and
+ * the comment's names are the program's input and output names, which the
+ * parser admits only as identifiers (and which are checked again before
+ * they are written), so any source is safe to compile. */
 /* mkstemp, fchmod, umask, lstat and realpath need POSIX; the Makefile's
  * _GNU_SOURCE covers them, this keeps a bare `cc -std=c11` working too. */
 #ifndef _POSIX_C_SOURCE

@@ -1,6 +1,13 @@
 /* tools/cli_common.c: the helpers of tools/cli.h that several commands of the
  * uopjit tool use: error reporting, the seeded generator, the option parser
  * of run, dump and aot, and loading and specializing their program. */
+/* open_memstream needs POSIX 2008; the Makefile's _GNU_SOURCE covers it,
+ * this keeps a bare `cc -std=c11` working too. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +22,7 @@ int cli_report(uj_status_t s) {
 
 int cli_usage_error(const char* cmd, const char* what, const char* arg) {
   fprintf(stderr, "uopjit %s: %s%s%s%s\n", cmd, what, arg ? " \"" : "", arg ? arg : "", arg ? "\"" : "");
-  fprintf(stderr, "run `uopjit` without arguments for the usage\n");
+  fprintf(stderr, "see `uopjit %s --help`\n", cmd);
   return 2;
 }
 
@@ -47,32 +54,6 @@ float cli_rng_float(uint64_t* state) {
 }
 
 /* ---- options ---------------------------------------------------------------------------------- */
-
-/* The size of every non-scalar input when --shape is not given. */
-#define DEFAULT_SIZE 1000000
-/* Bounds what `run` allocates per input; the sizes of aot and dump only
- * pick a rank, but one rule for all keeps --shape's meaning simple. */
-#define MAX_ELEMENTS ((int64_t)1 << 34)
-
-/* "1000000" or "64,128": 1..8 positive sizes whose product stays below
- * MAX_ELEMENTS. */
-static int parse_shape(const char* text, cli_options_t* o) {
-  int n = 0;
-  int64_t total = 1;
-  const char* s = text;
-  for (;;) {
-    if (n == UJ_MAX_DIMS || *s < '0' || *s > '9') return 0;
-    char* end;
-    long long v = strtoll(s, &end, 10);
-    if (v <= 0 || __builtin_mul_overflow(total, (int64_t)v, &total) || total > MAX_ELEMENTS) return 0;
-    o->dims[n++] = v;
-    if (*end == 0) break;
-    if (*end != ',') return 0;
-    s = end + 1;
-  }
-  o->ndim = n;
-  return 1;
-}
 
 static int parse_engine(const char* text, uj_engine_t* e) {
   for (int i = 0; i < CLI_ENGINE_COUNT; i++)
@@ -113,20 +94,12 @@ static int takes_value(const char* name, unsigned accepted) {
 /* Stores the value of option `name`; 0 or a usage error's exit status. */
 static int set_value(const char* cmd, const char* name, const char* value, cli_options_t* o) {
   char* end = NULL;
-  if (!strcmp(name, "--shape")) {
-    if (!parse_shape(value, o)) return cli_usage_error(cmd, "--shape wants sizes such as 1000000 or 64,128, got", value);
-    o->specialized = 1;
-  } else if (!strcmp(name, "--dtype")) {
-    if (!strcmp(value, "f32")) o->dtype = UJ_F32;
-    else if (!strcmp(value, "f64")) o->dtype = UJ_F64;
-    else return cli_usage_error(cmd, "--dtype wants f32 or f64, got", value);
-    o->specialized = 1;
-  } else if (!strcmp(name, "--scalar")) {
-    o->scalars = value;
-    o->specialized = 1;
+  if (!strcmp(name, "--shape") || !strcmp(name, "--dtype") || !strcmp(name, "--scalar")) {
+    return cli_inputs_option(cmd, name, value, &o->inputs);
   } else if (!strcmp(name, "--engine")) {
     if (!parse_engine(value, &o->engine))
       return cli_usage_error(cmd, "--engine wants auto, interp, mir, c or cuda, got", value);
+    o->engine_given = 1;
   } else if (!strcmp(name, "--repeat")) {
     long v = strtol(value, &end, 10);
     if (*value < '0' || *value > '9' || *end || v < 1 || v > 1000000)
@@ -145,9 +118,7 @@ static int set_value(const char* cmd, const char* name, const char* value, cli_o
 
 int cli_parse_options(const char* cmd, int argc, char** argv, unsigned accepted, cli_options_t* o) {
   memset(o, 0, sizeof *o);
-  o->ndim = 1;
-  o->dims[0] = DEFAULT_SIZE;
-  o->dtype = UJ_F32;
+  cli_inputs_init(&o->inputs);
   o->engine = UJ_ENGINE_AUTO;
   o->repeat = 5;
   o->seed = 1;
@@ -183,17 +154,6 @@ int cli_parse_options(const char* cmd, int argc, char** argv, unsigned accepted,
   return 0;
 }
 
-int cli_in_list(const char* list, const char* name) {
-  size_t n = strlen(name);
-  for (const char* s = list; s && *s;) {
-    const char* end = strchr(s, ',');
-    size_t len = end ? (size_t)(end - s) : strlen(s);
-    if (len == n && strncmp(s, name, n) == 0) return 1;
-    s = end ? end + 1 : NULL;
-  }
-  return 0;
-}
-
 /* ---- programs ------------------------------------------------------------------------------- */
 
 /* Where a parse error message "program line L, column C: ..." points; 0
@@ -210,10 +170,11 @@ static int error_position(const char* message, int* line, int* column, const cha
  * taken as 'y = EXPR'. When neither parses, the error reported is the one
  * that got further into the text: "expected a name at the start of a
  * statement" says little about '1/(1+', its wrapped form's error does. */
-static uj_status_t parse_source(const char* source, uj_program_t** p) {
+static uj_status_t parse_source(const char* source, uj_program_t** p, char** parsed) {
   static const char prefix[] = "y = ";
   const int prefix_len = (int)sizeof prefix - 1;
   uj_status_t s = uj_program_parse(source, p);
+  if (s == UJ_OK && parsed && !(*parsed = strdup(source))) s = UJ_ERR_OOM;
   if (s != UJ_ERR_PARSE) {
     if (s != UJ_OK) cli_report(s);
     return s;
@@ -231,6 +192,10 @@ static uj_status_t parse_source(const char* source, uj_program_t** p) {
   memcpy(wrapped + prefix_len, source, len + 1);
   if (uj_program_parse(wrapped, p) == UJ_OK) {
     s = UJ_OK;
+    if (parsed) {
+      *parsed = wrapped;
+      wrapped = NULL;
+    }
   } else {
     int line0, column0, line1, column1;
     const char *rest0, *rest1;
@@ -248,82 +213,152 @@ static uj_status_t parse_source(const char* source, uj_program_t** p) {
   return s;
 }
 
-/* Every name in --scalar must be an input of the program. */
-static int check_scalars(const char* cmd, const uj_program_t* p, const char* list) {
-  for (const char* s = list; s && *s;) {
-    const char* end = strchr(s, ',');
-    size_t len = end ? (size_t)(end - s) : strlen(s);
-    int found = 0;
-    for (int i = 0; i < uj_program_io_count(p, 0) && !found; i++) {
-      const char* name = uj_program_io_name(p, 0, i);
-      found = strlen(name) == len && strncmp(name, s, len) == 0;
-    }
-    if (!found) {
-      fprintf(stderr, "uopjit %s: --scalar names \"%.*s\", which is not an input of the program (inputs:", cmd,
-              (int)(len > 64 ? 64 : len), s);
-      for (int i = 0; i < uj_program_io_count(p, 0); i++) fprintf(stderr, " %s", uj_program_io_name(p, 0, i));
-      fprintf(stderr, ")\n");
-      return 2;
-    }
-    s = end ? end + 1 : NULL;
-  }
-  return 0;
-}
-
-int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p) {
+int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p, cli_input_t** inputs,
+                     char** parsed) {
   *p = NULL;
-  if (parse_source(o->source, p) != UJ_OK) return 1;
-  int rc = check_scalars(cmd, *p, o->scalars);
+  *inputs = NULL;
+  if (parsed) *parsed = NULL;
+  if (parse_source(o->source, p, parsed) != UJ_OK) return 1;
+  int rc = cli_check_input_names(cmd, *p, &o->inputs);
+  if (!rc && !(*inputs = calloc((size_t)uj_program_io_count(*p, 0) + 1, sizeof **inputs))) rc = cli_report(UJ_ERR_OOM);
+  if (!rc) rc = cli_resolve_inputs(cmd, *p, &o->inputs, *inputs);
   if (rc) {
     uj_program_free(*p);
+    free(*inputs);
     *p = NULL;
+    *inputs = NULL;
+    if (parsed) {
+      free(*parsed);
+      *parsed = NULL;
+    }
   }
   return rc;
 }
 
-uj_status_t cli_specialize(uj_program_t* p, const cli_options_t* o) {
-  int n = uj_program_io_count(p, 0);
-  uj_tensor_t* tensors = calloc((size_t)n + 1, sizeof *tensors);
-  const uj_tensor_t** inputs = calloc((size_t)n + 1, sizeof *inputs);
-  if (!tensors || !inputs) {
-    free(tensors);
-    free(inputs);
-    return UJ_ERR_OOM;
-  }
-  /* The build depends on ranks, dtypes and which axes have size 1, not on
-   * the sizes, so the other axes are given size 0: no data is needed. A
-   * tensor of size-1 axes only holds one element, which `one` provides. */
+/* Tensors standing for inputs in a build: their dtypes and ranks, size 1
+ * where the input has size 1 and 0 elsewhere. The build depends on ranks,
+ * dtypes and which axes have size 1, not on the sizes, so no data is
+ * needed; a tensor of size-1 axes only holds one element, which `one`
+ * provides. */
+static void stand_ins(const uj_program_t* p, const cli_input_t* inputs, uj_tensor_t* tensors,
+                      const uj_tensor_t** ptrs) {
   static double one;
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < uj_program_io_count(p, 0); i++) {
     uj_tensor_t* t = &tensors[i];
-    t->dtype = o->dtype;
+    memset(t, 0, sizeof *t);
+    t->dtype = inputs[i].dtype;
     t->device = UJ_CPU;
     t->data = &one;
-    if (!cli_in_list(o->scalars, uj_program_io_name(p, 0, i))) {
-      t->ndim = o->ndim;
-      for (int k = 0; k < o->ndim; k++) t->dims[k] = o->dims[k] == 1 ? 1 : 0;
-    }
-    inputs[i] = t;
+    t->ndim = inputs[i].ndim;
+    for (int k = 0; k < t->ndim; k++) t->dims[k] = inputs[i].dims[k] == 1 ? 1 : 0;
+    ptrs[i] = t;
   }
-  uj_dtype_t unused;
-  uj_status_t s = uj_program_output_dtype(p, UJ_FORWARD, inputs, 0, &unused);
+}
+
+uj_status_t cli_specialize(uj_program_t* p, const cli_input_t* inputs) {
+  int n = uj_program_io_count(p, 0);
+  uj_tensor_t* tensors = calloc((size_t)n + 1, sizeof *tensors);
+  const uj_tensor_t** ptrs = calloc((size_t)n + 1, sizeof *ptrs);
+  uj_status_t s = UJ_ERR_OOM;
+  if (tensors && ptrs) {
+    stand_ins(p, inputs, tensors, ptrs);
+    uj_dtype_t unused;
+    s = uj_program_output_dtype(p, UJ_FORWARD, ptrs, 0, &unused);
+  }
   free(tensors);
-  free(inputs);
+  free(ptrs);
   return s;
 }
 
+/* 1 when name is an identifier: the parser admits no other input or output
+ * names, and this is checked again before a name goes into a C comment. */
+static int is_identifier(const char* name) {
+  if (!((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') || *name == '_')) return 0;
+  for (const char* c = name; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')) return 0;
+  return 1;
+}
+
+/* One line of the io comment: " *   0 x  f32, rank 2 [d0, 1]" (size-1 axes
+ * are fixed in the build, the others are run-time sizes). */
+static void io_comment_line(FILE* out, int index, const char* name, uj_dtype_t dt, int ndim, const int64_t* dims) {
+  fprintf(out, " *   %d %s  %s, ", index, is_identifier(name) ? name : "(unnamed)", uj_dtype_name(dt));
+  if (ndim == 0) {
+    fprintf(out, "0-d\n");
+    return;
+  }
+  fprintf(out, "rank %d [", ndim);
+  for (int k = 0; k < ndim; k++) fprintf(out, "%s%s", k ? ", " : "", dims[k] == 1 ? "1" : "n");
+  fprintf(out, "]\n");
+}
+
+/* A C comment naming p's inputs and outputs in the order the AOT entry
+ * points take them, for the build of these inputs; NULL on a failure
+ * (status in *s). */
+static char* io_comment(uj_program_t* p, const cli_input_t* inputs, uj_status_t* s) {
+  int nin = uj_program_io_count(p, 0), nout = uj_program_io_count(p, 1);
+  uj_tensor_t* tensors = calloc((size_t)nin + 1, sizeof *tensors);
+  const uj_tensor_t** ptrs = calloc((size_t)nin + 1, sizeof *ptrs);
+  char* text = NULL;
+  size_t len = 0;
+  FILE* out = tensors && ptrs ? open_memstream(&text, &len) : NULL;
+  *s = out ? UJ_OK : UJ_ERR_OOM;
+  if (out) {
+    stand_ins(p, inputs, tensors, ptrs);
+    fprintf(out, "/* uopjit aot: the inputs and outputs of uopjit_kernel_run and\n"
+                 " * uopjit_kernel_output_dims, in order (n: a size given at run time).\n * inputs:\n");
+    for (int i = 0; i < nin; i++)
+      io_comment_line(out, i, uj_program_io_name(p, 0, i), inputs[i].dtype, tensors[i].ndim, tensors[i].dims);
+    fprintf(out, " * outputs:\n");
+    for (int i = 0; i < nout && *s == UJ_OK; i++) {
+      uj_tensor_t o;
+      memset(&o, 0, sizeof o);
+      *s = uj_program_shape(p, UJ_FORWARD, ptrs, NULL, i, &o.ndim, o.dims);
+      if (*s == UJ_OK) *s = uj_program_output_dtype(p, UJ_FORWARD, ptrs, i, &o.dtype);
+      /* an output's axis of size 1 here may be a reduced axis, or follow
+       * an input's; either way it is 1 */
+      if (*s == UJ_OK) io_comment_line(out, i, uj_program_io_name(p, 1, i), o.dtype, o.ndim, o.dims);
+    }
+    fprintf(out, " */\n");
+    if (fclose(out) != 0 && *s == UJ_OK) *s = UJ_ERR_OOM;
+  }
+  free(tensors);
+  free(ptrs);
+  if (*s != UJ_OK) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
 int cli_program_text(const char* cmd, const cli_options_t* o, uj_dump_t what, int always_specialize, char** text) {
   uj_program_t* p = NULL;
+  cli_input_t* inputs = NULL;
   uj_ctx_t* ctx = NULL;
+  char *dump = NULL, *comment = NULL;
   *text = NULL;
-  int rc = cli_load_program(cmd, o, &p);
+  int rc = cli_load_program(cmd, o, &p, &inputs, NULL);
   uj_status_t s = UJ_OK;
-  if (!rc && (always_specialize || o->specialized) && (s = cli_specialize(p, o)) != UJ_OK) rc = cli_report(s);
+  if (!rc && (always_specialize || o->inputs.specialized) && (s = cli_specialize(p, inputs)) != UJ_OK) rc = cli_report(s);
+  if (!rc && what == UJ_DUMP_C_AOT && !(comment = io_comment(p, inputs, &s))) rc = cli_report(s);
   if (!rc && !(ctx = uj_ctx_new())) rc = cli_report(UJ_ERR_OOM);
-  if (!rc && !(*text = uj_program_dump(ctx, p, UJ_FORWARD, what, NULL))) {
+  if (!rc && !(dump = uj_program_dump(ctx, p, UJ_FORWARD, what, NULL))) {
     /* only MIR's needs an engine; the others fail for the usual reasons */
     rc = what == UJ_DUMP_MIR ? cli_engine_unavailable(UJ_ENGINE_MIR) : cli_report(UJ_ERR_INVALID);
   }
+  if (!rc && comment) {
+    size_t comment_len = strlen(comment), dump_len = strlen(dump);
+    if ((*text = malloc(comment_len + dump_len + 1)) != NULL) {
+      memcpy(*text, comment, comment_len);
+      memcpy(*text + comment_len, dump, dump_len + 1);
+    } else {
+      rc = cli_report(UJ_ERR_OOM);
+    }
+    free(dump);
+  } else if (!rc) {
+    *text = dump;
+  }
+  free(comment);
+  free(inputs);
   uj_ctx_free(ctx);
   uj_program_free(p);
   return rc;

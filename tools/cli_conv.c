@@ -29,6 +29,7 @@ typedef struct {
   conv_op_t op;
   uj_dtype_t dtype;
   uj_engine_t engine;
+  int engine_given;    /* else the context's default: UOPJIT_ENGINE, else auto */
   const char* backend; /* NULL: auto */
 } conv_options_t;
 
@@ -99,7 +100,7 @@ static int parse_conv_options(int argc, char** argv, conv_options_t* o) {
     } else if (!strcmp(name, "--engine")) {
       int found = 0;
       for (int e = 0; e < CLI_ENGINE_COUNT && !found; e++)
-        if (!strcmp(value, uj_engine_name(cli_engines[e]))) o->engine = cli_engines[e], found = 1;
+        if (!strcmp(value, uj_engine_name(cli_engines[e]))) o->engine = cli_engines[e], found = o->engine_given = 1;
       if (!found) return conv_usage_error("--engine wants auto, interp, mir, c or cuda, got", value);
     } else {
       return conv_usage_error("unknown option", name);
@@ -244,8 +245,8 @@ static void conv_release(conv_run_t* r) {
 
 static int conv_check(conv_run_t* r, const conv_options_t* o, const char* ran) {
   if (!(r->ref_ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
-  uj_status_t s = uj_ctx_set_engine(r->ref_ctx, o->engine);
-  if (s != UJ_OK) return cli_engine_unavailable(o->engine);
+  if (o->engine_given && uj_ctx_set_engine(r->ref_ctx, o->engine) != UJ_OK) return cli_engine_unavailable(o->engine);
+  uj_status_t s;
   if (tensors_make(o, UJ_F64, &r->t, &r->ref) || output_make(o, &r->ref, &r->ref_out)) return 1;
   if ((s = conv_call(r->ref_ctx, o, "ref", &r->ref, &r->ref_out)) != UJ_OK) return cli_report(s);
   double bound = check_bound(o, &r->t, ran), max_rel_err = 0;
@@ -266,7 +267,7 @@ static int conv_check(conv_run_t* r, const conv_options_t* o, const char* ran) {
 static int conv_main(conv_run_t* r, const conv_options_t* o) {
   static const char* const op_names[] = {"forward", "backward data", "backward filter"};
   if (!(r->ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
-  if (uj_ctx_set_engine(r->ctx, o->engine) != UJ_OK) return cli_engine_unavailable(o->engine);
+  if (o->engine_given && uj_ctx_set_engine(r->ctx, o->engine) != UJ_OK) return cli_engine_unavailable(o->engine);
   if (tensors_make(o, o->dtype, NULL, &r->t) || output_make(o, &r->t, &r->out)) return 1;
   uj_status_t s;
   double t0 = now_seconds();

@@ -177,8 +177,7 @@ static int demo_run(demo_t* d) {
 }
 
 int cli_cmd_demo(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
+  if (argc > 1) return cli_usage_error("demo", "takes no arguments, got", argv[1]);
   demo_t d = {0};
   int rc = demo_run(&d);
   demo_release(&d);

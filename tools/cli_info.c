@@ -11,12 +11,11 @@
 #include "cli.h"
 
 int cli_cmd_info(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
+  if (argc > 1) return cli_usage_error("info", "takes no arguments, got", argv[1]);
   uj_ctx_t* ctx = uj_ctx_new();
   if (!ctx) return cli_report(UJ_ERR_OOM);
 
-  printf("uopjit %s\n", UJ_VERSION);
+  printf("uopjit %s\n", cli_version());
   printf("engines:\n");
   for (int i = 0; i < CLI_ENGINE_COUNT; i++)
     printf("  %-8s %s\n", uj_engine_name(cli_engines[i]),

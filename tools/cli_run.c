@@ -1,6 +1,10 @@
 /* tools/cli_run.c: `uopjit run`, an expression-language program on seeded
  * random inputs: the median time of a few runs, or (--check) every output
- * compared with the interpreter's in f64 on the same input values. With
+ * compared with the interpreter's in f64 on the same input values, each
+ * element within 1e-5 (f32; 1e-12 in f64) of max(1, |ref|), plus, for an
+ * output that reduces the inputs with sum or mean, the worst-case error of
+ * a sum of that many terms in any order, gamma_n * sum|terms|, where
+ * sum|terms| comes from the program's magnitude form (cli_magnitude.c). With
  * --engine cuda the inputs are copied to the GPU once, the program runs on
  * GPU tensors (each timed run waits for its kernels), and --check copies
  * the outputs back. */
@@ -94,20 +98,18 @@ static double scalar_value(const char* name, uint64_t* state) {
 }
 
 /* Seeded inputs in [0.5, 1.5) (safe for log, sqrt and division), of the
- * options' shape and dtype; --scalar inputs are 0-d. Then the outputs, in
- * the shapes and dtypes the program infers. */
-static uj_status_t io_make(io_t* io, uj_program_t* p, const cli_options_t* o) {
+ * shapes and dtypes the options give each (cli_resolve_inputs). Then the
+ * outputs, in the shapes and dtypes the program infers. */
+static uj_status_t io_make(io_t* io, uj_program_t* p, const cli_input_t* inputs, uint64_t seed) {
   if (io_alloc(io, p) != UJ_OK) return UJ_ERR_OOM;
-  uint64_t state = o->seed;
+  uint64_t state = seed;
   for (int i = 0; i < io->nin; i++) {
     const char* name = uj_program_io_name(p, 0, i);
     uj_tensor_t* t = &io->in[i];
-    if (!uj_program_input_dtype(p, i, &t->dtype)) t->dtype = o->dtype;
+    t->dtype = inputs[i].dtype;
     t->device = UJ_CPU;
-    if (!cli_in_list(o->scalars, name)) {
-      t->ndim = o->ndim;
-      memcpy(t->dims, o->dims, sizeof o->dims);
-    }
+    t->ndim = inputs[i].ndim;
+    memcpy(t->dims, inputs[i].dims, sizeof(int64_t) * (size_t)t->ndim);
     t->data = malloc(tensor_bytes(t));
     if (!t->data) return UJ_ERR_OOM;
     int64_t n = numel(t);
@@ -175,26 +177,34 @@ static int compare_doubles(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-static void print_io(FILE* out, const uj_program_t* p, const io_t* io) {
-  fprintf(out, "inputs");
-  for (int i = 0; i < io->nin; i++) {
-    fprintf(out, " %s", uj_program_io_name(p, 0, i));
-    cli_print_dims(out, io->in[i].ndim, io->in[i].dims);
-  }
-  fprintf(out, ", outputs");
-  for (int i = 0; i < io->nout; i++) {
-    fprintf(out, " %s", uj_program_io_name(p, 1, i));
-    cli_print_dims(out, io->out[i].ndim, io->out[i].dims);
+/* "inputs x[64,130] b[130] s[], outputs y[64,130]"; a tensor whose dtype
+ * is not the default one says so: "x:f64[3]". */
+static void print_io(FILE* out, const uj_program_t* p, const io_t* io, uj_dtype_t default_dtype) {
+  for (int is_out = 0; is_out < 2; is_out++) {
+    fprintf(out, "%s", is_out ? ", outputs" : "inputs");
+    for (int i = 0; i < (is_out ? io->nout : io->nin); i++) {
+      const uj_tensor_t* t = is_out ? &io->out[i] : &io->in[i];
+      fprintf(out, " %s", uj_program_io_name(p, is_out, i));
+      if (t->dtype != default_dtype) fprintf(out, ":%s", uj_dtype_name(t->dtype));
+      cli_print_dims(out, t->ndim, t->dims);
+    }
   }
 }
 
 /* Everything `run` allocates. */
 typedef struct {
   uj_program_t* program;
+  cli_input_t* inputs; /* the shape and dtype of each input */
+  char* source;        /* the text that parsed */
   uj_ctx_t *ctx, *ref_ctx;
   io_t io, ref;
   io_t dev;     /* --engine cuda: the tensors the program runs on */
   double* times;
+  /* --check of a program with sums or means: the magnitude form and its
+   * outputs, sum|terms| per element (cli_magnitude.c) */
+  uj_program_t* magnitude;
+  uj_tensor_t* magnitude_out;
+  uj_tensor_t** magnitude_ptr;
 } run_t;
 
 /* One run on the engine's tensors; on the GPU it waits for the kernels. */
@@ -207,6 +217,12 @@ static uj_status_t run_once(run_t* r) {
 
 static void run_release(run_t* r) {
   uj_program_free(r->program);
+  uj_program_free(r->magnitude);
+  for (int i = 0; r->magnitude_out && i < r->io.nout; i++) free(r->magnitude_out[i].data);
+  free(r->magnitude_out);
+  free(r->magnitude_ptr);
+  free(r->inputs);
+  free(r->source);
   io_release(&r->dev); /* before its context */
   uj_ctx_free(r->ctx);
   uj_ctx_free(r->ref_ctx);
@@ -215,8 +231,11 @@ static void run_release(run_t* r) {
   free(r->times);
 }
 
-/* Median time, ns per element of the largest output, and GB/s for the
- * bytes of every input read and every output written. */
+/* Median time, ns per element and GB/s for the bytes of every input read
+ * and every output written. The elements are those of the largest tensor,
+ * input or output (an output on a tie), which the line names: for an
+ * elementwise program the output it writes, for a reduction the input it
+ * reads (per element of a sum's one output would mean nothing). */
 static int run_timing(run_t* r, const cli_options_t* o) {
   uj_status_t s = run_once(r); /* warm-up: builds and compiles */
   if (s != UJ_OK) return cli_report(s);
@@ -230,22 +249,110 @@ static int run_timing(run_t* r, const cli_options_t* o) {
   qsort(r->times, (size_t)o->repeat, sizeof *r->times, compare_doubles);
   double median = o->repeat % 2 ? r->times[o->repeat / 2]
                                 : 0.5 * (r->times[o->repeat / 2 - 1] + r->times[o->repeat / 2]);
-  int64_t elements = 1;
+  const uj_tensor_t* largest = NULL;
+  int largest_is_out = 0, largest_index = 0;
   double bytes = 0;
-  for (int i = 0; i < r->io.nout; i++) {
-    if (numel(&r->io.out[i]) > elements) elements = numel(&r->io.out[i]);
-    bytes += (double)tensor_bytes(&r->io.out[i]);
-  }
-  for (int i = 0; i < r->io.nin; i++) bytes += (double)tensor_bytes(&r->io.in[i]);
+  for (int is_out = 1; is_out >= 0; is_out--)
+    for (int i = 0; i < (is_out ? r->io.nout : r->io.nin); i++) {
+      const uj_tensor_t* t = is_out ? &r->io.out[i] : &r->io.in[i];
+      bytes += (double)tensor_bytes(t);
+      if (!largest || numel(t) > numel(largest)) largest = t, largest_is_out = is_out, largest_index = i;
+    }
+  int64_t elements = largest && numel(largest) > 0 ? numel(largest) : 1;
   if (median <= 0) median = 1e-9; /* below the clock's resolution */
-  printf("time: median %.3f ms of %d runs, %.3f ns/element, %.2f GB/s\n", median * 1e3, o->repeat,
-         median * 1e9 / (double)elements, bytes / median * 1e-9);
+  printf("time: median %.3f ms of %d runs, %.3f ns/element of %s %s", median * 1e3, o->repeat,
+         median * 1e9 / (double)elements, largest_is_out ? "output" : "input",
+         largest ? uj_program_io_name(r->program, largest_is_out, largest_index) : "-");
+  if (largest) cli_print_dims(stdout, largest->ndim, largest->dims);
+  printf(", %.2f GB/s\n", bytes / median * 1e-9);
   return 0;
 }
 
-/* Runs the chosen engine in the chosen dtype and the interpreter in f64 on
- * the same input values, and compares every output. */
-static int run_check(run_t* r, const cli_options_t* o) {
+/* How output i is judged: an output with fewer elements than the largest
+ * input is a reduction of `terms` = (elements of that input) / (elements
+ * of the output) terms per element; any other output is elementwise
+ * (terms 1). */
+typedef struct {
+  double tol;           /* relative to max(1, |ref|), every element */
+  double unit_roundoff; /* of the output's dtype */
+  int64_t terms;
+  double gamma;         /* terms * u / (1 - terms * u): Higham's gamma_n; inf from n*u >= 1 */
+} bound_t;
+
+static bound_t output_bound(const run_t* r, int i, int program_reduces) {
+  bound_t b;
+  int is_f64 = r->io.out[i].dtype == UJ_F64;
+  b.tol = is_f64 ? CHECK_TOL_F64 : CHECK_TOL_F32;
+  b.unit_roundoff = is_f64 ? 0x1p-53 : 0x1p-24;
+  int64_t largest_input = 1, out = numel(&r->io.out[i]);
+  for (int k = 0; k < r->io.nin; k++)
+    if (numel(&r->io.in[k]) > largest_input) largest_input = numel(&r->io.in[k]);
+  /* amax and amin round nothing: without a sum or a mean the smaller
+   * output is judged elementwise */
+  b.terms = program_reduces && out > 0 && largest_input > out ? largest_input / out : 1;
+  double nu = (double)b.terms * b.unit_roundoff;
+  b.gamma = b.terms == 1 ? 0 : nu < 1 ? nu / (1 - nu) : INFINITY;
+  return b;
+}
+
+/* The magnitude form of the program (cli_magnitude.c) run by the f64
+ * interpreter on the reference's inputs, into r->magnitude_out. *reduces
+ * is 0, and nothing is run, when the program has no sum or mean. */
+static uj_status_t run_magnitude(run_t* r, int* reduces) {
+  char* text = cli_magnitude_source(r->source, reduces);
+  if (!text) return UJ_ERR_OOM;
+  uj_status_t s = UJ_OK;
+  if (*reduces) s = uj_program_parse(text, &r->magnitude);
+  free(text);
+  if (!*reduces || s != UJ_OK) return s;
+  /* the rewrite adds no names: the same inputs and outputs, in order */
+  if (uj_program_io_count(r->magnitude, 0) != r->ref.nin || uj_program_io_count(r->magnitude, 1) != r->ref.nout) {
+    fprintf(stderr, "uopjit run: internal error: the magnitude form of the program has other inputs or outputs\n");
+    return UJ_ERR_INVALID;
+  }
+  r->magnitude_out = calloc((size_t)r->ref.nout + 1, sizeof *r->magnitude_out);
+  r->magnitude_ptr = calloc((size_t)r->ref.nout + 1, sizeof *r->magnitude_ptr);
+  if (!r->magnitude_out || !r->magnitude_ptr) return UJ_ERR_OOM;
+  for (int i = 0; i < r->ref.nout; i++) {
+    uj_tensor_t* t = &r->magnitude_out[i];
+    *t = r->ref.out[i];
+    if (!(t->data = malloc(tensor_bytes(t) ? tensor_bytes(t) : 1))) return UJ_ERR_OOM;
+    r->magnitude_ptr[i] = t;
+  }
+  return uj_program_run(r->ref_ctx, r->magnitude, UJ_FORWARD, r->ref.in_ptr, r->ref.nin, NULL, 0, r->magnitude_ptr,
+                        r->ref.nout);
+}
+
+/* The relative error of got against the f64 reference want, for the
+ * report: 0 when both are NaN or the same infinity (both sides computed the
+ * same special value, while their difference would be NaN). */
+static double relative_error(double got, double want) {
+  if ((isnan(got) && isnan(want)) || (isinf(got) && got == want)) return 0;
+  return fabs(got - want) / fmax(1.0, fabs(want));
+}
+
+/* 1 when got agrees with the f64 reference want: both NaN, the same
+ * infinity (their difference would be NaN), or |got - want| <= bound.
+ * `!(x > bound)` would pass a NaN difference; `x <= bound` fails it. */
+static int agrees(double got, double want, double bound) {
+  if ((isnan(got) && isnan(want)) || (isinf(got) && got == want)) return 1;
+  return fabs(got - want) <= bound;
+}
+
+/* "1e-05*max(1,|ref|)", then for a reduction
+ * " + gamma_n*sum|terms| (n=1027 terms, u=2^-24, gamma_n=6.12e-05)". */
+static void print_bound(const bound_t* b) {
+  printf("%g*max(1,|ref|)", b->tol);
+  if (b->terms > 1)
+    printf(" + gamma_n*sum|terms| (n=%lld terms, u=2^-%d, gamma_n=n*u/(1-n*u)=%.3g)", (long long)b->terms,
+           b->unit_roundoff == 0x1p-53 ? 53 : 24, b->gamma);
+}
+
+/* Runs the chosen engine and the interpreter in f64 on the same input
+ * values, and compares every element of every output within its bound
+ * (output_bound): tol * max(1, |ref|), plus for a reduction
+ * gamma_n * sum|terms| with sum|terms| from the magnitude form. */
+static int run_check(run_t* r) {
   uj_status_t s = run_once(r);
   for (int i = 0; s == UJ_OK && r->dev.ctx && i < r->io.nout; i++) s = uj_tensor_copy(r->ctx, &r->io.out[i], &r->dev.out[i]);
   if (s != UJ_OK) return cli_report(s);
@@ -259,7 +366,7 @@ static int run_check(run_t* r, const cli_options_t* o) {
     if (t.ndim != r->io.out[i].ndim || memcmp(t.dims, r->io.out[i].dims, sizeof t.dims[0] * (size_t)t.ndim)) {
       printf("check: FAILED output %s has shape ", uj_program_io_name(r->program, 1, i));
       cli_print_dims(stdout, r->io.out[i].ndim, r->io.out[i].dims);
-      printf(" in %s but ", uj_dtype_name(o->dtype));
+      printf(" in %s but ", uj_dtype_name(r->io.out[i].dtype));
       cli_print_dims(stdout, t.ndim, t.dims);
       printf(" in f64\n");
       return 1;
@@ -267,22 +374,35 @@ static int run_check(run_t* r, const cli_options_t* o) {
   }
   s = uj_program_run(r->ref_ctx, r->program, UJ_FORWARD, r->ref.in_ptr, r->ref.nin, NULL, 0, r->ref.out_ptr,
                      r->ref.nout);
+  int reduces = 0;
+  if (s == UJ_OK) s = run_magnitude(r, &reduces);
   if (s != UJ_OK) return cli_report(s);
-  double tol = o->dtype == UJ_F64 ? CHECK_TOL_F64 : CHECK_TOL_F32;
   double max_rel_err = 0;
   for (int i = 0; i < r->io.nout; i++) {
     const uj_tensor_t *got = &r->io.out[i], *want = &r->ref.out[i];
+    bound_t b = output_bound(r, i, reduces);
+    double worst_share = 0; /* the largest |error| / bound */
     for (int64_t k = 0, n = numel(got); k < n; k++) {
-      double a = get(got, k), b = get(want, k);
-      double err = fabs(a - b) / fmax(1.0, fabs(b));
-      if (err > max_rel_err) max_rel_err = err;
-      /* `!(err <= tol)` so that a NaN fails too. */
-      if (!(err <= tol)) {
-        printf("check: FAILED output %s element %lld: %s %.9g, interp f64 %.17g (rel err %.3g > %g)\n",
-               uj_program_io_name(r->program, 1, i), (long long)k, uj_engine_name(uj_ctx_engine(r->ctx)), a, b, err,
-               tol);
+      double x = get(got, k), ref = get(want, k);
+      double bound = b.tol * fmax(1.0, fabs(ref));
+      if (b.terms > 1) bound += b.gamma * get(&r->magnitude_out[i], k);
+      if (!agrees(x, ref, bound)) {
+        printf("check: FAILED output %s element %lld: %s %.9g, interp f64 %.17g (|error| %.3g > bound %.3g = ",
+               uj_program_io_name(r->program, 1, i), (long long)k, uj_engine_name(uj_ctx_engine(r->ctx)), x, ref,
+               fabs(x - ref), bound);
+        print_bound(&b);
+        if (b.terms > 1) printf(", sum|terms|=%.6g", get(&r->magnitude_out[i], k));
+        printf(")\n");
         return 1;
       }
+      double err = relative_error(x, ref);
+      if (err > max_rel_err) max_rel_err = err;
+      if (bound > 0 && fabs(x - ref) / bound > worst_share) worst_share = fabs(x - ref) / bound;
+    }
+    if (b.terms > 1) {
+      printf("bound: output %s, a reduction: |error| <= ", uj_program_io_name(r->program, 1, i));
+      print_bound(&b);
+      printf("; largest |error|/bound %.3g\n", worst_share);
     }
   }
   printf("check: ok max_rel_err=%.3g\n", max_rel_err);
@@ -290,19 +410,19 @@ static int run_check(run_t* r, const cli_options_t* o) {
 }
 
 static int run_main(run_t* r, const cli_options_t* o) {
-  int rc = cli_load_program("run", o, &r->program);
+  int rc = cli_load_program("run", o, &r->program, &r->inputs, &r->source);
   if (rc) return rc;
   uj_status_t s;
   if (!(r->ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
-  if ((s = uj_ctx_set_engine(r->ctx, o->engine)) != UJ_OK) return cli_report(s);
-  if ((s = io_make(&r->io, r->program, o)) != UJ_OK) return cli_report(s);
-  if (o->engine == UJ_ENGINE_CUDA && (s = io_make_device(&r->dev, r->program, &r->io, r->ctx)) != UJ_OK)
+  if (o->engine_given && (s = uj_ctx_set_engine(r->ctx, o->engine)) != UJ_OK) return cli_report(s);
+  if ((s = io_make(&r->io, r->program, r->inputs, o->seed)) != UJ_OK) return cli_report(s);
+  if (uj_ctx_engine(r->ctx) == UJ_ENGINE_CUDA && (s = io_make_device(&r->dev, r->program, &r->io, r->ctx)) != UJ_OK)
     return cli_report(s);
-  printf("engine %s, %s, ", uj_engine_name(uj_ctx_engine(r->ctx)), uj_dtype_name(o->dtype));
-  print_io(stdout, r->program, &r->io);
+  printf("engine %s, %s, ", uj_engine_name(uj_ctx_engine(r->ctx)), uj_dtype_name(o->inputs.all.dtype));
+  print_io(stdout, r->program, &r->io, o->inputs.all.dtype);
   printf("\n");
   fflush(stdout);
-  return o->check ? run_check(r, o) : run_timing(r, o);
+  return o->check ? run_check(r) : run_timing(r, o);
 }
 
 int cli_cmd_run(int argc, char** argv) {

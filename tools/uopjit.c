@@ -1,9 +1,10 @@
 /* tools/uopjit.c: the uopjit command-line tool's entry point: the table of
- * commands, the usage text and the dispatch. Each command lives in a file
- * of its own (tools/cli_<command>.c); what they share is in tools/cli.h.
- * The tool uses only the public API (include/uopjit.h), so it doubles as an
- * example of a complete client; `uopjit cache` alone reaches into the
- * library's kernel cache (jit/cache.h).
+ * commands and the dispatch, help and version included. Each command lives
+ * in a file of its own (tools/cli_<command>.c), its help text in
+ * tools/cli_help.c; what they share is in tools/cli.h. The tool uses only
+ * the public API (include/uopjit.h), so it doubles as an example of a
+ * complete client; `uopjit cache` alone reaches into the library's kernel
+ * cache (jit/cache.h).
  *
  *   uopjit info    version, engines and devices
  *   uopjit demo    a 2-D convolution written as uops, run on the interpreter
@@ -16,79 +17,64 @@
  *   uopjit conv    one 2-D convolution on a chosen or automatic backend:
  *                  timing, or (--check) a comparison with the reference in f64
  *
- * A new command is a new function plus a row in the table. Exit status: 0
- * success, 1 a failure, 2 bad usage. */
+ * `uopjit --help`, `uopjit help CMD` and `uopjit CMD --help` print help to
+ * stdout and exit 0; `uopjit --version` the version. A new command is a new
+ * function, a row in the table below and an entry in cli_help.c. Exit
+ * status: 0 success, 1 a failure, 2 bad usage. */
 #include <string.h>
 
 #include "cli.h"
 
 typedef struct {
   const char* name;
-  const char* summary;
   int (*run)(int argc, char** argv); /* argv[0] is the command name */
 } command_t;
 
 static const command_t commands[] = {
-    {"info", "version, engines and devices", cli_cmd_info},
-    {"demo", "a 2-D convolution by uops, checked against plain loops", cli_cmd_demo},
-    {"run", "an expression-language program on random inputs: timing or --check", cli_cmd_run},
-    {"dump", "the loop IR or engine code of an expression-language program", cli_cmd_dump},
-    {"aot", "an expression-language program as a self-contained C file", cli_cmd_aot},
-    {"cache", "the on-disk kernel cache: stats, list or clear", cli_cmd_cache},
-    {"conv", "a 2-D convolution on a backend: timing or --check", cli_cmd_conv},
+    {"info", cli_cmd_info}, {"demo", cli_cmd_demo},   {"run", cli_cmd_run},   {"dump", cli_cmd_dump},
+    {"aot", cli_cmd_aot},   {"cache", cli_cmd_cache}, {"conv", cli_cmd_conv},
 };
 
-static int usage(void) {
-  fprintf(stderr, "usage: uopjit <command> [arguments]\n\ncommands:\n");
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf(stderr, "  %-8s %s\n", commands[i].name, commands[i].summary);
-  fprintf(stderr,
-          "\n"
-          "  uopjit run 'SOURCE' [--shape 1000000 | --shape 64,128] [--scalar NAME[,NAME...]]\n"
-          "             [--dtype f32|f64] [--engine auto|interp|mir|c|cuda] [--repeat N] [--seed S]\n"
-          "             [--check]\n"
-          "      Inputs are seeded random values in [0.5, 1.5) of the given shape (default\n"
-          "      1000000) and dtype (default f32); --scalar inputs are 0-d (lr 1e-3, b1 0.9,\n"
-          "      b2 0.999, eps 1e-8 by name). Prints the median time of N runs (default 5),\n"
-          "      ns/element and GB/s; --check instead compares every output with the\n"
-          "      interpreter in f64.\n"
-          "  uopjit dump [--ir-raw | --ir | --c | --mir | --cuda] 'SOURCE' [--shape ...]\n"
-          "              [--scalar ...] [--dtype ...]\n"
-          "      The program as emitted (--ir-raw), after the passes (--ir, the default) or\n"
-          "      as engine code; --shape, --scalar and --dtype pick the specialization.\n"
-          "  uopjit aot 'SOURCE' -o FILE [--scalar NAME[,NAME...]] [--dtype f32|f64]\n"
-          "             [--shape ...]\n"
-          "      Writes FILE, a C file that needs only the C library, with the entry points\n"
-          "      uopjit_kernel_run and uopjit_kernel_output_dims (see UJ_DUMP_C_AOT in\n"
-          "      uopjit.h). --scalar inputs are 0-d, the others have --shape's rank\n"
-          "      (default 1) and size-1 axes where --shape has a 1; sizes are run-time\n"
-          "      arguments. FILE is replaced whole or not at all.\n"
-          "  uopjit cache stats | list | clear\n"
-          "      The on-disk kernel cache of the C and CUDA engines: its directory, whether\n"
-          "      it is usable, entries and bytes per kind (stats); one line per entry\n"
-          "      (list); every entry removed (clear). The directory is $UOPJIT_CACHE_DIR,\n"
-          "      else $XDG_CACHE_HOME/uopjit, else ~/.cache/uopjit; UOPJIT_CACHE=0 turns\n"
-          "      the cache off.\n"
-          "  uopjit conv [--n 1] [--hw 56 | --h H --w W] [--c 64] [--k 64] [--kernel 3]\n"
-          "              [--stride 1] [--pad KERNEL/2] [--bias] [--backend auto|ref|cpu_direct|...]\n"
-          "              [--op forward|backward-data|backward-filter] [--dtype f32|f64]\n"
-          "              [--engine auto|interp|mir|c] [--cache-filter] [--repeat 5] [--seed 1] [--check]\n"
-          "      x [N,H,W,C] and w [K,KERNEL,KERNEL,C] (and dy) get seeded values in [-1, 1).\n"
-          "      Prints the backend that ran and the median time of the runs with GFLOP/s;\n"
-          "      --check instead compares with the ref backend in f64 (on --engine), each\n"
-          "      element within 1e-6 (cpu_winograd: 1e-5) * KERNEL^2*C * max|x| * max|w|.\n"
-          "      --cache-filter passes a filter_key, so a backend keeps its filter transform.\n"
-          "  A SOURCE that is a bare expression, such as '1/(1+exp(-x))', means 'y = EXPR'.\n"
-          "\n"
-          "  e.g. uopjit run --check '1/(1+exp(-(a*x+b)))' --scalar a,b\n"
-          "       uopjit aot '1/(1+exp(-(a*x+b)))' --scalar a,b -o sigmoid.c\n");
+/* `uopjit help [CMD]` (`uopjit help --help` is the general help too). */
+static int help(int argc, char** argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    cli_print_usage(stdout);
+    return 0;
+  }
+  if (argc > 2) {
+    fprintf(stderr, "uopjit help: takes one command, got also \"%s\"\n", argv[2]);
+    return 2;
+  }
+  if (cli_print_command_help(stdout, argv[1])) return 0;
+  fprintf(stderr, "uopjit help: unknown command \"%s\"; `uopjit --help` lists them\n", argv[1]);
   return 2;
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) return usage();
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "uopjit: unknown command \"%s\"\n", argv[1]);
-  return usage();
+  if (argc < 2) {
+    cli_print_usage(stderr);
+    return 2;
+  }
+  const char* first = argv[1];
+  if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) return help(1, argv + 1);
+  if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
+    printf("uopjit %s\n", cli_version());
+    return 0;
+  }
+  if (strcmp(first, "help") == 0) return help(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(first, commands[i].name) != 0) continue;
+    /* "--help" anywhere asks for help (a program source never starts with
+     * "--"); "-h" does not, since for run, dump and aot it is a source
+     * (y = -h). */
+    for (int k = 2; k < argc; k++)
+      if (strcmp(argv[k], "--help") == 0) {
+        cli_print_command_help(stdout, first);
+        return 0;
+      }
+    return commands[i].run(argc - 1, argv + 1);
+  }
+  fprintf(stderr, "uopjit: unknown %s \"%s\"; `uopjit --help` lists the commands\n",
+          first[0] == '-' ? "option" : "command", first);
+  return 2;
 }

@@ -1,0 +1,236 @@
+/* tools/cli_help.c: the help texts of the uopjit tool and its version.
+ *
+ * Each command has one entry: its synopsis, what it does, its options, and
+ * a set of the environment variables that change what it does. The
+ * variables are described once, in one table, so that `uopjit --help`
+ * (every variable) and `uopjit help CMD` (those of CMD) cannot disagree.
+ * Help goes to stdout (it was asked for); a usage error goes to stderr with
+ * a pointer to the help (cli_usage_error). */
+#include <string.h>
+
+#include "cli.h"
+
+const char* cli_version(void) {
+  /* The library's version macro; the library's run-time uj_version(), once
+   * it has one, is the place to take it from instead. */
+  return UJ_VERSION;
+}
+
+/* ---- environment variables ------------------------------------------------------------------ */
+
+enum {
+  ENV_ENGINE = 1 << 0,
+  ENV_THREADS = 1 << 1,
+  ENV_CACHE = 1 << 2, /* UOPJIT_CACHE, UOPJIT_CACHE_DIR, XDG_CACHE_HOME, HOME */
+  ENV_CACHE_MEMORY = 1 << 3,
+  ENV_CACHE_DISK = 1 << 4,
+  ENV_MIR_LEVEL = 1 << 5,
+  ENV_CC = 1 << 6, /* UOPJIT_CC, TMPDIR */
+  ENV_DEBUG = 1 << 7,
+  ENV_CUDA = 1 << 8, /* UOPJIT_NVRTC, UOPJIT_CUDA_DEVICE */
+  ENV_CONV = 1 << 9, /* UOPJIT_CONV_BACKEND, UOPJIT_CONV_ISA */
+  ENV_ALL = (1 << 10) - 1
+};
+
+static const struct {
+  unsigned group;
+  const char* name;
+  const char* meaning;
+} env_vars[] = {
+    {ENV_ENGINE, "UOPJIT_ENGINE", "the engine a context starts on: auto, interp, mir, c or cuda (default auto;\n"
+                                  "the --engine option overrides it)"},
+    {ENV_THREADS, "UOPJIT_THREADS", "threads for parallel loops and the CPU convolution backends (default: the\n"
+                                    "online cores)"},
+    {ENV_CACHE, "UOPJIT_CACHE", "0 switches the on-disk kernel cache off"},
+    {ENV_CACHE, "UOPJIT_CACHE_DIR", "the on-disk kernel cache's directory"},
+    {ENV_CACHE, "XDG_CACHE_HOME", "without UOPJIT_CACHE_DIR the cache is $XDG_CACHE_HOME/uopjit (an absolute\n"
+                                  "path), else $HOME/.cache/uopjit"},
+    {ENV_CACHE_MEMORY, "UOPJIT_CACHE_MEMORY_LIMIT", "bytes of compiled kernels a context keeps in memory, with an optional\n"
+                                                    "K, M or G suffix (default 256M)"},
+    {ENV_CACHE_DISK, "UOPJIT_CACHE_DISK_LIMIT", "bytes the on-disk kernel cache is kept under, with an optional K, M or\n"
+                                                "G suffix (default 512M)"},
+    {ENV_MIR_LEVEL, "UOPJIT_MIR_LEVEL", "the MIR engine's optimization level, 0 to 3 (default 2)"},
+    {ENV_CC, "UOPJIT_CC", "the C engine's compiler (default cc)"},
+    {ENV_CC, "TMPDIR", "where the C engine compiles (default /tmp)"},
+    {ENV_DEBUG, "UOPJIT_DEBUG", "words: \"passes\" prints the loop IR after each pass to stderr, \"verify\"\n"
+                                "verifies it after each pass"},
+    {ENV_CUDA, "UOPJIT_NVRTC", "the NVRTC library to load (default libnvrtc.so of the CUDA version built\n"
+                               "against, then CUDA_DIR/lib64)"},
+    {ENV_CUDA, "UOPJIT_CUDA_DEVICE", "the number of the GPU to use (default 0)"},
+    {ENV_CONV, "UOPJIT_CONV_BACKEND", "a convolution backend used for every call (ref, cpu_direct, cpu_winograd,\n"
+                                      "cudnn, cuda_winograd; default auto)"},
+    {ENV_CONV, "UOPJIT_CONV_ISA", "the instruction set of the CPU convolution kernels: avx512, avx2 or\n"
+                                  "generic (default: the best the CPU has)"},
+};
+
+/* One line per variable of the groups, the meaning indented under its
+ * continuation lines. */
+static void print_env(FILE* out, unsigned groups) {
+  fprintf(out, "\nenvironment:\n");
+  for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
+    if (!(env_vars[i].group & groups)) continue;
+    fprintf(out, "  %s\n      ", env_vars[i].name);
+    for (const char* c = env_vars[i].meaning; *c; c++) {
+      fputc(*c, out);
+      if (*c == '\n') fputs("      ", out);
+    }
+    fputc('\n', out);
+  }
+}
+
+/* ---- commands ----------------------------------------------------------------------------------- */
+
+/* The options run, dump and aot share: they pick the inputs. */
+#define INPUT_OPTIONS                                                                    \
+  "  --shape DIMS          the shape of every input not named otherwise, e.g. 1000000\n" \
+  "                        or 64,128 (default 1000000)\n"                                \
+  "  --shape NAME=DIMS     the shape of input NAME, e.g. b=128 (a row vector beside\n"   \
+  "                        x=64,128) or c=64,1 (a column); repeatable\n"                 \
+  "  --dtype f32|f64       the dtype of every input not named otherwise (default f32;\n" \
+  "                        an input the program declares, x: f64, keeps its own)\n"     \
+  "  --dtype NAME=f32|f64  the dtype of input NAME; repeatable\n"                        \
+  "  --scalar NAME[,NAME]  those inputs are 0-d (scalars); repeatable\n"
+
+/* What the options of run, dump and aot have in common, after them. */
+#define INPUT_NOTES                                                                      \
+  "\n"                                                                                   \
+  "Options take their value as --name VALUE or --name=VALUE. A name that is not an\n"   \
+  "input of the program, one input given two different shapes or dtypes (or a\n"        \
+  "--shape beside --scalar), or a dtype other than the one the program declares are\n"  \
+  "errors (exit status 2). A SOURCE that is a bare expression, such as\n"               \
+  "'1/(1+exp(-x))', means 'y = EXPR'.\n"
+
+static const struct {
+  const char* name;
+  const char* summary;
+  const char* text;
+  unsigned env;
+} help_entries[] = {
+    {"info", "version, engines and devices",
+     "usage: uopjit info\n"
+     "\n"
+     "Prints the version, which engines this build and machine can use, the engine a\n"
+     "new context runs on, the CPU cores and the CUDA device.\n",
+     ENV_ENGINE | ENV_CC | ENV_CUDA},
+    {"demo", "a 2-D convolution by uops, checked against plain loops",
+     "usage: uopjit demo\n"
+     "\n"
+     "Builds a small 2-D convolution out of uops, runs it on the interpreter, prints\n"
+     "its fused loop IR and checks the result against plain loops (exit status 1 when\n"
+     "it differs by more than 1e-5).\n",
+     ENV_THREADS | ENV_DEBUG},
+    {"run", "an expression-language program on random inputs: timing or --check",
+     "usage: uopjit run 'SOURCE' [options]\n"
+     "\n"
+     "Runs the program on seeded random inputs in [0.5, 1.5) (--scalar inputs named\n"
+     "lr, b1, b2 and eps get 1e-3, 0.9, 0.999 and 1e-8). Prints the median time of\n"
+     "the runs after one warm-up run that compiles, in ms; in ns per element of the\n"
+     "largest tensor, which the line names (the output of an elementwise program,\n"
+     "the input a reduction reads); and in GB/s counting every input read and every\n"
+     "output written once.\n"
+     "\n"
+     "--check instead compares every output element with the interpreter run in f64\n"
+     "on the same values: it agrees when |got - ref| <= tol * max(1, |ref|), tol 1e-5\n"
+     "for f32 and 1e-12 for f64 results; both NaN, or the same infinity, agree. In a\n"
+     "program with sum or mean, an output with fewer elements than the largest input\n"
+     "is a reduction of n = (elements of that input) / (elements of the output) terms\n"
+     "per element, and its bound adds gamma_n * sum|terms|, gamma_n = n*u/(1 - n*u)\n"
+     "(u = 2^-24 for f32, 2^-53 for f64): the worst case of a sum in any order.\n"
+     "sum|terms| comes from the program run in f64 with every sum and mean taken over\n"
+     "the absolute values of its terms. Such outputs get a line \"bound: ...\"; a\n"
+     "failure names the element, both values and the bound (exit status 1).\n"
+     "\n"
+     "options:\n" INPUT_OPTIONS
+     "  --engine auto|interp|mir|c|cuda\n"
+     "                        the engine (default UOPJIT_ENGINE, else auto); an engine\n"
+     "                        this build or machine lacks is an error. cuda runs on GPU\n"
+     "                        copies of the inputs\n"
+     "  --repeat N            timed runs (default 5)\n"
+     "  --seed S              the inputs' seed (default 1)\n"
+     "  --check               compare with the interpreter in f64 instead of timing\n" INPUT_NOTES
+     "\n"
+     "e.g. uopjit run --check '1/(1+exp(-(a*x+b)))' --scalar a,b\n"
+     "     uopjit run 'y = max(x + b, 0) * s' --shape x=64,130 --shape b=130 --scalar s --check\n",
+     ENV_ALL & ~ENV_CONV},
+    {"dump", "the loop IR or engine code of an expression-language program",
+     "usage: uopjit dump [--ir-raw | --ir | --c | --mir | --cuda] 'SOURCE' [options]\n"
+     "\n"
+     "Prints the program's loop IR as emitted (--ir-raw) or after the passes (--ir,\n"
+     "the default), or the code the C, MIR or CUDA engine generates (--cuda needs\n"
+     "neither a GPU nor NVRTC). Without --shape, --dtype or --scalar it shows the\n"
+     "build for rank-1 f32 inputs; with them, the build they describe (the ranks,\n"
+     "dtypes and size-1 axes matter, not the sizes).\n"
+     "\n"
+     "options:\n" INPUT_OPTIONS INPUT_NOTES,
+     ENV_DEBUG},
+    {"aot", "an expression-language program as a self-contained C file",
+     "usage: uopjit aot 'SOURCE' -o FILE [options]\n"
+     "\n"
+     "Writes FILE, a C file that needs only the C library, with the entry points\n"
+     "uopjit_kernel_run and uopjit_kernel_output_dims (see UJ_DUMP_C_AOT in\n"
+     "uopjit.h). Its first comment lists the inputs and outputs in the order the\n"
+     "entry points take them, with their dtypes and ranks. The inputs have the\n"
+     "ranks, dtypes and size-1 axes the options give (default: rank 1, f32); sizes\n"
+     "are run-time arguments. FILE is replaced whole or not at all.\n"
+     "\n"
+     "options:\n"
+     "  -o FILE, --output FILE  the file to write\n" INPUT_OPTIONS INPUT_NOTES
+     "\n"
+     "e.g. uopjit aot '1/(1+exp(-(a*x+b)))' --scalar a,b -o sigmoid.c\n",
+     ENV_DEBUG},
+    {"cache", "the on-disk kernel cache: stats, list or clear",
+     "usage: uopjit cache stats | list | clear\n"
+     "\n"
+     "The on-disk kernel cache of the C and CUDA engines: its directory, whether it\n"
+     "is usable, entries and bytes per kind (stats); one line per entry (list);\n"
+     "every entry removed (clear).\n",
+     ENV_CACHE | ENV_CACHE_DISK},
+    {"conv", "a 2-D convolution on a backend: timing or --check",
+     "usage: uopjit conv [options]\n"
+     "\n"
+     "x [N,H,W,C] and w [K,KERNEL,KERNEL,C] (and dy) get seeded values in [-1, 1).\n"
+     "Prints the backend that ran and the median time of the runs with GFLOP/s;\n"
+     "--check instead compares with the ref backend in f64 (on --engine), each\n"
+     "element within 1e-6 (cpu_winograd: 1e-5) * KERNEL^2*C * max|x| * max|w|.\n"
+     "\n"
+     "options:\n"
+     "  --n N                 batch (default 1)\n"
+     "  --hw S | --h H --w W  input height and width (default 56)\n"
+     "  --c C, --k K          input channels and filters (default 64)\n"
+     "  --kernel R            filter height and width (default 3)\n"
+     "  --stride S, --pad P   (default 1 and KERNEL/2)\n"
+     "  --bias                add a bias [K]\n"
+     "  --backend NAME        auto (default), ref, cpu_direct, cpu_winograd, cudnn,\n"
+     "                        cuda_winograd\n"
+     "  --op forward|backward-data|backward-filter\n"
+     "  --dtype f32|f64       (default f32)\n"
+     "  --engine auto|interp|mir|c\n"
+     "                        the engine of the ref backend (default UOPJIT_ENGINE,\n"
+     "                        else auto)\n"
+     "  --cache-filter        pass a filter_key, so a backend keeps its filter transform\n"
+     "  --repeat N, --seed S  (default 5 and 1)\n"
+     "  --check               compare with the ref backend in f64 instead of timing\n",
+     ENV_ALL & ~ENV_DEBUG},
+};
+enum { HELP_ENTRY_COUNT = sizeof help_entries / sizeof help_entries[0] };
+
+void cli_print_usage(FILE* out) {
+  fprintf(out,
+          "usage: uopjit <command> [arguments]\n"
+          "       uopjit help <command> | uopjit <command> --help\n"
+          "       uopjit --help | --version\n"
+          "\ncommands:\n");
+  for (int i = 0; i < HELP_ENTRY_COUNT; i++) fprintf(out, "  %-8s %s\n", help_entries[i].name, help_entries[i].summary);
+  fprintf(out, "\nExit status: 0 success, 1 a failure (a run, a check, a file), 2 bad usage.\n");
+  print_env(out, ENV_ALL);
+}
+
+int cli_print_command_help(FILE* out, const char* command) {
+  for (int i = 0; i < HELP_ENTRY_COUNT; i++)
+    if (strcmp(command, help_entries[i].name) == 0) {
+      fputs(help_entries[i].text, out);
+      print_env(out, help_entries[i].env);
+      return 1;
+    }
+  return 0;
+}
