@@ -2,7 +2,8 @@
  * process the way a user runs it: `uopjit aot` (the C file it writes, its
  * errors, that it never leaves a partial file, that the file compiles) and
  * `uopjit cache stats|list|clear` against the kernels `uopjit run` stores,
- * `uopjit dump --cuda` (no GPU needed) and `uopjit run --engine cuda`.
+ * `uopjit dump --cuda` (no GPU needed), `uopjit run --engine cuda`, and
+ * `uopjit run --check` on NaN and infinite results.
  *
  * The binary under test sits next to this test's directory: build/tests/
  * test_cli runs build/uopjit, build/debug/tests/test_cli runs
@@ -433,6 +434,26 @@ TEST(run_check_with_declared_dtypes) {
     CHECK(r.status == 0 && strstr(r.out, "check: ok") != NULL);
     result_free(&r);
   }
+}
+
+TEST(run_check_special_values) {
+  NEED_CLI();
+  /* both sides compute NaN, +inf, -inf, or both infinities: they agree */
+  static const char* const agree[] = {"y = log(x - 2)", "y = x / 0", "y = -x / 0", "y = where(x > 1, x / 0, -x / 0)"};
+  static const char* const engines[] = {"interp", "auto"};
+  for (int e = 0; e < 2; e++)
+    for (int i = 0; i < 4; i++) {
+      result_t r = run_cli("run", "--check", "--engine", engines[e], "--shape", "64", agree[i], NULL);
+      if (r.status != 0 || !strstr(r.out, "check: ok")) result_show(agree[i], &r);
+      CHECK(r.status == 0 && strstr(r.out, "check: ok") != NULL);
+      result_free(&r);
+    }
+  /* f32 overflows to inf where the f64 reference is finite (e^50 to e^150):
+   * still a failure */
+  result_t r = run_cli("run", "--check", "--engine", "interp", "--shape", "8", "y = exp(x * 100)", NULL);
+  if (r.status != 1 || !strstr(r.out, "check: FAILED")) result_show("exp(x * 100)", &r);
+  CHECK(r.status == 1 && strstr(r.out, "check: FAILED") != NULL && strstr(r.out, "inf") != NULL);
+  result_free(&r);
 }
 
 /* ---- the GPU side ------------------------------------------------------------------------ */

@@ -243,6 +243,15 @@ static int run_timing(run_t* r, const cli_options_t* o) {
   return 0;
 }
 
+/* The relative error of got against the f64 reference want: 0 when both
+ * are NaN or the same infinity (both sides computed the same special value,
+ * while their difference would be NaN), NaN or infinite when only one side
+ * is special. */
+static double relative_error(double got, double want) {
+  if ((isnan(got) && isnan(want)) || (isinf(got) && got == want)) return 0;
+  return fabs(got - want) / fmax(1.0, fabs(want));
+}
+
 /* Runs the chosen engine in the chosen dtype and the interpreter in f64 on
  * the same input values, and compares every output. */
 static int run_check(run_t* r, const cli_options_t* o) {
@@ -274,7 +283,7 @@ static int run_check(run_t* r, const cli_options_t* o) {
     const uj_tensor_t *got = &r->io.out[i], *want = &r->ref.out[i];
     for (int64_t k = 0, n = numel(got); k < n; k++) {
       double a = get(got, k), b = get(want, k);
-      double err = fabs(a - b) / fmax(1.0, fabs(b));
+      double err = relative_error(a, b);
       if (err > max_rel_err) max_rel_err = err;
       /* `!(err <= tol)` so that a NaN fails too. */
       if (!(err <= tol)) {
