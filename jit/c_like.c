@@ -132,8 +132,24 @@ static void print_u64(jit_cx_t* E, const ir_ix_t* ix) {
  * Signed overflow would be undefined in C, and with $params folded in as
  * constants (INT64_MAX, say) the compiler simplifies (i0 * $p) / $p to i0
  * where the other engines wrap. The conversion back is implementation-
- * defined, modulo 2^64 in gcc, clang and NVRTC. */
+ * defined, modulo 2^64 in gcc, clang and NVRTC. The AOT's size code is the
+ * exception: there an overflow is an error, as in the library. */
 void jit_cx_ix(jit_cx_t* E, const ir_ix_t* ix) {
+  if (E->size_mode && (wraps(ix->kind) || ix->kind == IR_IX_DIV || ix->kind == IR_IX_MOD)) {
+    /* sizes are checked instead (the AOT's uj_sz_* helpers), as the
+     * library's size evaluation does: an overflow or a division by zero
+     * sets uj_bad */
+    static const char* const checked[] = {[IR_IX_ADD] = "uj_sz_add", [IR_IX_SUB] = "uj_sz_sub",
+                                          [IR_IX_MUL] = "uj_sz_mul", [IR_IX_DIV] = "uj_sz_div",
+                                          [IR_IX_MOD] = "uj_sz_mod", [IR_IX_NEG] = "uj_sz_sub"};
+    rt_buf_printf(E->out, "%s(&uj_bad, ", checked[ix->kind]);
+    if (ix->kind == IR_IX_NEG) rt_buf_printf(E->out, "(uj_i64)0LL");
+    else jit_cx_ix(E, ix->a);
+    rt_buf_printf(E->out, ", ");
+    jit_cx_ix(E, ix->kind == IR_IX_NEG ? ix->a : ix->b);
+    rt_buf_printf(E->out, ")");
+    return;
+  }
   if (wraps(ix->kind)) {
     rt_buf_printf(E->out, "(uj_i64)");
     print_u64(E, ix);

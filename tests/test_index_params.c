@@ -9,8 +9,20 @@
  * limits (and compiles each as CUDA with NVRTC where it is present, the
  * values folded in: INT64_MIN has no C literal). One case is also checked
  * against wrapping arithmetic written out here, so that the interpreter is
- * not only agreed with but right. */
+ * not only agreed with but right.
+ *
+ * Sizes are the exception: an output of dA0 * $p elements must not wrap
+ * to a small one. The library refuses such a size (UJ_ERR_SHAPE), and so
+ * does the AOT C, compiled here with cc and loaded: its output_dims says
+ * -1 where wrapping gave 0. */
+#include <dlfcn.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "engines_check.h"
+
+extern char** environ;
 
 #define N 8
 
@@ -96,6 +108,84 @@ TEST(wrapped_product_reads_what_wrapping_arithmetic_says) {
       EN_EXPECT_CLOSE("y = x[(i0 * 2^62) / 2^62]", name, &y, ref, 0);
   }
   or_tensor_free(&x), or_tensor_free(&y);
+  uj_program_free(p);
+}
+
+/* ---- AOT sizes ------------------------------------------------------------------------ */
+
+typedef int (*output_dims_fn)(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
+
+/* Compiles the AOT C of p with cc into a shared object in dir and loads it;
+ * NULL (and *so NULL) when there is no cc. */
+static output_dims_fn load_aot(uj_program_t* p, const char* dir, void** so) {
+  *so = NULL;
+  uj_ctx_t* ctx = uj_ctx_new();
+  char* src = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_C_AOT, NULL);
+  uj_ctx_free(ctx);
+  CHECK(src != NULL);
+  if (!src) return NULL;
+  char c_path[256], so_path[256];
+  snprintf(c_path, sizeof c_path, "%s/aot.c", dir);
+  snprintf(so_path, sizeof so_path, "%s/aot.so", dir);
+  FILE* f = fopen(c_path, "w");
+  CHECK(f != NULL);
+  if (f) fputs(src, f), fclose(f);
+  free(src);
+  char* argv[] = {"cc", "-std=c11", "-O1", "-shared", "-fPIC", "-o", so_path, c_path, NULL};
+  pid_t pid;
+  int status = -1;
+  if (posix_spawnp(&pid, "cc", NULL, NULL, argv, environ) != 0) return NULL;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    CHECK(!"the AOT C compiles");
+    return NULL;
+  }
+  *so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(*so != NULL);
+  return *so ? (output_dims_fn)(uintptr_t)dlsym(*so, "uopjit_kernel_output_dims") : NULL;
+}
+
+TEST(aot_refuses_sizes_the_library_refuses) {
+  static const char* const shape[] = {"dA0 * $p"};
+  static const char* const idx[] = {"i0 / $p"};
+  static const char* const names[] = {"$p"};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 1, UJ_F32);
+  uj_io_t y = uj_reindex(g, x, 1, shape, 1, &x, 1, idx);
+  uj_program_t* p = OR_PROGRAM(g, 1, &x, 1, names, 1, &y);
+  uj_graph_free(g);
+  char dir[] = "/tmp/uopjit-aot-sizes-XXXXXX";
+  CHECK(p && mkdtemp(dir));
+  if (!p) return;
+  void* so;
+  output_dims_fn output_dims = load_aot(p, dir, &so);
+  int64_t n = 4, in_dims[1] = {4};
+  const int64_t* input_dims[] = {in_dims};
+  float xv[4] = {0};
+  uj_tensor_t tx = {xv, UJ_F32, UJ_CPU, 1, {4}};
+  const uj_tensor_t* in[] = {&tx};
+  /* 4 * 2^62 wraps to 0; 4 * 2^61 and 4 * -1 are out of int64 and negative */
+  static const int64_t refused[] = {(int64_t)1 << 62, (int64_t)1 << 61, INT64_MAX, INT64_MIN, -1};
+  for (int v = 0; v < 5; v++) {
+    int ndim = -1;
+    int64_t dims[UJ_MAX_DIMS] = {0};
+    uj_status_t s = uj_program_shape(p, UJ_FORWARD, in, &refused[v], 0, &ndim, dims);
+    if (s != UJ_ERR_SHAPE) printf("  $p = %lld: library %s\n", (long long)refused[v], uj_status_str(s));
+    CHECK(s == UJ_ERR_SHAPE);
+    if (output_dims) {
+      int rank = output_dims(input_dims, &refused[v], 0, dims);
+      if (rank != -1) printf("  $p = %lld: AOT rank %d, size %lld\n", (long long)refused[v], rank, (long long)dims[0]);
+      CHECK(rank == -1);
+    }
+  }
+  int64_t fine = 3, dims[UJ_MAX_DIMS] = {0};
+  int ndim = 0;
+  CHECK(uj_program_shape(p, UJ_FORWARD, in, &fine, 0, &ndim, dims) == UJ_OK && ndim == 1 && dims[0] == 3 * n);
+  if (output_dims) CHECK(output_dims(input_dims, &fine, 0, dims) == 1 && dims[0] == 3 * n);
+  if (so) dlclose(so);
+  char path[64];
+  snprintf(path, sizeof path, "%s/aot.c", dir), remove(path);
+  snprintf(path, sizeof path, "%s/aot.so", dir), remove(path);
+  rmdir(dir);
   uj_program_free(p);
 }
 
