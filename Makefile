@@ -203,8 +203,10 @@ test: all $(TESTS)
 	echo "$$passed passed, $$failed failed, $$skipped skipped"; \
 	[ -z "$$bad" ] && [ $$failed -eq 0 ]
 
+# A BUILD given on the command line is kept (make debug CC=clang
+# BUILD=build/clang-debug), so that two compilers never share objects.
 debug:
-	@$(MAKE) --no-print-directory BUILD=build/debug DEBUG=1 test
+	@$(MAKE) --no-print-directory BUILD=$(if $(filter command line,$(origin BUILD)),$(BUILD),build/debug) DEBUG=1 test
 
 # ---- tsan --------------------------------------------------------------------------
 

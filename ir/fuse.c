@@ -249,8 +249,12 @@ static int chain_records(const ir_block_t* A, const recs_t* ra, const ir_block_t
   for (int k = 0; k < chain->nloops; k++) {
     int na = k < A->nloops ? A->loops[k].nstmts : 0;
     view[k] = chain->loops[k];
-    view[k].stmts += na;
-    view[k].nstmts -= na;
+    /* a loop with no statements of A's (an outer loop of a nest) may have
+     * no array at all, and NULL + 0 is undefined */
+    if (na > 0) {
+      view[k].stmts += na;
+      view[k].nstmts -= na;
+    }
   }
   ir_block_t b_part = {chain->nloops, chain->nloops, view};
   recs_t rb = {0};

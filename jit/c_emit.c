@@ -184,6 +184,35 @@ static void emit_block(emitter_t* E, int bi) {
   rt_buf_printf(E->cx.out, "}\n");
 }
 
+/* The AOT's size arithmetic, checked as the library's (ir/eval.c): an
+ * overflow of int64 or a division by zero sets *bad, and the sizes are then
+ * refused rather than wrapped, since the loops' bounds and the proofs that
+ * reads are in range rest on them. Portable C: no compiler builtins. */
+static const char aot_size_arithmetic[] =
+    "\n/* Size arithmetic: an int64 overflow or a division by zero sets *bad. */\n"
+    "static inline uj_i64 uj_sz_add(int* bad, uj_i64 a, uj_i64 b) {\n"
+    "  if (b > 0 ? a > INT64_MAX - b : a < INT64_MIN - b) { *bad = 1; return 0; }\n"
+    "  return a + b;\n"
+    "}\n"
+    "static inline uj_i64 uj_sz_sub(int* bad, uj_i64 a, uj_i64 b) {\n"
+    "  if (b < 0 ? a > INT64_MAX + b : a < INT64_MIN + b) { *bad = 1; return 0; }\n"
+    "  return a - b;\n"
+    "}\n"
+    "static inline uj_i64 uj_sz_mul(int* bad, uj_i64 a, uj_i64 b) {\n"
+    "  if (a == 0 || b == 0) return 0;\n"
+    "  if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)\n"
+    "            : (b > 0 ? a < INT64_MIN / b : b < INT64_MAX / a)) { *bad = 1; return 0; }\n"
+    "  return a * b;\n"
+    "}\n"
+    "static inline uj_i64 uj_sz_div(int* bad, uj_i64 a, uj_i64 b) {\n"
+    "  if (b == 0) { *bad = 1; return 0; }\n"
+    "  return uj_fdiv(a, b);\n"
+    "}\n"
+    "static inline uj_i64 uj_sz_mod(int* bad, uj_i64 a, uj_i64 b) {\n"
+    "  if (b == 0) { *bad = 1; return 0; }\n"
+    "  return uj_fmod(a, b);\n"
+    "}\n";
+
 /* The AOT entry: sizes from the inputs' sizes and params, the checks, the
  * temporaries, then every block in order on one thread. */
 static void emit_aot_entry(emitter_t* E, const char* name) {
@@ -194,10 +223,11 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
     nout += f->tensors[t].role == IR_TENSOR_OUTPUT;
   }
   E->cx.size_mode = 1;
+  rt_buf_printf(E->cx.out, "%s", aot_size_arithmetic);
   rt_buf_printf(E->cx.out, "\n/* Sizes of every tensor from the inputs' sizes: 0, or -1 when a size would be\n"
-                        " * negative or two sizes that must agree do not. */\n"
+                        " * negative, overflow or divide by zero, or two sizes that must agree do not. */\n"
                         "static int uj_sizes(const int64_t* const* input_dims, const int64_t* params, uj_i64* dims) {\n"
-                        "  (void)params;\n");
+                        "  int uj_bad = 0;\n  (void)params;\n");
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     for (int k = 0; k < tt->ndim; k++) {
@@ -208,7 +238,7 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
         jit_cx_ix(&E->cx, tt->dims[k]);
         rt_buf_printf(E->cx.out, ";\n");
       }
-      rt_buf_printf(E->cx.out, "  if (dims[%d] < 0) return -1;\n", t * UJ_MAX_DIMS + k);
+      rt_buf_printf(E->cx.out, "  if (uj_bad || dims[%d] < 0) return -1;\n", t * UJ_MAX_DIMS + k);
     }
   }
   for (int i = 0; i < f->nasserts; i++) {
@@ -218,7 +248,7 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
     jit_cx_ix(&E->cx, f->asserts[i].b);
     rt_buf_printf(E->cx.out, ") return -1;\n");
   }
-  rt_buf_printf(E->cx.out, "  return 0;\n}\n\n");
+  rt_buf_printf(E->cx.out, "  return uj_bad ? -1 : 0;\n}\n\n");
   rt_buf_printf(E->cx.out,
                 "/* Writes the sizes of output `output` into dims_out (as many as its rank).\n"
                 " * Returns its rank, or -1 when the inputs' sizes are inconsistent. */\n"
@@ -239,7 +269,7 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
                 " * the sizes are inconsistent, -2 when memory runs out. */\n"
                 "int %s_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,\n"
                 "           const int64_t* params) {\n"
-                "  uj_i64 dims[%d];\n  void* buf[%d] = {0};\n  int status = 0;\n"
+                "  uj_i64 dims[%d];\n  void* buf[%d] = {0};\n  int status = 0, uj_bad = 0;\n"
                 "  if (uj_sizes(input_dims, params, dims) != 0) return -1;\n",
                 nin, nout, name, name, f->ntensors * UJ_MAX_DIMS + 1, f->ntensors + 1);
   for (int t = 0; t < f->ntensors; t++) {
@@ -248,21 +278,24 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
     else if (tt->role == IR_TENSOR_OUTPUT) rt_buf_printf(E->cx.out, "  buf[%d] = outputs[%d];\n", t, tt->io_index);
     else if (!tt->noalloc && !tt->local) {
       rt_buf_printf(E->cx.out, "  { uj_i64 n = 1;");
-      for (int k = 0; k < tt->ndim; k++) rt_buf_printf(E->cx.out, " n *= dims[%d];", t * UJ_MAX_DIMS + k);
-      rt_buf_printf(E->cx.out, " if (!(buf[%d] = malloc((size_t)(n ? n : 1) * sizeof(%s)))) status = -2; }\n", t,
-                    jit_cx_ctype(tt->dtype));
+      for (int k = 0; k < tt->ndim; k++)
+        rt_buf_printf(E->cx.out, " n = uj_sz_mul(&uj_bad, n, dims[%d]);", t * UJ_MAX_DIMS + k);
+      rt_buf_printf(E->cx.out,
+                    "\n    if (uj_bad || (uint64_t)n > SIZE_MAX / sizeof(%s) || !(buf[%d] = malloc((size_t)(n ? n : 1)"
+                    " * sizeof(%s)))) status = -2; }\n",
+                    jit_cx_ctype(tt->dtype), t, jit_cx_ctype(tt->dtype));
     }
   }
   rt_buf_printf(E->cx.out, "  if (status == 0) {\n");
   for (int b = 0; b < f->nblocks; b++) {
     if (!f->blocks[b].nloops) continue;
-    rt_buf_printf(E->cx.out, "    uj_block_%d(buf, dims, params, ", b);
+    rt_buf_printf(E->cx.out, "    { uj_i64 uj_begin = ");
     jit_cx_ix(&E->cx, f->blocks[b].loops[0].start);
-    rt_buf_printf(E->cx.out, ", ");
+    rt_buf_printf(E->cx.out, ", uj_end = ");
     jit_cx_ix(&E->cx, f->blocks[b].loops[0].end);
-    rt_buf_printf(E->cx.out, ");\n");
+    rt_buf_printf(E->cx.out, ";\n      if (!uj_bad) uj_block_%d(buf, dims, params, uj_begin, uj_end); }\n", b);
   }
-  rt_buf_printf(E->cx.out, "  }\n");
+  rt_buf_printf(E->cx.out, "    if (uj_bad) status = -1;\n  }\n");
   for (int t = 0; t < f->ntensors; t++)
     if (f->tensors[t].role == IR_TENSOR_TEMP && !f->tensors[t].noalloc && !f->tensors[t].local)
       rt_buf_printf(E->cx.out, "  free(buf[%d]);\n", t);

@@ -3,13 +3,14 @@
  *
  * Arithmetic matches the interpreter: f32 in float (the C compiler runs
  * with -ffp-contract=off, NVRTC with --fmad=false, so nothing is fused),
- * i32 wrapping through uint32, floor division and modulo with x/0 == 0,
+ * index arithmetic wrapping through uint64, i32 wrapping through uint32, floor division and modulo with x/0 == 0,
  * fmax-like max/min written as ternaries, saturating float to i32. A
  * statement with run-time checked axes is guarded by `if (every checked
  * index is in range)`, evaluated innermost first so that an i32 index read
  * is itself checked before it is used: the interpreter's "an out-of-range
  * read skips the statement". */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,15 +93,75 @@ void jit_cx_access(jit_cx_t* E, const ir_access_t* acc) {
   rt_buf_printf(E->out, "]");
 }
 
-void jit_cx_ix(jit_cx_t* E, const ir_ix_t* ix) {
+/* An int64 constant as a C expression of type uj_i64. INT64_MIN has no
+ * literal (9223372036854775808 does not fit a long long), so it is
+ * written as a difference. */
+static void print_i64(jit_cx_t* E, int64_t v) {
+  if (v == INT64_MIN) rt_buf_printf(E->out, "((uj_i64)-9223372036854775807LL - 1)");
+  else rt_buf_printf(E->out, "(uj_i64)%lldLL", (long long)v);
+}
+
+static int wraps(ir_ix_kind_t kind) {
+  return kind == IR_IX_ADD || kind == IR_IX_SUB || kind == IR_IX_MUL || kind == IR_IX_NEG;
+}
+
+/* ix as an expression of type uint64_t equal to it modulo 2^64: a chain of
+ * +, - and * stays unsigned, anything else is converted at its leaf. */
+static void print_u64(jit_cx_t* E, const ir_ix_t* ix) {
   static const char* const infix[] = {[IR_IX_ADD] = " + ", [IR_IX_SUB] = " - ", [IR_IX_MUL] = " * "};
+  if (ix->kind == IR_IX_CONST && ix->value != INT64_MIN) {
+    rt_buf_printf(E->out, "(uint64_t)%lldLL", (long long)ix->value);
+  } else if (!wraps(ix->kind)) {
+    rt_buf_printf(E->out, "(uint64_t)");
+    jit_cx_ix(E, ix);
+  } else if (ix->kind == IR_IX_NEG) {
+    rt_buf_printf(E->out, "(0 - ");
+    print_u64(E, ix->a);
+    rt_buf_printf(E->out, ")");
+  } else {
+    rt_buf_printf(E->out, "(");
+    print_u64(E, ix->a);
+    rt_buf_printf(E->out, "%s", infix[ix->kind]);
+    print_u64(E, ix->b);
+    rt_buf_printf(E->out, ")");
+  }
+}
+
+/* Index arithmetic wraps modulo 2^64, as in the interpreter and MIR
+ * (ir/eval.c): +, - and * are computed on uint64_t and converted back.
+ * Signed overflow would be undefined in C, and with $params folded in as
+ * constants (INT64_MAX, say) the compiler simplifies (i0 * $p) / $p to i0
+ * where the other engines wrap. The conversion back is implementation-
+ * defined, modulo 2^64 in gcc, clang and NVRTC. The AOT's size code is the
+ * exception: there an overflow is an error, as in the library. */
+void jit_cx_ix(jit_cx_t* E, const ir_ix_t* ix) {
+  if (E->size_mode && (wraps(ix->kind) || ix->kind == IR_IX_DIV || ix->kind == IR_IX_MOD)) {
+    /* sizes are checked instead (the AOT's uj_sz_* helpers), as the
+     * library's size evaluation does: an overflow or a division by zero
+     * sets uj_bad */
+    static const char* const checked[] = {[IR_IX_ADD] = "uj_sz_add", [IR_IX_SUB] = "uj_sz_sub",
+                                          [IR_IX_MUL] = "uj_sz_mul", [IR_IX_DIV] = "uj_sz_div",
+                                          [IR_IX_MOD] = "uj_sz_mod", [IR_IX_NEG] = "uj_sz_sub"};
+    rt_buf_printf(E->out, "%s(&uj_bad, ", checked[ix->kind]);
+    if (ix->kind == IR_IX_NEG) rt_buf_printf(E->out, "(uj_i64)0LL");
+    else jit_cx_ix(E, ix->a);
+    rt_buf_printf(E->out, ", ");
+    jit_cx_ix(E, ix->kind == IR_IX_NEG ? ix->a : ix->b);
+    rt_buf_printf(E->out, ")");
+    return;
+  }
+  if (wraps(ix->kind)) {
+    rt_buf_printf(E->out, "(uj_i64)");
+    print_u64(E, ix);
+    return;
+  }
   switch (ix->kind) {
-    case IR_IX_CONST: rt_buf_printf(E->out, "(uj_i64)%lldLL", (long long)ix->value); return;
+    case IR_IX_CONST: print_i64(E, ix->value); return;
     case IR_IX_LOOP: rt_buf_printf(E->out, "i%d", ix->id); return;
     case IR_IX_DIM: print_dim(E, ix->id, ix->axis); return;
     case IR_IX_PARAM:
       if (E->fold_params) {
-        rt_buf_printf(E->out, "(uj_i64)%lldLL", (long long)E->params[ix->id]);
+        print_i64(E, E->params[ix->id]);
       } else {
         if (E->used_params) E->used_params[ix->id] = 1;
         rt_buf_printf(E->out, E->param_fmt, ix->id);
@@ -109,20 +170,6 @@ void jit_cx_ix(jit_cx_t* E, const ir_ix_t* ix) {
     case IR_IX_LOAD:
       rt_buf_printf(E->out, "(uj_i64)");
       jit_cx_access(E, ix->load);
-      return;
-    case IR_IX_NEG:
-      rt_buf_printf(E->out, "(-(");
-      jit_cx_ix(E, ix->a);
-      rt_buf_printf(E->out, "))");
-      return;
-    case IR_IX_ADD:
-    case IR_IX_SUB:
-    case IR_IX_MUL:
-      rt_buf_printf(E->out, "(");
-      jit_cx_ix(E, ix->a);
-      rt_buf_printf(E->out, "%s", infix[ix->kind]);
-      jit_cx_ix(E, ix->b);
-      rt_buf_printf(E->out, ")");
       return;
     default: {
       const char* name = ix->kind == IR_IX_DIV ? "uj_fdiv" : ix->kind == IR_IX_MOD ? "uj_fmod"

@@ -30,7 +30,7 @@ struct jit_cx {
   const int64_t* params;  /* folded as constants when fold_params */
   int fold_params;
   const char* param_fmt;  /* otherwise printed with this format and the slot: "params[%d]", "p%d" */
-  int size_mode;          /* DIM prints as dims[...] (the C AOT's size code) */
+  int size_mode;          /* DIM prints as dims[...], arithmetic through uj_sz_* (the C AOT's size code) */
   uj_reduce_op_t* carried_op; /* by carried id (jit_cx_carried_ops) */
   /* CUDA: by tensor, 1 when a scatter-add into it must be an atomicAdd */
   const unsigned char* atomic_scatter;

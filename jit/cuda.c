@@ -145,11 +145,30 @@ static int kernel_count(const jit_cu_module_t* m) {
   return n;
 }
 
+/* The longest architecture number taken: NVRTC's are two or three digits. */
+#define ARCH_DIGITS_MAX 4
+
+/* "sm_" then 1 to ARCH_DIGITS_MAX decimal digits, the first not 0, and
+ * nothing else: *number. sscanf's %d would also take a sign, leading
+ * spaces and a value past INT_MAX (wrapping "sm_4294967386" to 90). */
+static int arch_number(const char* arch, int* number) {
+  if (strncmp(arch, "sm_", 3) != 0) return 0;
+  const char* digits = arch + 3;
+  int n = 0, value = 0;
+  for (; digits[n] >= '0' && digits[n] <= '9'; n++) {
+    if (n == ARCH_DIGITS_MAX) return 0;
+    value = 10 * value + (digits[n] - '0');
+  }
+  if (n == 0 || digits[n] != '\0' || digits[0] == '0') return 0;
+  *number = value;
+  return 1;
+}
+
 /* "sm_XX" as a number NVRTC knows. */
 static uj_status_t parse_arch(const rt_nvrtc_t* nv, const char* arch, int* number) {
-  int used = 0;
-  if (!arch || sscanf(arch, "sm_%d%n", number, &used) != 1 || arch[used] || *number <= 0)
-    return rt_error(UJ_ERR_INVALID, "cuda: architecture \"%s\" is not of the form sm_XX", arch ? arch : "(null)");
+  if (!arch || !arch_number(arch, number))
+    return rt_error(UJ_ERR_INVALID, "cuda: architecture \"%s\" is not of the form sm_XX (sm_ and up to %d digits)",
+                    arch ? arch : "(null)", ARCH_DIGITS_MAX);
   if (!arch_supported(nv, *number))
     return rt_error(UJ_ERR_UNSUPPORTED, "NVRTC %d.%d cannot compile for sm_%d (it knows sm_%d to sm_%d)", nv->major,
                     nv->minor, *number, nv->archs[0], nv->archs[nv->narchs - 1]);

@@ -344,12 +344,13 @@ static void sandwich(int lr, int li, const double* l, int rr, int ri, const doub
 
 #define TRANSFORM_TOL 1e-6 /* relative to the magnitude sum: a few f32 roundings */
 
-/* The input and output transforms of one tile with er x ec outputs (an
- * image of exactly that tile) against the matrices. */
-static void check_tile_transforms(int er, int ec, uint64_t* st) {
+/* The input and output transforms built for kern's instruction set, on one
+ * tile with er x ec outputs (an image of exactly that tile), against the
+ * matrices. */
+static void check_tile_transforms(const bk_conv_kernel_t* kern, int er, int ec, uint64_t* st) {
   const int C = 19, K = 21; /* 16 lanes and a partial group */
-  int count;
-  const bk_conv_kernel_t* kern = bk_conv_kernels(&count);
+  const bk_wino_transforms_t* xf = bk_wino_transforms_for(kern->isa);
+  CHECK(strcmp(xf->isa, kern->isa) == 0);
   bk_conv_problem_t p = {.n = 1, .h = er + 2, .w = ec + 2, .c = C, .k = K, .kh = 3, .kw = 3, .oh = er, .ow = ec,
                          .stride_h = 1, .stride_w = 1};
   bk_wino_geom_t g;
@@ -368,14 +369,14 @@ static void check_tile_transforms(int er, int ec, uint64_t* st) {
   for (int i = 0; i < g.m_tile; i++) m[i] = (float)harness_real(st, -1, 1);
   for (int i = 0; i < K; i++) bias[i] = (float)harness_real(st, -1, 1);
   double in[36], want[36], mag[36];
-  bk_wino_input(&g, x, 0, 1, v, 0);
+  xf->input(&g, x, 0, 1, v, 0);
   for (int c = 0; c < C; c++) {
     for (int i = 0; i < p.h * p.w; i++) in[i] = x[i * C + c];
     sandwich(6, er + 2, &wino_bt[er][0][0], 6, ec + 2, &wino_bt[ec][0][0], in, want, mag);
     for (int xi = 0; xi < 36; xi++) CHECK(fabs(v[xi * g.cs + c] - want[xi]) <= TRANSFORM_TOL * mag[xi]);
   }
   for (int c = C; c < g.cs; c++) CHECK(v[c] == 0.0f); /* padding lanes */
-  bk_wino_output(&g, m, 0, 0, 1, bias, y);
+  xf->output(&g, m, 0, 0, 1, bias, y);
   for (int k = 0; k < K; k++) {
     for (int i = 0; i < 36; i++) in[i] = m[i * g.kp + k];
     double out[16], omag[16];
@@ -389,25 +390,19 @@ static void check_tile_transforms(int er, int ec, uint64_t* st) {
   free(bias);
 }
 
-TEST(winograd_transforms_match_matrices) {
-  HARNESS_SEED(726);
-  uint64_t st = 726;
-  /* full tiles, and every edge kind on either side */
-  static const int kinds[][2] = {{4, 4}, {3, 4}, {4, 2}, {1, 4}, {3, 3}, {2, 1}, {1, 3}};
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) check_tile_transforms(kinds[i][0], kinds[i][1], &st);
-
+/* U from the filter transform built for kern's instruction set against G w G^T. */
+static void check_filter_transform(const bk_conv_kernel_t* kern, uint64_t* st) {
   const int C = 19, K = 21;
-  int count;
-  const bk_conv_kernel_t* kern = bk_conv_kernels(&count);
+  const bk_wino_transforms_t* xf = bk_wino_transforms_for(kern->isa);
   bk_conv_problem_t p = {.n = 1, .h = 6, .w = 6, .c = C, .k = K, .kh = 3, .kw = 3, .oh = 4, .ow = 4,
                          .stride_h = 1, .stride_w = 1};
   bk_wino_geom_t g;
   bk_wino_geom_init(&g, &p, kern->cols);
   float* w = malloc(sizeof(float) * (size_t)(K * 9 * C));
   float* u = malloc(sizeof(float) * 36 * (size_t)(g.panels * g.u_block));
-  for (int i = 0; i < K * 9 * C; i++) w[i] = (float)harness_real(&st, -1, 1);
+  for (int i = 0; i < K * 9 * C; i++) w[i] = (float)harness_real(st, -1, 1);
   double in[9], want[36], mag[36];
-  bk_wino_filter(&g, w, 0, C, u);
+  xf->filter(&g, w, 0, C, u);
   for (int k = 0; k < g.kp; k++)
     for (int c = 0; c < C; c++) {
       for (int i = 0; i < 9; i++) in[i] = k < K ? w[(k * 9 + i) * C + c] : 0.0;
@@ -423,6 +418,21 @@ TEST(winograd_transforms_match_matrices) {
     }
   free(w);
   free(u);
+}
+
+/* Every instruction set this CPU runs: each has transforms of its own. */
+TEST(winograd_transforms_match_matrices) {
+  HARNESS_SEED(726);
+  uint64_t st = 726;
+  int count;
+  const bk_conv_kernel_t* kernels = bk_conv_kernels(&count);
+  /* full tiles, and every edge kind on either side */
+  static const int kinds[][2] = {{4, 4}, {3, 4}, {4, 2}, {1, 4}, {3, 3}, {2, 1}, {1, 3}};
+  for (int v = 0; v < count; v++) {
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+      check_tile_transforms(&kernels[v], kinds[i][0], kinds[i][1], &st);
+    check_filter_transform(&kernels[v], &st);
+  }
 }
 
 /* Tiles are numbered by class (winograd.h): each class holds the tiles of

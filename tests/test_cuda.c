@@ -235,6 +235,19 @@ TEST(compile_cuda_errors) {
     CHECK(uj_program_compile_cuda(ctx, p, UJ_FORWARD, in, 1, NULL, 0, NULL, NULL, NULL) == UJ_ERR_INVALID);
     CHECK(uj_program_compile_cuda(ctx, p, UJ_FORWARD, in, 1, NULL, 0, "sm_1", NULL, NULL) == UJ_ERR_UNSUPPORTED);
     CHECK(strstr(uj_last_error(), "sm_1") != NULL);
+    /* strictly sm_ and digits: no sign, space, leading zero, suffix, or
+     * number that wraps around to a known one (4294967386 = 2^32 + 90) */
+    static const char* const malformed[] = {"sm_4294967386", "sm_ 90", "sm_+90", "sm_-90", "sm_090", "sm_90 ",
+                                            "sm_90a",        "sm_",    "sm_99990", "SM_90", " sm_90"};
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+      uj_status_t s = uj_program_compile_cuda(ctx, p, UJ_FORWARD, in, 1, NULL, 0, malformed[i], NULL, NULL);
+      if (s != UJ_ERR_INVALID) fprintf(stderr, "  arch \"%s\": %s\n", malformed[i], uj_status_str(s));
+      CHECK(s == UJ_ERR_INVALID);
+      CHECK(strstr(uj_last_error(), "sm_XX") != NULL);
+      size_t size = 0;
+      CHECK(jit_cuda_compile_source("extern \"C\" __global__ void k(float* a) { a[0] = 1.0f; }", malformed[i], &size) ==
+            UJ_ERR_INVALID);
+    }
   } else {
     uj_status_t s = uj_program_compile_cuda(ctx, p, UJ_FORWARD, in, 1, NULL, 0, "sm_90", NULL, NULL);
     CHECK(s == UJ_ERR_UNSUPPORTED);

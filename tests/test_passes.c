@@ -8,7 +8,8 @@
  * uop convolution is one block whose reads are all proven in range, and with
  * padding 1 keeps checks exactly on the two padded axes of x; a consumer
  * reading its producer at another index, and a reduction result read inside
- * the reduced loop, are not fused (and still compute the right values); the
+ * the reduced loop, are not fused (and still compute the right values);
+ * nests whose outer loops hold no statements fuse (z = - -x); the
  * raw dump has more blocks than the optimized one; UOPJIT_DEBUG=passes
  * prints the IR after each pass. The randomized comparison of passes on
  * against passes off lives in test_passes_random.c. */
@@ -504,6 +505,26 @@ TEST(no_fusion_of_reduction_into_its_loop) {
   OR_RUN_CHECK1(p, &tx, &ty, ref, OR_TOL_F64);
   free(ref);
   or_tensor_free(&tx), or_tensor_free(&ty);
+  uj_program_free(p);
+}
+
+/* z = - -x on a matrix: two blocks whose outer loops hold no statements
+ * (no array at all) merge into one; the merge once offset such a loop's
+ * NULL statement array by 0, which UBSan (clang) reports. */
+TEST(fusion_of_nests_with_empty_outer_loops) {
+  uj_program_t* p = NULL;
+  CHECK(uj_program_parse("z = - -x", &p) == UJ_OK);
+  if (!p) return;
+  HARNESS_SEED(61);
+  uint64_t st = 61;
+  int64_t dims[2] = {3, 5};
+  uj_tensor_t tx = or_tensor(UJ_F32, 2, dims), tz = or_tensor(UJ_F32, 2, dims);
+  or_fill_real(&st, &tx, -3, 3);
+  double* ref = or_alloc_ref(15);
+  for (int i = 0; i < 15; i++) ref[i] = or_get(&tx, i);
+  OR_RUN_CHECK1(p, &tx, &tz, ref, OR_TOL_F32);
+  free(ref);
+  or_tensor_free(&tx), or_tensor_free(&tz);
   uj_program_free(p);
 }
 

@@ -24,6 +24,12 @@ typedef float bk_v16u __attribute__((vector_size(64), aligned(4), may_alias));
 typedef float bk_v8 __attribute__((vector_size(32)));
 typedef float bk_v8u __attribute__((vector_size(32), aligned(4), may_alias));
 
+/* The instruction sets of the variants, as target attributes. A variant
+ * runs only where the CPU and the OS support every feature its attribute
+ * names (bk_conv_kernels checks the same lists). */
+#define BK_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")))
+#define BK_TARGET_AVX2 __attribute__((target("avx2,fma")))
+
 /* The product kernel: for one tile of `rows` rows and `cols` columns,
  *
  *   out[r*ldo + j] = start[r][j] + sum over t < ntaps, c < depth of

@@ -101,6 +101,7 @@
 typedef struct {
   bk_wino_geom_t g;
   const bk_wino_kernel_t* kern;
+  const bk_wino_transforms_t* xf; /* for kern's instruction set */
   const float* x;
   const float* u;
   const float* bias;
@@ -182,10 +183,10 @@ static void zero_tail(const wino_job_t* j, float* v, int64_t first, int64_t coun
 /* Tiles [first, first + count) through all three steps, in V and M of one slot. */
 static void block_all_steps(const wino_job_t* j, int64_t first, int64_t count, float* v, float* m, const float** a) {
   const bk_wino_geom_t* g = &j->g;
-  bk_wino_input(g, j->x, first, first + count, v, first);
+  j->xf->input(g, j->x, first, first + count, v, first);
   zero_tail(j, v, first, count);
   products(j, v, m, first, count, 0, 1, 0, 36 * g->panels, a);
-  bk_wino_output(g, m, first, first, first + count, j->bias, j->y);
+  j->xf->output(g, m, first, first, first + count, j->bias, j->y);
 }
 
 /* The tiles of private run r: [*first, *first + *count). */
@@ -213,7 +214,7 @@ static void private_slot(void* ctx, int slot, int64_t begin, int64_t end) {
 static void shared_input(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
   (void)slot;
-  bk_wino_input(&j->g, j->x, j->block_first + begin, j->block_first + end, j->v, j->block_first);
+  j->xf->input(&j->g, j->x, j->block_first + begin, j->block_first + end, j->v, j->block_first);
 }
 
 static void shared_products(void* ctx, int slot, int64_t begin, int64_t end) {
@@ -232,12 +233,13 @@ static void shared_products_rows(void* ctx, int slot, int64_t begin, int64_t end
 static void shared_output(void* ctx, int slot, int64_t begin, int64_t end) {
   const wino_job_t* j = ctx;
   (void)slot;
-  bk_wino_output(&j->g, j->m, j->block_first, j->block_first + begin, j->block_first + end, j->bias, j->y);
+  j->xf->output(&j->g, j->m, j->block_first, j->block_first + begin, j->block_first + end, j->bias, j->y);
 }
 
 /* The filter transform, split over input channels. */
 typedef struct {
   const bk_wino_geom_t* g;
+  const bk_wino_transforms_t* xf;
   const float* w;
   float* u;
 } filter_job_t;
@@ -245,12 +247,13 @@ typedef struct {
 static void filter_slot(void* ctx, int slot, int64_t begin, int64_t end) {
   const filter_job_t* f = ctx;
   (void)slot;
-  bk_wino_filter(f->g, f->w, begin, end, f->u);
+  f->xf->filter(f->g, f->w, begin, end, f->u);
 }
 
 /* Fills U from w (into memory the caller provides). */
-static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g, rt_pool_t* pool, float* u) {
-  filter_job_t fj = {g, call->w->data, u};
+static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g, const bk_wino_transforms_t* xf,
+                             rt_pool_t* pool, float* u) {
+  filter_job_t fj = {g, xf, call->w->data, u};
   int64_t C = call->p->c;
   /* runs of whole groups of 16 channels, a few per slot */
   int slots = bk_conv_slots(pool, C, 16);
@@ -375,6 +378,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
   wino_job_t j;
   memset(&j, 0, sizeof j);
   j.kern = bk_wino_kernel_for(call->state);
+  j.xf = bk_wino_transforms_for(j.kern->isa);
   bk_wino_geom_init(&j.g, p, j.kern->cols);
   j.x = call->x->data;
   j.y = call->y->data;
@@ -416,7 +420,7 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
       j.u = bk_conv_filter_data(kept);
     } else {
       float* u = u_for_cache ? u_for_cache : scratch;
-      filter_transform(call, &j.g, pool, u);
+      filter_transform(call, &j.g, j.xf, pool, u);
       j.u = u;
       if (u_for_cache) { /* the cache owns it from here, or frees it on OOM */
         kept = bk_conv_filter_add(call->state, &bk_conv_cpu_winograd, p, (int)j.g.cols, u_for_cache,

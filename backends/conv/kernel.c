@@ -22,8 +22,9 @@
  * The accumulators are named variables, not an array, so that the compiler
  * never has a reason to keep them in memory. Variants are separate functions
  * with their own target attribute (the avx2 and generic ones inline one
- * body); which one runs is decided by __builtin_cpu_supports, and by
- * UOPJIT_CONV_ISA for a context (cpu.h). */
+ * body); which one runs is decided by the CPU's and the OS's support for
+ * every feature of its target (bk_conv_kernels), and by UOPJIT_CONV_ISA for
+ * a context (cpu.h). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@
 #endif
 
 #if BK_X86
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static void tile_avx512(
+BK_TARGET_AVX512 static void tile_avx512(
     int ntaps, const float* const* a, int64_t a_offset, int64_t depth, const float* b, int64_t b_tap,
     const float* init, int accumulate, float* out, int64_t ldo) {
   bk_v16 i0 = {0}, i1 = {0}, i2 = {0}, i3 = {0};
@@ -117,7 +118,7 @@ __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static vo
  * busy (as fast as 6 x 64 when the operands are in L1, measured). The
  * prefetch, one line per step, costs a load slot where the FMAs leave
  * plenty. */
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static void wino_avx512(
+BK_TARGET_AVX512 static void wino_avx512(
     const float* const* a, int64_t a_offset, int64_t depth, const float* b, int accumulate, float* out, int64_t ldo,
     const float* prefetch) {
   bk_v16 c00 = {0}, c01 = {0}, c02 = {0}, c03 = {0};
@@ -182,7 +183,7 @@ static inline __attribute__((always_inline)) void tall_body(const int rows, cons
 }
 
 #define TALL_VARIANT(r)                                                                                         \
-  __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) static void tall_avx512_##r(          \
+  BK_TARGET_AVX512 static void tall_avx512_##r(          \
       const float* v, int64_t v_chunk, int64_t depth, const float* u, float* out, int64_t ldo) {               \
     tall_body(r + 1, v, v_chunk, depth, u, out, ldo);                                                           \
   }
@@ -246,7 +247,7 @@ static inline __attribute__((always_inline)) void tile_v8_body(int ntaps, const 
 }
 
 #if BK_X86
-__attribute__((target("avx2,fma"))) static void tile_avx2(int ntaps, const float* const* a, int64_t a_offset,
+BK_TARGET_AVX2 static void tile_avx2(int ntaps, const float* const* a, int64_t a_offset,
                                                           int64_t depth, const float* b, int64_t b_tap,
                                                           const float* init, int accumulate, float* out, int64_t ldo) {
   tile_v8_body(ntaps, a, a_offset, depth, b, b_tap, init, accumulate, out, ldo);
@@ -270,12 +271,27 @@ static const bk_conv_kernel_t kernel_table[] = {
 };
 enum { KERNEL_TOTAL = sizeof kernel_table / sizeof kernel_table[0] };
 
+#if BK_X86
+/* Every feature of BK_TARGET_AVX512 and BK_TARGET_AVX2 (cpu.h): a CPU may
+ * have AVX-512F without the subsets the kernels use. __builtin_cpu_supports
+ * asks CPUID as this process sees it and counts AVX and AVX-512 only when
+ * the OS saves their registers (XGETBV), in gcc and clang alike; under
+ * valgrind, whose CPUID has no AVX-512, the avx2 kernels are chosen. */
+static int cpu_runs_avx512(void) {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int cpu_runs_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#endif
+
 const bk_conv_kernel_t* bk_conv_kernels(int* count) {
   int first = 0;
 #if BK_X86
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f")) first = 1;
-  if (first == 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) first = 2;
+  if (!cpu_runs_avx512()) first = 1;
+  if (first == 1 && !cpu_runs_avx2()) first = 2;
 #endif
   *count = KERNEL_TOTAL - first;
   return &kernel_table[first];
@@ -293,7 +309,7 @@ const bk_conv_kernel_t* bk_conv_kernel_for(bk_conv_state_t* st) {
 /* Winograd's kernel for instruction sets without a kernel of their own: the
  * 6 x 16 body with one tap. */
 #if BK_X86
-__attribute__((target("avx2,fma"))) static void wino_avx2(const float* const* a, int64_t a_offset, int64_t depth,
+BK_TARGET_AVX2 static void wino_avx2(const float* const* a, int64_t a_offset, int64_t depth,
                                                           const float* b, int accumulate, float* out,
                                                           int64_t ldo, const float* prefetch) {
   (void)prefetch;

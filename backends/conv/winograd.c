@@ -16,16 +16,18 @@
  * 16-lane vector: 16 channels of one tile (input), 16 filters of one tile
  * (output), or 16 filters of one channel (filter). Lanes past C or K read
  * zeros and are written where the layout has room for them (V and U rows
- * are padded) or dropped (y). */
+ * are padded) or dropped (y).
+ *
+ * Each transform is compiled once per instruction set of the product
+ * kernels (target attributes on thin wrappers around one inlined body), and
+ * cpu_winograd calls those of the kernel it runs: the CPU's features, the
+ * OS's support for their registers and UOPJIT_CONV_ISA decide both alike. */
 #include <string.h>
 
 #include "cpu.h"
 #include "winograd.h"
 
 #define LANES 16
-
-/* Builds clones of a function for avx512, avx2 and the default target. */
-#define BK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 /* Positions of the 6 an F(e, 3) tile side uses, by e (winograd.h). */
 static const int kind_positions[5] = {0, 0x23, 0x27, 0x2f, 0x3f};
@@ -239,8 +241,9 @@ static inline __attribute__((always_inline)) void input_rows(int ec, const bk_v1
   }
 }
 
-BK_CLONES void bk_wino_input(const bk_wino_geom_t* g, const float* x, int64_t t_begin, int64_t t_end, float* v,
-                             int64_t row0) {
+static inline __attribute__((always_inline)) void input_transform(const bk_wino_geom_t* g, const float* x,
+                                                                   int64_t t_begin, int64_t t_end, float* v,
+                                                                   int64_t row0) {
   const bk_conv_problem_t* p = g->p;
   /* every size in a local: the vector stores may alias anything (bk_v16u),
    * so a size read through g or p would be read again after each store */
@@ -288,29 +291,33 @@ static inline __attribute__((always_inline)) void output_columns(int er, int ec,
   }
 }
 
-/* The second: Y[a][c] = (tmp A)[a][c] + b for a < er, c < ec, into dst
- * (rows OW*K apart, pixels K apart), nk filters. */
-static inline __attribute__((always_inline)) void output_rows(int ec, int er, const bk_v16* tmp, bk_v16 b, float* dst,
-                                                               int64_t OW, int64_t K, int64_t nk) {
+/* The second: Y[a][c] = (tmp A)[a][c] + *b for a < er, c < ec, into dst
+ * (rows OW*K apart, pixels K apart), nk filters. The bias comes by pointer:
+ * a 64-byte vector passed by value has a different calling convention with
+ * and without AVX-512, which clang refuses in the clones built without it
+ * even when the call is inlined. */
+static inline __attribute__((always_inline)) void output_rows(int ec, int er, const bk_v16* tmp, const bk_v16* b,
+                                                               float* dst, int64_t OW, int64_t K, int64_t nk) {
   for (int a = 0; a < er; a++) {
     bk_v16 row[4];
     output_1d(ec, row, 1, &tmp[6 * a], 1);
     float* d = dst + a * OW * K;
     if (nk == LANES) {
-      for (int c = 0; c < ec; c++) *(bk_v16u*)(d + c * K) = row[c] + b;
+      for (int c = 0; c < ec; c++) *(bk_v16u*)(d + c * K) = row[c] + *b;
     } else {
       for (int c = 0; c < ec; c++) {
-        bk_v16 r = row[c] + b;
+        bk_v16 r = row[c] + *b;
         memcpy(d + c * K, &r, sizeof(float) * (size_t)nk);
       }
     }
   }
 }
 
-BK_CLONES void bk_wino_output(const bk_wino_geom_t* g, const float* m, int64_t row0, int64_t t_begin, int64_t t_end,
-                              const float* bias, float* y) {
+static inline __attribute__((always_inline)) void output_transform(const bk_wino_geom_t* g, const float* m,
+                                                                    int64_t row0, int64_t t_begin, int64_t t_end,
+                                                                    const float* bias, float* y) {
   const bk_conv_problem_t* p = g->p;
-  /* sizes in locals, as in bk_wino_input */
+  /* sizes in locals, as in input_transform */
   const int64_t OH = p->oh, OW = p->ow, K = p->k, m_tile = g->m_tile, m_xi = g->m_xi;
   for (int64_t t = t_begin; t < t_end; t++) {
     int64_t n, ty, tx;
@@ -330,16 +337,17 @@ BK_CLONES void bk_wino_output(const bk_wino_geom_t* g, const float* m, int64_t r
        * 16 filters against 78) */
       if (er == 4 && ec == 4 && nk == LANES) {
         output_columns(4, 4, tmp, in + k0, m_xi);
-        output_rows(4, 4, tmp, b, out + k0, OW, K, LANES);
+        output_rows(4, 4, tmp, &b, out + k0, OW, K, LANES);
         continue;
       }
       BY_OUTPUTS(er, output_columns, ec, tmp, in + k0, m_xi)
-      BY_OUTPUTS(ec, output_rows, er, tmp, b, out + k0, OW, K, nk)
+      BY_OUTPUTS(ec, output_rows, er, tmp, &b, out + k0, OW, K, nk)
     }
   }
 }
 
-BK_CLONES void bk_wino_filter(const bk_wino_geom_t* g, const float* w, int64_t c_begin, int64_t c_end, float* u) {
+static inline __attribute__((always_inline)) void filter_transform(const bk_wino_geom_t* g, const float* w,
+                                                                    int64_t c_begin, int64_t c_end, float* u) {
   const bk_conv_problem_t* p = g->p;
   const int64_t C = p->c, K = p->k, cols = g->cols, panels = g->panels;
   /* A few channels of one panel at a time are transformed into `rows`, then
@@ -374,4 +382,35 @@ BK_CLONES void bk_wino_filter(const bk_wino_geom_t* g, const float* w, int64_t c
         for (int64_t ci = 0; ci < nc; ci++)
           memcpy(u + (xi * panels + panel) * g->u_block + (c0 + ci) * cols, rows[xi][ci], sizeof(float) * (size_t)cols);
     }
+}
+
+/* The three transforms compiled for one instruction set: the inlined
+ * bodies above, under the function's target attribute. */
+#define TRANSFORMS(isa_name, suffix, target_attribute)                                                              \
+  target_attribute static void input_##suffix(const bk_wino_geom_t* g, const float* x, int64_t t_begin,             \
+                                              int64_t t_end, float* v, int64_t row0) {                              \
+    input_transform(g, x, t_begin, t_end, v, row0);                                                                  \
+  }                                                                                                                  \
+  target_attribute static void output_##suffix(const bk_wino_geom_t* g, const float* m, int64_t row0,              \
+                                               int64_t t_begin, int64_t t_end, const float* bias, float* y) {       \
+    output_transform(g, m, row0, t_begin, t_end, bias, y);                                                           \
+  }                                                                                                                  \
+  target_attribute static void filter_##suffix(const bk_wino_geom_t* g, const float* w, int64_t c_begin,           \
+                                               int64_t c_end, float* u) {                                           \
+    filter_transform(g, w, c_begin, c_end, u);                                                                       \
+  }                                                                                                                  \
+  static const bk_wino_transforms_t transforms_##suffix = {isa_name, input_##suffix, output_##suffix, filter_##suffix};
+
+#if defined(__x86_64__) || defined(__i386__)
+TRANSFORMS("avx512", avx512, BK_TARGET_AVX512)
+TRANSFORMS("avx2", avx2, BK_TARGET_AVX2)
+#endif
+TRANSFORMS("generic", generic, )
+
+const bk_wino_transforms_t* bk_wino_transforms_for(const char* isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (strcmp(isa, transforms_avx512.isa) == 0) return &transforms_avx512;
+  if (strcmp(isa, transforms_avx2.isa) == 0) return &transforms_avx2;
+#endif
+  return &transforms_generic;
 }

@@ -110,12 +110,21 @@ int64_t bk_wino_v_floats(const bk_wino_geom_t* g, int64_t rows);
  * *cols outputs (4, or the edge's). */
 void bk_wino_tile(const bk_wino_geom_t* g, int64_t t, int64_t* n, int64_t* ty, int64_t* tx, int* rows, int* cols);
 
-/* Transformed input tiles [t_begin, t_end) of x into V. */
-void bk_wino_input(const bk_wino_geom_t* g, const float* x, int64_t t_begin, int64_t t_end, float* v, int64_t row0);
-/* Output tiles [t_begin, t_end) from M into y (+ bias when not NULL). */
-void bk_wino_output(const bk_wino_geom_t* g, const float* m, int64_t row0, int64_t t_begin, int64_t t_end,
-                    const float* bias, float* y);
-/* U for input channels [c_begin, c_end) of w, every filter (zeros past K). */
-void bk_wino_filter(const bk_wino_geom_t* g, const float* w, int64_t c_begin, int64_t c_end, float* u);
+/* The transforms, compiled once per instruction set of the product
+ * kernels (cpu.h): input tiles [t_begin, t_end) of x into V; output tiles
+ * [t_begin, t_end) from M into y (+ bias when not NULL); U for input
+ * channels [c_begin, c_end) of w, every filter (zeros past K). */
+typedef struct {
+  const char* isa; /* as bk_conv_kernel_t's */
+  void (*input)(const bk_wino_geom_t* g, const float* x, int64_t t_begin, int64_t t_end, float* v, int64_t row0);
+  void (*output)(const bk_wino_geom_t* g, const float* m, int64_t row0, int64_t t_begin, int64_t t_end,
+                 const float* bias, float* y);
+  void (*filter)(const bk_wino_geom_t* g, const float* w, int64_t c_begin, int64_t c_end, float* u);
+} bk_wino_transforms_t;
+
+/* The transforms for the instruction set isa names (a bk_conv_kernel_t's,
+ * which the CPU and UOPJIT_CONV_ISA chose): one choice decides every
+ * instruction the backend runs. The generic ones for a name not known. */
+const bk_wino_transforms_t* bk_wino_transforms_for(const char* isa);
 
 #endif
