@@ -61,6 +61,21 @@ static const char* const cc_flags[] = {"-O3",
                                        "-Wl,-z,noseparate-code"};
 #define NFLAGS (int)(sizeof cc_flags / sizeof *cc_flags)
 
+/* -march=native asks the compiler, a process of its own, what the CPU can
+ * do; this process may be told less. A CPU without the OS's support for
+ * the wider registers, or a process under an emulator that offers no
+ * AVX-512 (valgrind), would die on an instruction -march=native chose.
+ * The largest instruction set this process sees is therefore also a flag,
+ * and part of the key, so a kernel built for more is never loaded here. */
+static const char* isa_limit(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx")) return "-mno-avx";
+  if (!__builtin_cpu_supports("avx512f")) return "-mno-avx512f";
+#endif
+  return NULL;
+}
+
 /* A fresh private directory for a compile or a probe, under $TMPDIR. */
 static int make_temp_dir(char* out, size_t cap, const char* what) {
   const char* tmp = getenv("TMPDIR");
@@ -295,10 +310,11 @@ static uj_status_t compile(const char* source, const char* dir, char* so_path, s
     if (fp) fclose(fp);
     return rt_error(UJ_ERR_IO, "cannot write %s: %s", c_path, strerror(errno));
   }
-  char* argv[NFLAGS + 7];
+  char* argv[NFLAGS + 8];
   int n = 0;
   argv[n++] = (char*)compiler();
   for (int i = 0; i < NFLAGS; i++) argv[n++] = (char*)cc_flags[i];
+  if (isa_limit()) argv[n++] = (char*)isa_limit();
   argv[n++] = "-o";
   argv[n++] = so_path;
   argv[n++] = c_path;
@@ -335,6 +351,10 @@ static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params
   for (int i = 0; i < NFLAGS; i++) {
     rt_buf_putc(&b, ' ');
     rt_buf_append(&b, cc_flags[i], strlen(cc_flags[i]));
+  }
+  if (isa_limit()) {
+    rt_buf_putc(&b, ' ');
+    rt_buf_append(&b, isa_limit(), strlen(isa_limit()));
   }
   rt_buf_append(&b, "\ncpu ", 5);
   rt_buf_append(&b, js->cpu_identity, strlen(js->cpu_identity));
