@@ -51,19 +51,21 @@
 #define EXT_MAX_LEN JIT_DISK_EXT_MAX_LEN
 #define HEX_LEN JIT_DISK_HEX_LEN
 
-char* jit_disk_location(const char** reason) {
-  const char* setting = getenv("UOPJIT_CACHE");
-  if (setting && strcmp(setting, "0") == 0) {
-    *reason = NULL; /* switched off on purpose: no warning */
-    return NULL;
-  }
-  const char* dir = getenv("UOPJIT_CACHE_DIR");
-  if (dir && *dir) return strdup(dir);
-  const char* base = getenv("XDG_CACHE_HOME");
-  const char* tail = "/uopjit";
-  if (!base || base[0] != '/') { /* XDG: a relative value is to be ignored */
-    base = getenv("HOME");
-    tail = "/.cache/uopjit";
+/* Where the disk cache of these settings lives: NULL with *reason the
+ * warning to give, or NULL reason when it is switched off on purpose. */
+static char* disk_location(const rt_settings_t* set, const char** reason, int* oom) {
+  *reason = NULL;
+  *oom = 0;
+  if (set->cache_off) return NULL; /* switched off on purpose: no warning */
+  const char* base = set->cache_dir;
+  const char* tail = "";
+  if (!*base) {
+    base = getenv("XDG_CACHE_HOME");
+    tail = "/uopjit";
+    if (!base || base[0] != '/') { /* XDG: a relative value is to be ignored */
+      base = getenv("HOME");
+      tail = "/.cache/uopjit";
+    }
   }
   if (!base || !*base) {
     *reason =
@@ -73,7 +75,24 @@ char* jit_disk_location(const char** reason) {
   size_t n = strlen(base) + strlen(tail) + 1;
   char* path = malloc(n);
   if (path) snprintf(path, n, "%s%s", base, tail);
+  else *oom = 1;
   return path;
+}
+
+uj_status_t jit_disk_set_dir(jit_cache_t* c, const rt_settings_t* set) {
+  const char* reason;
+  int oom;
+  char* dir = disk_location(set, &reason, &oom);
+  if (oom) return rt_error(UJ_ERR_OOM, "out of memory copying the cache directory's path");
+  pthread_mutex_lock(&c->lock);
+  free(c->disk_dir);
+  c->disk_dir = dir;
+  c->disk_off_reason = reason;
+  c->disk_problem[0] = '\0';
+  c->disk_state = dir ? DISK_UNCHECKED : DISK_DISABLED;
+  c->disk_warned = !dir && !reason; /* switched off on purpose: nothing to say */
+  pthread_mutex_unlock(&c->lock);
+  return UJ_OK;
 }
 
 /* ---- the directory ------------------------------------------------------------------ */

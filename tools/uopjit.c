@@ -17,7 +17,7 @@
  *                  timing, or (--check) a comparison with the reference in f64
  *
  * A new command is a new function plus a row in the table. Exit status: 0
- * success, 1 a failure, 2 bad usage. */
+ * success, 1 a failure, 2 bad usage (an invalid UOPJIT_* value included). */
 #include <string.h>
 
 #include "cli.h"
@@ -87,6 +87,11 @@ static int usage(void) {
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
+  /* an invalid UOPJIT_* value is bad usage, refused before any work */
+  if (uj_env_check() != UJ_OK) {
+    fprintf(stderr, "uopjit: %s\n", uj_last_error());
+    return 2;
+  }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
   fprintf(stderr, "uopjit: unknown command \"%s\"\n", argv[1]);
