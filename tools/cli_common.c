@@ -114,7 +114,14 @@ static int takes_value(const char* name, unsigned accepted) {
 static int set_value(const char* cmd, const char* name, const char* value, cli_options_t* o) {
   char* end = NULL;
   if (!strcmp(name, "--shape")) {
-    if (!parse_shape(value, o)) return cli_usage_error(cmd, "--shape wants sizes such as 1000000 or 64,128, got", value);
+    if (!parse_shape(value, o)) {
+      char what[192];
+      snprintf(what, sizeof what,
+               "--shape wants 1 to %d positive sizes such as 1000000 or 64,128, with at most 2^34 (%lld) "
+               "elements in all; got",
+               UJ_MAX_DIMS, (long long)MAX_ELEMENTS);
+      return cli_usage_error(cmd, what, value);
+    }
     o->specialized = 1;
   } else if (!strcmp(name, "--dtype")) {
     if (!strcmp(value, "f32")) o->dtype = UJ_F32;
