@@ -249,7 +249,7 @@ static void* open_private(int fd, char* name, size_t cap, const char** why) {
  * or just compiled); the bytes are the caller's still. */
 static uj_status_t load_image(const char* bytes, size_t size, const ir_func_t* f, c_kernel_t** out) {
   c_kernel_t* k = calloc(1, sizeof *k);
-  if (!k) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!k) return rt_error(UJ_ERR_OOM, "engine c: out of memory allocating a kernel (%zu bytes)", sizeof *k);
   uj_status_t s = jit_blocks_init(&k->blocks, f);
   if (s != UJ_OK) {
     free(k);
@@ -375,7 +375,7 @@ static uj_status_t build_kernel(void* arg, void** value) {
   }
   char* source = jit_c_emit(b->f, b->params, JIT_C_FOLD_PARAMS, NULL);
   char dir[4000];
-  if (!source) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (!source) s = rt_error(UJ_ERR_OOM, "engine c: out of memory writing the C source of %d blocks", b->f->nblocks);
   else if (!make_temp_dir(dir, sizeof dir, "cc"))
     s = rt_error(UJ_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
   else {
@@ -443,7 +443,7 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
   *out = NULL;
   if (!jit_c_available(js)) return rt_error(UJ_ERR_UNSUPPORTED, "engine c: no working C compiler (%s)", compiler());
   char* key = key_text(js, f, params);
-  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!key) return rt_error(UJ_ERR_OOM, "engine c: out of memory printing the kernel's key text");
   c_build_t b = {js, f, params, ir_hash_bytes(key, strlen(key)), key};
   uj_status_t s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_measured, &b, kernel_free, out);
   free(key);

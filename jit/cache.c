@@ -249,7 +249,8 @@ uj_status_t jit_cache_insert(jit_cache_t* c, ir_hash_t key, const char* key_text
   cache_entry_t* fresh = malloc(sizeof *fresh + key_len + 1);
   if (!fresh) {
     if (free_fn) free_fn(value);
-    return rt_error(UJ_ERR_OOM, "jit_cache_put: out of memory");
+    return rt_error(UJ_ERR_OOM, "jit_cache_put: out of memory allocating a cache entry (%zu bytes)",
+                    sizeof *fresh + key_len + 1);
   }
   *fresh = (cache_entry_t){.key = key, .value = value, .free_fn = free_fn, .key_len = key_len};
   /* saturating: a cost beyond any limit only means the entry is not kept */

@@ -431,7 +431,9 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
 
   size_t meta_len;
   char* meta = format_meta(ext, size, ir_hash_bytes(payload, size), key_text, &meta_len);
-  if (!meta) return rt_error(UJ_ERR_OOM, "jit_disk_store: out of memory");
+  if (!meta)
+    return rt_error(UJ_ERR_OOM, "jit_disk_store: out of memory formatting an entry's meta (%zu bytes of key)",
+                    strlen(key_text));
   uint64_t incoming = (uint64_t)size + meta_len;
   int64_t limit = jit_disk_limit(c, NULL);
   if (incoming > (uint64_t)limit) {
@@ -626,5 +628,6 @@ uj_status_t jit_disk_list(jit_cache_t* c, rt_buf_t* out) {
     free(names[i]);
   }
   free(names);
-  return out->failed ? rt_error(UJ_ERR_OOM, "jit_disk_list: out of memory") : UJ_OK;
+  return out->failed ? rt_error(UJ_ERR_OOM, "jit_disk_list: out of memory growing the listing past %zu bytes", out->cap)
+                     : UJ_OK;
 }

@@ -215,7 +215,8 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, int level
   if (!funcs || jit_blocks_init(&k->blocks, f) != UJ_OK) {
     free(funcs);
     free(k);
-    return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+    return rt_error(UJ_ERR_OOM, "engine mir: out of memory allocating a kernel of %d blocks (%zu bytes)", f->nblocks,
+                    sizeof(mir_kernel_t) + ((size_t)f->nblocks + 1) * sizeof *funcs);
   }
   char name[48];
   snprintf(name, sizeof name, "m%llu", (unsigned long long)mir.modules_made++);
@@ -271,7 +272,7 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, int level
   if (failed || oom) {
     jit_blocks_free(&k->blocks);
     free(k);
-    if (oom) return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+    if (oom) return rt_error(UJ_ERR_OOM, "engine mir: out of memory lowering %d blocks to MIR", f->nblocks);
     return rt_error(UJ_ERR_COMPILE, "engine mir: %s", error_text);
   }
   *out = k;
@@ -321,7 +322,7 @@ int jit_mir_generations_live(void) {
 
 uj_status_t jit_mir_provoke_error(void) {
   MIR_context_t ctx = context_new(NULL);
-  if (!ctx) return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+  if (!ctx) return rt_error(UJ_ERR_OOM, "engine mir: out of memory setting up a MIR context");
   volatile int failed = 0;
   jmp_buf jb;
   jmp_buf* volatile saved = error_jump;
@@ -347,7 +348,7 @@ char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
   if (!mem) {
     free(funcs);
     if (ctx) context_finish(ctx);
-    rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+    rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory setting up MIR for %d blocks", f->nblocks);
     return NULL;
   }
   volatile int failed = 0;
@@ -368,7 +369,7 @@ char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
     rt_error(UJ_ERR_COMPILE, "uj_program_dump: %s", error_text); /* ctx abandoned: half-built */
   } else {
     context_finish(ctx);
-    if (failed) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+    if (failed) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory lowering %d blocks to MIR", f->nblocks);
   }
   if (failed) {
     free(text);

@@ -211,7 +211,9 @@ static uj_status_t resolve_parsed(uj_program_t** p, uj_pass_t pass, const uj_ten
 
 static ir_buffer_t* buffers_new(const ir_func_t* f) {
   ir_buffer_t* buf = calloc((size_t)f->ntensors + 1, sizeof *buf);
-  if (!buf) rt_error(UJ_ERR_OOM, "out of memory");
+  if (!buf)
+    rt_error(UJ_ERR_OOM, "out of memory allocating the buffers of %d tensors (%zu bytes)", f->ntensors,
+             ((size_t)f->ntensors + 1) * sizeof *buf);
   return buf;
 }
 
@@ -421,7 +423,9 @@ static uj_status_t run_on(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass
   void** aside = s != UJ_OK ? NULL
                 : small ? memset(stack_aside, 0, sizeof stack_aside[0] * (size_t)f->ntensors)
                         : calloc((size_t)f->ntensors + 1, sizeof *aside);
-  if (s == UJ_OK && !aside) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (s == UJ_OK && !aside)
+    s = rt_error(UJ_ERR_OOM, "out of memory allocating the aside table of %d tensors (%zu bytes)", f->ntensors,
+                 ((size_t)f->ntensors + 1) * sizeof *aside);
   if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, &mem, buf, aside);
   if (s == UJ_OK) {
     jit_state_t* js;
@@ -476,7 +480,7 @@ static char* program_dump(uj_program_t* p, uj_pass_t pass, uj_dump_t what, const
     if (!f) return NULL;
     int flags = what == UJ_DUMP_C_AOT ? JIT_C_AOT : params ? JIT_C_FOLD_PARAMS : 0;
     char* text = jit_c_emit(f, params, flags, "uopjit_kernel");
-    if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+    if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory writing the C source of %d blocks", f->nblocks);
     return text;
   }
   if (what == UJ_DUMP_CUDA) {
@@ -500,7 +504,7 @@ static char* program_dump(uj_program_t* p, uj_pass_t pass, uj_dump_t what, const
   const ir_func_t* f = uop_program_func(p, pass, what == UJ_DUMP_IR);
   if (!f) return NULL;
   char* text = ir_print(f, params, 0);
-  if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+  if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory printing %d blocks", f->nblocks);
   return text;
 }
 

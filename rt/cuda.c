@@ -269,7 +269,8 @@ uj_status_t rt_cuda_ctx_get(uj_ctx_t* ctx, rt_cuda_ctx_t** out) {
   }
   const rt_cuda_driver_t* drv = rt_cuda_driver();
   if (!drv) return UJ_ERR_DEVICE;
-  if (!(c = calloc(1, sizeof *c))) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!(c = calloc(1, sizeof *c)))
+    return rt_error(UJ_ERR_OOM, "out of memory allocating the context's GPU state (%zu bytes)", sizeof *c);
   c->drv = drv;
   uj_status_t s = ctx_open(c);
   if (s != UJ_OK) {

@@ -118,5 +118,8 @@ int cli_check_memory(const char* cmd, uint64_t bytes, int overflow);
 /* cli_check_memory for what `run` will allocate for p with these options:
  * inputs, outputs and, with --check, their f64 copies. */
 int cli_check_run_memory(const char* cmd, uj_program_t* p, const cli_options_t* o);
+/* Prints "uopjit: out of memory allocating WHAT (N bytes)" and returns 1:
+ * for the tool's own allocations, which leave no library message. */
+int cli_out_of_memory(const char* what, uint64_t bytes);
 
 #endif

@@ -79,6 +79,11 @@ static int add_tensor(uint64_t* total, int ndim, const int64_t* dims, uint64_t e
   return !__builtin_add_overflow(*total, bytes, total);
 }
 
+int cli_out_of_memory(const char* what, uint64_t bytes) {
+  fprintf(stderr, "uopjit: out of memory allocating %s (%llu bytes)\n", what, (unsigned long long)bytes);
+  return 1;
+}
+
 int cli_check_memory(const char* cmd, uint64_t bytes, int overflow) {
   if (overflow) {
     fprintf(stderr, "uopjit %s: the buffers need more than 2^64 bytes; choose a smaller --shape\n", cmd);
