@@ -160,6 +160,16 @@ int jit_c_available(jit_state_t* js) {
   return ok;
 }
 
+uj_status_t jit_c_check(jit_state_t* js) {
+  if (jit_c_available(js)) return UJ_OK;
+  const char* cc = getenv("UOPJIT_CC");
+  if (cc && *cc)
+    return rt_error(UJ_ERR_UNSUPPORTED,
+                    "engine c: UOPJIT_CC=\"%.200s\" is not a working C compiler (`%.200s --version` failed)", cc, cc);
+  return rt_error(UJ_ERR_UNSUPPORTED,
+                  "engine c: no working C compiler (`cc --version` failed; UOPJIT_CC names another compiler)");
+}
+
 static void kernel_free(void* p) {
   c_kernel_t* k = p;
   if (!k) return;
@@ -441,7 +451,8 @@ static uj_status_t build_measured(void* arg, void** value, size_t* bytes) {
 
 uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
   *out = NULL;
-  if (!jit_c_available(js)) return rt_error(UJ_ERR_UNSUPPORTED, "engine c: no working C compiler (%s)", compiler());
+  uj_status_t usable = jit_c_check(js);
+  if (usable != UJ_OK) return usable;
   char* key = key_text(js, f, params);
   if (!key) return rt_error(UJ_ERR_OOM, "engine c: out of memory printing the kernel's key text");
   c_build_t b = {js, f, params, ir_hash_bytes(key, strlen(key)), key};

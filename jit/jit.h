@@ -96,6 +96,9 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
 
 /* 1 when a working C compiler is on the PATH (or UOPJIT_CC). */
 int jit_c_available(jit_state_t* js);
+/* UJ_OK when it is; else UJ_ERR_UNSUPPORTED naming the compiler tried
+ * (UOPJIT_CC's value when it is set). */
+uj_status_t jit_c_check(jit_state_t* js);
 /* A reference to the compiled kernel for f with these $params (read it
  * with jit_blocks_of, give it back with jit_cache_release): from the
  * memory cache, the disk cache, or compiled now. Its cost in the memory

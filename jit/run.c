@@ -83,6 +83,8 @@ uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e) {
     snprintf(reason, sizeof reason, "%s", uj_last_error());
     return rt_error(UJ_ERR_UNSUPPORTED, "engine cuda is not available: %s", reason);
   }
+  jit_state_t* js = e == UJ_ENGINE_C ? jit_state(ctx) : NULL;
+  if (e == UJ_ENGINE_C && (!js || jit_c_check(js) != UJ_OK)) return js ? UJ_ERR_UNSUPPORTED : UJ_ERR_OOM;
   if (!uj_engine_available(ctx, e))
     return rt_error(UJ_ERR_UNSUPPORTED, "engine %s is not available in this build or on this machine",
                     uj_engine_name(e));

@@ -335,6 +335,18 @@ TEST(a_bad_conv_isa_fails_convolutions) {
   uj_ctx_free(ctx);
 }
 
+TEST(a_compiler_that_does_not_run_is_named) {
+  clear_variables();
+  setenv("UOPJIT_CC", "/nonexistent/uopjit-cc", 1); /* read at each compiler probe */
+  uj_ctx_t* ctx = uj_ctx_new();
+  if (ctx) {
+    CHECK(uj_ctx_set_engine(ctx, UJ_ENGINE_C) == UJ_ERR_UNSUPPORTED);
+    CHECK(strstr(uj_last_error(), "UOPJIT_CC=\"/nonexistent/uopjit-cc\" is not a working C compiler") != NULL);
+  }
+  unsetenv("UOPJIT_CC");
+  uj_ctx_free(ctx);
+}
+
 /* ---- out of memory ----------------------------------------------------------------------------- */
 
 #ifdef __SANITIZE_ADDRESS__
