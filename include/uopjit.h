@@ -92,21 +92,43 @@ const char* uj_dtype_name(uj_dtype_t dtype);
 /* ---- context -------------------------------------------------------------- */
 
 typedef struct uj_ctx uj_ctx_t;
-/* A context holds the engine choice (and, as engines arrive, their kernel
- * caches). It reads UOPJIT_ENGINE (auto|interp|mir|c|cuda) at creation; an
- * unknown value is ignored with the engine left at AUTO. NULL on out of
- * memory. A context may be used from one thread at a time. */
+/* A context holds the engine choice, the thread pool, the kernel caches
+ * and their settings. NULL on out of memory only. A context may be used
+ * from one thread at a time.
+ *
+ * Settings. Each has a setter below, and its default comes from the
+ * environment, read once here: UOPJIT_ENGINE, UOPJIT_THREADS,
+ * UOPJIT_MIR_LEVEL, UOPJIT_CACHE and UOPJIT_CACHE_DIR,
+ * UOPJIT_CACHE_MEMORY_LIMIT, UOPJIT_CACHE_DISK_LIMIT (README.md lists them
+ * with their values). An unset or empty variable leaves the built-in
+ * default. A variable set to a value it does not accept does not stop the
+ * context from being made; instead the setting keeps its built-in default,
+ * and every call that depends on it (uj_program_run and the convolutions
+ * for the engine, and for the threads, caches and MIR level of the engine
+ * that runs; uj_program_compile_cuda for the caches) returns
+ * UJ_ERR_INVALID with a message naming the variable, its value and the
+ * accepted values, such as
+ *   UOPJIT_THREADS="abc" is not valid: expected a whole number of threads from 1 to 1024
+ * until the setting's setter gives it a valid value (so a program can
+ * recover). uj_env_check reports such a value up front. */
 uj_ctx_t* uj_ctx_new(void);
 void uj_ctx_free(uj_ctx_t* ctx);
+/* Checks every UOPJIT_* variable the library reads (the context settings
+ * above and UOPJIT_CONV_BACKEND, UOPJIT_CONV_ISA, UOPJIT_CUDA_DEVICE's form,
+ * UOPJIT_DEBUG) without making anything: UJ_OK, or UJ_ERR_INVALID naming
+ * the first invalid variable, its value and the accepted values. For a
+ * program that would rather refuse to start than fail at first use; the
+ * uopjit tool calls it and exits with status 2. */
+uj_status_t uj_env_check(void);
 
 typedef enum { UJ_ENGINE_AUTO, UJ_ENGINE_INTERP, UJ_ENGINE_MIR, UJ_ENGINE_C,
                UJ_ENGINE_CUDA } uj_engine_t;
 /* 1 when engine e can run in this build and on this machine, else 0. AUTO
  * and INTERP are always available. */
 int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e);
-/* Chooses the engine uj_program_run uses. UJ_ERR_UNSUPPORTED (and the context
- * unchanged) when e is not available; UJ_ERR_INVALID for a NULL ctx or an
- * engine value out of range. */
+/* Chooses the engine uj_program_run uses (default: UOPJIT_ENGINE, else
+ * AUTO). UJ_ERR_UNSUPPORTED (and the context unchanged) when e is not
+ * available; UJ_ERR_INVALID for a NULL ctx or an engine value out of range. */
 uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e);
 /* The engine AUTO resolves to, or the one set. */
 uj_engine_t uj_ctx_engine(uj_ctx_t* ctx);
@@ -134,6 +156,26 @@ uj_status_t uj_ctx_set_memory_cache_limit(uj_ctx_t* ctx, int64_t bytes);
  * default is UOPJIT_CACHE_DISK_LIMIT (bytes, or a number with K, M or G),
  * else 512 MiB. UJ_ERR_INVALID for a NULL ctx or bytes <= 0. */
 uj_status_t uj_ctx_set_disk_cache_limit(uj_ctx_t* ctx, int64_t bytes);
+/* The threads the CPU engines and convolution backends split work over,
+ * the calling thread included: 1 to 1024, or 0 for one per online core.
+ * Default: UOPJIT_THREADS, else 0. UJ_ERR_INVALID (the context unchanged)
+ * for a NULL ctx or a count out of range; UJ_ERR_OOM when a new pool
+ * cannot be made (the old one stays). */
+uj_status_t uj_ctx_set_threads(uj_ctx_t* ctx, int threads);
+/* The directory of the disk kernel cache (the C engine's shared objects,
+ * the CUDA engine's cubins), or NULL for no disk cache. The directory is
+ * made on first use and must belong to the user and be writable by no one
+ * else, or the disk cache is not used (one warning on stderr). Default:
+ * none when UOPJIT_CACHE=0, else UOPJIT_CACHE_DIR, else
+ * $XDG_CACHE_HOME/uopjit, else $HOME/.cache/uopjit. The path is copied.
+ * UJ_ERR_INVALID for a NULL ctx, an empty path or one of 4096 characters or
+ * more. */
+uj_status_t uj_ctx_set_cache_dir(uj_ctx_t* ctx, const char* path);
+/* MIR's optimization level for the kernels the MIR engine compiles for
+ * this context: 0 to 3. Default: UOPJIT_MIR_LEVEL, else 2. It is part of a
+ * kernel's cache key. UJ_ERR_INVALID for a NULL ctx or a level out of
+ * range (accepted in a build without MIR, where it has no effect). */
+uj_status_t uj_ctx_set_mir_level(uj_ctx_t* ctx, int level);
 /* "auto", "interp", "mir", "c", "cuda"; "?" when out of range. */
 const char* uj_engine_name(uj_engine_t e);
 

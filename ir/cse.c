@@ -74,6 +74,8 @@ static int share_loads(ir_func_t* f, ir_loop_t* l) {
 uj_status_t ir_pass_cse(ir_func_t* f) {
   for (int b = 0; b < f->nblocks; b++)
     for (int k = 0; k < f->blocks[b].nloops; k++)
-      if (!share_loads(f, &f->blocks[b].loops[k])) return rt_error(UJ_ERR_OOM, "cse: out of memory");
+      if (!share_loads(f, &f->blocks[b].loops[k]))
+        return rt_error(UJ_ERR_OOM, "cse: out of memory allocating the loads of block %d, loop %d (%d statements)", b, k,
+                        f->blocks[b].loops[k].nstmts);
   return UJ_OK;
 }

@@ -109,7 +109,8 @@ uj_status_t ir_pass_dce(ir_func_t* f) {
   if (!live || !local) {
     free(live);
     free(local);
-    return rt_error(UJ_ERR_OOM, "dce: out of memory");
+    return rt_error(UJ_ERR_OOM, "dce: out of memory allocating two tables of %d tensors (%zu bytes)", f->ntensors,
+                    2 * ((size_t)f->ntensors + 1));
   }
   for (int t = 0; t < f->ntensors; t++) live[t] = f->tensors[t].role == IR_TENSOR_OUTPUT;
   for (int b = f->nblocks - 1; b >= 0; b--) {

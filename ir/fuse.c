@@ -342,5 +342,5 @@ uj_status_t ir_pass_fuse(ir_func_t* f) {
   free(F.recs);
   free(F.seen);
   ir_deps_free(F.d);
-  return r < 0 ? rt_error(UJ_ERR_OOM, "fuse: out of memory") : UJ_OK;
+  return r < 0 ? rt_error(UJ_ERR_OOM, "fuse: out of memory allocating the access records of %d blocks", f->nblocks) : UJ_OK;
 }

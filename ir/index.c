@@ -82,7 +82,7 @@ static void fail_at(parser_t* p, size_t at, const char* what) {
 
 static void fail_oom(parser_t* p) {
   if (p->status != UJ_OK) return;
-  p->status = rt_error(UJ_ERR_OOM, "index expression: out of memory");
+  p->status = rt_error(UJ_ERR_OOM, "index expression: out of memory allocating a node (%zu bytes)", sizeof(ir_ix_t));
 }
 
 static void skip_spaces(parser_t* p) {

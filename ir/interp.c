@@ -321,7 +321,8 @@ uj_status_t ir_interp_run(const ir_func_t* f, ir_buffer_t* buf, const int64_t* p
                  calloc((size_t)nc, sizeof(const ir_carried_t*))};
   uj_status_t status = UJ_OK;
   if (!in.env.loops || !in.carried || !in.decl) {
-    status = rt_error(UJ_ERR_OOM, "interpreter: out of memory");
+    status = rt_error(UJ_ERR_OOM, "interpreter: out of memory allocating its loop and carried-value tables (%zu bytes)",
+                      (size_t)nl * sizeof(int64_t) + (size_t)nc * (sizeof(carried_t) + sizeof(const ir_carried_t*)));
     goto done;
   }
   for (int bi = 0; bi < f->nblocks; bi++)

@@ -353,5 +353,10 @@ uj_status_t ir_pass_bounds(ir_func_t* f);
 /* Runs the passes in order on a copy of raw into *out. UJ_ERR_OOM, or
  * UJ_ERR_INVALID when a debug build's verifier finds a pass broke the IR. */
 uj_status_t ir_pipeline(const ir_func_t* raw, ir_func_t** out);
+/* UOPJIT_DEBUG's words as IR_DEBUG_* bits (0 when unset), or
+ * UJ_ERR_INVALID naming the variable for a word it does not know. The
+ * pipeline reads it on every run. */
+enum { IR_DEBUG_PASSES = 1, IR_DEBUG_VERIFY = 2 };
+uj_status_t ir_debug_from_env(unsigned* flags);
 
 #endif

@@ -1,9 +1,10 @@
 /* ir/pipeline.c: the pass pipeline, in order. It runs on a copy so that the
  * raw IR stays printable (UJ_DUMP_IR_RAW) beside the optimized one
- * (UJ_DUMP_IR). With UOPJIT_DEBUG containing "passes", the IR after each
- * pass goes to stderr. Every build verifies the result once; debug builds
- * (UJ_VERIFY_PASSES, set by `make debug`) and UOPJIT_DEBUG containing
- * "verify" verify after every pass, which names the pass that broke the IR
+ * (UJ_DUMP_IR). With "passes" in UOPJIT_DEBUG (a comma-separated list;
+ * any other word there is an error), the IR after each pass goes to
+ * stderr. Every build verifies the result once; debug builds
+ * (UJ_VERIFY_PASSES, set by `make debug`) and "verify" in UOPJIT_DEBUG
+ * verify after every pass, which names the pass that broke the IR
  * but costs as much as the passes themselves on the compile path.
  *
  *   bounds  first, so that proven reads no longer count as checked
@@ -31,9 +32,9 @@ static const pass_entry_t pipeline[] = {
     {"subst", ir_pass_subst},   {"dce", ir_pass_dce},   {"cse", ir_pass_cse},
 };
 
-static int debug_wants(const char* what) {
-  const char* d = getenv("UOPJIT_DEBUG");
-  return d && strstr(d, what);
+uj_status_t ir_debug_from_env(unsigned* flags) {
+  static const char* const words[] = {"passes", "verify"};
+  return rt_env_words("UOPJIT_DEBUG", words, 2, "a list of passes and verify, separated by commas", flags);
 }
 
 static uj_status_t verify_after(ir_func_t* f, const char* pass) {
@@ -55,13 +56,18 @@ uj_status_t ir_pipeline(const ir_func_t* raw, ir_func_t** out) {
                     "the program has %d operations over %d tensors once lowered; programs of at most %d operations "
                     "and %d tensors are compiled",
                     raw->nblocks, raw->ntensors, PIPELINE_MAX_BLOCKS, PIPELINE_MAX_TENSORS);
+  unsigned flags;
+  uj_status_t env = ir_debug_from_env(&flags);
+  if (env != UJ_OK) return env;
   ir_func_t* f = ir_func_clone(raw);
-  if (!f) return rt_error(UJ_ERR_OOM, "pass pipeline: out of memory");
-  int debug = debug_wants("passes");
+  if (!f)
+    return rt_error(UJ_ERR_OOM, "pass pipeline: out of memory copying the IR (%d operations over %d tensors)",
+                    raw->nblocks, raw->ntensors);
+  int debug = (flags & IR_DEBUG_PASSES) != 0;
 #ifdef UJ_VERIFY_PASSES
   int verify_each = 1;
 #else
-  int verify_each = debug_wants("verify");
+  int verify_each = (flags & IR_DEBUG_VERIFY) != 0;
 #endif
   size_t npasses = sizeof pipeline / sizeof *pipeline;
   for (size_t i = 0; i < npasses; i++) {

@@ -76,7 +76,7 @@ uj_status_t ir_pass_scalars(ir_func_t* f) {
           for (int kk = 0; kk < f->blocks[j].nloops; kk++)
             for (int ss = 0; ss < f->blocks[j].loops[kk].nstmts; ss++)
               if (!replace(f, &f->blocks[j].loops[kk].stmts[ss].value, t, st->value))
-                return rt_error(UJ_ERR_OOM, "scalars: out of memory");
+                return rt_error(UJ_ERR_OOM, "scalars: out of memory copying an expression (a few hundred bytes)");
       }
   }
   return UJ_OK;

@@ -286,7 +286,8 @@ static uj_status_t scalar_replace(ir_func_t* f) {
   if (!uses || !local_of) {
     free(uses);
     free(local_of);
-    return rt_error(UJ_ERR_OOM, "subst: out of memory");
+    return rt_error(UJ_ERR_OOM, "subst: out of memory allocating two tables of %d tensors (%zu bytes)", n,
+                    ((size_t)n + 1) * (sizeof *uses + sizeof *local_of));
   }
   for (int t = 0; t < n; t++) uses[t] = (use_t){-1, -1, NULL, 0};
   scalar_t c = {f, uses, 0, local_of};
@@ -297,7 +298,9 @@ static uj_status_t scalar_replace(ir_func_t* f) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role != IR_TENSOR_TEMP || tt->local || tt->noalloc || uses[t].block < 0 || uses[t].bad) continue;
     if (!distinct_per_iteration(&f->blocks[uses[t].block], uses[t].level, uses[t].first)) continue;
-    if ((local_of[t] = ir_add_local(f, tt->dtype)) < 0) s = rt_error(UJ_ERR_OOM, "subst: out of memory");
+    if ((local_of[t] = ir_add_local(f, tt->dtype)) < 0)
+      s = rt_error(UJ_ERR_OOM, "subst: out of memory adding a local to %d tensors (%zu bytes each)", f->ntensors,
+                   sizeof(ir_tensor_t));
     else f->tensors[t].noalloc = 1;
   }
   for (int b = 0; b < f->nblocks && s == UJ_OK; b++) ir_walk_accesses(&f->blocks[b], to_local, &c);
@@ -318,6 +321,6 @@ uj_status_t ir_pass_subst(ir_func_t* f) {
   free(S.reads);
   free(S.in_v);
   free(S.v_loads);
-  if (!ok) return rt_error(UJ_ERR_OOM, "subst: out of memory");
+  if (!ok) return rt_error(UJ_ERR_OOM, "subst: out of memory recording the stores of %d blocks", f->nblocks);
   return scalar_replace(f);
 }

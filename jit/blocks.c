@@ -20,7 +20,8 @@ uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
   k->parallel = calloc((size_t)f->nblocks + 1, sizeof *k->parallel);
   if (!k->fns || !k->strips || !k->parallel) {
     jit_blocks_free(k);
-    return rt_error(UJ_ERR_OOM, "out of memory");
+    return rt_error(UJ_ERR_OOM, "out of memory allocating the tables of %d blocks (%zu bytes)", f->nblocks,
+                    ((size_t)f->nblocks + 1) * (sizeof *k->fns + sizeof *k->strips + sizeof *k->parallel));
   }
   for (int b = 0; b < f->nblocks; b++) k->parallel[b] = jit_block_parallel(f, &f->blocks[b]);
   return UJ_OK;
@@ -95,7 +96,10 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
   int64_t* dims = small ? stack_dims : calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
   void** data = small ? stack_data : calloc((size_t)f->ntensors + 1, sizeof *data);
   int64_t* loops = small ? stack_loops : calloc((size_t)f->next_loop_id + 1, sizeof *loops);
-  uj_status_t s = dims && data && loops ? UJ_OK : rt_error(UJ_ERR_OOM, "out of memory");
+  uj_status_t s = dims && data && loops ? UJ_OK
+                 : rt_error(UJ_ERR_OOM, "out of memory allocating the sizes of %d tensors and %d loops (%zu bytes)",
+                            f->ntensors, f->next_loop_id,
+                            ((size_t)f->ntensors * (UJ_MAX_DIMS + 1) + (size_t)f->next_loop_id + 3) * sizeof(int64_t));
   if (s == UJ_OK) {
     for (int t = 0; t < f->ntensors; t++) {
       data[t] = buf[t].data;

@@ -175,6 +175,16 @@ int jit_c_available(jit_state_t* js) {
   return ok;
 }
 
+uj_status_t jit_c_check(jit_state_t* js) {
+  if (jit_c_available(js)) return UJ_OK;
+  const char* cc = getenv("UOPJIT_CC");
+  if (cc && *cc)
+    return rt_error(UJ_ERR_UNSUPPORTED,
+                    "engine c: UOPJIT_CC=\"%.200s\" is not a working C compiler (`%.200s --version` failed)", cc, cc);
+  return rt_error(UJ_ERR_UNSUPPORTED,
+                  "engine c: no working C compiler (`cc --version` failed; UOPJIT_CC names another compiler)");
+}
+
 static void kernel_free(void* p) {
   c_kernel_t* k = p;
   if (!k) return;
@@ -264,7 +274,7 @@ static void* open_private(int fd, char* name, size_t cap, const char** why) {
  * or just compiled); the bytes are the caller's still. */
 static uj_status_t load_image(const char* bytes, size_t size, const ir_func_t* f, c_kernel_t** out) {
   c_kernel_t* k = calloc(1, sizeof *k);
-  if (!k) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!k) return rt_error(UJ_ERR_OOM, "engine c: out of memory allocating a kernel (%zu bytes)", sizeof *k);
   uj_status_t s = jit_blocks_init(&k->blocks, f);
   if (s != UJ_OK) {
     free(k);
@@ -395,7 +405,7 @@ static uj_status_t build_kernel(void* arg, void** value) {
   }
   char* source = jit_c_emit(b->f, b->params, JIT_C_FOLD_PARAMS, NULL);
   char dir[4000];
-  if (!source) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (!source) s = rt_error(UJ_ERR_OOM, "engine c: out of memory writing the C source of %d blocks", b->f->nblocks);
   else if (!make_temp_dir(dir, sizeof dir, "cc"))
     s = rt_error(UJ_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
   else {
@@ -461,9 +471,10 @@ static uj_status_t build_measured(void* arg, void** value, size_t* bytes) {
 
 uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
   *out = NULL;
-  if (!jit_c_available(js)) return rt_error(UJ_ERR_UNSUPPORTED, "engine c: no working C compiler (%s)", compiler());
+  uj_status_t usable = jit_c_check(js);
+  if (usable != UJ_OK) return usable;
   char* key = key_text(js, f, params);
-  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!key) return rt_error(UJ_ERR_OOM, "engine c: out of memory printing the kernel's key text");
   c_build_t b = {js, f, params, ir_hash_bytes(key, strlen(key)), key};
   uj_status_t s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_measured, &b, kernel_free, out);
   free(key);

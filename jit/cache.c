@@ -27,27 +27,6 @@
 
 #define CACHE_INITIAL_BUCKETS 64
 
-/* ---- the limit ------------------------------------------------------------------------ */
-
-int64_t jit_cache_memory_limit_from_env(void) {
-  const char* text = getenv("UOPJIT_CACHE_MEMORY_LIMIT");
-  if (!text || !*text) return JIT_CACHE_DEFAULT_MEMORY_LIMIT;
-  int64_t n = 0;
-  const char* at = text;
-  for (; *at >= '0' && *at <= '9'; at++) {
-    if (n > (INT64_MAX - (*at - '0')) / 10) return JIT_CACHE_DEFAULT_MEMORY_LIMIT; /* too large */
-    n = n * 10 + (*at - '0');
-  }
-  if (at == text) return JIT_CACHE_DEFAULT_MEMORY_LIMIT; /* no digits */
-  int shift = 0;
-  if (*at == 'K' || *at == 'k') shift = 10;
-  else if (*at == 'M' || *at == 'm') shift = 20;
-  else if (*at == 'G' || *at == 'g') shift = 30;
-  if (shift) at++;
-  if (*at || n > (INT64_MAX >> shift)) return JIT_CACHE_DEFAULT_MEMORY_LIMIT;
-  return n << shift;
-}
-
 /* ---- the in-memory table --------------------------------------------------------- */
 
 static size_t bucket_of(ir_hash_t key, size_t nbuckets) {
@@ -65,28 +44,38 @@ static void entry_free(cache_entry_t* e) {
   free(e);
 }
 
-jit_cache_t* jit_cache_new(void) {
+jit_cache_t* jit_cache_new_with(const rt_settings_t* set) {
   jit_cache_t* c = calloc(1, sizeof *c);
   if (!c) goto oom;
   c->nbuckets = CACHE_INITIAL_BUCKETS;
   c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
   if (!c->buckets) goto oom;
   if (pthread_mutex_init(&c->lock, NULL) != 0) goto oom;
-  c->limit = jit_cache_memory_limit_from_env();
+  c->limit = set->memory_cache_limit >= 0 ? set->memory_cache_limit : JIT_CACHE_DEFAULT_MEMORY_LIMIT;
+  c->disk_limit = set->disk_cache_limit;
+  c->disk_limit_from = set->disk_cache_limit_from;
   c->next_serial = 1;
-  c->disk_dir = jit_disk_location(&c->disk_off_reason);
-  if (!c->disk_dir) {
-    c->disk_state = DISK_DISABLED;
-    if (!c->disk_off_reason) c->disk_warned = 1; /* UOPJIT_CACHE=0: nothing to say */
-  } else {
-    c->disk_state = DISK_UNCHECKED;
-  }
+  if (jit_disk_set_dir(c, set) != UJ_OK) goto oom;
   return c;
 oom:
   if (c) free(c->buckets);
   free(c);
-  rt_error(UJ_ERR_OOM, "jit_cache_new: out of memory");
+  rt_error(UJ_ERR_OOM, "jit_cache_new: out of memory allocating the kernel cache (%zu bytes)",
+           sizeof *c + CACHE_INITIAL_BUCKETS * sizeof *c->buckets);
   return NULL;
+}
+
+jit_cache_t* jit_cache_new(void) {
+  rt_settings_t set;
+  char problem[RT_SETTING_COUNT][RT_PROBLEM_CAP];
+  rt_settings_from_env(&set, problem);
+  static const rt_setting_t used[] = {RT_SETTING_CACHE, RT_SETTING_MEMORY_CACHE_LIMIT, RT_SETTING_DISK_CACHE_LIMIT};
+  for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+    if (problem[used[i]][0]) {
+      rt_error(UJ_ERR_INVALID, "%s", problem[used[i]]);
+      return NULL;
+    }
+  return jit_cache_new_with(&set);
 }
 
 void jit_cache_free(jit_cache_t* c) {
@@ -260,7 +249,8 @@ uj_status_t jit_cache_insert(jit_cache_t* c, ir_hash_t key, const char* key_text
   cache_entry_t* fresh = malloc(sizeof *fresh + key_len + 1);
   if (!fresh) {
     if (free_fn) free_fn(value);
-    return rt_error(UJ_ERR_OOM, "jit_cache_put: out of memory");
+    return rt_error(UJ_ERR_OOM, "jit_cache_put: out of memory allocating a cache entry (%zu bytes)",
+                    sizeof *fresh + key_len + 1);
   }
   *fresh = (cache_entry_t){.key = key, .value = value, .free_fn = free_fn, .key_len = key_len};
   /* saturating: a cost beyond any limit only means the entry is not kept */

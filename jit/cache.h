@@ -7,7 +7,7 @@
  *
  * In memory: a thread-safe hash table from key to an opaque value (a compiled
  * kernel) with its destructor and its cost in bytes, bounded by a limit
- * (UOPJIT_CACHE_MEMORY_LIMIT, else JIT_CACHE_DEFAULT_MEMORY_LIMIT) with
+ * (the context's: UOPJIT_CACHE_MEMORY_LIMIT, else JIT_CACHE_DEFAULT_MEMORY_LIMIT) with
  * least-recently-used eviction. Callers hold references to entries, never
  * bare values: an evicted entry leaves the table at once but is freed only
  * when its last reference is released, so a kernel never disappears under
@@ -33,11 +33,19 @@
 
 typedef struct jit_cache jit_cache_t;
 
-/* Creates an empty cache. The disk location is read from the environment
- * here (UOPJIT_CACHE, UOPJIT_CACHE_DIR, XDG_CACHE_HOME, HOME), and so is the
- * memory limit (UOPJIT_CACHE_MEMORY_LIMIT); the directory itself is created
- * and checked on first disk use. NULL on OOM. */
+/* Creates an empty cache with a context's settings: the memory and disk
+ * limits, and the disk location (the disk cache off, a directory, or the
+ * default: XDG_CACHE_HOME, else HOME); the directory itself is created and
+ * checked on first disk use. NULL on OOM. */
+jit_cache_t* jit_cache_new_with(const rt_settings_t* set);
+/* The same with the settings the environment gives now (UOPJIT_CACHE,
+ * UOPJIT_CACHE_DIR, UOPJIT_CACHE_MEMORY_LIMIT, UOPJIT_CACHE_DISK_LIMIT):
+ * NULL with UJ_ERR_INVALID naming the variable when one is invalid. */
 jit_cache_t* jit_cache_new(void);
+/* Points the disk cache at the settings' location (set->cache_off: none),
+ * as a new cache would; the directory is checked again on its next use.
+ * UJ_ERR_OOM when the path cannot be copied (the cache unchanged). */
+uj_status_t jit_disk_set_dir(jit_cache_t* c, const rt_settings_t* set);
 /* Frees every in-memory value with its destructor. Files on disk stay. No
  * reference may be outstanding (no call may be running on the context). */
 void jit_cache_free(jit_cache_t* c);
@@ -48,11 +56,6 @@ void jit_cache_free(jit_cache_t* c);
  * kernels (a MIR kernel costs about 40 KiB, a C one about 14 KiB) while a
  * caller that varies a $param forever stays within a bounded footprint. */
 #define JIT_CACHE_DEFAULT_MEMORY_LIMIT ((int64_t)256 << 20)
-
-/* The limit UOPJIT_CACHE_MEMORY_LIMIT asks for: a whole number of bytes
- * with an optional K, M or G suffix (powers of 1024), e.g. 512M. Unset,
- * empty or malformed (a typo must not stop a program): the default. */
-int64_t jit_cache_memory_limit_from_env(void);
 
 /* Sets the limit on the bytes the table's entries cost (0: keep nothing
  * beyond the calls using it) and evicts least-recently-used entries down to
@@ -165,10 +168,10 @@ int jit_disk_writable(jit_cache_t* c);
  * and temporaries): it removes temporaries and incomplete entries older than
  * ten minutes, then whole entries, least recently used first (a store or a
  * hit makes an entry recent), until the new entry fits; an entry larger than
- * the limit is not stored. The limit is 512 MiB unless UOPJIT_CACHE_DISK_LIMIT
- * (bytes, or a number with K, M or G: powers of 1024) says otherwise; a
- * malformed value is ignored with one warning on stderr. Stores of several
- * processes take turns (a lock on the directory). */
+ * the limit is not stored. The limit is 512 MiB unless the context's
+ * setting (uj_ctx_set_disk_cache_limit, by default UOPJIT_CACHE_DISK_LIMIT:
+ * bytes, or a number with K, M or G, powers of 1024) says otherwise.
+ * Stores of several processes take turns (a lock on the directory). */
 
 /* Sets the limit for this cache's later stores (the directory is brought
  * under it at the next store). UJ_ERR_INVALID for a NULL cache or bytes <= 0. */

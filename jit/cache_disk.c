@@ -51,19 +51,21 @@
 #define EXT_MAX_LEN JIT_DISK_EXT_MAX_LEN
 #define HEX_LEN JIT_DISK_HEX_LEN
 
-char* jit_disk_location(const char** reason) {
-  const char* setting = getenv("UOPJIT_CACHE");
-  if (setting && strcmp(setting, "0") == 0) {
-    *reason = NULL; /* switched off on purpose: no warning */
-    return NULL;
-  }
-  const char* dir = getenv("UOPJIT_CACHE_DIR");
-  if (dir && *dir) return strdup(dir);
-  const char* base = getenv("XDG_CACHE_HOME");
-  const char* tail = "/uopjit";
-  if (!base || base[0] != '/') { /* XDG: a relative value is to be ignored */
-    base = getenv("HOME");
-    tail = "/.cache/uopjit";
+/* Where the disk cache of these settings lives: NULL with *reason the
+ * warning to give, or NULL reason when it is switched off on purpose. */
+static char* disk_location(const rt_settings_t* set, const char** reason, int* oom) {
+  *reason = NULL;
+  *oom = 0;
+  if (set->cache_off) return NULL; /* switched off on purpose: no warning */
+  const char* base = set->cache_dir;
+  const char* tail = "";
+  if (!*base) {
+    base = getenv("XDG_CACHE_HOME");
+    tail = "/uopjit";
+    if (!base || base[0] != '/') { /* XDG: a relative value is to be ignored */
+      base = getenv("HOME");
+      tail = "/.cache/uopjit";
+    }
   }
   if (!base || !*base) {
     *reason =
@@ -73,7 +75,24 @@ char* jit_disk_location(const char** reason) {
   size_t n = strlen(base) + strlen(tail) + 1;
   char* path = malloc(n);
   if (path) snprintf(path, n, "%s%s", base, tail);
+  else *oom = 1;
   return path;
+}
+
+uj_status_t jit_disk_set_dir(jit_cache_t* c, const rt_settings_t* set) {
+  const char* reason;
+  int oom;
+  char* dir = disk_location(set, &reason, &oom);
+  if (oom) return rt_error(UJ_ERR_OOM, "out of memory copying the cache directory's path");
+  pthread_mutex_lock(&c->lock);
+  free(c->disk_dir);
+  c->disk_dir = dir;
+  c->disk_off_reason = reason;
+  c->disk_problem[0] = '\0';
+  c->disk_state = dir ? DISK_UNCHECKED : DISK_DISABLED;
+  c->disk_warned = !dir && !reason; /* switched off on purpose: nothing to say */
+  pthread_mutex_unlock(&c->lock);
+  return UJ_OK;
 }
 
 /* ---- the directory ------------------------------------------------------------------ */
@@ -412,7 +431,9 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
 
   size_t meta_len;
   char* meta = format_meta(ext, size, ir_hash_bytes(payload, size), key_text, &meta_len);
-  if (!meta) return rt_error(UJ_ERR_OOM, "jit_disk_store: out of memory");
+  if (!meta)
+    return rt_error(UJ_ERR_OOM, "jit_disk_store: out of memory formatting an entry's meta (%zu bytes of key)",
+                    strlen(key_text));
   uint64_t incoming = (uint64_t)size + meta_len;
   int64_t limit = jit_disk_limit(c, NULL);
   if (incoming > (uint64_t)limit) {
@@ -607,5 +628,6 @@ uj_status_t jit_disk_list(jit_cache_t* c, rt_buf_t* out) {
     free(names[i]);
   }
   free(names);
-  return out->failed ? rt_error(UJ_ERR_OOM, "jit_disk_list: out of memory") : UJ_OK;
+  return out->failed ? rt_error(UJ_ERR_OOM, "jit_disk_list: out of memory growing the listing past %zu bytes", out->cap)
+                     : UJ_OK;
 }

@@ -39,47 +39,11 @@
 
 /* ---- the limit ---------------------------------------------------------------------- */
 
-/* "<digits>[K|M|G]" (powers of 1024) into *out; 0 when malformed, zero or
- * past INT64_MAX. */
-static int parse_size(const char* text, int64_t* out) {
-  if (!text || !*text) return 0;
-  int64_t v = 0;
-  const char* p = text;
-  for (; *p >= '0' && *p <= '9'; p++) {
-    if (v > (INT64_MAX - 9) / 10) return 0;
-    v = v * 10 + (*p - '0');
-  }
-  if (p == text) return 0;
-  int shift = 0;
-  switch (*p) {
-    case '\0': break;
-    case 'k': case 'K': shift = 10, p++; break;
-    case 'm': case 'M': shift = 20, p++; break;
-    case 'g': case 'G': shift = 30, p++; break;
-    default: return 0;
-  }
-  if (*p || v <= 0 || v > (INT64_MAX >> shift)) return 0;
-  *out = v << shift;
-  return 1;
-}
-
 int64_t jit_disk_limit(jit_cache_t* c, const char** from) {
-  static atomic_flag warned = ATOMIC_FLAG_INIT; /* the environment is the process's: say it once */
   pthread_mutex_lock(&c->lock);
-  if (c->disk_limit == 0) {
-    const char* text = getenv("UOPJIT_CACHE_DISK_LIMIT");
+  if (c->disk_limit <= 0) {
     c->disk_limit = DEFAULT_LIMIT;
     c->disk_limit_from = "the default";
-    if (text && *text) {
-      if (parse_size(text, &c->disk_limit)) {
-        c->disk_limit_from = "UOPJIT_CACHE_DISK_LIMIT";
-      } else if (!atomic_flag_test_and_set(&warned)) {
-        fprintf(stderr,
-                "uopjit: UOPJIT_CACHE_DISK_LIMIT=\"%.100s\" is not a size in bytes (digits, then optionally K, M "
-                "or G); using the default of %lld MiB\n",
-                text, (long long)(DEFAULT_LIMIT >> 20));
-      }
-    }
   }
   int64_t limit = c->disk_limit;
   if (from) *from = c->disk_limit_from;
@@ -97,15 +61,6 @@ uj_status_t jit_disk_set_limit(jit_cache_t* c, int64_t bytes) {
   c->disk_limit_from = "uj_ctx_set_disk_cache_limit";
   pthread_mutex_unlock(&c->lock);
   return UJ_OK;
-}
-
-uj_status_t uj_ctx_set_disk_cache_limit(uj_ctx_t* ctx, int64_t bytes) {
-  if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_disk_cache_limit: ctx is NULL");
-  if (bytes <= 0)
-    return rt_error(UJ_ERR_INVALID, "uj_ctx_set_disk_cache_limit: the limit must be a positive number of bytes, got %lld",
-                    (long long)bytes);
-  jit_state_t* js = jit_state(ctx);
-  return js ? jit_disk_set_limit(js->cache, bytes) : UJ_ERR_OOM;
 }
 
 /* ---- the lock ----------------------------------------------------------------------- */

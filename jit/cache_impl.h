@@ -41,22 +41,17 @@ struct jit_cache {
   uint64_t next_serial;
   int64_t evictions, evicted_in_use;
 
-  char* disk_dir; /* NULL when UOPJIT_CACHE=0 or no location is known */
+  char* disk_dir; /* NULL when switched off (UOPJIT_CACHE=0) or no location is known */
   int disk_state;
   int disk_warned;
   char disk_problem[256];      /* why the directory was refused, once it was */
   const char* disk_off_reason; /* why disk_dir is NULL, for the one warning */
-  int64_t disk_limit;          /* bytes; 0 until set or first needed (then from the environment) */
+  int64_t disk_limit;          /* bytes; 0: the default */
   const char* disk_limit_from; /* where disk_limit came from, for reports */
 
   atomic_llong memory_hits, memory_misses;
   atomic_llong disk_hits, disk_misses, disk_corrupt, disk_stores;
 };
-
-/* Where the disk cache lives, from UOPJIT_CACHE, UOPJIT_CACHE_DIR,
- * XDG_CACHE_HOME or HOME (jit/cache_disk.c); NULL with *reason the warning
- * to give, or NULL reason when the disk cache is switched off on purpose. */
-char* jit_disk_location(const char** reason);
 
 /* 1 when the disk cache may be used now (the directory is created and
  * checked; the first failure disables it with one warning); 0 with the
@@ -87,9 +82,8 @@ void jit_disk_make_room(jit_cache_t* c, int dir_fd, uint64_t incoming, const cha
  * descriptor unlocked. Close it to unlock. */
 int jit_disk_lock(jit_cache_t* c);
 
-/* The limit in bytes, resolved on first use from UOPJIT_CACHE_DISK_LIMIT
- * (a malformed value: one warning, and the default); *from (may be NULL)
- * says where it came from. */
+/* The limit in bytes (the context's setting, else the default); *from
+ * (may be NULL) says where it came from. */
 int64_t jit_disk_limit(jit_cache_t* c, const char** from);
 
 #endif

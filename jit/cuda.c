@@ -202,7 +202,7 @@ uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int6
   char* key = key_text(nv, number, 0, m.source);
   char* image = NULL;
   size_t size = 0;
-  if (!key) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (!key) s = rt_error(UJ_ERR_OOM, "engine cuda: out of memory printing the kernel's key text");
   ir_hash_t h = key ? ir_hash_bytes(key, strlen(key)) : (ir_hash_t){0, 0};
   /* a verified cubin for exactly this key was compiled by this NVRTC before */
   int found = s == UJ_OK && jit_disk_enabled(js->cache) &&
@@ -248,7 +248,8 @@ static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image
   jit_cuda_kernel_t* k = calloc(1, sizeof *k);
   if (!k || !(k->fns = calloc((size_t)m->nblocks + 1, sizeof *k->fns))) {
     free(k);
-    return rt_error(UJ_ERR_OOM, "out of memory");
+    return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating a module of %d kernels (%zu bytes)", m->nblocks,
+                    sizeof *k + ((size_t)m->nblocks + 1) * sizeof *k->fns);
   }
   k->cc = cc;
   uj_status_t s = rt_cuda_enter(cc);
@@ -345,7 +346,7 @@ uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, con
   char* key = key_text(nv, arch, ptx, m.source);
   if (!key) {
     jit_cu_module_release(&m);
-    return rt_error(UJ_ERR_OOM, "out of memory");
+    return rt_error(UJ_ERR_OOM, "engine cuda: out of memory printing the kernel's key text");
   }
   cu_build_t b = {js, nv, cc, ir_hash_bytes(key, strlen(key)), key, m.source, arch, ptx, &m, NULL, 0};
   s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_kernel, &b, kernel_free, out);
@@ -386,7 +387,9 @@ uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_
   enum { ON_STACK = 64 };
   int64_t stack_loops[ON_STACK];
   int64_t* loops = f->next_loop_id <= ON_STACK ? stack_loops : calloc((size_t)f->next_loop_id + 1, sizeof *loops);
-  if (!loops) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!loops)
+    return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating %d loop values (%zu bytes)", f->next_loop_id,
+                    ((size_t)f->next_loop_id + 1) * sizeof *loops);
   ir_env_t env = {f, (ir_buffer_t*)buf, params, loops};
   const int64_t threads = JIT_CU_THREADS_PER_BLOCK, sms = cc->sm_count > 0 ? cc->sm_count : 1;
   uj_status_t s = rt_cuda_enter(cc);
@@ -485,7 +488,9 @@ static char* source_key(const rt_nvrtc_t* nv, int arch, int ptx, const char* sou
 /* Loads image as a hand-written module and finds its kernels. */
 static uj_status_t load_source(const cu_build_t* b, const char* image, jit_cuda_source_t** out) {
   jit_cuda_source_t* m = calloc(1, sizeof *m + (size_t)b->nnames * sizeof(CUfunction));
-  if (!m) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!m)
+    return rt_error(UJ_ERR_OOM, "out of memory allocating a module of %d kernels (%zu bytes)", b->nnames,
+                    sizeof *m + (size_t)b->nnames * sizeof(CUfunction));
   rt_cuda_ctx_t* cc = b->cc;
   m->cc = cc;
   m->nfns = b->nnames;
@@ -538,7 +543,7 @@ uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* c
   uj_status_t s = device_target(ctx, &cc, &nv, &arch, &ptx);
   if (s != UJ_OK) return s;
   char* key = source_key(nv, arch, ptx, source, names, nnames);
-  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!key) return rt_error(UJ_ERR_OOM, "out of memory printing a module's key text (%zu bytes of source)", strlen(source));
   cu_build_t b = {js, nv, cc, ir_hash_bytes(key, strlen(key)), key, source, arch, ptx, NULL, names, nnames};
   s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_source, &b, source_free, ref);
   free(key);
@@ -575,7 +580,7 @@ uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const
   uj_status_t s = parse_arch(nv, arch, &number);
   if (s != UJ_OK) return s;
   char* key = source_key(nv, number, 0, source, names, nnames);
-  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!key) return rt_error(UJ_ERR_OOM, "out of memory printing a module's key text (%zu bytes of source)", strlen(source));
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
   char* image = NULL;
   size_t size = 0;

@@ -332,7 +332,8 @@ static uj_status_t emit_hoisted_scalars(kernel_t* K, int depth) {
   access_sets_t a = {calloc((size_t)f->ntensors + 1, 1), calloc((size_t)f->ntensors + 1, 1)};
   if (!a.read || !a.written) {
     free(a.read), free(a.written);
-    return rt_error(UJ_ERR_OOM, "out of memory");
+    return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating two tables of %d tensors (%zu bytes)", f->ntensors,
+                    2 * ((size_t)f->ntensors + 1));
   }
   ir_walk_accesses((ir_block_t*)K->b, note_access_sets, &a);
   for (int t = 0; t < f->ntensors; t++) {
@@ -509,7 +510,7 @@ static uj_status_t emit_kernel(const ir_func_t* f, int bi, const jit_cu_plan_t* 
                                rt_buf_t* module, jit_cu_kernel_t* out) {
   size_t nt = (size_t)f->ntensors + 1, nd = nt * UJ_MAX_DIMS, np = (size_t)f->nparams + 1;
   unsigned char* mem = calloc(nd + 5 * nt + np, 1);
-  if (!mem) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!mem) return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating kernel %d's tables (%zu bytes)", bi, nd + 5 * nt + np);
   rt_buf_t body = {0};
   kernel_t K = {*base,           &f->blocks[bi],   plan, NULL, -1, mem + nd + nt, mem + nd + 2 * nt, mem + nd + 3 * nt,
                 mem + nd + 4 * nt + np};
@@ -536,7 +537,8 @@ static uj_status_t emit_kernel(const ir_func_t* f, int bi, const jit_cu_plan_t* 
   out->nargs = 0;
   out->args = calloc((size_t)nargs + 1, sizeof *out->args);
   uj_status_t s = UJ_OK;
-  if (!out->args || body.failed) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (!out->args || body.failed)
+    s = rt_error(UJ_ERR_OOM, "engine cuda: out of memory writing kernel %d (%zu bytes of source so far)", bi, body.len);
   size_t bytes = (size_t)nargs * 8 + (plan->strategy == JIT_CU_REDUCE ? 32 : 0);
   if (s == UJ_OK && bytes > 4096)
     s = rt_error(UJ_ERR_UNSUPPORTED, "cuda: block %d's kernel would take %zu bytes of arguments (at most 4096)", bi,
@@ -582,7 +584,7 @@ uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module
   if (!ops || !out->kernels) {
     free(ops);
     jit_cu_module_release(out);
-    return rt_error(UJ_ERR_OOM, "out of memory");
+    return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating the tables of %d blocks", f->nblocks);
   }
   out->nblocks = f->nblocks;
   jit_cx_t base = {0};
@@ -607,7 +609,8 @@ uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module
     if (s != UJ_OK) jit_cu_plan_release(&plan);
   }
   free(ops);
-  if (s == UJ_OK && !(out->source = rt_buf_take(&module))) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (s == UJ_OK && !(out->source = rt_buf_take(&module)))
+    s = rt_error(UJ_ERR_OOM, "engine cuda: out of memory writing the module's source (%zu bytes so far)", module.len);
   rt_buf_release(&module);
   if (s != UJ_OK) jit_cu_module_release(out);
   return s;

@@ -180,7 +180,7 @@ uj_status_t jit_cu_plan(const ir_func_t* f, const ir_block_t* b, jit_cu_plan_t* 
   unsigned char* written = calloc(n, 1);
   if (!scattered || !other || !written) {
     free(scattered), free(other), free(written);
-    return rt_error(UJ_ERR_OOM, "out of memory");
+    return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating three tables (%zu bytes)", 3 * n);
   }
   scatter_scan_t scan = {f, scattered, other};
   ir_walk_accesses((ir_block_t*)b, scan_scatter, &scan);

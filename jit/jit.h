@@ -96,6 +96,9 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
 
 /* 1 when a working C compiler is on the PATH (or UOPJIT_CC). */
 int jit_c_available(jit_state_t* js);
+/* UJ_OK when it is; else UJ_ERR_UNSUPPORTED naming the compiler tried
+ * (UOPJIT_CC's value when it is set). */
+uj_status_t jit_c_check(jit_state_t* js);
 /* A reference to the compiled kernel for f with these $params (read it
  * with jit_blocks_of, give it back with jit_cache_release): from the
  * memory cache, the disk cache, or compiled now. Its cost in the memory
@@ -113,10 +116,12 @@ void jit_batch_sqrt(double* restrict root, const double* restrict x, int64_t n);
 /* 1 when the build has MIR. */
 int jit_mir_available(void);
 /* A reference to the kernel for f with these $params (jit_blocks_of;
- * jit_cache_release), from the memory cache or generated now. Its cost
+ * jit_cache_release), from the memory cache or generated now at MIR
+ * optimization level `level` (0..3, the context's setting). Its cost
  * in the memory cache is what MIR's context grew by to generate it plus a
  * share of the context's own setup (jit/mir.c). */
-uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out);
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, int level,
+                        jit_cache_entry_t** out);
 /* MIR's text form of the module the engine builds for f (params NULL: read
  * from the params argument). NULL with the error set. */
 char* jit_mir_dump(const ir_func_t* f, const int64_t* params);

@@ -36,7 +36,10 @@
  * kernels, run under one process-wide lock. Generated code is plain machine
  * code and runs on any thread.
  *
- * UOPJIT_MIR_LEVEL (0-3, default 2) sets MIR's optimization level. */
+ * Optimization level. Each uopjit context has its own (uj_ctx_set_mir_level,
+ * UOPJIT_MIR_LEVEL by default, 2 when neither says): it is part of the
+ * kernel's key, and set on the generation's MIR context before each
+ * compile, so contexts of different levels share generations. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,8 +53,9 @@
 
 int jit_mir_available(void) { return 0; }
 
-uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
-  (void)js, (void)f, (void)params;
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, int level,
+                        jit_cache_entry_t** out) {
+  (void)js, (void)f, (void)params, (void)level;
   *out = NULL;
   return rt_error(UJ_ERR_UNSUPPORTED, "engine mir: this build has no MIR (install it and rebuild)");
 }
@@ -89,11 +93,10 @@ typedef struct {
  * a compile holds the lock takes it again). */
 static struct {
   generation_t* current;
-  int level;              /* -1 until read from the environment */
   uint64_t modules_made;  /* names modules uniquely */
   int generations_made;
   int generations_live;   /* made and not yet finished (or abandoned) */
-} mir = {NULL, -1, 0, 0, 0};
+} mir = {NULL, 0, 0, 0};
 static pthread_mutex_t mir_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 typedef struct {
@@ -121,15 +124,9 @@ static void MIR_NO_RETURN on_mir_error(MIR_error_type_t type, const char* format
   longjmp(*error_jump, 1);
 }
 
-static int optimize_level(void) {
-  const char* v = getenv("UOPJIT_MIR_LEVEL");
-  if (v && v[0] >= '0' && v[0] <= '3' && !v[1]) return v[0] - '0';
-  return 2;
-}
-
 /* A fresh MIR context with our error function and its generator set up,
  * its memory from pool (NULL: the C library's allocator). */
-static MIR_context_t context_new(int level, jit_mir_pool_t* pool) {
+static MIR_context_t context_new(jit_mir_pool_t* pool) {
   MIR_context_t ctx = pool ? MIR_init2(jit_mir_pool_alloc(pool), NULL) : MIR_init();
   jmp_buf jb;
   jmp_buf* volatile saved = error_jump;
@@ -137,7 +134,6 @@ static MIR_context_t context_new(int level, jit_mir_pool_t* pool) {
   if (setjmp(jb) == 0) {
     MIR_set_error_func(ctx, on_mir_error);
     MIR_gen_init(ctx);
-    MIR_gen_set_optimize_level(ctx, (unsigned)level);
   } else {
     ctx = NULL; /* abandoned: it failed while being set up */
   }
@@ -195,7 +191,7 @@ static generation_t* current_generation(void) {
   if (!mir.current) {
     generation_t* g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    if (!(g->pool = jit_mir_pool_new()) || !(g->ctx = context_new(mir.level, g->pool))) {
+    if (!(g->pool = jit_mir_pool_new()) || !(g->ctx = context_new(g->pool))) {
       jit_mir_pool_free(g->pool); /* a context that failed while being set up is abandoned, unused */
       free(g);
       return NULL;
@@ -210,7 +206,8 @@ static generation_t* current_generation(void) {
 
 /* Generates f into the current generation: the kernel and its cost in
  * the memory cache (see the top of this file), or an error. */
-static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kernel_t** out, size_t* bytes) {
+static uj_status_t generate(const ir_func_t* f, const int64_t* params, int level, mir_kernel_t** out,
+                            size_t* bytes) {
   /* volatile: read after a longjmp */
   generation_t* volatile g = current_generation();
   mir_kernel_t* volatile k = g ? calloc(1, sizeof *k) : NULL;
@@ -218,7 +215,8 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
   if (!funcs || jit_blocks_init(&k->blocks, f) != UJ_OK) {
     free(funcs);
     free(k);
-    return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+    return rt_error(UJ_ERR_OOM, "engine mir: out of memory allocating a kernel of %d blocks (%zu bytes)", f->nblocks,
+                    sizeof(mir_kernel_t) + ((size_t)f->nblocks + 1) * sizeof *funcs);
   }
   char name[48];
   snprintf(name, sizeof name, "m%llu", (unsigned long long)mir.modules_made++);
@@ -229,6 +227,7 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
   g->modules++;
   size_t held_before = jit_mir_pool_held(g->pool);
   if (setjmp(jb) == 0) {
+    MIR_gen_set_optimize_level(g->ctx, (unsigned)level); /* the context's: see the top of this file */
     MIR_module_t module = jit_mir_lower(g->ctx, f, params, name, funcs);
     if (!module) {
       oom = 1;
@@ -273,7 +272,7 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
   if (failed || oom) {
     jit_blocks_free(&k->blocks);
     free(k);
-    if (oom) return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+    if (oom) return rt_error(UJ_ERR_OOM, "engine mir: out of memory lowering %d blocks to MIR", f->nblocks);
     return rt_error(UJ_ERR_COMPILE, "engine mir: %s", error_text);
   }
   *out = k;
@@ -283,26 +282,24 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, mir_kerne
 typedef struct {
   const ir_func_t* f;
   const int64_t* params;
+  int level;
 } mir_build_t;
 
 static uj_status_t build_kernel(void* arg, void** value, size_t* bytes) {
   const mir_build_t* b = arg;
   mir_kernel_t* k = NULL;
-  uj_status_t s = generate(b->f, b->params, &k, bytes);
+  uj_status_t s = generate(b->f, b->params, b->level, &k, bytes);
   *value = k;
   return s;
 }
 
-uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
+uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, int level,
+                        jit_cache_entry_t** out) {
   *out = NULL;
-  pthread_mutex_lock(&mir_lock);
-  if (mir.level < 0) mir.level = optimize_level();
-  int level = mir.level;
-  pthread_mutex_unlock(&mir_lock);
   char* key = key_text(f, params, level);
-  if (!key) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!key) return rt_error(UJ_ERR_OOM, "engine mir: out of memory printing the kernel's key text");
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  mir_build_t b = {f, params};
+  mir_build_t b = {f, params, level};
   /* under the process-wide lock: MIR contexts are not thread-safe */
   uj_status_t s = jit_cache_get_or_build(js->cache, &mir_lock, h, key, build_kernel, &b, kernel_free, out);
   free(key);
@@ -324,8 +321,8 @@ int jit_mir_generations_live(void) {
 }
 
 uj_status_t jit_mir_provoke_error(void) {
-  MIR_context_t ctx = context_new(0, NULL);
-  if (!ctx) return rt_error(UJ_ERR_OOM, "engine mir: out of memory");
+  MIR_context_t ctx = context_new(NULL);
+  if (!ctx) return rt_error(UJ_ERR_OOM, "engine mir: out of memory setting up a MIR context");
   volatile int failed = 0;
   jmp_buf jb;
   jmp_buf* volatile saved = error_jump;
@@ -343,7 +340,7 @@ uj_status_t jit_mir_provoke_error(void) {
 /* ---- the text form ---- */
 
 char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
-  MIR_context_t ctx = context_new(0, NULL);
+  MIR_context_t ctx = context_new(NULL);
   jit_mir_block_t* funcs = calloc((size_t)f->nblocks + 1, sizeof *funcs);
   char* text = NULL;
   size_t size = 0;
@@ -351,7 +348,7 @@ char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
   if (!mem) {
     free(funcs);
     if (ctx) context_finish(ctx);
-    rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+    rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory setting up MIR for %d blocks", f->nblocks);
     return NULL;
   }
   volatile int failed = 0;
@@ -372,7 +369,7 @@ char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
     rt_error(UJ_ERR_COMPILE, "uj_program_dump: %s", error_text); /* ctx abandoned: half-built */
   } else {
     context_finish(ctx);
-    if (failed) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+    if (failed) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory lowering %d blocks to MIR", f->nblocks);
   }
   if (failed) {
     free(text);

@@ -42,12 +42,12 @@ jit_state_t* jit_state(uj_ctx_t* ctx) {
   jit_state_t* js = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
   if (js) return js;
   js = calloc(1, sizeof *js);
-  if (!js || !(js->cache = jit_cache_new())) {
+  if (!js || !(js->cache = jit_cache_new_with(&ctx->set))) {
     free(js);
-    rt_error(UJ_ERR_OOM, "out of memory creating the JIT state");
+    rt_error(UJ_ERR_OOM, "out of memory creating the JIT state (%zu bytes and the kernel cache)", sizeof *js);
     return NULL;
   }
-  js->pool = rt_pool_new(0);
+  js->pool = rt_pool_new(ctx->set.threads);
   pthread_mutex_init(&js->lock, NULL);
   js->c_probe = -1;
   js->id = next_state_id++;
@@ -83,10 +83,13 @@ uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e) {
     snprintf(reason, sizeof reason, "%s", uj_last_error());
     return rt_error(UJ_ERR_UNSUPPORTED, "engine cuda is not available: %s", reason);
   }
+  jit_state_t* js = e == UJ_ENGINE_C ? jit_state(ctx) : NULL;
+  if (e == UJ_ENGINE_C && (!js || jit_c_check(js) != UJ_OK)) return js ? UJ_ERR_UNSUPPORTED : UJ_ERR_OOM;
   if (!uj_engine_available(ctx, e))
     return rt_error(UJ_ERR_UNSUPPORTED, "engine %s is not available in this build or on this machine",
                     uj_engine_name(e));
-  ctx->engine = e;
+  ctx->set.engine = e;
+  rt_ctx_setting_fixed(ctx, RT_SETTING_ENGINE);
   return UJ_OK;
 }
 
@@ -96,21 +99,11 @@ uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled) {
   return UJ_OK;
 }
 
-uj_status_t uj_ctx_set_memory_cache_limit(uj_ctx_t* ctx, int64_t bytes) {
-  if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_memory_cache_limit: ctx is NULL");
-  if (bytes < 0)
-    return rt_error(UJ_ERR_INVALID, "uj_ctx_set_memory_cache_limit: %lld bytes: the limit must be 0 or more",
-                    (long long)bytes);
-  jit_state_t* js = jit_state(ctx);
-  if (!js) return UJ_ERR_OOM;
-  return jit_cache_set_memory_limit(js->cache, bytes);
-}
-
 /* AUTO: the best available engine for CPU tensors: MIR, else C, else the
  * interpreter. */
 uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
   if (!ctx) return UJ_ENGINE_INTERP;
-  if (ctx->engine != UJ_ENGINE_AUTO) return uj_engine_available(ctx, ctx->engine) ? ctx->engine : UJ_ENGINE_INTERP;
+  if (ctx->set.engine != UJ_ENGINE_AUTO) return uj_engine_available(ctx, ctx->set.engine) ? ctx->set.engine : UJ_ENGINE_INTERP;
   if (uj_engine_available(ctx, UJ_ENGINE_MIR)) return UJ_ENGINE_MIR;
   if (uj_engine_available(ctx, UJ_ENGINE_C)) return UJ_ENGINE_C;
   return UJ_ENGINE_INTERP;
@@ -131,14 +124,15 @@ static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, 
   size_t pbytes = (size_t)p->nparams * sizeof *params;
   pthread_mutex_lock(&p->memo_lock);
   int hit = p->memo[pass].state == js->id && p->memo[pass].engine == (int)e && p->memo[pass].func == f &&
-            p->memo[pass].serial && (!pbytes || !memcmp(p->memo[pass].params, params, pbytes));
+            p->memo[pass].mir_level == ctx->set.mir_level && p->memo[pass].serial &&
+            (!pbytes || !memcmp(p->memo[pass].params, params, pbytes));
   ir_hash_t key = p->memo[pass].key;
   uint64_t serial = hit ? p->memo[pass].serial : 0;
   pthread_mutex_unlock(&p->memo_lock);
   if (hit && (*out = jit_cache_acquire_serial(js->cache, key, serial))) return UJ_OK;
   uj_status_t s;
   if (e == UJ_ENGINE_CUDA) s = jit_cuda_get(ctx, js, f, params, out);
-  else if (e == UJ_ENGINE_MIR) s = jit_mir_get(js, f, params, out);
+  else if (e == UJ_ENGINE_MIR) s = jit_mir_get(js, f, params, ctx->set.mir_level, out);
   else s = jit_c_get(js, f, params, out);
   if (s != UJ_OK) return s;
   pthread_mutex_lock(&p->memo_lock);
@@ -149,6 +143,7 @@ static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, 
     p->memo[pass].params = copy;
     p->memo[pass].state = js->id;
     p->memo[pass].engine = (int)e;
+    p->memo[pass].mir_level = ctx->set.mir_level;
     p->memo[pass].func = f;
     p->memo[pass].key = jit_cache_key(*out);
     p->memo[pass].serial = jit_cache_serial(*out);
@@ -218,7 +213,9 @@ static uj_status_t resolve_parsed(uj_program_t** p, uj_pass_t pass, const uj_ten
 
 static ir_buffer_t* buffers_new(const ir_func_t* f) {
   ir_buffer_t* buf = calloc((size_t)f->ntensors + 1, sizeof *buf);
-  if (!buf) rt_error(UJ_ERR_OOM, "out of memory");
+  if (!buf)
+    rt_error(UJ_ERR_OOM, "out of memory allocating the buffers of %d tensors (%zu bytes)", f->ntensors,
+             ((size_t)f->ntensors + 1) * sizeof *buf);
   return buf;
 }
 
@@ -371,7 +368,7 @@ static uj_status_t call_device(const uj_program_t* p, uj_pass_t pass, const uj_t
 /* The engine for a call on tensors on dev: the context's choice, and for
  * AUTO the CUDA engine when they are on the GPU. */
 static uj_status_t call_engine(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e) {
-  if (ctx->engine != UJ_ENGINE_AUTO || dev != UJ_CUDA) {
+  if (ctx->set.engine != UJ_ENGINE_AUTO || dev != UJ_CUDA) {
     *e = uj_ctx_engine(ctx);
     return UJ_OK;
   }
@@ -383,6 +380,19 @@ static uj_status_t call_engine(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e) {
   }
   *e = UJ_ENGINE_CUDA;
   return UJ_OK;
+}
+
+/* The context's settings engine e uses (a mask for rt_ctx_settings_check):
+ * a call fails on an invalid environment value only when it depends on it. */
+static unsigned engine_settings(uj_engine_t e) {
+  const unsigned threads = 1u << RT_SETTING_THREADS, memory = 1u << RT_SETTING_MEMORY_CACHE_LIMIT,
+                 disk = 1u << RT_SETTING_CACHE | 1u << RT_SETTING_DISK_CACHE_LIMIT;
+  switch (e) {
+    case UJ_ENGINE_MIR: return threads | memory | 1u << RT_SETTING_MIR_LEVEL;
+    case UJ_ENGINE_C: return threads | memory | disk;
+    case UJ_ENGINE_CUDA: return memory | disk;
+    default: return 0;
+  }
 }
 
 /* uj_program_run on a uop program (a parsed one resolved) with engine e. */
@@ -415,7 +425,9 @@ static uj_status_t run_on(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass
   void** aside = s != UJ_OK ? NULL
                 : small ? memset(stack_aside, 0, sizeof stack_aside[0] * (size_t)f->ntensors)
                         : calloc((size_t)f->ntensors + 1, sizeof *aside);
-  if (s == UJ_OK && !aside) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (s == UJ_OK && !aside)
+    s = rt_error(UJ_ERR_OOM, "out of memory allocating the aside table of %d tensors (%zu bytes)", f->ntensors,
+                 ((size_t)f->ntensors + 1) * sizeof *aside);
   if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, &mem, buf, aside);
   if (s == UJ_OK) {
     jit_state_t* js;
@@ -454,7 +466,9 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
   uj_engine_t e = UJ_ENGINE_INTERP;
   pn_special_t* held = NULL;
   uj_status_t s = call_device(p, pass, inputs, input_count, outputs, output_count, &dev);
+  if (s == UJ_OK) s = rt_ctx_settings_check(ctx, 1u << RT_SETTING_ENGINE);
   if (s == UJ_OK) s = call_engine(ctx, dev, &e);
+  if (s == UJ_OK) s = rt_ctx_settings_check(ctx, engine_settings(e));
   if (s == UJ_OK) s = resolve_parsed(&p, pass, inputs, input_count, &held);
   if (s == UJ_OK) s = run_on(ctx, e, p, pass, inputs, input_count, params, param_count, outputs, output_count);
   pn_release(held);
@@ -468,7 +482,7 @@ static char* program_dump(uj_program_t* p, uj_pass_t pass, uj_dump_t what, const
     if (!f) return NULL;
     int flags = what == UJ_DUMP_C_AOT ? JIT_C_AOT : params ? JIT_C_FOLD_PARAMS : 0;
     char* text = jit_c_emit(f, params, flags, "uopjit_kernel");
-    if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+    if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory writing the C source of %d blocks", f->nblocks);
     return text;
   }
   if (what == UJ_DUMP_CUDA) {
@@ -492,7 +506,7 @@ static char* program_dump(uj_program_t* p, uj_pass_t pass, uj_dump_t what, const
   const ir_func_t* f = uop_program_func(p, pass, what == UJ_DUMP_IR);
   if (!f) return NULL;
   char* text = ir_print(f, params, 0);
-  if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory");
+  if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory printing %d blocks", f->nblocks);
   return text;
 }
 
@@ -521,6 +535,8 @@ static uj_status_t compile_cuda(uj_ctx_t* ctx, const uj_program_t* p, uj_pass_t 
   if (param_count != p->nparams)
     return rt_error(UJ_ERR_INVALID, "the program takes %d params, got %d", p->nparams, param_count);
   if (param_count && !params) return rt_error(UJ_ERR_INVALID, "params is NULL");
+  uj_status_t s = rt_ctx_settings_check(ctx, engine_settings(UJ_ENGINE_CUDA));
+  if (s != UJ_OK) return s;
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
   return jit_cuda_compile_for(js, f, param_count ? params : NULL, arch, kernels, reused);

@@ -4,39 +4,36 @@
  * fills and that uj_ctx_free hands back to jit/ to release; backends/ has a
  * slot of its own the same way. Engine queries and selection live in
  * jit/run.c, next to the engines themselves. The context's GPU side
- * (rt/cuda.c) is made on first use and released here. */
+ * (rt/cuda.c) is made on first use and released here.
+ *
+ * A context takes its settings from the environment when it is made
+ * (rt/env.c). One whose variable holds an invalid value is still made (a
+ * NULL context means out of memory, as it always has): the setting keeps
+ * its default, and each call that uses it returns UJ_ERR_INVALID naming
+ * the variable until the setting's setter gives it a valid value. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda.h"
 #include "rt.h"
 
-/* The engine named by UOPJIT_ENGINE, or AUTO for an unset or unknown value:
- * a typo in the environment must not stop a program from running. */
-static uj_engine_t engine_from_env(void) {
-  static const struct {
-    const char* name;
-    uj_engine_t engine;
-  } names[] = {
-      {"auto", UJ_ENGINE_AUTO}, {"interp", UJ_ENGINE_INTERP}, {"mir", UJ_ENGINE_MIR},
-      {"c", UJ_ENGINE_C},       {"cuda", UJ_ENGINE_CUDA},
-  };
-  const char* value = getenv("UOPJIT_ENGINE");
-  if (!value) return UJ_ENGINE_AUTO;
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (strcmp(value, names[i].name) == 0) return names[i].engine;
-  return UJ_ENGINE_AUTO;
-}
-
 uj_ctx_t* uj_ctx_new(void) {
   uj_ctx_t* ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
-    rt_error(UJ_ERR_OOM, "uj_ctx_new: out of memory");
+    rt_error(UJ_ERR_OOM, "uj_ctx_new: out of memory allocating a context (%zu bytes)", sizeof *ctx);
     return NULL;
   }
-  ctx->engine = engine_from_env();
+  rt_settings_from_env(&ctx->set, ctx->problem);
   return ctx;
 }
+
+uj_status_t rt_ctx_settings_check(const uj_ctx_t* ctx, unsigned settings) {
+  for (int i = 0; i < RT_SETTING_COUNT; i++)
+    if ((settings >> i & 1u) && ctx->problem[i][0]) return rt_error(UJ_ERR_INVALID, "%s", ctx->problem[i]);
+  return UJ_OK;
+}
+
+void rt_ctx_setting_fixed(uj_ctx_t* ctx, rt_setting_t setting) { ctx->problem[setting][0] = '\0'; }
 
 void uj_ctx_free(uj_ctx_t* ctx) {
   if (!ctx) return;

@@ -225,18 +225,16 @@ uj_status_t rt_nvrtc_check(nvrtcResult r, const char* call) {
 /* ---- the context's device state ---------------------------------------------------- */
 
 static uj_status_t pick_ordinal(int* ordinal) {
-  const char* v = getenv("UOPJIT_CUDA_DEVICE");
   *ordinal = 0;
-  if (v && *v) {
-    char* end;
-    long n = strtol(v, &end, 10);
-    if (*end || n < 0 || n >= device_count)
-      return rt_error(UJ_ERR_DEVICE, "UOPJIT_CUDA_DEVICE=%s is not a device number (this machine has %d)", v,
-                      device_count);
-    *ordinal = (int)n;
-  }
   if (device_count <= 0) return rt_error(UJ_ERR_DEVICE, "the CUDA driver reports no device");
-  return UJ_OK;
+  char accepted[96];
+  snprintf(accepted, sizeof accepted, "a device number from 0 to %d (this machine has %d)", device_count - 1,
+           device_count);
+  int64_t n;
+  int set;
+  uj_status_t s = rt_env_int("UOPJIT_CUDA_DEVICE", 0, device_count - 1, accepted, &n, &set);
+  if (s == UJ_OK && set) *ordinal = (int)n;
+  return s;
 }
 
 static uj_status_t attribute(rt_cuda_ctx_t* c, CUdevice_attribute a, int* out) {
@@ -271,7 +269,8 @@ uj_status_t rt_cuda_ctx_get(uj_ctx_t* ctx, rt_cuda_ctx_t** out) {
   }
   const rt_cuda_driver_t* drv = rt_cuda_driver();
   if (!drv) return UJ_ERR_DEVICE;
-  if (!(c = calloc(1, sizeof *c))) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!(c = calloc(1, sizeof *c)))
+    return rt_error(UJ_ERR_OOM, "out of memory allocating the context's GPU state (%zu bytes)", sizeof *c);
   c->drv = drv;
   uj_status_t s = ctx_open(c);
   if (s != UJ_OK) {

@@ -76,10 +76,69 @@ uj_status_t rt_tensor_check_on(const char* what, const uj_tensor_t* t, uj_device
                                uj_dtype_t dtype, const int64_t* dims);
 int rt_tensor_ok_on(const uj_tensor_t* t, uj_device_t device, int ndim, uj_dtype_t dtype, const int64_t* dims);
 
+/* ---- the environment (rt/env.c) ------------------------------------------------- */
+
+/* Every UOPJIT_* variable is read through these. Unset or empty: UJ_OK with
+ * *set = 0 (the caller keeps its default). A value outside what is
+ * accepted: UJ_ERR_INVALID with the message rt_env_invalid writes. */
+uj_status_t rt_env_int(const char* var, int64_t lo, int64_t hi, const char* accepted, int64_t* out, int* set);
+/* A size in bytes as rt_parse_size reads it, at least min. */
+uj_status_t rt_env_size(const char* var, int64_t min, const char* accepted, int64_t* out, int* set);
+/* One of names[0..count): its index. */
+uj_status_t rt_env_choice(const char* var, const char* const* names, int count, const char* accepted, int* index,
+                          int* set);
+/* A list of words[0..count) separated by commas or blanks: bit i of *mask
+ * for words[i] (0 when unset). */
+uj_status_t rt_env_words(const char* var, const char* const* words, int count, const char* accepted,
+                         unsigned* mask);
+/* UJ_ERR_INVALID with `VAR="value" is not valid: expected ACCEPTED`. */
+uj_status_t rt_env_invalid(const char* var, const char* value, const char* accepted);
+/* "<digits>[K|M|G]" (K, M, G: powers of 1024) into *out; 0 when malformed
+ * or past INT64_MAX. */
+int rt_parse_size(const char* text, int64_t* out);
+#define RT_SIZE_ACCEPTED_TAIL "number of bytes, optionally followed by K, M or G (powers of 1024), such as 512M"
+#define RT_SIZE_ACCEPTED "a " RT_SIZE_ACCEPTED_TAIL
+
+/* What a context takes from the environment at uj_ctx_new, each with its
+ * uj_ctx_set_* (the environment is only the default). */
+typedef enum {
+  RT_SETTING_ENGINE,             /* UOPJIT_ENGINE */
+  RT_SETTING_THREADS,            /* UOPJIT_THREADS */
+  RT_SETTING_MIR_LEVEL,          /* UOPJIT_MIR_LEVEL */
+  RT_SETTING_CACHE,              /* UOPJIT_CACHE, UOPJIT_CACHE_DIR */
+  RT_SETTING_MEMORY_CACHE_LIMIT, /* UOPJIT_CACHE_MEMORY_LIMIT */
+  RT_SETTING_DISK_CACHE_LIMIT,   /* UOPJIT_CACHE_DISK_LIMIT */
+  RT_SETTING_COUNT
+} rt_setting_t;
+#define RT_SETTING_ALL ((1u << RT_SETTING_COUNT) - 1)
+#define RT_PROBLEM_CAP 384
+#define RT_MAX_THREADS 1024 /* against a typo such as UOPJIT_THREADS=100000 */
+#define RT_DEFAULT_MIR_LEVEL 2
+
+typedef struct {
+  uj_engine_t engine;            /* AUTO resolves at run time */
+  int threads;                   /* 0: one per online core */
+  int mir_level;                 /* 0..3 */
+  int cache_off;                 /* the disk cache switched off on purpose */
+  char cache_dir[4096];          /* "": the default location (jit/cache_disk.c) */
+  int64_t memory_cache_limit;    /* -1: the default */
+  int64_t disk_cache_limit;      /* 0: the default */
+  const char* disk_cache_limit_from; /* where it came from, for reports (static text) */
+} rt_settings_t;
+
+/* The settings the environment gives; a setting whose variable is invalid
+ * keeps its default and its message goes into problems[setting] (""
+ * otherwise). Leaves uj_last_error() as it was. */
+void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT_PROBLEM_CAP]);
+
 /* ---- context (rt/ctx.c) -------------------------------------------------------- */
 
 struct uj_ctx {
-  uj_engine_t engine;             /* as set; AUTO resolves at run time */
+  rt_settings_t set;              /* from the environment, then the setters */
+  /* why the environment's value of a setting was refused ("" when it was
+   * not): returned by the calls that use the setting until its setter
+   * gives a valid value */
+  char problem[RT_SETTING_COUNT][RT_PROBLEM_CAP];
   int raw_ir;                     /* run the IR as emitted, skipping the passes */
   void* jit_state;                /* owned by jit/: caches, compiled modules */
   void (*jit_state_free)(void*);  /* called by uj_ctx_free */
@@ -92,6 +151,14 @@ struct uj_ctx {
   struct rt_cuda_ctx* cuda;       /* the GPU side (rt/cuda.h), made on first use */
 };
 
+/* UJ_OK, or UJ_ERR_INVALID with the message of the first setting among
+ * `settings` (a mask of 1u << rt_setting_t) whose environment value was
+ * refused. */
+uj_status_t rt_ctx_settings_check(const uj_ctx_t* ctx, unsigned settings);
+/* A setter gave the setting a valid value: the environment's problem is
+ * forgotten. */
+void rt_ctx_setting_fixed(uj_ctx_t* ctx, rt_setting_t setting);
+
 /* ---- thread pool (rt/threads.c) ---------------------------------------------- */
 
 /* A fixed set of worker threads that split a range [begin, end) into
@@ -102,8 +169,8 @@ struct uj_ctx {
 typedef struct rt_pool rt_pool_t;
 typedef void (*rt_range_fn)(void* ctx, int64_t begin, int64_t end);
 
-/* nthreads <= 0: UOPJIT_THREADS when set to a positive number, else the
- * number of online cores. 1 starts no worker thread at all. Returns NULL
+/* nthreads <= 0: the number of online cores (a context passes its
+ * setting, UOPJIT_THREADS by default). 1 starts no worker thread at all. Returns NULL
  * with uj_last_error() set on OOM; if the system refuses some threads the
  * pool runs with those it got. */
 rt_pool_t* rt_pool_new(int nthreads);

@@ -29,8 +29,8 @@
 
 #include "rt.h"
 
-/* Upper bound on threads, against a typo such as UOPJIT_THREADS=100000. */
-#define RT_POOL_MAX_THREADS 1024
+/* Upper bound on threads (rt.h). */
+#define RT_POOL_MAX_THREADS RT_MAX_THREADS
 /* Iterations of the bounded spins (each one CPU relax instruction): a few
  * microseconds, enough to catch a kernel launched right after the last. */
 #define RT_POOL_SPIN 2000
@@ -115,18 +115,6 @@ static void* worker_main(void* arg) {
   return NULL;
 }
 
-/* The thread count asked for by UOPJIT_THREADS, or 0 when unset or not a
- * positive number (a typo must not stop a program, so it is ignored). */
-static int threads_from_env(void) {
-  const char* value = getenv("UOPJIT_THREADS");
-  if (!value || !*value) return 0;
-  char* end;
-  errno = 0;
-  long n = strtol(value, &end, 10);
-  if (errno || *end || n < 1) return 0;
-  return n > RT_POOL_MAX_THREADS ? RT_POOL_MAX_THREADS : (int)n;
-}
-
 static int online_cores(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   if (n < 1) return 1;
@@ -134,13 +122,12 @@ static int online_cores(void) {
 }
 
 rt_pool_t* rt_pool_new(int nthreads) {
-  if (nthreads <= 0) nthreads = threads_from_env();
   if (nthreads <= 0) nthreads = online_cores();
   if (nthreads > RT_POOL_MAX_THREADS) nthreads = RT_POOL_MAX_THREADS;
 
   rt_pool_t* p = calloc(1, sizeof *p);
   if (!p) {
-    rt_error(UJ_ERR_OOM, "rt_pool_new: out of memory");
+    rt_error(UJ_ERR_OOM, "rt_pool_new: out of memory allocating the thread pool (%zu bytes)", sizeof *p);
     return NULL;
   }
   if (pthread_mutex_init(&p->lock, NULL) != 0) {
@@ -169,7 +156,8 @@ rt_pool_t* rt_pool_new(int nthreads) {
     p->workers = calloc((size_t)(nthreads - 1), sizeof *p->workers);
     if (!p->workers) {
       rt_pool_free(p);
-      rt_error(UJ_ERR_OOM, "rt_pool_new: out of memory");
+      rt_error(UJ_ERR_OOM, "rt_pool_new: out of memory allocating %d worker handles (%zu bytes)", nthreads - 1,
+               (size_t)(nthreads - 1) * sizeof *p->workers);
       return NULL;
     }
     /* Keep the workers the system gives us: a pool with fewer threads

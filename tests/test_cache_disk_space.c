@@ -259,7 +259,7 @@ TEST(disk_stale_temporaries_removed_fresh_kept) {
 TEST(disk_limit_from_environment) {
   static const struct {
     const char* text;
-    int64_t bytes; /* 0: malformed, the default */
+    int64_t bytes; /* 0: malformed (an error), or empty (the default) */
   } cases[] = {
       {"1048576", 1048576},  {"64K", 65536},   {"64k", 65536}, {"3M", 3 << 20}, {"2G", INT64_C(2) << 30},
       {"12x", 0},            {"", 0},          {"0", 0},       {"-5M", 0},      {"5 M", 0},
@@ -270,6 +270,12 @@ TEST(disk_limit_from_environment) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     setenv("UOPJIT_CACHE_DISK_LIMIT", cases[i].text, 1);
     jit_cache_t* c = jit_cache_new();
+    if (!cases[i].bytes && cases[i].text[0]) { /* malformed: an error naming the variable */
+      CHECK(c == NULL);
+      CHECK(strstr(uj_last_error(), "UOPJIT_CACHE_DISK_LIMIT=") && strstr(uj_last_error(), "positive number"));
+      jit_cache_free(c);
+      continue;
+    }
     jit_disk_usage_t u;
     CHECK(jit_disk_usage(c, &u) == UJ_OK);
     int64_t want = cases[i].bytes ? cases[i].bytes : INT64_C(512) << 20;

@@ -179,12 +179,14 @@ TEST(limit_from_environment) {
   CHECK(limit_from("64K") == 64 << 10);
   CHECK(limit_from("8m") == 8 << 20);
   CHECK(limit_from("2G") == (int64_t)2 << 30);
-  /* malformed: ignored, as a typo in UOPJIT_THREADS or UOPJIT_ENGINE is */
-  const char* bad[] = {"", "abc", "-5", "8MB", "8 M", "M", "1.5G", "99999999999999999999", "9999999999999G"};
+  CHECK(limit_from("") == def); /* empty is unset */
+  /* malformed: an error naming the variable, never a silent default */
+  const char* bad[] = {"abc", "-5", "8MB", "8 M", "M", "1.5G", "99999999999999999999", "9999999999999G"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     int64_t got = limit_from(bad[i]);
-    if (got != def) printf("  UOPJIT_CACHE_MEMORY_LIMIT=\"%s\" gave %lld\n", bad[i], (long long)got);
-    CHECK(got == def);
+    if (got != -1) printf("  UOPJIT_CACHE_MEMORY_LIMIT=\"%s\" gave %lld\n", bad[i], (long long)got);
+    CHECK(got == -1);
+    CHECK(strstr(uj_last_error(), "UOPJIT_CACHE_MEMORY_LIMIT=") && strstr(uj_last_error(), "K, M or G"));
   }
 }
 
@@ -450,7 +452,7 @@ static void evicted_while_running(uj_engine_t engine, int churn_rounds, int chur
   for (int i = 0; i < N; i++) xv[i] = (float)(i % 1000) * 0.125f;
   int64_t k0 = 0;
   jit_cache_entry_t* held = NULL;
-  uj_status_t s = engine == UJ_ENGINE_MIR ? jit_mir_get(js, f, &k0, &held) : jit_c_get(js, f, &k0, &held);
+  uj_status_t s = engine == UJ_ENGINE_MIR ? jit_mir_get(js, f, &k0, 2, &held) : jit_c_get(js, f, &k0, &held);
   CHECK(s == UJ_OK && held);
   if (!held) {
     uj_program_free(p), uj_ctx_free(ctx), free(xv);

@@ -358,22 +358,26 @@ TEST(ctx_env_and_free) {
   uj_ctx_t* ctx = uj_ctx_new();
   CHECK(ctx != NULL);
   /* A fresh context runs the optimized IR and has no JIT state yet. */
-  if (ctx) CHECK(ctx->engine == UJ_ENGINE_AUTO && !ctx->raw_ir && ctx->jit_state == NULL);
+  if (ctx) CHECK(ctx->set.engine == UJ_ENGINE_AUTO && !ctx->raw_ir && ctx->jit_state == NULL);
   uj_ctx_free(ctx);
 
   static const struct {
     const char* value;
     uj_engine_t engine;
   } cases[] = {{"interp", UJ_ENGINE_INTERP}, {"mir", UJ_ENGINE_MIR}, {"c", UJ_ENGINE_C},
-               {"cuda", UJ_ENGINE_CUDA},     {"auto", UJ_ENGINE_AUTO}, {"bogus", UJ_ENGINE_AUTO},
-               {"", UJ_ENGINE_AUTO}};
+               {"cuda", UJ_ENGINE_CUDA},     {"auto", UJ_ENGINE_AUTO}, {"", UJ_ENGINE_AUTO}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     setenv("UOPJIT_ENGINE", cases[i].value, 1);
     ctx = uj_ctx_new();
     CHECK(ctx != NULL);
-    if (ctx) CHECK(ctx->engine == cases[i].engine);
+    if (ctx) CHECK(ctx->set.engine == cases[i].engine && !ctx->problem[RT_SETTING_ENGINE][0]);
     uj_ctx_free(ctx);
   }
+  /* an unknown engine is kept as a problem (tests/test_env.c runs with it) */
+  setenv("UOPJIT_ENGINE", "bogus", 1);
+  ctx = uj_ctx_new();
+  if (ctx) CHECK(ctx->set.engine == UJ_ENGINE_AUTO && strstr(ctx->problem[RT_SETTING_ENGINE], "UOPJIT_ENGINE"));
+  uj_ctx_free(ctx);
   unsetenv("UOPJIT_ENGINE");
 
   /* The JIT's slot is released through its own function. */

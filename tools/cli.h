@@ -162,4 +162,18 @@ uj_status_t cli_specialize(uj_program_t* p, const cli_input_t* inputs);
  * problem. */
 int cli_program_text(const char* cmd, const cli_options_t* o, uj_dump_t what, int always_specialize, char** text);
 
+/* ---- memory (cli_memory.c) ------------------------------------------------------------------ */
+
+/* 0 when `bytes` fit in what this process can still allocate (available
+ * memory, and the room ulimit -v or -d leaves); else 1 after printing the
+ * bytes needed and available in bytes and GiB. overflow: the count itself
+ * overflowed. */
+int cli_check_memory(const char* cmd, uint64_t bytes, int overflow);
+/* cli_check_memory for what `run` will allocate for p with these inputs:
+ * inputs, outputs and, with check, their f64 copies. */
+int cli_check_run_memory(const char* cmd, uj_program_t* p, const cli_input_t* inputs, int check);
+/* Prints "uopjit: out of memory allocating WHAT (N bytes)" and returns 1:
+ * for the tool's own allocations, which leave no library message. */
+int cli_out_of_memory(const char* what, uint64_t bytes);
+
 #endif

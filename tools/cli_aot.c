@@ -52,7 +52,7 @@ static int write_file_whole(const char* path, const char* text) {
   static const char suffix[] = ".tmp-XXXXXX";
   size_t path_len = strlen(path);
   char* temp = malloc(path_len + sizeof suffix);
-  if (!temp) return cli_report(UJ_ERR_OOM);
+  if (!temp) return cli_out_of_memory("a temporary path", path_len + sizeof suffix);
   memcpy(temp, path, path_len);
   memcpy(temp + path_len, suffix, sizeof suffix);
 

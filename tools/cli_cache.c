@@ -34,8 +34,9 @@ static char* disk_listing(jit_cache_t* cache) {
     fprintf(stderr, "uopjit cache: %s\n", switched_off() ? "the disk cache is switched off (UOPJIT_CACHE=0)" : uj_last_error());
     return NULL;
   }
+  size_t listed = buf.len;
   char* text = rt_buf_take(&buf);
-  if (!text) cli_report(UJ_ERR_OOM);
+  if (!text) cli_out_of_memory("the listing", listed + 1);
   return text;
 }
 
@@ -127,7 +128,7 @@ static int cache_stats(jit_cache_t* cache) {
     printf("limit: %" PRId64 " bytes (%s); the least recently used entries go first\n", usage.limit,
            usage.limit_from);
   } else {
-    cli_report(UJ_ERR_OOM);
+    cli_out_of_memory("the tally of entries by kind", (uint64_t)(t.nkinds + 1) * sizeof *t.kinds);
   }
   free(t.kinds);
   free(listing);
@@ -167,7 +168,7 @@ int cli_cmd_cache(int argc, char** argv) {
   for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++) {
     if (strcmp(argv[1], subcommands[i].name) != 0) continue;
     jit_cache_t* cache = jit_cache_new();
-    if (!cache) return cli_report(UJ_ERR_OOM);
+    if (!cache) return cli_report(UJ_ERR_OOM); /* the library says what it was allocating */
     int rc = subcommands[i].run(cache);
     jit_cache_free(cache);
     return rc;

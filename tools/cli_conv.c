@@ -284,7 +284,8 @@ static int conv_main(conv_run_t* r, const conv_options_t* o) {
   printf(", stride %d, pad %d%s%s\n", o->stride, o->pad, o->bias ? ", bias" : "", o->cache_filter ? ", filter kept" : "");
   fflush(stdout);
   if (o->check) return conv_check(r, o, ran);
-  if (!(r->times = malloc(sizeof *r->times * (size_t)o->repeat))) return cli_report(UJ_ERR_OOM);
+  if (!(r->times = malloc(sizeof *r->times * (size_t)o->repeat)))
+    return cli_out_of_memory("the run times", sizeof *r->times * (size_t)o->repeat);
   for (int k = 0; k < o->repeat; k++) {
     t0 = now_seconds();
     if ((s = conv_call(r->ctx, o, ran, &r->t, &r->out)) != UJ_OK) return cli_report(s);

@@ -106,7 +106,7 @@ static int demo_run(demo_t* d) {
   size_t w_count = (size_t)DEMO_K * DEMO_KH * DEMO_KW * DEMO_C;
   d->x = malloc(x_count * sizeof *d->x);
   d->w = malloc(w_count * sizeof *d->w);
-  if (!d->x || !d->w) return cli_report(UJ_ERR_OOM);
+  if (!d->x || !d->w) return cli_out_of_memory("the inputs x and w", (x_count + w_count) * sizeof *d->x);
   uint64_t state = DEMO_SEED;
   for (size_t i = 0; i < x_count; i++) d->x[i] = cli_rng_float(&state);
   for (size_t i = 0; i < w_count; i++) d->w[i] = cli_rng_float(&state);
@@ -131,7 +131,7 @@ static int demo_run(demo_t* d) {
   size_t y_count = (size_t)(want[0] * want[1] * want[2] * want[3]);
   d->y = malloc(y_count * sizeof *d->y);
   d->expected = malloc(y_count * sizeof *d->expected);
-  if (!d->y || !d->expected) return cli_report(UJ_ERR_OOM);
+  if (!d->y || !d->expected) return cli_out_of_memory("the output and its expected values", 2 * y_count * sizeof *d->y);
   ty.data = d->y;
 
   d->ctx = uj_ctx_new();

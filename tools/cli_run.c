@@ -411,7 +411,7 @@ static int run_check(run_t* r) {
 
 static int run_main(run_t* r, const cli_options_t* o) {
   int rc = cli_load_program("run", o, &r->program, &r->inputs, &r->source);
-  if (rc) return rc;
+  if (rc || (rc = cli_check_run_memory("run", r->program, r->inputs, o->check))) return rc;
   uj_status_t s;
   if (!(r->ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
   if (o->engine_given && (s = uj_ctx_set_engine(r->ctx, o->engine)) != UJ_OK) return cli_report(s);

@@ -20,7 +20,8 @@
  * `uopjit --help`, `uopjit help CMD` and `uopjit CMD --help` print help to
  * stdout and exit 0; `uopjit --version` the version. A new command is a new
  * function, a row in the table below and an entry in cli_help.c. Exit
- * status: 0 success, 1 a failure, 2 bad usage. */
+ * status: 0 success, 1 a failure, 2 bad usage (an invalid UOPJIT_* value
+ * included). */
 #include <string.h>
 
 #include "cli.h"
@@ -62,6 +63,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(first, "help") == 0) return help(argc - 1, argv + 1);
+  /* an invalid UOPJIT_* value is bad usage, refused before any work (help
+   * and the version still answer, and the help lists the variables) */
+  if (uj_env_check() != UJ_OK) {
+    fprintf(stderr, "uopjit: %s\n", uj_last_error());
+    return 2;
+  }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(first, commands[i].name) != 0) continue;
     /* "--help" anywhere asks for help (a program source never starts with

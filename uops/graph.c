@@ -10,7 +10,7 @@
 uj_graph_t* uj_graph_new(void) {
   uj_graph_t* g = calloc(1, sizeof *g);
   if (g) rt_arena_init(&g->arena);
-  else rt_error(UJ_ERR_OOM, "uj_graph_new: out of memory");
+  else rt_error(UJ_ERR_OOM, "uj_graph_new: out of memory allocating a graph (%zu bytes)", sizeof *g);
   return g;
 }
 

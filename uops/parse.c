@@ -162,7 +162,7 @@ static int is_name(const parser_t* p, const char* name) {
 static pn_node_t* node_new(parser_t* p, pn_kind_t kind, int line, int column) {
   pn_node_t* n = rt_arena_alloc(&p->pp->arena, sizeof *n);
   if (!n) {
-    if (!p->failed) rt_error(UJ_ERR_OOM, "uj_program_parse: out of memory");
+    if (!p->failed) rt_error(UJ_ERR_OOM, "uj_program_parse: out of memory allocating a syntax node (%zu bytes)", sizeof *n);
     p->failed = 1;
     return NULL;
   }
@@ -461,7 +461,8 @@ uj_status_t uj_program_parse(const char* source, uj_program_t** out) {
     free(pp);
     free(p);
     free(prog);
-    return rt_error(UJ_ERR_OOM, "uj_program_parse: out of memory");
+    return rt_error(UJ_ERR_OOM, "uj_program_parse: out of memory allocating the parser and program (%zu bytes)",
+                    sizeof *pp + sizeof *p + sizeof *prog);
   }
   rt_arena_init(&pp->arena);
   pthread_mutex_init(&pp->lock, NULL);

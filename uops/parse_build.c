@@ -263,7 +263,8 @@ static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program
   uj_io_t* outs = malloc(sizeof(uj_io_t) * (size_t)(pp->noutputs + 1));
   uj_status_t s = UJ_OK;
   if (!b || !ins || !outs || !(b->g = uj_graph_new())) {
-    s = rt_error(UJ_ERR_OOM, "uj_program_parse: out of memory");
+    s = rt_error(UJ_ERR_OOM, "uj_program_parse: out of memory allocating a build of %d inputs and %d outputs (%zu bytes)",
+                 pp->ninputs, pp->noutputs, sizeof *b + sizeof(uj_io_t) * (size_t)(pp->ninputs + pp->noutputs + 2));
     goto done;
   }
   b->pp = pp;
@@ -330,7 +331,7 @@ static uj_status_t lookup(pn_program_t* pp, const pn_signature_t* sig, pn_specia
   pthread_mutex_unlock(&pp->lock);
 
   pn_special_t* built = calloc(1, sizeof *built);
-  if (!built) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!built) return rt_error(UJ_ERR_OOM, "out of memory allocating a build of a parsed program (%zu bytes)", sizeof *built);
   uj_status_t s = build(pp, sig, &built->program);
   if (s != UJ_OK) {
     free(built);
@@ -410,7 +411,7 @@ uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, in
   if (input_count && !inputs) return rt_error(UJ_ERR_INVALID, "inputs is NULL");
   if ((*out = same_as_last(pp, inputs, input_count)) != NULL) return UJ_OK;
   pn_signature_t* sig = calloc(1, sizeof *sig);
-  if (!sig) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!sig) return rt_error(UJ_ERR_OOM, "out of memory allocating an input signature (%zu bytes)", sizeof *sig);
   sig->n = input_count;
   uj_status_t s = UJ_OK;
   for (int i = 0; i < input_count && s == UJ_OK; i++)
@@ -428,7 +429,7 @@ uj_status_t pn_specialize_default(pn_program_t* pp, pn_special_t** out) {
   pthread_mutex_unlock(&pp->lock);
   if (*out) return UJ_OK;
   pn_signature_t* sig = calloc(1, sizeof *sig);
-  if (!sig) return rt_error(UJ_ERR_OOM, "out of memory");
+  if (!sig) return rt_error(UJ_ERR_OOM, "out of memory allocating an input signature (%zu bytes)", sizeof *sig);
   sig->n = pp->ninputs;
   for (int i = 0; i < pp->ninputs; i++) {
     int name = pp->input_name[i];

@@ -117,7 +117,8 @@ static uj_status_t topo_order(const uj_graph_t* g, const uj_program_desc_t* d, i
   if (!state || !stack) {
     free(state);
     free(stack);
-    return rt_error(UJ_ERR_OOM, "uj_program_new: out of memory");
+    return rt_error(UJ_ERR_OOM, "uj_program_new: out of memory sorting %d nodes (%zu bytes)", g->n,
+                    (size_t)g->n * (1 + 2 * sizeof *stack) + sizeof *stack);
   }
   *count = 0;
   for (int o = 0; o < d->output_count; o++) {

@@ -163,6 +163,7 @@ struct uj_program {
   struct {
     uint64_t state;
     int engine;             /* uj_engine_t that compiled it */
+    int mir_level;          /* the context's MIR level then (part of a MIR kernel's key) */
     const ir_func_t* func;  /* raw or optimized: the passes can be switched off */
     int64_t* params;
     ir_hash_t key;

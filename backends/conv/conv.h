@@ -123,12 +123,22 @@ uj_status_t bk_conv_dispatch(bk_conv_call_t* call, const char* backend);
 /* The context's backend state, made on first use; NULL (error set) on OOM. */
 bk_conv_state_t* bk_conv_state(uj_ctx_t* ctx);
 
-/* The forced backend from UOPJIT_CONV_BACKEND: NULL when unset or empty;
- * *bad names an unknown value (else NULL). */
-const bk_conv_backend_t* bk_conv_state_forced(bk_conv_state_t* st, const char** bad);
+/* The forced backend from UOPJIT_CONV_BACKEND: NULL when unset, empty or
+ * "auto"; *problem is the message for an invalid value (else NULL). */
+const bk_conv_backend_t* bk_conv_state_forced(bk_conv_state_t* st, const char** problem);
 /* UOPJIT_CONV_ISA as it was when the state was made (NULL: unset); see
  * bk_conv_kernel_for in cpu.h. */
 const char* bk_conv_state_isa(bk_conv_state_t* st);
+/* The message for an invalid UOPJIT_CONV_ISA, or NULL. */
+const char* bk_conv_state_isa_problem(bk_conv_state_t* st);
+/* UOPJIT_CONV_BACKEND read now: *forced the backend it names (NULL when
+ * unset, empty or "auto"), or UJ_ERR_INVALID naming the variable and the
+ * backends. */
+uj_status_t bk_conv_env_backend(const bk_conv_backend_t** forced);
+/* UOPJIT_CONV_ISA read now: *isa the kernel set it names (NULL when unset
+ * or empty), or UJ_ERR_INVALID naming the variable and the instruction
+ * sets this CPU runs. */
+uj_status_t bk_conv_env_isa(const char** isa);
 /* The backend auto chose for p earlier, or NULL. */
 const bk_conv_backend_t* bk_conv_state_choice(bk_conv_state_t* st, const bk_conv_problem_t* p);
 /* Remembers b as auto's choice for p (silently not on OOM: it is only a memo). */

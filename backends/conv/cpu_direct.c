@@ -154,7 +154,9 @@ static uj_status_t direct_run(const bk_conv_call_t* call) {
     scratch = bk_conv_scratch_take(call->state, packed_in_scratch + init_floats, &scratch_floats, "cpu_direct");
     j.rows_of_slot = scratch ? malloc(sizeof *j.rows_of_slot * (size_t)(slots * j.taps * rows)) : NULL;
     if (!scratch) s = UJ_ERR_OOM;
-    else if (!j.rows_of_slot) s = rt_error(UJ_ERR_OOM, "cpu_direct: out of memory");
+    else if (!j.rows_of_slot)
+      s = rt_error(UJ_ERR_OOM, "cpu_direct: out of memory allocating row pointers (%zu bytes)",
+                   sizeof *j.rows_of_slot * (size_t)(slots * j.taps * rows));
   }
   if (s == UJ_OK) {
     float* init = scratch + packed_in_scratch;

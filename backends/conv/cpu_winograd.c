@@ -411,7 +411,9 @@ static uj_status_t winograd_run(const bk_conv_call_t* call) {
                                    "cpu_winograd");
     j.a = scratch ? malloc(sizeof *j.a * (size_t)(slots * j.kern->rows)) : NULL;
     if (!scratch) s = UJ_ERR_OOM;
-    else if (!j.a) s = rt_error(UJ_ERR_OOM, "cpu_winograd: out of memory");
+    else if (!j.a)
+      s = rt_error(UJ_ERR_OOM, "cpu_winograd: out of memory allocating %d row pointers (%zu bytes)", slots * j.kern->rows,
+                   sizeof *j.a * (size_t)(slots * j.kern->rows));
   }
   if (s == UJ_OK) {
     j.v = scratch + u_in_scratch;

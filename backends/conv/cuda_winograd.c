@@ -96,7 +96,7 @@ static uj_status_t run_with(const bk_conv_call_t* call, const jit_cuda_source_t*
   void* u_temp = NULL;
   if (!u && p->filter_key) {
     kept_filter_t* f = calloc(1, sizeof *f);
-    if (!f) return rt_error(UJ_ERR_OOM, "out of memory");
+    if (!f) return rt_error(UJ_ERR_OOM, "cuda_winograd: out of memory allocating a kept filter (%zu bytes)", sizeof *f);
     f->cc = cc;
     if ((s = rt_cuda_alloc(cc, (size_t)u_bytes, &f->u)) != UJ_OK) {
       free(f);

@@ -169,10 +169,10 @@ static uj_status_t state_get(const bk_conv_call_t* call, rt_cuda_ctx_t* cc, cudn
   bk_conv_state_lock(call->state);
   void** slot = bk_conv_state_slot(call->state, &bk_conv_cudnn, state_free);
   uj_status_t s = UJ_OK;
-  if (!slot) s = rt_error(UJ_ERR_OOM, "out of memory");
+  if (!slot) s = rt_error(UJ_ERR_OOM, "cudnn: out of memory allocating the backends' slots");
   else if (!*slot) {
     cudnn_state_t* st = calloc(1, sizeof *st);
-    if (!st) s = rt_error(UJ_ERR_OOM, "out of memory");
+    if (!st) s = rt_error(UJ_ERR_OOM, "cudnn: out of memory allocating its state (%zu bytes)", sizeof *st);
     else {
       pthread_mutex_init(&st->lock, NULL);
       st->cc = cc;
@@ -203,7 +203,8 @@ static memo_t* memo_find(cudnn_state_t* st, const bk_conv_problem_t* p) {
 
 static uj_status_t memo_add(cudnn_state_t* st, const bk_conv_problem_t* p, int algo, size_t workspace) {
   if (!rt_grow((void**)&st->memo, &st->cap, st->nmemo + 1, sizeof *st->memo))
-    return rt_error(UJ_ERR_OOM, "out of memory");
+    return rt_error(UJ_ERR_OOM, "cudnn: out of memory remembering the algorithms of %d shapes (%zu bytes)",
+                    st->nmemo + 1, ((size_t)st->nmemo + 1) * sizeof *st->memo);
   st->memo[st->nmemo++] = (memo_t){p->op,       p->n,        p->h,     p->w,     p->c,  p->k,
                                    p->kh,       p->kw,       p->oh,    p->ow,    p->stride_h,
                                    p->stride_w, p->pad_h,    p->pad_w, algo,     workspace};

@@ -85,7 +85,7 @@ static void conv_graph(uj_graph_t* g, uj_dtype_t dt, int with_bias, uj_io_t* x, 
  * backward filter with dbias). */
 static uj_status_t build(bk_conv_op_t op, uj_dtype_t dt, int bias, uj_program_t** out) {
   uj_graph_t* g = uj_graph_new();
-  if (!g) return rt_error(UJ_ERR_OOM, "ref convolution: out of memory");
+  if (!g) return rt_error(UJ_ERR_OOM, "ref convolution: out of memory allocating a graph");
   uj_io_t x, w, b, y;
   conv_graph(g, dt, bias, &x, &w, &b, &y);
   uj_status_t s = UJ_OK;
@@ -126,7 +126,7 @@ static uj_status_t program_for(const bk_conv_call_t* call, uj_program_t** out) {
   bk_conv_state_lock(call->state);
   void** slot = bk_conv_state_slot(call->state, &bk_conv_ref, ref_programs_free);
   uj_status_t s = UJ_OK;
-  if (!*slot && !(*slot = calloc(1, sizeof(ref_programs_t)))) s = rt_error(UJ_ERR_OOM, "ref convolution: out of memory");
+  if (!*slot && !(*slot = calloc(1, sizeof(ref_programs_t)))) s = rt_error(UJ_ERR_OOM, "ref convolution: out of memory allocating its program table (%zu bytes)", sizeof(ref_programs_t));
   if (s == UJ_OK) {
     ref_programs_t* r = *slot;
     uj_program_t** cell = p->op == BK_CONV_FORWARD         ? &r->forward[d][p->has_bias]

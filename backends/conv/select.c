@@ -189,6 +189,12 @@ static uj_status_t time_candidates(bk_conv_call_t* call, const bk_conv_backend_t
 
 uj_status_t bk_conv_dispatch(bk_conv_call_t* call, const char* name) {
   const bk_conv_problem_t* p = call->p;
+  /* any backend may run on the context's threads, and ref on its engine:
+   * an invalid environment value of those is this call's error */
+  uj_status_t env = rt_ctx_settings_check(call->ctx, RT_SETTING_ALL);
+  if (env != UJ_OK) return env;
+  const char* isa_problem = bk_conv_state_isa_problem(call->state);
+  if (isa_problem) return rt_error(UJ_ERR_INVALID, "%s", isa_problem);
   if (name && strcmp(name, "auto") != 0) {
     const bk_conv_backend_t* b = bk_conv_find(name);
     if (!b) {
@@ -199,14 +205,9 @@ uj_status_t bk_conv_dispatch(bk_conv_call_t* call, const char* name) {
     uj_status_t s = usable(b, p, 1);
     return s != UJ_OK ? s : run_recorded(call, b);
   }
-  const char* bad = NULL;
-  const bk_conv_backend_t* forced = bk_conv_state_forced(call->state, &bad);
-  if (bad) {
-    char known[256];
-    known_names(known, sizeof known);
-    return rt_error(UJ_ERR_INVALID, "UOPJIT_CONV_BACKEND=\"%s\" names no convolution backend (known: auto, %s)", bad,
-                    known);
-  }
+  const char* problem = NULL;
+  const bk_conv_backend_t* forced = bk_conv_state_forced(call->state, &problem);
+  if (problem) return rt_error(UJ_ERR_INVALID, "%s", problem);
   if (forced) {
     uj_status_t s = usable(forced, p, 1);
     if (s != UJ_OK) {

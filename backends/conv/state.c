@@ -10,7 +10,9 @@
  *   slots      one pointer per backend for what it keeps per context (the
  *              reference's uop programs), freed with the context;
  *   forced     UOPJIT_CONV_BACKEND, read once when the state is made
- *              (UOPJIT_CONV_ISA too, for the CPU kernels: cpu.h);
+ *              (UOPJIT_CONV_ISA too, for the CPU kernels: cpu.h); an
+ *              invalid value of either is kept as its message, which
+ *              the calls that depend on it return (select.c);
  *   scratch    the largest scratch buffer a call gave back, for the next;
  *   last       the backend that ran the last successful call.
  *
@@ -18,10 +20,12 @@
  * first one stored wins (as with the JIT's state); everything in it is
  * guarded by one mutex, held only for lookups and updates, never while a
  * convolution runs. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv.h"
+#include "cpu.h"
 
 /* The byte budget of prepared filters per context. */
 #define FILTER_BUDGET ((size_t)512 << 20)
@@ -63,8 +67,9 @@ struct bk_conv_state {
   uint64_t clock;
   slot_t* slots; /* one per backend of the table */
   const bk_conv_backend_t* forced;
-  char* forced_bad; /* an unknown UOPJIT_CONV_BACKEND value, kept for messages */
-  char* isa;        /* UOPJIT_CONV_ISA, or NULL */
+  const char* isa; /* UOPJIT_CONV_ISA (a kernel table's name), or NULL */
+  /* why UOPJIT_CONV_BACKEND's and UOPJIT_CONV_ISA's values were refused ("": they were not) */
+  char forced_problem[RT_PROBLEM_CAP], isa_problem[RT_PROBLEM_CAP];
   const bk_conv_backend_t* last;
   float* scratch; /* 64-byte aligned, scratch_floats long; NULL when none is kept */
   int64_t scratch_floats;
@@ -87,10 +92,46 @@ static void state_free(void* p) {
   free(st->scratch);
   free(st->slots);
   free(st->choices);
-  free(st->forced_bad);
-  free(st->isa);
   pthread_mutex_destroy(&st->lock);
   free(st);
+}
+
+uj_status_t bk_conv_env_backend(const bk_conv_backend_t** forced) {
+  *forced = NULL;
+  char accepted[256] = "one of auto";
+  size_t len = strlen(accepted);
+  const char* names[32];
+  int count = 0;
+  for (int i = 0; i < bk_conv_backend_total && count < 32; i++) {
+    names[count++] = bk_conv_backends[i]->name;
+    len += (size_t)snprintf(accepted + len, len < sizeof accepted ? sizeof accepted - len : 0, ", %s",
+                            bk_conv_backends[i]->name);
+  }
+  static const char* const auto_name[] = {"auto"};
+  int index, set;
+  if (rt_env_choice("UOPJIT_CONV_BACKEND", auto_name, 1, accepted, &index, &set) == UJ_OK) return UJ_OK;
+  uj_status_t s = rt_env_choice("UOPJIT_CONV_BACKEND", names, count, accepted, &index, &set);
+  if (s == UJ_OK && set) *forced = bk_conv_backends[index];
+  return s;
+}
+
+uj_status_t bk_conv_env_isa(const char** isa) {
+  *isa = NULL;
+  int count;
+  const bk_conv_kernel_t* k = bk_conv_kernels(&count);
+  const char* names[8];
+  char accepted[160] = "";
+  size_t len = 0;
+  for (int i = 0; i < count && i < 8; i++) {
+    names[i] = k[i].isa;
+    len += (size_t)snprintf(accepted + len, len < sizeof accepted ? sizeof accepted - len : 0, "%s%s",
+                            i ? (i + 1 == count ? " or " : ", ") : "", k[i].isa);
+  }
+  snprintf(accepted + len, len < sizeof accepted ? sizeof accepted - len : 0, " (the instruction sets this CPU runs)");
+  int index, set;
+  uj_status_t s = rt_env_choice("UOPJIT_CONV_ISA", names, count < 8 ? count : 8, accepted, &index, &set);
+  if (s == UJ_OK && set) *isa = k[index].isa;
+  return s;
 }
 
 bk_conv_state_t* bk_conv_state(uj_ctx_t* ctx) {
@@ -98,28 +139,17 @@ bk_conv_state_t* bk_conv_state(uj_ctx_t* ctx) {
   if (st) return st;
   st = calloc(1, sizeof *st);
   if (st) st->slots = calloc((size_t)bk_conv_backend_total, sizeof *st->slots);
-  const char* env = getenv("UOPJIT_CONV_BACKEND");
-  int bad_env = 0;
-  if (st && env && *env && strcmp(env, "auto") != 0) {
-    st->forced = bk_conv_find(env);
-    if (!st->forced) {
-      bad_env = 1;
-      st->forced_bad = strdup(env);
-    }
-  }
-  const char* isa = getenv("UOPJIT_CONV_ISA");
-  if (st && isa && *isa) st->isa = strdup(isa);
-  if (!st || !st->slots || (bad_env && !st->forced_bad) || (isa && *isa && !st->isa) ||
-      pthread_mutex_init(&st->lock, NULL) != 0) {
-    if (st) {
-      free(st->slots);
-      free(st->forced_bad);
-      free(st->isa);
-    }
+  if (!st || !st->slots || pthread_mutex_init(&st->lock, NULL) != 0) {
+    if (st) free(st->slots);
     free(st);
-    rt_error(UJ_ERR_OOM, "out of memory creating the convolution backends' state");
+    rt_error(UJ_ERR_OOM, "out of memory creating the convolution backends' state (%zu bytes)",
+             sizeof *st + (size_t)bk_conv_backend_total * sizeof *st->slots);
     return NULL;
   }
+  /* an invalid value is kept as its message, for the calls it concerns */
+  if (bk_conv_env_backend(&st->forced) != UJ_OK)
+    snprintf(st->forced_problem, sizeof st->forced_problem, "%s", uj_last_error());
+  if (bk_conv_env_isa(&st->isa) != UJ_OK) snprintf(st->isa_problem, sizeof st->isa_problem, "%s", uj_last_error());
   void* expected = NULL;
   __atomic_store_n(&ctx->backend_state_free, state_free, __ATOMIC_RELAXED); /* the same value from every racer */
   if (!__atomic_compare_exchange_n(&ctx->backend_state, &expected, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -129,10 +159,12 @@ bk_conv_state_t* bk_conv_state(uj_ctx_t* ctx) {
   return st;
 }
 
-const bk_conv_backend_t* bk_conv_state_forced(bk_conv_state_t* st, const char** bad) {
-  *bad = st->forced_bad;
+const bk_conv_backend_t* bk_conv_state_forced(bk_conv_state_t* st, const char** problem) {
+  *problem = st->forced_problem[0] ? st->forced_problem : NULL;
   return st->forced;
 }
+
+const char* bk_conv_state_isa_problem(bk_conv_state_t* st) { return st->isa_problem[0] ? st->isa_problem : NULL; }
 
 const char* bk_conv_state_isa(bk_conv_state_t* st) { return st->isa; }
 
