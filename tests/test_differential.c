@@ -100,7 +100,7 @@ typedef struct {
   int overflow;      /* src ran out of room or a builder refused: generator bug */
   uj_graph_t* g;     /* uops only */
   uj_io_t in_ids[DF_MAX_IO], out_ids[DF_MAX_IO];
-  char in_name[DF_MAX_IO][16]; /* text only */
+  char in_name[DF_MAX_IO][32]; /* text only */
   int ntensors;
 } batch_t;
 
@@ -154,6 +154,19 @@ typedef struct {
   int ndim, ulps, reordered;
 } tval_t;
 
+/* Writes v's text; text that does not fit is a generator bug (the batch
+ * fails), never a silently shortened program. */
+static void settext(batch_t* b, char* text, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+static void settext(batch_t* b, char* text, const char* fmt, ...) {
+  char buf[sizeof ((tval_t*)0)->text];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof buf) b->overflow = 1;
+  memcpy(text, buf, sizeof buf);
+}
+
 /* Makes v a temporary when it is long or at random, so that it can be
  * written several times (guards, diamonds) without the text growing. */
 static void tname(batch_t* b, int prog, int* ntemp, tval_t* v, int force) {
@@ -161,14 +174,15 @@ static void tname(batch_t* b, int prog, int* ntemp, tval_t* v, int force) {
   char name[32];
   snprintf(name, sizeof name, "_t%d_%d", prog, (*ntemp)++);
   put(b, "%s = %s\n", name, v->text);
-  snprintf(v->text, sizeof v->text, "%s", name);
+  settext(b, v->text, "%s", name);
 }
 
 static tval_t tnumber(batch_t* b) {
   tval_t v = {{0}, 0, 0, 0};
   double x = numbers[rnd(b, 0, n_numbers() - 1)];
   /* the language has no negative literals: a leading minus is an op */
-  snprintf(v.text, sizeof v.text, x < 0 ? "(%.17g)" : "%.17g", x);
+  if (x < 0) settext(b, v.text, "(%.17g)", x);
+  else settext(b, v.text, "%.17g", x);
   return v;
 }
 
@@ -177,14 +191,14 @@ static tval_t tnumber(batch_t* b) {
 static void tguard(batch_t* b, int prog, int* ntemp, uj_unary_op_t op, tval_t* a) {
   if (tracked_too) return;
   tname(b, prog, ntemp, a, 1);
-  char g[160];
+  char name[sizeof a->text];
+  memcpy(name, a->text, sizeof name);
   if (op == UJ_UNARY_EXP)
-    snprintf(g, sizeof g, "where(%s > 88, 88, where(%s < -87, -87, %s))", a->text, a->text, a->text);
+    settext(b, a->text, "where(%s > 88, 88, where(%s < -87, -87, %s))", name, name, name);
   else if (op == UJ_UNARY_SIGMOID)
-    snprintf(g, sizeof g, "where(%s > 80, 80, where(%s < -80, -80, %s))", a->text, a->text, a->text);
+    settext(b, a->text, "where(%s > 80, 80, where(%s < -80, -80, %s))", name, name, name);
   else
-    snprintf(g, sizeof g, "where(abs(%s) < 1.5e-38, 0, %s)", a->text, a->text);
-  snprintf(a->text, sizeof a->text, "%s", g);
+    settext(b, a->text, "where(abs(%s) < 1.5e-38, 0, %s)", name, name);
   tname(b, prog, ntemp, a, 1);
 }
 
@@ -202,7 +216,7 @@ static void gen_text_program(batch_t* b, int prog) {
     int slot = add_input(b, dt, nd, dims);
     if (slot < 0) return;
     tval_t* v = &vals[nvals++];
-    snprintf(v->text, sizeof v->text, "x%d_%d", prog, i);
+    settext(b, v->text, "x%d_%d", prog, i);
     snprintf(b->in_name[slot], sizeof b->in_name[slot], "x%d_%d", prog, i);
     v->ndim = nd, v->ulps = 0, v->reordered = 0;
     if (!rnd(b, 0, 3)) put(b, "%s: %s\n", v->text, uj_dtype_name(dt));
@@ -224,14 +238,16 @@ static void gen_text_program(batch_t* b, int prog) {
       if (a.ulps && !(k == 11 || (k < 11 && keeps_budget(ops[k])))) k = rnd(b, 0, 1) ? 1 : 11;
       v.ndim = a.ndim;
       v.reordered = a.reordered;
+      if (strlen(a.text) > 120) tname(b, prog, &ntemp, &a, 1);
       if (k == 11) {
-        snprintf(v.text, sizeof v.text, "relu(%.140s)", a.text);
+        settext(b, v.text, "relu(%s)", a.text);
         v.ulps = a.ulps;
       } else {
         if (ops[k] == UJ_UNARY_EXP || ops[k] == UJ_UNARY_LOG || ops[k] == UJ_UNARY_TANH ||
             ops[k] == UJ_UNARY_SIGMOID)
           tguard(b, prog, &ntemp, ops[k], &a);
-        snprintf(v.text, sizeof v.text, k == 0 ? "(-%.140s)" : "%s(%.140s)", k == 0 ? a.text : names[k], a.text);
+        if (k == 0) settext(b, v.text, "(-%s)", a.text);
+        else settext(b, v.text, "%s(%s)", names[k], a.text);
         v.ulps = ops[k] == UJ_UNARY_SQRT ? (a.ulps ? a.ulps / 2 + 1 : 0) : a.ulps ? a.ulps : budget_of_unary(ops[k]);
       }
     } else if (kind < 8) { /* binary */
@@ -245,24 +261,25 @@ static void gen_text_program(batch_t* b, int prog) {
       v.ulps = binary_budget(ops[k], a.ulps, c.ulps);
       if (v.ulps < 0) k = 2, v.ulps = binary_budget(ops[k], a.ulps, c.ulps);
       if (strlen(a.text) + strlen(c.text) > 140) tname(b, prog, &ntemp, &a, 1), tname(b, prog, &ntemp, &c, 1);
-      if (k == 4 && rnd(b, 0, 1)) snprintf(v.text, sizeof v.text, "pow(%s, %s)", a.text, c.text);
-      else snprintf(v.text, sizeof v.text, fmt[k], a.text, c.text);
+      if (k == 4 && rnd(b, 0, 1)) settext(b, v.text, "pow(%s, %s)", a.text, c.text);
+      else settext(b, v.text, fmt[k], a.text, c.text);
     } else if (kind == 8) { /* where: the condition exact, the branches anything */
       tval_t cond = vals[rnd(b, 0, nvals - 1)];
       if (cond.ulps) cond = vals[0];
       if (strlen(cond.text) + strlen(a.text) + strlen(c.text) > 140)
         tname(b, prog, &ntemp, &cond, 1), tname(b, prog, &ntemp, &a, 1), tname(b, prog, &ntemp, &c, 1);
-      snprintf(v.text, sizeof v.text, "where(%s, %s, %s)", cond.text, a.text, c.text);
+      settext(b, v.text, "where(%s, %s, %s)", cond.text, a.text, c.text);
       v.ndim = cond.ndim > v.ndim ? cond.ndim : v.ndim;
       v.ulps = a.ulps > c.ulps ? a.ulps : c.ulps;
       v.reordered |= cond.reordered;
     } else { /* reduction */
       static const char* const names[] = {"sum", "mean", "amax", "amin"};
       int k = a.ulps ? rnd(b, 2, 3) : rnd(b, 0, 3);
+      if (strlen(a.text) > 120) tname(b, prog, &ntemp, &a, 1);
       if (a.ndim > 0 && rnd(b, 0, 2))
-        snprintf(v.text, sizeof v.text, "%s(%.140s, %d)", names[k], a.text, rnd(b, -a.ndim, a.ndim - 1));
+        settext(b, v.text, "%s(%s, %d)", names[k], a.text, rnd(b, -a.ndim, a.ndim - 1));
       else
-        snprintf(v.text, sizeof v.text, "%s(%.140s)", names[k], a.text);
+        settext(b, v.text, "%s(%s)", names[k], a.text);
       v.ndim = a.ndim, v.ulps = a.ulps, v.reordered = 1;
     }
     tname(b, prog, &ntemp, &v, 0);
@@ -429,7 +446,7 @@ static void uop_step(ugen_t* u) {
     static const char* const forms[] = {"dA%d - 1 - i%d", "i%d + $p0", "i%d - $p1", "2 * i%d", "i%d / 2",
                                         "i%d %% 2", "min(i%d, $p1)", "max(i%d - 1, 0)", "(i%d + $p0) %% dA%d"};
     int k = rnd(b, 0, u->r - 1), f = rnd(b, 0, 8);
-    char idx_text[UJ_MAX_DIMS][32];
+    char idx_text[UJ_MAX_DIMS][48];
     const char* index[UJ_MAX_DIMS];
     for (int j = 0; j < u->r; j++) {
       if (j != k) snprintf(idx_text[j], sizeof idx_text[j], "i%d", j);
