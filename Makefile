@@ -8,6 +8,7 @@
 #   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
 #   make bench      bench/: every CPU engine against AOT C and an unfused baseline,
 #                   then the convolution backends on network layers (bench --conv)
+#   make fuzz       libFuzzer targets (clang, ASan + UBSan), each run FUZZ_SECONDS
 #   make clean
 #
 # Optional parts (MIR, CUDA, cuDNN) are detected here and reported once.
@@ -109,7 +110,7 @@ CLI := $(BUILD)/uopjit
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TESTS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test debug tsan run bench clean
+.PHONY: all test debug tsan run bench fuzz clean
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 # Keep the test objects that only chained rules mention.
@@ -269,6 +270,55 @@ $(BENCH): $(BENCH_OBJS) $(BENCH_AOT_OBJS) $(LIB_A)
 bench: all $(BENCH)
 	$(BENCH)
 	$(BENCH) --conv
+
+# ---- fuzz --------------------------------------------------------------------------
+
+# libFuzzer targets (tests/fuzz/fuzz_<name>.c, each opening with what it
+# attacks) built with clang, ASan and UBSan (float-cast-overflow included,
+# every report fatal), against the library compiled the same way (without
+# backends/, which no target reaches). `make fuzz` runs each target for
+# FUZZ_SECONDS seconds, starting from the committed seed corpus
+# tests/fuzz/corpus/<name>/ and its dictionary tests/fuzz/<name>.dict; what
+# the runs add to the corpus stays under build/fuzz/corpus/<name>/, and an
+# input that crashes, leaks or hangs (FUZZ_TIMEOUT seconds) goes to
+# build/fuzz/crashes/<name>/ and stops the run with a non-zero status.
+# libFuzzer comes with clang's runtime libraries (Debian: libclang-rt-14-dev).
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TIMEOUT ?= 20
+FUZZ_DIR := $(BUILD)/fuzz
+# Every report stops the run: UBSan's checks are left recoverable only so
+# that tests/fuzz/ubsan.supp can name known, tracked reports to pass over;
+# halt_on_error makes every other one fatal.
+FUZZ_SANITIZE := -fsanitize=address,undefined,float-cast-overflow -fsanitize-recover=undefined,float-cast-overflow
+FUZZ_UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/fuzz/ubsan.supp
+# UJ_VERIFY_PASSES: the IR verifier runs after every pass, as in make debug.
+FUZZ_CFLAGS = $(filter-out $(OPTFLAGS),$(CFLAGS)) -O1 -g -fno-omit-frame-pointer $(FUZZ_SANITIZE) -DUJ_VERIFY_PASSES
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter-out backends/%,$(LIB_SRCS)))
+FUZZ_TARGETS := $(sort $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c))))
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
+.SECONDARY: $(FUZZ_LIB_OBJS) $(FUZZ_TARGETS:%=$(FUZZ_DIR)/obj/tests/fuzz/%.o)
+
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_DIR)/obj/jit/c.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
+$(FUZZ_DIR)/obj/jit/c.o: $(C_EMITTER_FILES)
+
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
+	$(FUZZ_CC) $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ_DIR)/obj/tests/fuzz/%.d)
+
+fuzz: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	  name=$${t#fuzz_}; \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$name $(FUZZ_DIR)/crashes/$$name; \
+	  echo "== $$t for $(FUZZ_SECONDS) s"; \
+	  UBSAN_OPTIONS=$(FUZZ_UBSAN_OPTIONS) $(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 \
+	    -dict=tests/fuzz/$$name.dict -artifact_prefix=$(FUZZ_DIR)/crashes/$$name/ \
+	    $(FUZZ_DIR)/corpus/$$name tests/fuzz/corpus/$$name || exit 1; \
+	done
 
 # The demo, then two fused chains through the expression language checked
 # against the interpreter in f64, then the short bench.
