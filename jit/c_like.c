@@ -283,9 +283,11 @@ static void emit_binary(jit_cx_t* E, const ir_expr_t* e) {
       case UJ_BINARY_MAX: call2(E, "(int32_t)uj_imax(", e->a, ", ", e->b, ")"); return;
       case UJ_BINARY_MIN: call2(E, "(int32_t)uj_imin(", e->a, ", ", e->b, ")"); return;
       default:
-        rt_buf_printf(E->out, "uj_wrap((uj_i64)");
-        call2(E, "(", e->a, arith[op], e->b, ")");
-        rt_buf_printf(E->out, ")");
+        rt_buf_printf(E->out, "uj_wrap((uj_i64)(");
+        jit_cx_expr(E, e->a);
+        rt_buf_printf(E->out, ")%s(uj_i64)(", arith[op]);
+        jit_cx_expr(E, e->b);
+        rt_buf_printf(E->out, "))");
         return;
     }
   }
