@@ -56,7 +56,18 @@ else
 MIR_INC := /usr/local/include
 MIR_LIB := /usr/local/lib
 endif
-HAVE_MIR := $(if $(and $(wildcard $(MIR_INC)/mir.h),$(wildcard $(MIR_LIB)/libmir.a)),yes,no)
+# MIR is there when a small program using it compiles and links
+# (mk/mir_probe.sh): "yes", or "no (the reason)" and the build goes on
+# without the MIR engine. Probed once: recursive makes inherit the answer.
+# REQUIRE_MIR=1 (as CI sets it) makes a missing MIR an error instead.
+ifndef UJ_MIR_PROBE
+UJ_MIR_PROBE := $(shell sh mk/mir_probe.sh '$(CC)' '$(MIR_INC)' '$(MIR_LIB)')
+export UJ_MIR_PROBE
+endif
+HAVE_MIR := $(firstword $(UJ_MIR_PROBE))
+ifeq ($(REQUIRE_MIR)$(HAVE_MIR),1no)
+$(error MIR: $(UJ_MIR_PROBE); REQUIRE_MIR=1 asks for the MIR engine (see the README's MIR section))
+endif
 ifeq ($(HAVE_MIR),yes)
 override CFLAGS += -DUJ_HAVE_MIR -I$(MIR_INC)
 LIBS := $(MIR_LIB)/libmir.a $(LIBS)
@@ -87,7 +98,7 @@ endif
 # marker rather than MAKELEVEL, so that a make driving this one (MAKELEVEL
 # already 1) still sees the report.
 ifndef UJ_CONFIG_REPORTED
-$(info MIR: $(HAVE_MIR))
+$(info MIR: $(UJ_MIR_PROBE))
 $(info CUDA: $(HAVE_CUDA))
 $(info cuDNN: $(HAVE_CUDNN))
 export UJ_CONFIG_REPORTED := 1
