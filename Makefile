@@ -19,6 +19,7 @@ ifeq ($(origin CC),default)
 CC := gcc
 endif
 AR ?= ar
+OBJCOPY ?= objcopy
 
 # The build directory and mode; `make debug` re-enters with both set,
 # `make tsan` with BUILD and TSAN.
@@ -70,7 +71,8 @@ $(error MIR: $(UJ_MIR_PROBE); REQUIRE_MIR=1 asks for the MIR engine (see the REA
 endif
 ifeq ($(HAVE_MIR),yes)
 override CFLAGS += -DUJ_HAVE_MIR -I$(MIR_INC)
-LIBS := $(MIR_LIB)/libmir.a $(LIBS)
+MIR_ARCHIVE := $(MIR_LIB)/libmir.a
+LIBS := $(MIR_ARCHIVE) $(LIBS)
 endif
 
 CUDA_DIR ?= /usr/local/cuda
@@ -110,8 +112,24 @@ endif
 # are picked up without touching this file; backends/ may not exist yet.
 LIB_SRCS := $(sort $(shell find rt ir uops jit backends -name '*.c' 2>/dev/null))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-LIB_A := $(BUILD)/libuopjit.a
-LIB_SO := $(BUILD)/libuopjit.so
+# Every object of the library in one archive: what the CLI, the tests and
+# the bench link, since they call internal functions too.
+LIB_A := $(BUILD)/obj/libuopjit-internal.a
+
+# What is installed: the version from the header, the one place it is kept.
+UJ_VERSION_PART = $(shell sed -n 's/^\#define UJ_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/uopjit.h)
+VERSION_MAJOR := $(call UJ_VERSION_PART,MAJOR)
+VERSION := $(VERSION_MAJOR).$(call UJ_VERSION_PART,MINOR).$(call UJ_VERSION_PART,PATCH)
+# libuopjit.a for users: the library's objects and MIR's prelinked into one
+# object in which only the uj_* functions stay global, so that it needs no
+# libmir at link time and clashes with nothing a program defines.
+LIB_STATIC := $(BUILD)/libuopjit.a
+LIB_STATIC_OBJ := $(BUILD)/obj/libuopjit-public.o
+# libuopjit.so.MAJOR.MINOR.PATCH, with SONAME libuopjit.so.MAJOR and the two
+# links a loader and a linker look for.
+SONAME := libuopjit.so.$(VERSION_MAJOR)
+LIB_SO_FILE := $(BUILD)/libuopjit.so.$(VERSION)
+LIB_SO_LINKS := $(BUILD)/$(SONAME) $(BUILD)/libuopjit.so
 
 CLI_SRCS := $(sort $(wildcard tools/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -126,7 +144,7 @@ TESTS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Keep the test objects that only chained rules mention.
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/obj/tests/%.o)
 
-all: $(LIB_A) $(LIB_SO) $(CLI)
+all: $(LIB_STATIC) $(LIB_SO_FILE) $(LIB_SO_LINKS) $(CLI)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -158,9 +176,28 @@ $(LIB_A): $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJS)
+$(LIB_STATIC_OBJ): $(LIB_OBJS) $(MIR_ARCHIVE)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(LD) -r -o $@.all $^
+	$(OBJCOPY) --wildcard --keep-global-symbol='uj_*' $@.all $@
+	@rm -f $@.all
+
+$(LIB_STATIC): $(LIB_STATIC_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# The version script (mk/uopjit.map) exports the uj_* API alone. Outside
+# sanitizer builds, whose runtimes are resolved from the executable, every
+# reference must resolve at this link (the libraries it needs are named).
+$(LIB_SO_FILE): $(LIB_OBJS) mk/uopjit.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script=mk/uopjit.map \
+	  $(if $(SANFLAGS),,-Wl,--no-undefined) -o $@ $(LIB_OBJS) $(LIBS)
+
+$(BUILD)/$(SONAME): $(LIB_SO_FILE)
+	ln -sf $(notdir $<) $@
+$(BUILD)/libuopjit.so: $(BUILD)/$(SONAME)
+	ln -sf $(notdir $<) $@
 
 $(CLI): $(CLI_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
