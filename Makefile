@@ -8,6 +8,8 @@
 #   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
 #   make bench      bench/: every CPU engine against AOT C and an unfused baseline,
 #                   then the convolution backends on network layers (bench --conv)
+#   make install    the header, both libraries, the CLI and uopjit.pc under
+#                   PREFIX (default /usr/local), below DESTDIR if set; make uninstall
 #   make clean
 #
 # Optional parts (MIR, CUDA, cuDNN) are detected here and reported once.
@@ -138,7 +140,7 @@ CLI := $(BUILD)/uopjit
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TESTS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test debug tsan run bench clean
+.PHONY: all test debug tsan install uninstall run bench clean
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 # Keep the test objects that only chained rules mention.
@@ -253,6 +255,41 @@ test: all $(TESTS)
 
 debug:
 	@$(MAKE) --no-print-directory BUILD=build/debug DEBUG=1 test
+
+# ---- install -----------------------------------------------------------------------
+
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: the header, the
+# shared library with its links, libuopjit.a, the CLI and uopjit.pc (from
+# mk/uopjit.pc.in). DESTDIR is prepended to every path written but is not
+# part of uopjit.pc, which names where the files will be used.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL ?= install
+# uopjit.pc names its directories through ${prefix} where they lie under it,
+# so that PKG_CONFIG_SYSROOT_DIR and pkg-config --define-prefix work.
+PC_DIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+install: all
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	$(INSTALL) -m 644 include/uopjit.h $(DESTDIR)$(INCLUDEDIR)/uopjit.h
+	$(INSTALL) -m 755 $(LIB_SO_FILE) $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_FILE))
+	ln -sf $(notdir $(LIB_SO_FILE)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libuopjit.so
+	$(INSTALL) -m 644 $(LIB_STATIC) $(DESTDIR)$(LIBDIR)/libuopjit.a
+	$(INSTALL) -m 755 $(CLI) $(DESTDIR)$(BINDIR)/uopjit
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call PC_DIR,$(LIBDIR))|' \
+	    -e 's|@INCLUDEDIR@|$(call PC_DIR,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+	    mk/uopjit.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/uopjit.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/uopjit.pc
+
+# Removes what install wrote (the directories stay: they may hold others' files).
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/uopjit.h $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_FILE)) \
+	      $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libuopjit.so \
+	      $(DESTDIR)$(LIBDIR)/libuopjit.a $(DESTDIR)$(BINDIR)/uopjit $(DESTDIR)$(PKGCONFIGDIR)/uopjit.pc
 
 # ---- tsan --------------------------------------------------------------------------
 
