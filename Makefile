@@ -209,49 +209,41 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
-# Runs every test binary even after a failure, then sums their closing
-# "N passed, N failed, N skipped" lines (the last such line, since a crash or
-# a sanitizer report can print after it). A binary that exits non-zero with
-# no failure counted, or prints no summary at all, counts as one failure.
+# Each test binary runs as a target of its own, so that `make -j test` runs
+# them side by side: tests/run_test.sh writes its log (BINARY.log) and a
+# one-line result (BINARY.result) and prints that line when the binary ends;
+# tests/test_summary.sh then prints every failing binary's log in full and
+# the total "N passed, N failed, N skipped", and fails if anything did.
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
 # Tests keep compiled kernels in a cache of their own, not the user's.
-test: all $(TESTS)
-	@export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1; \
-	export UOPJIT_CACHE_DIR="$(CURDIR)/build/test-cache"; \
-	if [ "$(DEBUG)" = 1 ]; then \
-	  printf 'int main(void){return 0;}\n' > $(BUILD)/lsan_probe.c; \
-	  if $(CC) $(SANFLAGS) -o $(BUILD)/lsan_probe $(BUILD)/lsan_probe.c 2>/dev/null && \
-	     ASAN_OPTIONS=detect_leaks=1 $(BUILD)/lsan_probe >/dev/null 2>&1; then \
-	    export ASAN_OPTIONS=detect_leaks=1; \
-	  else \
-	    echo "note: LeakSanitizer unavailable here; leak checks off"; \
-	    export ASAN_OPTIONS=detect_leaks=0; \
-	  fi; \
-	fi; \
-	passed=0; failed=0; skipped=0; bad=""; \
-	for t in $(TESTS); do \
-	  echo "== $$t"; \
-	  log=$$t.log; \
-	  $$t > $$log 2>&1; rc=$$?; \
-	  cat $$log; \
-	  last=$$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$$' $$log | tail -n 1); \
-	  if [ -n "$$last" ]; then \
-	    set -- $$last; \
-	    passed=$$((passed + $$1)); failed=$$((failed + $$3)); skipped=$$((skipped + $$5)); \
-	    if [ $$rc -ne 0 ] && [ $$3 -eq 0 ]; then \
-	      echo "  $$t exited with status $$rc after its summary"; \
-	      failed=$$((failed + 1)); \
-	    fi; \
-	  else \
-	    echo "  $$t exited with status $$rc without a summary line"; \
-	    failed=$$((failed + 1)); \
-	  fi; \
-	  if [ $$rc -ne 0 ]; then bad="$$bad $$t"; fi; \
-	done; \
-	if [ -n "$$bad" ]; then echo "failing:$$bad"; fi; \
-	echo "$$passed passed, $$failed failed, $$skipped skipped"; \
-	[ -z "$$bad" ] && [ $$failed -eq 0 ]
+TEST_RESULTS = $(TESTS:=.result)
+# The binaries are only prerequisites of their results; keep them.
+.SECONDARY: $(TESTS)
+TEST_ENV := UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            UOPJIT_CACHE_DIR="$(CURDIR)/build/test-cache"
+LSAN_SETTING := $(BUILD)/tests/lsan_setting
+
+.PHONY: FORCE
+FORCE:
+
+$(LSAN_SETTING): FORCE
+	@mkdir -p $(dir $@)
+	@printf 'int main(void){return 0;}\n' > $(BUILD)/lsan_probe.c
+	@if $(CC) $(SANFLAGS) -o $(BUILD)/lsan_probe $(BUILD)/lsan_probe.c 2>/dev/null && \
+	   ASAN_OPTIONS=detect_leaks=1 $(BUILD)/lsan_probe >/dev/null 2>&1; then \
+	  echo detect_leaks=1 > $@; \
+	else \
+	  echo "note: LeakSanitizer unavailable here; leak checks off"; \
+	  echo detect_leaks=0 > $@; \
+	fi
+
+$(BUILD)/tests/%.result: $(BUILD)/tests/% FORCE | all $(if $(filter 1,$(DEBUG)),$(LSAN_SETTING))
+	@$(TEST_ENV) $(if $(filter 1,$(DEBUG)),ASAN_OPTIONS=$$(cat $(LSAN_SETTING))) \
+	  sh tests/run_test.sh $< $@
+
+test: $(TEST_RESULTS)
+	@sh tests/test_summary.sh $(TEST_RESULTS)
 
 debug:
 	@$(MAKE) --no-print-directory BUILD=build/debug DEBUG=1 test
@@ -294,7 +286,7 @@ uninstall:
 # ---- tsan --------------------------------------------------------------------------
 
 # The library and the threading tests, built with ThreadSanitizer under
-# build/tsan and run by `make test`'s loop: the thread pool's own test and
+# build/tsan and run by `make test`: the thread pool's own test and
 # every test that starts threads of its own (calls pthread_create). A race
 # report makes the binary exit non-zero (TSan's status 66), which counts
 # as a failure.
