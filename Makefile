@@ -214,18 +214,27 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 # one-line result (BINARY.result) and prints that line when the binary ends;
 # tests/test_summary.sh then prints every failing binary's log in full and
 # the total "N passed, N failed, N skipped", and fails if anything did.
+# tests/test_install.sh, copied next to the binaries, is run the same way.
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
 # Tests keep compiled kernels in a cache of their own, not the user's.
+TESTS += $(BUILD)/tests/test_install
 TEST_RESULTS = $(TESTS:=.result)
 # The binaries are only prerequisites of their results; keep them.
 .SECONDARY: $(TESTS)
 TEST_ENV := UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            UOPJIT_CACHE_DIR="$(CURDIR)/build/test-cache"
+            UOPJIT_CACHE_DIR="$(CURDIR)/build/test-cache" \
+            UJ_TEST_CC="$(CC)" UJ_TEST_SANFLAGS="$(SANFLAGS)" \
+            UJ_TEST_MAKE_ARGS="BUILD=$(BUILD) DEBUG=$(DEBUG) TSAN=$(TSAN)"
 LSAN_SETTING := $(BUILD)/tests/lsan_setting
 
 .PHONY: FORCE
 FORCE:
+
+$(BUILD)/tests/test_install: tests/test_install.sh
+	@mkdir -p $(dir $@)
+	cp $< $@
+	chmod +x $@
 
 $(LSAN_SETTING): FORCE
 	@mkdir -p $(dir $@)
