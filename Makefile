@@ -2,7 +2,8 @@
 # tests, out of tree under build/ (GNU make).
 #
 #   make            the libraries and build/uopjit
-#   make test       everything, then every tests/test_* binary, with a summary
+#   make test       everything, then every tests/test_* binary (N at a time
+#                   under -jN), a line for each as it ends, then the total
 #   make debug      the same tests built with ASan + UBSan under build/debug/
 #   make tsan       the tests that start threads, built with ThreadSanitizer under build/tsan/
 #   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
