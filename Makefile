@@ -2,13 +2,16 @@
 # tests, out of tree under build/ (GNU make).
 #
 #   make            the libraries and build/uopjit
-#   make test       everything, then every tests/test_* binary, with a summary
+#   make test       everything, then every tests/test_* binary (N at a time
+#                   under -jN), a line for each as it ends, then the total
 #   make debug      the same tests built with ASan + UBSan under build/debug/
 #   make tsan       the tests that start threads, built with ThreadSanitizer under build/tsan/
 #   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
 #   make bench      bench/: every CPU engine against AOT C and an unfused baseline,
 #                   then the convolution backends on network layers (bench --conv)
 #   make fuzz       libFuzzer targets (clang, ASan + UBSan), each run FUZZ_SECONDS
+#   make install    the header, both libraries, the CLI and uopjit.pc under
+#                   PREFIX (default /usr/local), below DESTDIR if set; make uninstall
 #   make clean
 #
 # Optional parts (MIR, CUDA, cuDNN) are detected here and reported once.
@@ -20,6 +23,7 @@ ifeq ($(origin CC),default)
 CC := gcc
 endif
 AR ?= ar
+OBJCOPY ?= objcopy
 
 # The build directory and mode; `make debug` re-enters with both set,
 # `make tsan` with BUILD and TSAN.
@@ -57,10 +61,22 @@ else
 MIR_INC := /usr/local/include
 MIR_LIB := /usr/local/lib
 endif
-HAVE_MIR := $(if $(and $(wildcard $(MIR_INC)/mir.h),$(wildcard $(MIR_LIB)/libmir.a)),yes,no)
+# MIR is there when a small program using it compiles and links
+# (mk/mir_probe.sh): "yes", or "no (the reason)" and the build goes on
+# without the MIR engine. Probed once: recursive makes inherit the answer.
+# REQUIRE_MIR=1 (as CI sets it) makes a missing MIR an error instead.
+ifndef UJ_MIR_PROBE
+UJ_MIR_PROBE := $(shell sh mk/mir_probe.sh '$(CC)' '$(MIR_INC)' '$(MIR_LIB)')
+export UJ_MIR_PROBE
+endif
+HAVE_MIR := $(firstword $(UJ_MIR_PROBE))
+ifeq ($(REQUIRE_MIR)$(HAVE_MIR),1no)
+$(error MIR: $(UJ_MIR_PROBE); REQUIRE_MIR=1 asks for the MIR engine (see the README's MIR section))
+endif
 ifeq ($(HAVE_MIR),yes)
 override CFLAGS += -DUJ_HAVE_MIR -I$(MIR_INC)
-LIBS := $(MIR_LIB)/libmir.a $(LIBS)
+MIR_ARCHIVE := $(MIR_LIB)/libmir.a
+LIBS := $(MIR_ARCHIVE) $(LIBS)
 endif
 
 CUDA_DIR ?= /usr/local/cuda
@@ -88,7 +104,7 @@ endif
 # marker rather than MAKELEVEL, so that a make driving this one (MAKELEVEL
 # already 1) still sees the report.
 ifndef UJ_CONFIG_REPORTED
-$(info MIR: $(HAVE_MIR))
+$(info MIR: $(UJ_MIR_PROBE))
 $(info CUDA: $(HAVE_CUDA))
 $(info cuDNN: $(HAVE_CUDNN))
 export UJ_CONFIG_REPORTED := 1
@@ -100,8 +116,24 @@ endif
 # are picked up without touching this file; backends/ may not exist yet.
 LIB_SRCS := $(sort $(shell find rt ir uops jit backends -name '*.c' 2>/dev/null))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-LIB_A := $(BUILD)/libuopjit.a
-LIB_SO := $(BUILD)/libuopjit.so
+# Every object of the library in one archive: what the CLI, the tests and
+# the bench link, since they call internal functions too.
+LIB_A := $(BUILD)/obj/libuopjit-internal.a
+
+# What is installed: the version from the header, the one place it is kept.
+UJ_VERSION_PART = $(shell sed -n 's/^\#define UJ_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/uopjit.h)
+VERSION_MAJOR := $(call UJ_VERSION_PART,MAJOR)
+VERSION := $(VERSION_MAJOR).$(call UJ_VERSION_PART,MINOR).$(call UJ_VERSION_PART,PATCH)
+# libuopjit.a for users: the library's objects and MIR's prelinked into one
+# object in which only the uj_* functions stay global, so that it needs no
+# libmir at link time and clashes with nothing a program defines.
+LIB_STATIC := $(BUILD)/libuopjit.a
+LIB_STATIC_OBJ := $(BUILD)/obj/libuopjit-public.o
+# libuopjit.so.MAJOR.MINOR.PATCH, with SONAME libuopjit.so.MAJOR and the two
+# links a loader and a linker look for.
+SONAME := libuopjit.so.$(VERSION_MAJOR)
+LIB_SO_FILE := $(BUILD)/libuopjit.so.$(VERSION)
+LIB_SO_LINKS := $(BUILD)/$(SONAME) $(BUILD)/libuopjit.so
 
 CLI_SRCS := $(sort $(wildcard tools/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -110,13 +142,13 @@ CLI := $(BUILD)/uopjit
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TESTS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test debug tsan run bench fuzz clean
+.PHONY: all test debug tsan install uninstall run bench fuzz clean
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 # Keep the test objects that only chained rules mention.
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/obj/tests/%.o)
 
-all: $(LIB_A) $(LIB_SO) $(CLI)
+all: $(LIB_STATIC) $(LIB_SO_FILE) $(LIB_SO_LINKS) $(CLI)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -148,9 +180,28 @@ $(LIB_A): $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJS)
+$(LIB_STATIC_OBJ): $(LIB_OBJS) $(MIR_ARCHIVE)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(LD) -r -o $@.all $^
+	$(OBJCOPY) --wildcard --keep-global-symbol='uj_*' $@.all $@
+	@rm -f $@.all
+
+$(LIB_STATIC): $(LIB_STATIC_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# The version script (mk/uopjit.map) exports the uj_* API alone. Outside
+# sanitizer builds, whose runtimes are resolved from the executable, every
+# reference must resolve at this link (the libraries it needs are named).
+$(LIB_SO_FILE): $(LIB_OBJS) mk/uopjit.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script=mk/uopjit.map \
+	  $(if $(SANFLAGS),,-Wl,--no-undefined) -o $@ $(LIB_OBJS) $(LIBS)
+
+$(BUILD)/$(SONAME): $(LIB_SO_FILE)
+	ln -sf $(notdir $<) $@
+$(BUILD)/libuopjit.so: $(BUILD)/$(SONAME)
+	ln -sf $(notdir $<) $@
 
 $(CLI): $(CLI_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -160,59 +211,95 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
-# Runs every test binary even after a failure, then sums their closing
-# "N passed, N failed, N skipped" lines (the last such line, since a crash or
-# a sanitizer report can print after it). A binary that exits non-zero with
-# no failure counted, or prints no summary at all, counts as one failure.
+# Each test binary runs as a target of its own, so that `make -j test` runs
+# them side by side: tests/run_test.sh writes its log (BINARY.log) and a
+# one-line result (BINARY.result) and prints that line when the binary ends;
+# tests/test_summary.sh then prints every failing binary's log in full and
+# the total "N passed, N failed, N skipped", and fails if anything did.
+# tests/test_install.sh, copied next to the binaries, is run the same way.
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
 # Tests keep compiled kernels in a cache of their own, not the user's.
-test: all $(TESTS)
-	@export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1; \
-	export UOPJIT_CACHE_DIR="$(CURDIR)/build/test-cache"; \
-	if [ "$(DEBUG)" = 1 ]; then \
-	  printf 'int main(void){return 0;}\n' > $(BUILD)/lsan_probe.c; \
-	  if $(CC) $(SANFLAGS) -o $(BUILD)/lsan_probe $(BUILD)/lsan_probe.c 2>/dev/null && \
-	     ASAN_OPTIONS=detect_leaks=1 $(BUILD)/lsan_probe >/dev/null 2>&1; then \
-	    export ASAN_OPTIONS=detect_leaks=1; \
-	  else \
-	    echo "note: LeakSanitizer unavailable here; leak checks off"; \
-	    export ASAN_OPTIONS=detect_leaks=0; \
-	  fi; \
-	fi; \
-	passed=0; failed=0; skipped=0; bad=""; \
-	for t in $(TESTS); do \
-	  echo "== $$t"; \
-	  log=$$t.log; \
-	  $$t > $$log 2>&1; rc=$$?; \
-	  cat $$log; \
-	  last=$$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$$' $$log | tail -n 1); \
-	  if [ -n "$$last" ]; then \
-	    set -- $$last; \
-	    passed=$$((passed + $$1)); failed=$$((failed + $$3)); skipped=$$((skipped + $$5)); \
-	    if [ $$rc -ne 0 ] && [ $$3 -eq 0 ]; then \
-	      echo "  $$t exited with status $$rc after its summary"; \
-	      failed=$$((failed + 1)); \
-	    fi; \
-	  else \
-	    echo "  $$t exited with status $$rc without a summary line"; \
-	    failed=$$((failed + 1)); \
-	  fi; \
-	  if [ $$rc -ne 0 ]; then bad="$$bad $$t"; fi; \
-	done; \
-	if [ -n "$$bad" ]; then echo "failing:$$bad"; fi; \
-	echo "$$passed passed, $$failed failed, $$skipped skipped"; \
-	[ -z "$$bad" ] && [ $$failed -eq 0 ]
+TESTS += $(BUILD)/tests/test_install
+TEST_RESULTS = $(TESTS:=.result)
+# The binaries are only prerequisites of their results; keep them.
+.SECONDARY: $(TESTS)
+TEST_ENV := UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            UOPJIT_CACHE_DIR="$(CURDIR)/build/test-cache" \
+            UJ_TEST_CC="$(CC)" UJ_TEST_SANFLAGS="$(SANFLAGS)" \
+            UJ_TEST_MAKE_ARGS="BUILD=$(BUILD) DEBUG=$(DEBUG) TSAN=$(TSAN)"
+LSAN_SETTING := $(BUILD)/tests/lsan_setting
+
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/tests/test_install: tests/test_install.sh
+	@mkdir -p $(dir $@)
+	cp $< $@
+	chmod +x $@
+
+$(LSAN_SETTING): FORCE
+	@mkdir -p $(dir $@)
+	@printf 'int main(void){return 0;}\n' > $(BUILD)/lsan_probe.c
+	@if $(CC) $(SANFLAGS) -o $(BUILD)/lsan_probe $(BUILD)/lsan_probe.c 2>/dev/null && \
+	   ASAN_OPTIONS=detect_leaks=1 $(BUILD)/lsan_probe >/dev/null 2>&1; then \
+	  echo detect_leaks=1 > $@; \
+	else \
+	  echo "note: LeakSanitizer unavailable here; leak checks off"; \
+	  echo detect_leaks=0 > $@; \
+	fi
+
+$(BUILD)/tests/%.result: $(BUILD)/tests/% FORCE | all $(if $(filter 1,$(DEBUG)),$(LSAN_SETTING))
+	@$(TEST_ENV) $(if $(filter 1,$(DEBUG)),ASAN_OPTIONS=$$(cat $(LSAN_SETTING))) \
+	  sh tests/run_test.sh $< $@
+
+test: $(TEST_RESULTS)
+	@sh tests/test_summary.sh $(TEST_RESULTS)
 
 # A BUILD given on the command line is kept (make debug CC=clang
 # BUILD=build/clang-debug), so that two compilers never share objects.
 debug:
 	@$(MAKE) --no-print-directory BUILD=$(if $(filter command line,$(origin BUILD)),$(BUILD),build/debug) DEBUG=1 test
 
+# ---- install -----------------------------------------------------------------------
+
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: the header, the
+# shared library with its links, libuopjit.a, the CLI and uopjit.pc (from
+# mk/uopjit.pc.in). DESTDIR is prepended to every path written but is not
+# part of uopjit.pc, which names where the files will be used.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL ?= install
+# uopjit.pc names its directories through ${prefix} where they lie under it,
+# so that PKG_CONFIG_SYSROOT_DIR and pkg-config --define-prefix work.
+PC_DIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+install: all
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	$(INSTALL) -m 644 include/uopjit.h $(DESTDIR)$(INCLUDEDIR)/uopjit.h
+	$(INSTALL) -m 755 $(LIB_SO_FILE) $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_FILE))
+	ln -sf $(notdir $(LIB_SO_FILE)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libuopjit.so
+	$(INSTALL) -m 644 $(LIB_STATIC) $(DESTDIR)$(LIBDIR)/libuopjit.a
+	$(INSTALL) -m 755 $(CLI) $(DESTDIR)$(BINDIR)/uopjit
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call PC_DIR,$(LIBDIR))|' \
+	    -e 's|@INCLUDEDIR@|$(call PC_DIR,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+	    mk/uopjit.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/uopjit.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/uopjit.pc
+
+# Removes what install wrote (the directories stay: they may hold others' files).
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/uopjit.h $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_FILE)) \
+	      $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libuopjit.so \
+	      $(DESTDIR)$(LIBDIR)/libuopjit.a $(DESTDIR)$(BINDIR)/uopjit $(DESTDIR)$(PKGCONFIGDIR)/uopjit.pc
+
 # ---- tsan --------------------------------------------------------------------------
 
 # The library and the threading tests, built with ThreadSanitizer under
-# build/tsan and run by `make test`'s loop: the thread pool's own test and
+# build/tsan and run by `make test`: the thread pool's own test and
 # every test that starts threads of its own (calls pthread_create). A race
 # report makes the binary exit non-zero (TSan's status 66), which counts
 # as a failure.

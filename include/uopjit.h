@@ -48,7 +48,18 @@
 extern "C" {
 #endif
 
-#define UJ_VERSION "0.1.0"
+/* The version, in this one place: the Makefile reads these three numbers for
+ * the shared library's file name and SONAME (libuopjit.so.MAJOR) and for
+ * uopjit.pc. MAJOR changes when the ABI breaks. */
+#define UJ_VERSION_MAJOR 0
+#define UJ_VERSION_MINOR 1
+#define UJ_VERSION_PATCH 0
+#define UJ_VERSION_STR_(x) #x
+#define UJ_VERSION_STR(x) UJ_VERSION_STR_(x)
+/* "MAJOR.MINOR.PATCH" of the header being compiled against. */
+#define UJ_VERSION                                                          \
+  UJ_VERSION_STR(UJ_VERSION_MAJOR) "." UJ_VERSION_STR(UJ_VERSION_MINOR) "." \
+  UJ_VERSION_STR(UJ_VERSION_PATCH)
 #define UJ_MAX_DIMS 8
 
 /* ---- status ------------------------------------------------------------ */
@@ -70,6 +81,9 @@ const char* uj_status_str(uj_status_t s);
 /* The detail of the last failure on this thread; "" if none. The string is
  * owned by the library and valid until the next failing call on this thread. */
 const char* uj_last_error(void);
+/* The library's version, "MAJOR.MINOR.PATCH", as built: a program can compare
+ * it with the UJ_VERSION it was compiled against. Static, never NULL. */
+const char* uj_version(void);
 
 /* ---- tensors ------------------------------------------------------------ */
 

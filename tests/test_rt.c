@@ -2,6 +2,7 @@
  * and text buffer, size arithmetic and the checks on caller tensors. */
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,16 @@ TEST(status_names) {
   CHECK(strcmp(uj_status_str(UJ_ERR_IO), "UJ_ERR_IO") == 0);
   CHECK(strcmp(uj_status_str((uj_status_t)99), "UJ_ERR_UNKNOWN") == 0);
   CHECK(strcmp(uj_status_str((uj_status_t)-1), "UJ_ERR_UNKNOWN") == 0);
+}
+
+/* uj_version() is the header's three numbers joined with dots, built from
+ * the numbers themselves here so that the test does not restate the macro. */
+TEST(version_string) {
+  char expected[64];
+  snprintf(expected, sizeof expected, "%d.%d.%d", UJ_VERSION_MAJOR, UJ_VERSION_MINOR,
+           UJ_VERSION_PATCH);
+  CHECK(strcmp(uj_version(), expected) == 0);
+  CHECK(strcmp(UJ_VERSION, expected) == 0);
 }
 
 TEST(dtype_names_and_sizes) {
