@@ -374,11 +374,9 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 20
 FUZZ_DIR := $(BUILD)/fuzz
-# Every report stops the run: UBSan's checks are left recoverable only so
-# that tests/fuzz/ubsan.supp can name known, tracked reports to pass over;
-# halt_on_error makes every other one fatal.
-FUZZ_SANITIZE := -fsanitize=address,undefined,float-cast-overflow -fsanitize-recover=undefined,float-cast-overflow
-FUZZ_UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/fuzz/ubsan.supp
+# Every report stops the run.
+FUZZ_SANITIZE := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+FUZZ_UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 # UJ_VERIFY_PASSES: the IR verifier runs after every pass, as in make debug.
 FUZZ_CFLAGS = $(filter-out $(OPTFLAGS),$(CFLAGS)) -O1 -g -fno-omit-frame-pointer $(FUZZ_SANITIZE) -DUJ_VERIFY_PASSES
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter-out backends/%,$(LIB_SRCS)))

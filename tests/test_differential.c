@@ -37,20 +37,17 @@
  * and the line to run it alone.
  *
  * Environment: UOPJIT_DIFF_PROGRAMS (default 200), UOPJIT_DIFF_SEED (the
- * first batch's seed, default 1; batch k has seed + k), UOPJIT_DIFF_BATCH,
- * and UOPJIT_DIFF_TRACKED=1 to generate the two classes below too.
+ * first batch's seed, default 1; batch k has seed + k) and
+ * UOPJIT_DIFF_BATCH.
  *
- * Known defects left out by default (tracked in issue 16, to be turned on
- * when their fixes land): (a) f32 exp, log, tanh and sigmoid on MIR and C
- * are wrong outside the normal range (subnormal arguments, exp past about
- * 88.4, sigmoid past about +-88.7), so their arguments are clamped into it
- * (`guard` below); (b) f32 constants beyond float's range print as
- * `inf.0f` in C and CUDA source, so numbers stay within +-3e38. */
+ * Nothing is kept inside a range where some engine is known to be wrong:
+ * exp, log, tanh and sigmoid take arguments over the whole f32 range
+ * (subnormals, past the overflow and underflow thresholds), and numbers go
+ * beyond float's range (1e39, -1e300), which an f32 program rounds to
+ * infinity as the interpreter does. */
 #include <stdarg.h>
 
 #include "diff_check.h"
-
-static int tracked_too; /* UOPJIT_DIFF_TRACKED=1 */
 
 static int env_int(const char* name, int fallback) {
   const char* v = getenv(name);
@@ -84,7 +81,7 @@ static int binary_budget(uj_binary_op_t op, int a, int b) {
 
 /* Numbers the programs use; the last ones are beyond f32's range (class b). */
 static const double numbers[] = {0, 1, -1, 0.5, 2, 3, -7, 1e-8, 1e30, -3e38, 1e-40, 0.1, 1e39, -1e300};
-static int n_numbers(void) { return (int)(sizeof numbers / sizeof numbers[0]) - (tracked_too ? 0 : 2); }
+static int n_numbers(void) { return (int)(sizeof numbers / sizeof numbers[0]); }
 
 /* ---- the batch being built ------------------------------------------------------------ */
 
@@ -186,22 +183,6 @@ static tval_t tnumber(batch_t* b) {
   return v;
 }
 
-/* exp, log, tanh and sigmoid's argument kept inside the range where MIR
- * and C are right today (tracked defect (a); see the top). */
-static void tguard(batch_t* b, int prog, int* ntemp, uj_unary_op_t op, tval_t* a) {
-  if (tracked_too) return;
-  tname(b, prog, ntemp, a, 1);
-  char name[sizeof a->text];
-  memcpy(name, a->text, sizeof name);
-  if (op == UJ_UNARY_EXP)
-    settext(b, a->text, "where(%s > 88, 88, where(%s < -87, -87, %s))", name, name, name);
-  else if (op == UJ_UNARY_SIGMOID)
-    settext(b, a->text, "where(%s > 80, 80, where(%s < -80, -80, %s))", name, name, name);
-  else
-    settext(b, a->text, "where(abs(%s) < 1.5e-38, 0, %s)", name, name);
-  tname(b, prog, ntemp, a, 1);
-}
-
 static void gen_text_program(batch_t* b, int prog) {
   tval_t vals[MAX_VALUES];
   int nvals = 0, ntemp = 0;
@@ -243,9 +224,6 @@ static void gen_text_program(batch_t* b, int prog) {
         settext(b, v.text, "relu(%s)", a.text);
         v.ulps = a.ulps;
       } else {
-        if (ops[k] == UJ_UNARY_EXP || ops[k] == UJ_UNARY_LOG || ops[k] == UJ_UNARY_TANH ||
-            ops[k] == UJ_UNARY_SIGMOID)
-          tguard(b, prog, &ntemp, ops[k], &a);
         if (k == 0) settext(b, v.text, "(-%s)", a.text);
         else settext(b, v.text, "%s(%s)", names[k], a.text);
         v.ulps = ops[k] == UJ_UNARY_SQRT ? (a.ulps ? a.ulps / 2 + 1 : 0) : a.ulps ? a.ulps : budget_of_unary(ops[k]);
@@ -358,21 +336,10 @@ static uj_io_t ureindex(ugen_t* u, uj_io_t v, int swap_j, int swap_k, int nidx, 
               swap_j != swap_k ? ", shape with two axes swapped" : "");
 }
 
-/* f(a) for a float-only or any unary op, with the tracked guard (a). */
+/* f(a) for a float-only or any unary op. */
 static uval_t uunary(ugen_t* u, uj_unary_op_t op, uval_t a) {
   if (op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR && a.dt == UJ_I32) a = ucast(u, a, UJ_F32);
   uj_graph_t* g = u->b->g;
-  if (!tracked_too && (op == UJ_UNARY_EXP || op == UJ_UNARY_SIGMOID)) {
-    double hi = op == UJ_UNARY_EXP ? 88 : 80, lo = op == UJ_UNARY_EXP ? -87 : -80;
-    uj_io_t over = note(u, uj_binary(g, UJ_BINARY_GT, a.id, uconst(u, hi)), "n%d > %g", a.id, hi);
-    uj_io_t under = note(u, uj_binary(g, UJ_BINARY_LT, a.id, uconst(u, lo)), "n%d < %g", a.id, lo);
-    uj_io_t low = note(u, uj_where(g, under, uconst(u, lo), a.id), "where(..., %g, n%d)", lo, a.id);
-    a.id = note(u, uj_where(g, over, uconst(u, hi), low), "where(..., %g, ...) (guard)", hi);
-  } else if (!tracked_too && (op == UJ_UNARY_LOG || op == UJ_UNARY_TANH)) {
-    uj_io_t mag = note(u, uj_unary(g, UJ_UNARY_ABS, a.id), "abs(n%d)", a.id);
-    uj_io_t tiny = note(u, uj_binary(g, UJ_BINARY_LT, mag, uconst(u, 1.5e-38)), "abs(n%d) < 1.5e-38", a.id);
-    a.id = note(u, uj_where(g, tiny, uconst(u, 0), a.id), "where(..., 0, n%d) (guard)", a.id);
-  }
   static const char* const names[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "recip", "sin", "cos", "tanh",
                                       "sigmoid", "floor"};
   uj_io_t id = note(u, uj_unary(g, op, a.id), "%s(n%d)", names[op], a.id);
@@ -556,9 +523,8 @@ static void report(const char* what, void* vctx) {
   harness_fail(__FILE__, __LINE__, msg);
   if (r->reported++) return;
   fprintf(stderr, "  %s:\n%s", r->text ? "source" : "uops", r->src);
-  fprintf(stderr, "  alone: UOPJIT_DIFF_SEED=%llu UOPJIT_DIFF_PROGRAMS=%d UOPJIT_DIFF_BATCH=%d%s %s\n",
-          (unsigned long long)r->seed, r->count, r->count, tracked_too ? " UOPJIT_DIFF_TRACKED=1" : "",
-          "build/tests/test_differential");
+  fprintf(stderr, "  alone: UOPJIT_DIFF_SEED=%llu UOPJIT_DIFF_PROGRAMS=%d UOPJIT_DIFF_BATCH=%d %s\n",
+          (unsigned long long)r->seed, r->count, r->count, "build/tests/test_differential");
 }
 
 /* A parsed program's inputs are the names read, in order of first
@@ -620,7 +586,6 @@ static int run_batch(uint64_t seed, int count) {
 }
 
 TEST(random_programs_on_every_engine) {
-  tracked_too = env_int("UOPJIT_DIFF_TRACKED", 0) == 1;
   int programs = env_int("UOPJIT_DIFF_PROGRAMS", 200), batch = env_int("UOPJIT_DIFF_BATCH", 8);
   uint64_t seed = (uint64_t)strtoull(getenv("UOPJIT_DIFF_SEED") ? getenv("UOPJIT_DIFF_SEED") : "1", NULL, 0);
   if (batch < 1) batch = 1;
@@ -633,8 +598,8 @@ TEST(random_programs_on_every_engine) {
   }
   char stats[512];
   df_stats_line(stats, sizeof stats);
-  printf("  %d programs in %d batches from seed %llu: %d batches failed%s; elements compared: %s\n", programs,
-         batches, (unsigned long long)seed, failed, tracked_too ? " (tracked classes included)" : "", stats);
+  printf("  %d programs in %d batches from seed %llu: %d batches failed; elements compared: %s\n", programs,
+         batches, (unsigned long long)seed, failed, stats);
 }
 
 TEST_MAIN()

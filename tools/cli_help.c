@@ -11,9 +11,9 @@
 #include "cli.h"
 
 const char* cli_version(void) {
-  /* The library's version macro; the library's run-time uj_version(), once
-   * it has one, is the place to take it from instead. */
-  return UJ_VERSION;
+  /* the library's, at run time: a CLI run against an installed library of
+   * another version says which one it got */
+  return uj_version();
 }
 
 /* ---- environment variables ------------------------------------------------------------------ */
