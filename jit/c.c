@@ -185,10 +185,21 @@ uj_status_t jit_c_check(jit_state_t* js) {
                   "engine c: no working C compiler (`cc --version` failed; UOPJIT_CC names another compiler)");
 }
 
+/* The dynamic loader serializes dlopen, dlclose and dl_iterate_phdr behind
+ * a lock of its own, which ThreadSanitizer cannot see: it then reports the
+ * loader's bookkeeping of one thread's dlclose against another's dlopen as
+ * a race. Taking this lock around them as well costs nothing (they are
+ * serialized anyway) and makes the order visible. */
+static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void kernel_free(void* p) {
   c_kernel_t* k = p;
   if (!k) return;
-  if (k->so) dlclose(k->so);
+  if (k->so) {
+    pthread_mutex_lock(&loader_lock);
+    dlclose(k->so);
+    pthread_mutex_unlock(&loader_lock);
+  }
   jit_blocks_free(&k->blocks);
   free(k);
 }
@@ -249,6 +260,7 @@ static void* open_private(int fd, char* name, size_t cap, const char** why) {
   int current = fd;
   void* so = NULL;
   *why = NULL;
+  pthread_mutex_lock(&loader_lock);
   for (;;) {
     snprintf(name, cap, "/proc/self/fd/%d", current);
     void* earlier = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -262,10 +274,12 @@ static void* open_private(int fd, char* name, size_t cap, const char** why) {
     if (current != fd) close(current);
     if (next < 0) {
       *why = strerror(errno);
-      return NULL;
+      current = fd; /* closed just above */
+      break;
     }
     current = next;
   }
+  pthread_mutex_unlock(&loader_lock);
   if (current != fd) close(current);
   return so;
 }
@@ -454,11 +468,13 @@ static size_t kernel_bytes(const c_kernel_t* k) {
   enum { LOADER_RECORD = 4096 };
   size_t bytes = sizeof *k + jit_blocks_bytes(&k->blocks) + LOADER_RECORD;
   struct link_map* map = NULL;
+  pthread_mutex_lock(&loader_lock);
   if (k->so && dlinfo(k->so, RTLD_DI_LINKMAP, &map) == 0 && map) {
     mapped_t m = {map->l_addr, map->l_name, 0};
     dl_iterate_phdr(add_segments, &m);
     bytes += m.bytes;
   }
+  pthread_mutex_unlock(&loader_lock);
   return bytes;
 }
 
