@@ -22,6 +22,7 @@
 
 #include "../jit/jit.h"
 #include "engines_check.h"
+#include "kernel_cache_check.h"
 
 /* ---- private cache directories ------------------------------------------------------------- */
 
@@ -48,14 +49,6 @@ static uj_ctx_t* ctx_with_cache_dir(uj_engine_t e, const char* dir) {
   if (saved_off) setenv("UOPJIT_CACHE", saved_off, 1);
   free(saved), free(saved_off);
   return c;
-}
-
-static jit_cache_counts_t counts_of(uj_ctx_t* ctx) {
-  jit_cache_counts_t k;
-  memset(&k, 0, sizeof k);
-  jit_state_t* js = jit_state(ctx);
-  if (js) jit_cache_counts(js->cache, &k);
-  return k;
 }
 
 /* Entries in the context's disk cache, -1 when it cannot be listed. */

@@ -12,6 +12,7 @@
 #include "../include/uopjit.h"
 #include "../jit/jit.h"
 #include "harness.h"
+#include "kernel_cache_check.h"
 
 #define SKIP_WITHOUT_MIR() SKIP_IF(!uj_engine_available(NULL, UJ_ENGINE_MIR), "this build has no MIR")
 
@@ -23,37 +24,6 @@ TEST(mir_error_becomes_status) {
   CHECK(jit_mir_provoke_error() == UJ_ERR_COMPILE);
 }
 
-/* y[i] = 2 x[i + $k]: one kernel per value of $k, since $params are folded. */
-static uj_program_t* shifted_double(void) {
-  uj_graph_t* g = uj_graph_new();
-  uj_io_t x = uj_input(g, 1, UJ_F32);
-  static const char* const shape[] = {"dA0 - $k"};
-  static const char* const index[] = {"i0 + $k"};
-  uj_io_t s = uj_reindex(g, x, 1, shape, 1, &x, 1, index);
-  uj_io_t y = uj_binary(g, UJ_BINARY_MUL, s, uj_const(g, 2.0));
-  static const char* const params[] = {"$k"};
-  uj_program_desc_t d = {.input_count = 1, .inputs = &x, .param_count = 1, .params = params, .output_count = 1,
-                         .outputs = &y};
-  uj_program_t* p = NULL;
-  if (uj_program_new(g, &d, &p) != UJ_OK) {
-    printf("  %s\n", uj_last_error());
-    p = NULL;
-  }
-  uj_graph_free(g);
-  return p;
-}
-
-/* Runs p with $k = k on x (n elements); 1 when every output is 2 x[i + k]. */
-static int run_shift(uj_ctx_t* ctx, uj_program_t* p, const float* xv, int64_t n, int64_t k) {
-  float* yv = malloc(sizeof *yv * (size_t)n);
-  uj_tensor_t tx = {(void*)xv, UJ_F32, UJ_CPU, 1, {n}}, ty = {yv, UJ_F32, UJ_CPU, 1, {n - k}};
-  const uj_tensor_t* in[] = {&tx};
-  uj_tensor_t* out[] = {&ty};
-  int ok = yv && uj_program_run(ctx, p, UJ_FORWARD, in, 1, &k, 1, out, 1) == UJ_OK;
-  for (int64_t i = 0; ok && i < n - k; i++) ok = yv[i] == 2.0f * xv[i + k];
-  free(yv);
-  return ok;
-}
 
 TEST(mir_contexts_recycle) {
   SKIP_WITHOUT_MIR();
