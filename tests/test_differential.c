@@ -268,8 +268,8 @@ static void gen_text_program(batch_t* b, int prog) {
     const tval_t* v = &vals[o == 0 ? nvals - 1 : rnd(b, ninputs, nvals - 1)];
     char name[32];
     snprintf(name, sizeof name, "y%d_%d", prog, o);
+    if (add_output(b, v->ulps, v->reordered, name) < 0) break; /* a large batch filled every slot */
     put(b, "%s = %s\n", name, v->text);
-    add_output(b, v->ulps, v->reordered, name);
   }
 }
 
