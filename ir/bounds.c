@@ -152,16 +152,16 @@ static int aff_le(aff_t f, int64_t bound, int budget) {
   return f.c <= bound;
 }
 
-static range_t range_of(const ir_func_t* fn, const ir_block_t* b, int depth, const ir_ix_t* ix);
+static range_t range_of(const ir_func_t* fn, const ir_block_t* b, int depth, const ir_ix_t* ix, int height);
 
 static range_t exact(aff_t a) { return (range_t){a, a}; }
 static range_t unbounded(void) { return (range_t){aff_unbounded(), aff_unbounded()}; }
 
-static range_t loop_range(const ir_func_t* fn, const ir_block_t* b, int depth, int id) {
+static range_t loop_range(const ir_func_t* fn, const ir_block_t* b, int depth, int id, int height) {
   for (int k = 0; k <= depth && k < b->nloops; k++) {
     if (b->loops[k].id != id) continue;
-    range_t s = range_of(fn, b, k - 1, b->loops[k].start);
-    range_t e = range_of(fn, b, k - 1, b->loops[k].end);
+    range_t s = range_of(fn, b, k - 1, b->loops[k].start, height + 1);
+    range_t e = range_of(fn, b, k - 1, b->loops[k].end, height + 1);
     aff_t m1 = aff_const(-1);
     return (range_t){s.lo, aff_axpy(e.hi, 1, &m1)};
   }
@@ -178,24 +178,31 @@ static aff_t pick(aff_t a, aff_t b, int want_min) {
   return aff_unbounded();
 }
 
-static range_t range_of(const ir_func_t* fn, const ir_block_t* b, int depth, const ir_ix_t* ix) {
+/* height: how deep in ix's tree this call is. Index expressions are built
+ * by substituting one into another, so a tree can be deeper than any one
+ * parsed text; past RANGE_MAX_HEIGHT the range is simply not proven (the
+ * access keeps its run-time check), and the recursion stays shallow. */
+#define RANGE_MAX_HEIGHT 512
+
+static range_t range_of(const ir_func_t* fn, const ir_block_t* b, int depth, const ir_ix_t* ix, int height) {
+  if (height > RANGE_MAX_HEIGHT) return unbounded();
   if (ix_static(ix)) return exact(aff_of(ix));
   switch (ix->kind) {
-    case IR_IX_LOOP: return loop_range(fn, b, depth, ix->id);
+    case IR_IX_LOOP: return loop_range(fn, b, depth, ix->id, height);
     case IR_IX_NEG: {
-      range_t a = range_of(fn, b, depth, ix->a);
+      range_t a = range_of(fn, b, depth, ix->a, height + 1);
       return (range_t){aff_scale(&a.hi, -1), aff_scale(&a.lo, -1)};
     }
     case IR_IX_ADD: {
-      range_t x = range_of(fn, b, depth, ix->a), y = range_of(fn, b, depth, ix->b);
+      range_t x = range_of(fn, b, depth, ix->a, height + 1), y = range_of(fn, b, depth, ix->b, height + 1);
       return (range_t){aff_axpy(x.lo, 1, &y.lo), aff_axpy(x.hi, 1, &y.hi)};
     }
     case IR_IX_SUB: {
-      range_t x = range_of(fn, b, depth, ix->a), y = range_of(fn, b, depth, ix->b);
+      range_t x = range_of(fn, b, depth, ix->a, height + 1), y = range_of(fn, b, depth, ix->b, height + 1);
       return (range_t){aff_axpy(x.lo, -1, &y.hi), aff_axpy(x.hi, -1, &y.lo)};
     }
     case IR_IX_MUL: {
-      range_t x = range_of(fn, b, depth, ix->a), y = range_of(fn, b, depth, ix->b);
+      range_t x = range_of(fn, b, depth, ix->a, height + 1), y = range_of(fn, b, depth, ix->b, height + 1);
       if (!(y.lo.ok && y.lo.n == 0 && y.hi.ok && y.hi.n == 0 && y.lo.c == y.hi.c)) {
         range_t t = x;
         x = y;
@@ -212,7 +219,7 @@ static range_t range_of(const ir_func_t* fn, const ir_block_t* b, int depth, con
     case IR_IX_MOD: {
       if (ix->b->kind != IR_IX_CONST || ix->b->value <= 0) return unbounded();
       int64_t c = ix->b->value;
-      range_t x = range_of(fn, b, depth, ix->a);
+      range_t x = range_of(fn, b, depth, ix->a, height + 1);
       if (ix->kind == IR_IX_MOD) return (range_t){aff_const(0), aff_const(c - 1)};
       if (x.lo.ok && x.lo.n == 0 && x.hi.ok && x.hi.n == 0)
         return (range_t){aff_const(ir_floordiv(x.lo.c, c)), aff_const(ir_floordiv(x.hi.c, c))};
@@ -223,7 +230,7 @@ static range_t range_of(const ir_func_t* fn, const ir_block_t* b, int depth, con
     }
     case IR_IX_MIN:
     case IR_IX_MAX: {
-      range_t x = range_of(fn, b, depth, ix->a), y = range_of(fn, b, depth, ix->b);
+      range_t x = range_of(fn, b, depth, ix->a, height + 1), y = range_of(fn, b, depth, ix->b, height + 1);
       int mn = ix->kind == IR_IX_MIN;
       /* min(x, y) <= x.hi and <= y.hi: either is a valid upper bound */
       aff_t lo = mn ? pick(x.lo, y.lo, 1) : (x.lo.ok ? x.lo : y.lo);
@@ -245,7 +252,7 @@ static range_t range_of(const ir_func_t* fn, const ir_block_t* b, int depth, con
 int ir_bounds_prove(const ir_func_t* f, const ir_block_t* b, int depth, const ir_ix_t* idx,
                     const ir_ix_t* size) {
   if (!ix_static(size)) return 0;
-  range_t r = range_of(f, b, depth, idx);
+  range_t r = range_of(f, b, depth, idx, 0);
   aff_t s = aff_of(size);
   aff_t nlo = aff_scale(&r.lo, -1);
   aff_t gap = aff_axpy(r.hi, -1, &s);

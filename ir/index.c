@@ -9,8 +9,10 @@
  * Algorithm: recursive descent with one function per rule; the repetitions
  * of expr and term are loops that build left-associative trees, so only
  * parentheses and min/max recurse. That recursion is counted and capped at
- * IR_IX_MAX_DEPTH, and the text length at IR_IX_MAX_LENGTH, so that hostile
- * input produces an error and never exhausts the stack. Spaces and tabs are
+ * IR_IX_MAX_DEPTH, the operators (which bound the depth of the tree that
+ * later passes walk recursively) at IR_IX_MAX_OPERATIONS, and the text
+ * length at IR_IX_MAX_LENGTH, so that hostile input produces an error and
+ * never exhausts the stack. Spaces and tabs are
  * skipped between tokens (not inside one: "i 0" is an error).
  *
  * The first error wins: it is recorded with its 1-based column and every
@@ -34,6 +36,7 @@ typedef struct {
   size_t len;
   size_t pos;
   int depth;
+  int operations;     /* binary nodes made so far, at most IR_IX_MAX_OPERATIONS */
   uj_status_t status; /* UJ_OK until the first error */
   /* assertion columns are kept here until the parse has succeeded */
   ir_ix_assertion_t asserts[IR_IX_MAX_ASSERTIONS];
@@ -129,7 +132,16 @@ static ir_ix_t* node(parser_t* p, ir_ix_kind_t kind) {
   return n;
 }
 
+/* An operator's node. Chains such as a/b/c/... are loops in the parser but
+ * trees as deep as they are long, which every pass walks recursively: the
+ * count of operators bounds that depth as IR_IX_MAX_DEPTH bounds nesting. */
 static ir_ix_t* binary(parser_t* p, ir_ix_kind_t kind, ir_ix_t* a, ir_ix_t* b) {
+  if (++p->operations > IR_IX_MAX_OPERATIONS) {
+    char what[48];
+    snprintf(what, sizeof what, "more than %d operations", IR_IX_MAX_OPERATIONS);
+    fail_at(p, p->pos, what);
+    return NULL;
+  }
   ir_ix_t* n = node(p, kind);
   if (n) {
     n->a = a;

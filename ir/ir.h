@@ -212,6 +212,7 @@ typedef struct {
 
 #define IR_IX_MAX_ASSERTIONS 16
 #define IR_IX_MAX_DEPTH 64
+#define IR_IX_MAX_OPERATIONS 256
 #define IR_IX_MAX_LENGTH 4096
 
 /* Parses one index expression (docs/DESIGN.md section 4) into the arena: iN as

@@ -237,6 +237,17 @@ TEST(parse_limits) {
   text[IR_IX_MAX_LENGTH + 1] = '\0';
   CHECK(ir_ix_parse(&arena, text, &x, NULL, NULL) == UJ_ERR_PARSE);
 
+  /* a chain of operators is a loop in the parser but a tree as deep as it
+   * is long, which later passes walk recursively (a fuzzer's 1763-byte
+   * chain of / and * overflowed the stack of the bounds pass): at most
+   * IR_IX_MAX_OPERATIONS operators */
+  strcpy(text, "i0");
+  for (int k = 0; k < IR_IX_MAX_OPERATIONS; k++) strcat(text, k % 2 ? "*1" : "/7");
+  CHECK(parse(text) != NULL);
+  strcat(text, "+1");
+  CHECK(ir_ix_parse(&arena, text, &x, NULL, NULL) == UJ_ERR_PARSE);
+  CHECK(strstr(uj_last_error(), "more than 256 operations") != NULL);
+
   CHECK(ir_ix_parse(&arena, NULL, &x, NULL, NULL) == UJ_ERR_INVALID);
   CHECK(ir_ix_parse(NULL, "i0", &x, NULL, NULL) == UJ_ERR_INVALID);
   CHECK(ir_ix_parse(&arena, "i0", NULL, NULL, NULL) == UJ_ERR_INVALID);
