@@ -1,16 +1,34 @@
-/* tests/kernel_cache_check.h: what the tests of the kernel caches share: a
- * program that makes one kernel per $param value (every value is folded
- * into its kernel, so a loop over values fills a cache), its check, and a
- * context's cache counters. */
+/* tests/kernel_cache_check.h: what the tests of the kernel caches share:
+ * values for the table that count their frees, a key's hash, a program
+ * that makes one kernel per $param value (every value is folded into its
+ * kernel, so a loop over values fills a cache), its check, and a context's
+ * cache counters. */
 #ifndef UJ_TESTS_KERNEL_CACHE_CHECK_H
 #define UJ_TESTS_KERNEL_CACHE_CHECK_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../include/uopjit.h"
 #include "../jit/jit.h"
+
+/* Table values: ints whose frees are counted. */
+static atomic_int values_freed;
+
+static inline void free_value(void* v) {
+  atomic_fetch_add(&values_freed, 1);
+  free(v);
+}
+
+static inline int* new_int(int x) {
+  int* p = malloc(sizeof *p);
+  if (p) *p = x;
+  return p;
+}
+
+static inline ir_hash_t hash_of(const char* text) { return ir_hash_bytes(text, strlen(text)); }
 
 /* y[i] = 2 x[i + $k]: one kernel per value of $k, since $params are folded. */
 static inline uj_program_t* shifted_double(void) {

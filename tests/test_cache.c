@@ -20,23 +20,10 @@
 #include "../jit/cache.h"
 #include "../rt/rt.h"
 #include "harness.h"
+#include "kernel_cache_check.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
-static atomic_int values_freed;
-
-static void free_value(void* v) {
-  atomic_fetch_add(&values_freed, 1);
-  free(v);
-}
-
-static int* new_int(int x) {
-  int* p = malloc(sizeof *p);
-  *p = x;
-  return p;
-}
-
-static ir_hash_t hash_of(const char* text) { return ir_hash_bytes(text, strlen(text)); }
 
 static int remove_one(const char* path, const struct stat* st, int type, struct FTW* ftw) {
   (void)st, (void)type, (void)ftw;

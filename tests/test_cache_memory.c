@@ -47,20 +47,6 @@
 
 /* ---- the table ------------------------------------------------------------------------- */
 
-static atomic_int values_freed;
-
-static void free_value(void* v) {
-  atomic_fetch_add(&values_freed, 1);
-  free(v);
-}
-
-static int* new_int(int x) {
-  int* p = malloc(sizeof *p);
-  *p = x;
-  return p;
-}
-
-static ir_hash_t hash_of(const char* text) { return ir_hash_bytes(text, strlen(text)); }
 
 static jit_cache_counts_t counts_of_cache(jit_cache_t* c) {
   jit_cache_counts_t k;

@@ -34,19 +34,12 @@
 
 #include "../../include/uopjit.h"
 
+#define FUZZ_TARGET "fuzz_expr"
+#include "fuzz_common.h"
+
 #define MAX_SOURCE 8192
 #define MAX_IO 32
 #define MAX_ELEMENTS 4096 /* outputs larger than this (from hostile shapes) are not run */
-
-static void defect(const char* what, const char* detail) {
-  fprintf(stderr, "fuzz_expr: %s: %s\n", what, detail);
-  abort();
-}
-
-/* Every failing call must leave a message. */
-static void expect_message(uj_status_t s, const char* call) {
-  if (s != UJ_OK && uj_last_error()[0] == '\0') defect(call, "failed without a message");
-}
 
 /* FNV-1a over the source: the second signature's choices. */
 static uint64_t hash_bytes(const uint8_t* data, size_t size) {
@@ -146,15 +139,6 @@ static void run_signature(uj_ctx_t* ctx, uj_program_t* p, int nin, int nout, con
   }
   for (int i = 0; i < nin; i++) free(in[i].data);
   for (int o = 0; o < nout; o++) free(out[o].data);
-}
-
-static uj_ctx_t* interp_ctx(void) {
-  static uj_ctx_t* ctx;
-  if (!ctx) {
-    ctx = uj_ctx_new();
-    if (!ctx || uj_ctx_set_engine(ctx, UJ_ENGINE_INTERP) != UJ_OK) defect("uj_ctx_new", "no interpreter context");
-  }
-  return ctx;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

@@ -31,20 +31,14 @@
 #include <string.h>
 
 #include "../../include/uopjit.h"
+
+#define FUZZ_TARGET "fuzz_index"
+#include "fuzz_common.h"
 #include "../../ir/ir.h"
 
 #define MAX_TEXT (2 * IR_IX_MAX_LENGTH)
 #define MAX_ELEMENTS 4096
 #define MAX_PARAMS 8
-
-static void defect(const char* what, const char* detail) {
-  fprintf(stderr, "fuzz_index: %s: %s\n", what, detail);
-  abort();
-}
-
-static void expect_message(uj_status_t s, const char* call) {
-  if (s != UJ_OK && uj_last_error()[0] == '\0') defect(call, "failed without a message");
-}
 
 /* Collects the distinct $param names of a tree ("$" in front, as the
  * program description wants them). */
@@ -68,15 +62,6 @@ static void collect_params(const ir_ix_t* ix, char names[MAX_PARAMS][72], int* n
 static const int64_t param_values[] = {0, 1, -1, 2, 3, -7, INT64_C(1) << 31, -(INT64_C(1) << 31),
                                        INT64_C(1) << 62, -(INT64_C(1) << 62), INT64_MAX, INT64_MIN};
 #define NVALUES (sizeof param_values / sizeof param_values[0])
-
-static uj_ctx_t* interp_ctx(void) {
-  static uj_ctx_t* ctx;
-  if (!ctx) {
-    ctx = uj_ctx_new();
-    if (!ctx || uj_ctx_set_engine(ctx, UJ_ENGINE_INTERP) != UJ_OK) defect("uj_ctx_new", "no interpreter context");
-  }
-  return ctx;
-}
 
 /* x holds k - 5.5 for k in 0..11; a reindex reads one of those, or 0 out of range. */
 static int is_element_of_x_or_zero(float v) {
