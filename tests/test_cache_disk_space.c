@@ -20,6 +20,7 @@
 
 #include "../jit/cache.h"
 #include "../jit/jit.h"
+#include "cli_binary.h"
 #include "harness.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
@@ -311,19 +312,6 @@ TEST(disk_limit_through_the_api) {
 
 /* ---- a directory that can only be read ---------------------------------------------------------- */
 
-/* The uopjit binary next to this test's directory (build/uopjit), or "". */
-static void find_cli(char* out, size_t cap) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  out[0] = '\0';
-  if (n <= 0) return;
-  exe[n] = '\0';
-  for (int up = 0; up < 2; up++) {
-    char* slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-  }
-  if (snprintf(out, cap, "%s/uopjit", exe) >= (int)cap || access(out, X_OK) != 0) out[0] = '\0';
-}
 
 static int give_away(const char* path, const struct stat* st, int type, struct FTW* ftw) {
   (void)st, (void)type, (void)ftw;

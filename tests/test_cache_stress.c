@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "uopjit.h"
+#include "cli_binary.h"
 #include "harness.h"
 
 extern char** environ;
@@ -55,19 +56,6 @@ static int remove_one(const char* path, const struct stat* st, int type, struct 
   return remove(path);
 }
 
-/* The uopjit binary next to this test's directory (build/uopjit), or "". */
-static void find_cli(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  cli[0] = '\0';
-  if (n <= 0) return;
-  exe[n] = '\0';
-  for (int up = 0; up < 2; up++) {
-    char* slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-  }
-  if (snprintf(cli, sizeof cli, "%s/uopjit", exe) >= (int)sizeof cli || access(cli, X_OK) != 0) cli[0] = '\0';
-}
 
 /* A run that takes this long has hung (loaded damaged code that loops):
  * it is killed and counted as failed. Far beyond any compile. */
@@ -223,7 +211,7 @@ static void corrupter(uint64_t seed) {
 /* ---- the test ---------------------------------------------------------------------------- */
 
 TEST(processes_share_a_cache_while_it_is_cleared_and_damaged) {
-  find_cli();
+  find_cli(cli, sizeof cli);
   SKIP_IF(!cli[0], "the uopjit binary is not next to this test's directory");
   uj_ctx_t* ctx = uj_ctx_new();
   int have_c = ctx && uj_engine_available(ctx, UJ_ENGINE_C);
