@@ -142,13 +142,19 @@ static void usage(FILE* f) {
           "  Times the programs in %s/*.uj on the interpreter, MIR and C JIT engines,\n"
           "  their AOT C and an unfused baseline, with compile times and STREAM bandwidth.\n"
           "  --short  sizes 2^16 and 2^20 and fewer repetitions\n"
-          "  --conv [--threads N]  instead, the convolution backends on network layers (conv.c)\n",
+          "  --conv [--threads N]  instead, the convolution backends on network layers (conv.c)\n"
+          "  --gpu    instead, the GPU section in full (gpu.c, gpu_rows.c) and the GPU convolutions\n",
           BENCH_SOURCE_DIR);
 }
 
 int main(int argc, char** argv) {
   static bench_results_t res; /* large: static rather than on the stack */
   if (argc > 1 && strcmp(argv[1], "--conv") == 0) return bench_conv_main(argc - 1, argv + 1);
+  if (argc == 2 && strcmp(argv[1], "--gpu") == 0) {
+    const program_spec_t* programs[] = {&sigmoid, &adam, &sumsq};
+    int status = bench_gpu(programs, 3, 0);
+    return bench_conv_gpu() != 0 ? 1 : status;
+  }
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--short") == 0) {
       res.short_run = 1;

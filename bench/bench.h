@@ -234,4 +234,34 @@ int bench_conv_gpu(void);
 /* ---- gpu.c: the GPU section, printed after the tables; 0, or 1 on a failure ---- */
 int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_run);
 
+/* ---- gpu_rows.c: programs on given shapes, and a model's Adam step, on the GPU ---- */
+
+/* An input by name: its shape, and a fixed value (scalars) or seeded values in [0.5, 1.5). */
+typedef struct {
+  const char* name;
+  int ndim;
+  int64_t dims[2];
+  float value;
+  int fixed;
+} gpu_input_t;
+
+typedef struct {
+  const char* label;       /* the row's name */
+  const char* shape_label; /* how the row prints its size */
+  const char* source;
+  int ninputs;
+  gpu_input_t inputs[8];
+  double bytes;     /* what the program must move: each input read once, each output written once */
+  double tolerance; /* the largest |got - ref| / max(1, |ref|) that passes */
+} gpu_case_t;
+
+/* One call (or step) of a timed GPU workload: 0, or -1 on a failure. */
+typedef int (*gpu_step_fn)(void* arg);
+/* Median ns per step over `samples` batches (each a few ms of queued steps, then a synchronize); -1 on a failure. */
+double gpu_time_batches(uj_ctx_t* ctx, gpu_step_fn step, void* arg, int samples);
+/* Checks the case against the CPU, times it and prints its row; the ns per call, or -1. */
+double gpu_case_row(uj_ctx_t* ctx, const gpu_case_t* c, double copy_gbs, int samples);
+/* One Adam step (adam_source, one call per tensor) over GPT-2 small's parameters: 0, or -1. */
+int gpu_gpt2_adam_row(uj_ctx_t* ctx, const char* adam_source, double copy_gbs, int samples);
+
 #endif

@@ -8,6 +8,9 @@
  * timed. cuda_winograd runs with a filter_key (the transform kept). Times:
  * medians of SAMPLES samples of CALLS calls queued back to back and one
  * synchronize; "x cudnn" = cudnn's time / the row's (above 1: faster).
+ * The uop reference ("ref", the convolution as micro-ops on the CUDA engine)
+ * is checked against cudnn within 2e-6 * 9C * max|x| * max|w| and timed one
+ * call per sample.
  * Without a GPU (or without cuDNN) the rows are skipped with the reason. */
 #include <math.h>
 #include <stdio.h>
@@ -32,12 +35,13 @@ static double time_backend(uj_ctx_t* ctx, const char* backend, uint64_t key, con
                            const uj_tensor_t* w, uj_tensor_t* y) {
   uj_conv2d_desc_t d = {1, 1, 1, 1, key};
   double samples[SAMPLES];
+  int calls = strcmp(backend, "ref") == 0 ? 1 : CALLS; /* ref: a plain loop nest, milliseconds per call */
   for (int i = 0; i < SAMPLES; i++) {
     double t0 = bench_now_ns();
-    for (int c = 0; c < CALLS; c++)
+    for (int c = 0; c < calls; c++)
       if (uj_conv2d(ctx, &d, x, w, NULL, y, backend) != UJ_OK) return -1;
     if (uj_ctx_synchronize(ctx) != UJ_OK) return -1;
-    samples[i] = (bench_now_ns() - t0) * 1e-6 / CALLS;
+    samples[i] = (bench_now_ns() - t0) * 1e-6 / calls;
   }
   return bench_median(samples, SAMPLES);
 }
@@ -91,7 +95,23 @@ static int gpu_row(uj_ctx_t* ctx, int hw, int ch, int batch, uint64_t key) {
   else
     printf("%-16s %5d  %-14s %10s  err %.3f: outside the bound, not timed\n", label, batch, "cuda_winograd", "-",
            worst / bound);
-  status = t_cudnn > 0 && t_wino > 0 ? 0 : 1;
+  /* the uop reference on the CUDA engine: its own bound is 1e-6, plus cudnn's */
+  double ref_worst = INFINITY, ref_bound = 2e-6 * 9.0 * ch * mx * mw, t_ref = -1;
+  if (uj_conv2d(ctx, &d, &x, &w, NULL, &y, "ref") == UJ_OK && uj_tensor_copy(ctx, &hyb, &y) == UJ_OK) {
+    ref_worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double e = fabs((double)ya[i] - yb[i]);
+      ref_worst = isnan(e) ? INFINITY : fmax(ref_worst, e);
+    }
+    if (ref_worst <= ref_bound) t_ref = time_backend(ctx, "ref", 0, &x, &w, &y);
+  }
+  if (t_ref > 0)
+    printf("%-16s %5d  %-14s %10.3f %9.1f %9.2f  err %.3f\n", label, batch, "ref (cuda)", t_ref,
+           flops / t_ref * 1e-6, t_cudnn / t_ref, ref_worst / ref_bound);
+  else
+    printf("%-16s %5d  %-14s %10s  err %.3g: %s\n", label, batch, "ref (cuda)", "-", ref_worst / ref_bound,
+           ref_worst <= ref_bound ? "failed" : "outside the bound, not timed");
+  status = t_cudnn > 0 && t_wino > 0 && t_ref > 0 ? 0 : 1;
 done:
   if (status) fprintf(stderr, "bench conv gpu: %s\n", uj_last_error());
   if (x.data) uj_tensor_free(ctx, &x);
@@ -102,7 +122,7 @@ done:
 }
 
 int bench_conv_gpu(void) {
-  printf("\n== convolution on the GPU: the same layers, cudnn and cuda_winograd (filter_key kept)\n");
+  printf("\n== convolution on the GPU: the same layers, cudnn (autotuned), cuda_winograd (filter_key kept), ref\n");
   uj_ctx_t* ctx = uj_ctx_new();
   char name[256] = "";
   int arch = 0, sms = 0;

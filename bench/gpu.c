@@ -1,24 +1,32 @@
 /* bench/gpu.c: the benchmark's GPU section (the CUDA engine), after the
- * CPU tables. Without a CUDA device it prints one line saying so.
+ * CPU tables, or alone with `bench --gpu`. Without a CUDA device it prints
+ * one line saying so.
  *
- *   copy      a device-to-device copy of 2^26 floats (uj_tensor_copy),
- *             counted as a read and a write: the bandwidth the fused
- *             kernels are measured against.
- *   programs  each bench/<name>.uj at 2^26 elements on GPU tensors (f32):
- *             time per call (batches of calls, then one synchronize, the
- *             median batch), GB/s for the bytes per element the CPU section
- *             counts, and that as a share of the copy's bandwidth. Before
- *             timing, one run's outputs are copied back and checked against
- *             the best CPU engine's on the same inputs.
- *   compile   of the first program: cold (a new context, an empty disk
- *             cache: emit, NVRTC, load, launch on 16 elements), disk (a new
+ *   copy      a device-to-device copy of 2^26 floats (uj_tensor_copy, a
+ *             cuMemcpyDtoD), counted as a read and a write: the bandwidth
+ *             the fused kernels are measured against; and the engine's own
+ *             copy kernel (y = x) beside it.
+ *   programs  each bench/<name>.uj at 2^24, 2^26 and 2^28 elements (2^24
+ *             only with --short) on GPU tensors (f32): time per call
+ *             (batches of calls, then one synchronize, the median batch),
+ *             GB/s for the bytes per element the CPU section counts, and
+ *             that as a share of the copy's bandwidth. Before timing, one
+ *             run's outputs are copied back and checked against the best
+ *             CPU engine's on the same inputs. Each program's traffic-matched
+ *             kernel (the same arrays read and written, an add at most per
+ *             element) follows it: the ceiling that program can reach.
+ *   rows      softmax and layernorm over the rows of 8192x8192, and one
+ *             Adam step over GPT-2 small's 148 parameter tensors, one call
+ *             per tensor (gpu_rows.c); full run only.
+ *   compile   of each program: cold (a new context, an empty disk cache:
+ *             emit, NVRTC, load, launch on 16 elements), disk (a new
  *             context on the same cache: the cubin from disk), memory (a new
  *             program in the warm context: the in-memory cache), each the
  *             parse plus the first run and a synchronize, median over the
  *             repetitions.
  *   launch    the cost of a call on 16 elements with the kernel resident:
  *             queueing only (batches of calls, one synchronize after), and
- *             a call followed by a synchronize.
+ *             a call followed by a synchronize (first program only).
  * Everything goes through the public API. */
 #include <math.h>
 #include <stdio.h>
@@ -27,7 +35,7 @@
 
 #include "bench.h"
 
-enum { GPU_N_LOG2 = 26, TINY_N = 16, MAX_REPS = 16, LAUNCH_CALLS = 1000 };
+enum { COPY_N_LOG2 = 26, TINY_N = 16, MAX_REPS = 16, LAUNCH_CALLS = 1000 };
 
 /* A workspace's tensors on the GPU: the inputs' initial values copied
  * over; an in-place output is its input's GPU tensor. */
@@ -151,7 +159,9 @@ static int program_row(uj_ctx_t* ctx, const program_spec_t* spec, int64_t n, int
   if (ns > 0) {
     double gbs = (double)spec->bytes_per_element * (double)n / ns;
     int ok = err <= workspace_tolerance(&ws);
-    printf("  %-8s 2^%d  %9.3f ms  %8.1f GB/s  %5.1f%% of copy   max rel err %.2g%s\n", spec->name, GPU_N_LOG2,
+    char label[32];
+    snprintf(label, sizeof label, "2^%d", __builtin_ctzll((unsigned long long)n));
+    printf("  %-22s %-12s %9.3f ms  %8.1f GB/s  %5.1f%% of copy   max rel err %.2g%s\n", spec->name, label,
            ns / 1e6, gbs, copy > 0 ? 100.0 * gbs / copy : NAN, err, ok ? "" : "  MISMATCH");
     status = ok ? 0 : -1;
   }
@@ -183,7 +193,7 @@ static double first_run_ns(uj_ctx_t* ctx, const program_text_t* text, const work
 }
 
 /* Compile times and launch overhead of the first program. */
-static int compile_and_launch(const program_spec_t* spec, const char* cache_root, int reps) {
+static int compile_and_launch(const program_spec_t* spec, const char* cache_root, int reps, int launch) {
   program_text_t text;
   workspace_t ws;
   if (program_text_load(spec, &text) != 0) return -1;
@@ -212,7 +222,7 @@ static int compile_and_launch(const program_spec_t* spec, const char* cache_root
     disk[r] = cold[r] >= 0 ? first_run_ns(b, &text, &ws, &pb, &gb) : -1;
     memory[r] = disk[r] >= 0 ? first_run_ns(b, &text, &ws, &pc, &gc) : -1;
     failed = cold[r] < 0 || disk[r] < 0 || memory[r] < 0;
-    if (r == 0 && !failed) {
+    if (launch && r == 0 && !failed) {
       queue_ns = per_call_ns(pc, &gc, LAUNCH_CALLS, 5, 0);
       sync_ns = per_call_ns(pc, &gc, LAUNCH_CALLS / 10, 5, 1);
       failed = queue_ns < 0 || sync_ns < 0;
@@ -232,12 +242,68 @@ static int compile_and_launch(const program_spec_t* spec, const char* cache_root
     printf("  compile (%s, 16 elements, median of %d): cold %.1f ms (NVRTC), disk %.2f ms, memory %.1f us\n",
            spec->name, reps, bench_median(cold, reps) / 1e6, bench_median(disk, reps) / 1e6,
            bench_median(memory, reps) / 1e3);
-    printf("  launch (%s, 16 elements): %.2f us per call queued, %.2f us per call and synchronize\n", spec->name,
-           queue_ns / 1e3, sync_ns / 1e3);
+    if (launch)
+      printf("  launch (%s, 16 elements): %.2f us per call queued, %.2f us per call and synchronize\n", spec->name,
+             queue_ns / 1e3, sync_ns / 1e3);
   }
   workspace_free(&ws);
   program_text_free(&text);
   return failed ? -1 : 0;
+}
+
+/* The kernel that reads and writes exactly what the program does, with at
+ * most an add per element: sigmoid reads x and writes y; Adam reads p, g, m,
+ * v and writes p, m, v; sumsq reads x. */
+static const char* traffic_source(const char* name) {
+  if (strcmp(name, "sigmoid") == 0) return "y = x";
+  if (strcmp(name, "adam") == 0) return "p = p + g; m = m + g; v = v + g";
+  if (strcmp(name, "sumsq") == 0) return "s = sum(x)";
+  return NULL;
+}
+
+static void traffic_row(uj_ctx_t* ctx, const program_spec_t* spec, int64_t n, int samples, double copy) {
+  const char* source = traffic_source(spec->name);
+  if (!source) return;
+  char label[64], shape[32];
+  snprintf(label, sizeof label, "  traffic kernel, %dB", spec->bytes_per_element);
+  snprintf(shape, sizeof shape, "2^%d", __builtin_ctzll((unsigned long long)n));
+  /* every name the three sources read; a row uses those its source does */
+  gpu_case_t c = {label,
+                  shape,
+                  source,
+                  5,
+                  {{"x", 1, {n}, 0, 0}, {"p", 1, {n}, 0, 0}, {"g", 1, {n}, 0, 0}, {"m", 1, {n}, 0, 0}, {"v", 1, {n}, 0, 0}},
+                  (double)spec->bytes_per_element * (double)n,
+                  1e-4};
+  gpu_case_row(ctx, &c, copy, samples);
+}
+
+/* Softmax and layernorm over the rows of 8192x8192, and a model's Adam step. */
+static int model_rows(uj_ctx_t* ctx, const program_spec_t* const* programs, int nprograms, int samples, double copy) {
+  const int64_t r = 8192, c = 8192;
+  const double bytes = 8.0 * (double)(r * c);
+  const gpu_case_t cases[] = {
+      {"softmax", "8192x8192", "_e = exp(x - amax(x, -1)); y = _e / sum(_e, -1)", 1, {{"x", 2, {r, c}, 0, 0}}, bytes,
+       1e-5},
+      {"layernorm", "8192x8192",
+       "_d = x - mean(x, -1); y = _d * rsqrt(mean(_d * _d, -1) + 1e-5) * w + b",
+       3,
+       {{"x", 2, {r, c}, 0, 0}, {"w", 1, {c}, 0, 0}, {"b", 1, {c}, 0, 0}},
+       bytes,
+       1e-4},
+  };
+  int status = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    if (gpu_case_row(ctx, &cases[k], copy, samples) < 0) status = 1;
+  }
+  for (int p = 0; p < nprograms; p++) {
+    if (strcmp(programs[p]->name, "adam") != 0) continue;
+    program_text_t text;
+    if (program_text_load(programs[p], &text) != 0) return 1;
+    if (gpu_gpt2_adam_row(ctx, text.source, copy, samples) != 0) status = 1;
+    program_text_free(&text);
+  }
+  return status;
 }
 
 int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_run) {
@@ -252,17 +318,28 @@ int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_ru
     return 0;
   }
   int samples = short_run ? 3 : 9, status = 0;
-  int64_t n = (int64_t)1 << GPU_N_LOG2;
+  int64_t n = (int64_t)1 << COPY_N_LOG2;
   printf("  %s, sm_%d, %d multiprocessors\n", name, arch, sms);
   double copy = copy_gbs(ctx, n, samples);
-  if (copy > 0) printf("  %-8s 2^%d  %9.3f ms  %8.1f GB/s  (device-to-device, read + write)\n", "copy", GPU_N_LOG2,
+  if (copy > 0) printf("  %-22s %-12s %9.3f ms  %8.1f GB/s  (cuMemcpyDtoD, read + write)\n", "copy", "2^26",
                        2.0 * 4.0 * (double)n / copy / 1e6, copy);
   else status = 1, fprintf(stderr, "bench: GPU copy: %s\n", uj_last_error());
+  gpu_case_t copy_kernel = {"copy kernel: y = x", "2^26", "y = x", 1, {{"x", 1, {n}, 0, 0}}, 8.0 * (double)n, 0};
+  if (gpu_case_row(ctx, &copy_kernel, copy, samples) < 0) status = 1;
+  static const int full_sizes[] = {24, 26, 28};
+  int nsizes = short_run ? 1 : 3;
   for (int p = 0; p < nprograms; p++)
-    if (program_row(ctx, programs[p], n, samples, copy) != 0) status = 1;
+    for (int k = 0; k < nsizes; k++) {
+      int64_t size = (int64_t)1 << full_sizes[k];
+      if (program_row(ctx, programs[p], size, samples, copy) != 0) status = 1;
+      traffic_row(ctx, programs[p], size, samples, copy);
+    }
+  if (!short_run && model_rows(ctx, programs, nprograms, samples, copy) != 0) status = 1;
   const char* tmp = getenv("TMPDIR");
   char* root = bench_make_dir(tmp && *tmp ? tmp : "/tmp", "uopjit-bench-gpu");
-  if (!root || (nprograms > 0 && compile_and_launch(programs[0], root, short_run ? 3 : 7) != 0)) status = 1;
+  if (!root) status = 1;
+  for (int p = 0; p < nprograms && root; p++)
+    if (compile_and_launch(programs[p], root, short_run ? 3 : 7, p == 0) != 0) status = 1;
   if (root) bench_remove_dir(root);
   free(root);
   uj_ctx_free(ctx);
