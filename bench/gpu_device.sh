@@ -82,22 +82,22 @@ status=0
 if want tests; then
   section "make test"
   # shellcheck disable=SC2086
-  timeout 420 make $make_args test >"$out/test.log" 2>&1 || status=1
+  timeout 200 make $make_args test >"$out/test.log" 2>&1 || status=1
   grep -vE ' passed |^(gcc|cc|ar|objcopy|sh |ld) ' "$out/test.log" | tail -n 40
   tar czf "$out/test-logs.tgz" build/tests/*.log 2>/dev/null
 fi
 if want bench; then
   section "bench --gpu"
-  timeout 300 build/bench/bench --gpu >"$out/bench.txt" 2>&1 || status=1
+  timeout 150 build/bench/bench --gpu >"$out/bench.txt" 2>&1 || status=1
   cat "$out/bench.txt"
 fi
 if want peers; then
   section "PyTorch peers"
-  PYTHONUNBUFFERED=1 timeout 150 python3 bench/gpu_peers.py --json "$out/peers.json" 2>&1 | tee -a "$out/bench.txt"
+  PYTHONUNBUFFERED=1 timeout 80 python3 bench/gpu_peers.py --json "$out/peers.json" 2>&1 | tee -a "$out/bench.txt"
 fi
 if want sanitize && command -v compute-sanitizer >/dev/null; then
   section "compute-sanitizer memcheck: test_cuda"
-  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 99 build/tests/test_cuda >"$out/sanitizer.txt" 2>&1
+  timeout 45 compute-sanitizer --tool memcheck --error-exitcode 99 build/tests/test_cuda >"$out/sanitizer.txt" 2>&1
   echo "exit $?"; tail -n 8 "$out/sanitizer.txt"
 fi
 section done
