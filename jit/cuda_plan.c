@@ -19,7 +19,10 @@
  *     reductions and the loops inside it only accumulate into them (and
  *     write locals), all in the innermost loop, over ranges that do not
  *     depend on other loops: then the reduction itself can be split across
- *     threads and merged. Otherwise THREADS.
+ *     threads and merged. Stores to tensors may sit beside the accumulation
+ *     when there is one such loop, each iteration writes elements its index
+ *     names, and nothing else in the block touches them (softmax's exp
+ *     values). Otherwise THREADS.
  *  4. THREADS over every loop with only plain stores gets a 16-byte vector
  *     path when every access is either "flat" (the tensor indexed by the
  *     loops in order, with the loops' ranges as its sizes, so that its
@@ -81,6 +84,44 @@ static int reads_carried(const ir_expr_t* e) {
   return reads_carried(e->a) || reads_carried(e->b) || reads_carried(e->c);
 }
 
+/* Stores beside the accumulation in the split loop (softmax's exp values,
+ * written while their sum is taken) are split with it when each iteration
+ * writes elements of its own, so that no two threads write one element, and
+ * nothing else in the block touches what the loop writes: a thread's stores
+ * are not ordered before another thread's reads. */
+typedef struct {
+  const ir_func_t* f;
+  int inner_level, inner_id;
+  unsigned char* written; /* non-local tensors the split loop writes */
+  int ok;
+} split_scan_t;
+
+static void note_split_write(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)stmt;
+  split_scan_t* s = ctx;
+  if (is_write && level == s->inner_level && !s->f->tensors[acc->tensor].local) s->written[acc->tensor] = 1;
+}
+
+static void check_split_access(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write;
+  (void)stmt;
+  split_scan_t* s = ctx;
+  if (!s->written[acc->tensor]) return;
+  int own = 0;
+  for (int k = 0; k < acc->nidx && !own; k++) own = acc->idx[k]->kind == IR_IX_LOOP && acc->idx[k]->id == s->inner_id;
+  if (level != s->inner_level || !own) s->ok = 0;
+}
+
+static int split_stores_fit(const ir_func_t* f, const ir_block_t* b) {
+  unsigned char* written = calloc((size_t)f->ntensors + 1, 1);
+  if (!written) return 0;
+  split_scan_t s = {f, b->nloops - 1, b->loops[b->nloops - 1].id, written, 1};
+  ir_walk_accesses((ir_block_t*)b, note_split_write, &s);
+  ir_walk_accesses((ir_block_t*)b, check_split_access, &s);
+  free(written);
+  return s.ok;
+}
+
 static int reduce_fits(const ir_func_t* f, const ir_block_t* b, int r) {
   const ir_loop_t* lr = &b->loops[r];
   if (lr->ncarried < 1 || lr->ncarried > JIT_CU_MAX_CARRIED || r + 1 >= b->nloops) return 0;
@@ -90,14 +131,17 @@ static int reduce_fits(const ir_func_t* f, const ir_block_t* b, int r) {
     if (j < b->nloops - 1 && l->nstmts) return 0;
   }
   const ir_loop_t* in = &b->loops[b->nloops - 1];
+  int stores = 0;
   for (int s = 0; s < in->nstmts; s++) {
     const ir_stmt_t* st = &in->stmts[s];
     /* a partial result read before the merge would not be the serial one */
     if (reads_carried(st->value)) return 0;
     if (st->kind == IR_ST_ACCUM) continue;
-    if (st->kind != IR_ST_STORE || !f->tensors[st->target.tensor].local) return 0;
+    if (st->kind != IR_ST_STORE) return 0;
+    stores |= !f->tensors[st->target.tensor].local;
   }
-  return 1;
+  /* with stores, one split loop: its index alone tells the threads' elements apart */
+  return !stores || (r + 2 == b->nloops && split_stores_fit(f, b));
 }
 
 /* ---- the vector path ---- */
