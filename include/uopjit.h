@@ -443,9 +443,10 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
  * Backends, each with its capability (outside it: UJ_ERR_UNSUPPORTED with
  * the reason, nothing written):
  *   "ref"           the convolution written in uops, run on the context's
- *                   engine (uj_ctx_set_engine): the definition the others are
- *                   tested against. f32 and f64, any filter, stride and
- *                   padding; forward, backward data and backward filter
+ *                   engine (uj_ctx_set_engine; on device tensors the CUDA
+ *                   engine): the definition the others are tested against.
+ *                   f32 and f64, host or device tensors, any filter, stride
+ *                   and padding; forward, backward data and backward filter
  *                   (the gradients by the uop autodiff).
  *   "cpu_direct"    hand-written, cache- and register-blocked. f32 forward,
  *                   any filter, stride and padding.

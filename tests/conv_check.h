@@ -242,6 +242,29 @@ static inline double cc_tolerance(const char* backend, uj_dtype_t dt) {
                                                                                         : CONV_TOL_DIRECT;
 }
 
+/* uj_conv2d on host tensors; when ctx runs the CUDA engine, on GPU copies of
+ * them (y copied over too, so that what is left unwritten reads back
+ * unchanged, and back after a successful call). */
+static inline uj_status_t cc_conv2d_staged(uj_ctx_t* ctx, const uj_conv2d_desc_t* d, const uj_tensor_t* x,
+                                           const uj_tensor_t* w, const uj_tensor_t* b, uj_tensor_t* y,
+                                           const char* backend) {
+  if (!ctx || uj_ctx_engine(ctx) != UJ_ENGINE_CUDA) return uj_conv2d(ctx, d, x, w, b, y, backend);
+  const uj_tensor_t* host[4] = {x, w, b, y};
+  uj_tensor_t dev[4];
+  memset(dev, 0, sizeof dev);
+  uj_status_t s = UJ_OK;
+  for (int i = 0; i < 4 && s == UJ_OK; i++) {
+    if (!host[i]) continue;
+    s = uj_tensor_alloc(ctx, UJ_CUDA, host[i]->dtype, host[i]->ndim, host[i]->dims, &dev[i]);
+    if (s == UJ_OK) s = uj_tensor_copy(ctx, &dev[i], host[i]);
+  }
+  if (s == UJ_OK) s = uj_conv2d(ctx, d, &dev[0], &dev[1], b ? &dev[2] : NULL, &dev[3], backend);
+  if (s == UJ_OK) s = uj_tensor_copy(ctx, y, &dev[3]);
+  for (int i = 0; i < 4; i++)
+    if (dev[i].data) uj_tensor_free(ctx, &dev[i]);
+  return s;
+}
+
 /* ref in f64 on f64 copies of t's inputs: the reference every backend is held to. */
 static inline double* cc_ref_f64(uj_ctx_t* ctx, const cc_tensors_t* t) {
   uj_tensor_t x = or_tensor(UJ_F64, 4, t->x.dims), w = or_tensor(UJ_F64, 4, t->w.dims);

@@ -75,7 +75,7 @@ static void ref_case(uj_dtype_t dt, uint64_t seed, int iterations) {
       if (!ctx) continue;
       or_fill_sentinel(&t.y);
       uj_conv2d_desc_t d = cc_desc(&s, 0);
-      uj_status_t st2 = uj_conv2d(ctx, &d, &t.x, &t.w, s.bias ? &t.b : NULL, &t.y, "ref");
+      uj_status_t st2 = cc_conv2d_staged(ctx, &d, &t.x, &t.w, s.bias ? &t.b : NULL, &t.y, "ref");
       CHECK(st2 == UJ_OK);
       if (st2 != UJ_OK) {
         fprintf(stderr, "  ref on %s: %s\n", or_configs[e].name, uj_last_error());

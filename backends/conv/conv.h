@@ -77,10 +77,11 @@ typedef struct {
   const char* name;
   bk_conv_caps_t caps;
   uj_status_t (*run)(const bk_conv_call_t* call);
-  /* NULL, or whether what the backend needs at run time is there (a GPU,
-   * a library): UJ_OK, else the status and reason. A backend named by the
-   * caller reports it; auto passes over a backend that is not available. */
-  uj_status_t (*available)(void);
+  /* NULL, or whether what the backend needs at run time for problem p is
+   * there (a GPU, a library): UJ_OK, else the status and reason. A backend
+   * named by the caller reports it; auto passes over a backend that is not
+   * available. */
+  uj_status_t (*available)(const bk_conv_problem_t* p);
 } bk_conv_backend_t;
 
 /* ---- registry.c ---- */

@@ -38,7 +38,8 @@ const char* bk_conv_cuda_winograd_source(const char* const** names, int* count) 
 /* Grid-stride kernels get at most this many blocks. */
 #define MAX_BLOCKS 65535
 
-static uj_status_t available(void) {
+static uj_status_t available(const bk_conv_problem_t* p) {
+  (void)p;
   uj_status_t s = rt_cuda_device_check();
   return s != UJ_OK ? s : rt_cuda_nvrtc_check();
 }

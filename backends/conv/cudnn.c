@@ -118,7 +118,8 @@ uj_status_t bk_conv_cudnn_library(size_t* version) {
   return s;
 }
 
-static uj_status_t available(void) {
+static uj_status_t available(const bk_conv_problem_t* p) {
+  (void)p;
   uj_status_t s = lib_check();
   return s != UJ_OK ? s : rt_cuda_device_check();
 }
@@ -355,7 +356,8 @@ static uj_status_t run(const bk_conv_call_t* call) {
 
 #else /* no cudnn.h or no CUDA headers at build time */
 
-static uj_status_t available(void) {
+static uj_status_t available(const bk_conv_problem_t* p) {
+  (void)p;
   return rt_error(UJ_ERR_UNSUPPORTED, "this build has no cuDNN support (cudnn.h and the CUDA headers were not found "
                                       "at build time)");
 }

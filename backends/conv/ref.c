@@ -1,7 +1,8 @@
 /* backends/conv/ref.c: the reference convolution backend, "ref": the
  * convolution written in uops and run by the context's engine (MIR, C or
- * the interpreter; AUTO picks the best available). It defines what every
- * other backend must compute, and the uop autodiff gives its gradients.
+ * the interpreter; AUTO picks the best available; on GPU tensors, the CUDA
+ * engine). It defines what every other backend must compute, and the uop
+ * autodiff gives its gradients.
  *
  * The graph, with $sh $sw $ph $pw the strides and paddings as program
  * parameters (folded into the kernel as constants, one kernel per value
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../rt/cuda.h"
 #include "conv.h"
 
 enum { REF_F32, REF_F64, REF_DTYPES };
@@ -174,12 +176,19 @@ static uj_status_t ref_run(const bk_conv_call_t* call) {
   return rt_error(UJ_ERR_INVALID, "ref convolution: unknown op %d", (int)p->op);
 }
 
+/* On GPU tensors the programs run on the CUDA engine: a GPU and NVRTC. */
+static uj_status_t available(const bk_conv_problem_t* p) {
+  if (p->device != UJ_CUDA) return UJ_OK;
+  uj_status_t s = rt_cuda_device_check();
+  return s != UJ_OK ? s : rt_cuda_nvrtc_check();
+}
+
 const bk_conv_backend_t bk_conv_ref = {
     .name = "ref",
     .caps =
         {
             .ops = 1u << BK_CONV_FORWARD | 1u << BK_CONV_BACKWARD_DATA | 1u << BK_CONV_BACKWARD_FILTER,
-            .devices = 1u << UJ_CPU,
+            .devices = 1u << UJ_CPU | 1u << UJ_CUDA,
             .dtypes = 1u << UJ_F32 | 1u << UJ_F64,
             .layout = BK_CONV_NHWC,
             .kernel_min = 1,
@@ -189,4 +198,5 @@ const bk_conv_backend_t bk_conv_ref = {
             .reference = 1,
         },
     .run = ref_run,
+    .available = available,
 };

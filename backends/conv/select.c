@@ -109,7 +109,7 @@ uj_status_t bk_conv_capable(const bk_conv_backend_t* b, const bk_conv_problem_t*
 static uj_status_t usable(const bk_conv_backend_t* b, const bk_conv_problem_t* p, int explain) {
   uj_status_t s = bk_conv_capable(b, p, explain);
   if (s != UJ_OK || !b->available) return s;
-  if ((s = b->available()) != UJ_OK && explain) rt_error_prefix("backend %s is not available: ", b->name);
+  if ((s = b->available(p)) != UJ_OK && explain) rt_error_prefix("backend %s is not available: ", b->name);
   return s;
 }
 
