@@ -110,6 +110,9 @@ typedef struct {
 } program_text_t;
 
 int program_text_load(const program_spec_t* spec, program_text_t* text);
+/* The value a 0-d input called name gets (lr, b1, b2, eps: 1e-3, 0.9, 0.999, 1e-8, as the CLI gives them): 1, or 0 for
+ * any other name. */
+int bench_named_scalar(const char* name, float* value);
 void program_text_free(program_text_t* text);
 
 /* The tensors of one program at one size. Inputs get seeded values in

@@ -4,9 +4,9 @@
  * tensor of a real model (GPT-2 small), one call per tensor.
  *
  * Every row is checked before it is timed: the same program on the same
- * initial values through the CPU's best engine is the reference, and each
- * output element must agree within the row's tolerance, relative to
- * max(1, |ref|). Times are medians over samples, each sample a batch of
+ * initial values, widened to f64, through the CPU's best engine is the
+ * reference, and each output element must agree within the row's
+ * tolerance, relative to max(1, |ref|). Times are medians over samples, each sample a batch of
  * calls queued back to back and one synchronize, the batch sized to take a
  * few milliseconds so that the launch queue, not the clock, sets the pace.
  * A row's bandwidth counts the bytes the caller says the program must move
@@ -36,25 +36,23 @@ static int64_t dims_numel(int ndim, const int64_t* dims) {
 typedef struct {
   uj_program_t* program;
   int nin, nout;
-  uj_tensor_t host_in[BENCH_MAX_IO], host_out[BENCH_MAX_IO];
+  uj_tensor_t host_in[BENCH_MAX_IO];  /* shapes, and data = the initial values */
+  uj_tensor_t host_out[BENCH_MAX_IO]; /* where the device's outputs are copied back */
   uj_tensor_t dev_in[BENCH_MAX_IO], dev_out[BENCH_MAX_IO];
   const uj_tensor_t* dev_in_ptr[BENCH_MAX_IO];
   uj_tensor_t* dev_out_ptr[BENCH_MAX_IO];
-  float* pristine[BENCH_MAX_IO];
-  float* reference[BENCH_MAX_IO];
+  double* reference[BENCH_MAX_IO]; /* the outputs computed in f64 */
   int alias[BENCH_MAX_IO];
 } case_io_t;
 
 static void case_io_free(uj_ctx_t* ctx, case_io_t* io) {
   for (int i = 0; i < io->nin; i++) {
-    free(io->host_in[i].data), free(io->pristine[i]);
+    free(io->host_in[i].data);
     if (io->dev_in[i].data) uj_tensor_free(ctx, &io->dev_in[i]);
   }
   for (int o = 0; o < io->nout; o++) {
-    if (io->alias[o] < 0) {
-      free(io->host_out[o].data);
-      if (io->dev_out[o].data) uj_tensor_free(ctx, &io->dev_out[o]);
-    }
+    free(io->host_out[o].data);
+    if (io->alias[o] < 0 && io->dev_out[o].data) uj_tensor_free(ctx, &io->dev_out[o]);
     free(io->reference[o]);
   }
   uj_program_free(io->program);
@@ -67,8 +65,53 @@ static const gpu_input_t* find_input(const gpu_case_t* c, const char* name) {
   return NULL;
 }
 
-/* Parses, makes the host inputs and outputs, and runs the reference on the
- * CPU. 0, or -1 with a message on stderr. */
+/* The reference: the program on the CPU's best engine with every input
+ * widened to f64, kept in f64. An f32 reference would not do: the CPU
+ * engines add a sum's terms in order, and in f32 a sum of 2^26 terms near 1
+ * stops growing at 2^25, off by half; in f64 it is good to 1e-9. */
+static int case_reference(const gpu_case_t* c, case_io_t* io) {
+  uj_tensor_t in[BENCH_MAX_IO], out[BENCH_MAX_IO];
+  const uj_tensor_t* in_ptr[BENCH_MAX_IO];
+  uj_tensor_t* out_ptr[BENCH_MAX_IO];
+  int status = 0;
+  memset(in, 0, sizeof in), memset(out, 0, sizeof out);
+  for (int i = 0; i < io->nin && !status; i++) {
+    in[i] = io->host_in[i];
+    in[i].dtype = UJ_F64;
+    int64_t n = dims_numel(in[i].ndim, in[i].dims);
+    double* d = malloc((size_t)n * sizeof(double));
+    in[i].data = d;
+    if (!d) status = -1;
+    for (int64_t k = 0; d && k < n; k++) d[k] = ((const float*)io->host_in[i].data)[k];
+    in_ptr[i] = &in[i];
+  }
+  for (int o = 0; o < io->nout && !status; o++) {
+    out[o] = io->host_out[o];
+    out[o].dtype = UJ_F64;
+    out[o].data = io->reference[o];
+    if (io->alias[o] >= 0) {
+      out_ptr[o] = &in[io->alias[o]];
+    } else {
+      out_ptr[o] = &out[o];
+    }
+  }
+  uj_ctx_t* cpu = status ? NULL : uj_ctx_new(); /* AUTO on host tensors: the best CPU engine */
+  if (!status && (!cpu || uj_program_run(cpu, io->program, UJ_FORWARD, in_ptr, io->nin, NULL, 0, out_ptr, io->nout) !=
+                              UJ_OK)) {
+    fprintf(stderr, "bench gpu %s on the CPU in f64: %s\n", c->label, uj_last_error());
+    status = -1;
+  }
+  uj_ctx_free(cpu);
+  for (int o = 0; o < io->nout && !status; o++)
+    if (io->alias[o] >= 0)
+      memcpy(io->reference[o], in[io->alias[o]].data,
+             (size_t)dims_numel(out[o].ndim, out[o].dims) * sizeof(double));
+  for (int i = 0; i < io->nin; i++) free(in[i].data);
+  return status;
+}
+
+/* Parses, makes the host inputs and outputs, and computes the reference.
+ * 0, or -1 with a message on stderr. */
 static int case_io_host(const gpu_case_t* c, uint64_t seed, case_io_t* io) {
   memset(io, 0, sizeof *io);
   if (uj_program_parse(c->source, &io->program) != UJ_OK) {
@@ -82,6 +125,7 @@ static int case_io_host(const gpu_case_t* c, uint64_t seed, case_io_t* io) {
     io->nin = io->nout = 0;
     return -1;
   }
+  for (int o = 0; o < io->nout; o++) io->alias[o] = -1;
   for (int i = 0; i < io->nin; i++) {
     const char* name = uj_program_io_name(io->program, 0, i);
     const gpu_input_t* spec = find_input(c, name);
@@ -94,19 +138,15 @@ static int case_io_host(const gpu_case_t* c, uint64_t seed, case_io_t* io) {
     memcpy(t->dims, spec->dims, sizeof spec->dims);
     size_t n = (size_t)dims_numel(spec->ndim, spec->dims);
     float* data = malloc(n * sizeof(float));
-    io->pristine[i] = malloc(n * sizeof(float));
     t->data = data;
-    if (!data || !io->pristine[i]) return -1;
+    if (!data) return -1;
     for (size_t k = 0; k < n; k++) data[k] = spec->fixed ? spec->value : seeded_value(&seed);
-    memcpy(io->pristine[i], data, n * sizeof(float));
   }
   const uj_tensor_t* in[BENCH_MAX_IO];
-  uj_tensor_t* out[BENCH_MAX_IO];
   for (int i = 0; i < io->nin; i++) in[i] = &io->host_in[i];
   for (int o = 0; o < io->nout; o++) {
     uj_tensor_t* t = &io->host_out[o];
     *t = (uj_tensor_t){NULL, UJ_F32, UJ_CPU, 0, {0}};
-    io->alias[o] = -1;
     if (uj_program_shape(io->program, UJ_FORWARD, in, NULL, o, &t->ndim, t->dims) != UJ_OK) {
       fprintf(stderr, "bench gpu %s: %s\n", c->label, uj_last_error());
       return -1;
@@ -114,32 +154,20 @@ static int case_io_host(const gpu_case_t* c, uint64_t seed, case_io_t* io) {
     for (int i = 0; i < io->nin; i++)
       if (strcmp(uj_program_io_name(io->program, 1, o), uj_program_io_name(io->program, 0, i)) == 0) io->alias[o] = i;
     size_t n = (size_t)dims_numel(t->ndim, t->dims);
-    t->data = io->alias[o] >= 0 ? io->host_in[io->alias[o]].data : malloc(n * sizeof(float));
-    io->reference[o] = malloc(n * sizeof(float));
+    t->data = malloc(n * sizeof(float));
+    io->reference[o] = malloc(n * sizeof(double));
     if (!t->data || !io->reference[o]) return -1;
-    out[o] = t;
   }
-  uj_ctx_t* cpu = uj_ctx_new(); /* AUTO on host tensors: the best CPU engine */
-  uj_status_t s = cpu ? uj_program_run(cpu, io->program, UJ_FORWARD, in, io->nin, NULL, 0, out, io->nout) : UJ_ERR_OOM;
-  uj_ctx_free(cpu);
-  if (s != UJ_OK) {
-    fprintf(stderr, "bench gpu %s on the CPU: %s\n", c->label, uj_last_error());
-    return -1;
-  }
-  for (int o = 0; o < io->nout; o++)
-    memcpy(io->reference[o], io->host_out[o].data,
-           (size_t)dims_numel(io->host_out[o].ndim, io->host_out[o].dims) * sizeof(float));
-  return 0;
+  return case_reference(c, io);
 }
 
 /* The device tensors, holding the pristine inputs. */
 static int case_io_device(uj_ctx_t* ctx, case_io_t* io) {
   uj_status_t s = UJ_OK;
   for (int i = 0; i < io->nin && s == UJ_OK; i++) {
-    uj_tensor_t src = io->host_in[i];
-    src.data = io->pristine[i];
-    s = uj_tensor_alloc(ctx, UJ_CUDA, UJ_F32, src.ndim, src.dims, &io->dev_in[i]);
-    if (s == UJ_OK) s = uj_tensor_copy(ctx, &io->dev_in[i], &src);
+    const uj_tensor_t* src = &io->host_in[i];
+    s = uj_tensor_alloc(ctx, UJ_CUDA, UJ_F32, src->ndim, src->dims, &io->dev_in[i]);
+    if (s == UJ_OK) s = uj_tensor_copy(ctx, &io->dev_in[i], src);
     io->dev_in_ptr[i] = &io->dev_in[i];
   }
   for (int o = 0; o < io->nout && s == UJ_OK; o++) {
@@ -156,7 +184,8 @@ static int case_io_device(uj_ctx_t* ctx, case_io_t* io) {
 }
 
 /* The largest |got - ref| / max(1, |ref|) over every output, got copied
- * back from the device (NaN counts as infinite). */
+ * back from the device (NaN counts as infinite; a NaN reference agrees
+ * only with NaN). */
 static double case_io_error(uj_ctx_t* ctx, case_io_t* io) {
   double worst = 0;
   for (int o = 0; o < io->nout; o++) {
@@ -166,6 +195,7 @@ static double case_io_error(uj_ctx_t* ctx, case_io_t* io) {
     int64_t n = dims_numel(host->ndim, host->dims);
     for (int64_t k = 0; k < n; k++) {
       double r = io->reference[o][k], e = fabs((double)got[k] - r) / fmax(1.0, fabs(r));
+      if (isnan(r) && isnan(got[k])) continue;
       worst = isnan(e) ? INFINITY : fmax(worst, e);
     }
   }

@@ -84,7 +84,7 @@ static int is_scalar(const program_text_t* text, const char* name) {
 /* ---- workspaces ------------------------------------------------------------------------ */
 
 /* The values the CLI gives these names; other scalars are random. */
-static int named_scalar_value(const char* name, float* value) {
+int bench_named_scalar(const char* name, float* value) {
   static const struct {
     const char* name;
     float value;
@@ -176,7 +176,7 @@ int workspace_new(const program_text_t* text, int64_t n, workspace_t* ws) {
       status = -1;
       break;
     }
-    if (!scalar || !named_scalar_value(name, &data[0]))
+    if (!scalar || !bench_named_scalar(name, &data[0]))
       for (int64_t k = 0; k < ws->input_numel[i]; k++) data[k] = next_value(&seed);
     memcpy(ws->pristine[i], data, (size_t)ws->input_numel[i] * sizeof(float));
   }
