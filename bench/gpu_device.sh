@@ -83,7 +83,7 @@ if want tests; then
   section "make test"
   # shellcheck disable=SC2086
   timeout 200 make $make_args test >"$out/test.log" 2>&1 || status=1
-  grep -vE ' passed |^(gcc|cc|ar|objcopy|sh |ld) ' "$out/test.log" | tail -n 40
+  grep -vE ' passed |^(\S*/)?(gcc|cc|clang|ar|objcopy|ld|sh) ' "$out/test.log" | tail -n 40
   tar czf "$out/test-logs.tgz" build/tests/*.log 2>/dev/null
 fi
 if want bench; then
