@@ -39,7 +39,7 @@ TEST(cuda_winograd_source_shape) {
   const char* const* names = NULL;
   int count = 0;
   const char* src = bk_conv_cuda_winograd_source(&names, &count);
-  CHECK(src != NULL && count == 4 && names != NULL);
+  CHECK(src != NULL && count == 5 && names != NULL); /* filter, input, two products, output */
   if (!src || !names) return;
   CHECK(strstr(src, "#include") == NULL);
   for (int i = 0; i < count; i++) {
@@ -237,6 +237,8 @@ static void gpu_case(uint64_t seed, int iterations, int winograd_shapes) {
       {1, 1, 1, 7, 5, 3, 3, 1, 1, 1, 1, 1},    {3, 1, 1, 5, 4, 1, 1, 1, 1, 0, 0, 1},
       {2, 9, 7, 33, 65, 3, 3, 1, 1, 1, 1, 0},  {1, 2, 9, 4, 3, 3, 3, 1, 1, 1, 1, 1},
       {1, 13, 11, 37, 19, 3, 3, 1, 1, 0, 0, 1}, {2, 5, 4, 3, 6, 5, 4, 2, 1, 0, 0, 1},
+      /* enough tiles for cuda_winograd's 64x64 product tiles, with partial tiles at both edges */
+      {8, 27, 28, 70, 70, 3, 3, 1, 1, 1, 1, 1},
   };
   int nfixed = (int)(sizeof fixed / sizeof *fixed);
   for (int it = 0; ctx && it < nfixed + iterations; it++) {

@@ -128,9 +128,17 @@ static uj_status_t run_with(const bk_conv_call_t* call, const jit_cuda_source_t*
     s = jit_cuda_source_launch(mod, BK_WINO2_INPUT, grid, THREADS, args);
   }
   if (s == UJ_OK) {
-    unsigned grid[3] = {(unsigned)((T + 15) / 16), (unsigned)((K + 15) / 16), 16};
+    /* 64x64 tiles when they still give every multiprocessor two blocks:
+     * four times the work per shared-memory read; else 16x16 tiles, which
+     * keep small problems (a batch of one late layer) spread over the GPU */
+    int sms = 0;
+    rt_cuda_describe(cc, NULL, NULL, NULL, &sms);
+    int64_t blocks64 = ((T + 63) / 64) * ((K + 63) / 64) * 16;
+    int wide = blocks64 >= 2 * (int64_t)(sms > 0 ? sms : 1);
+    int64_t tile = wide ? 64 : 16;
+    unsigned grid[3] = {(unsigned)((T + tile - 1) / tile), (unsigned)((K + tile - 1) / tile), 16};
     void* args[] = {&v, &u, &m, &T, &C, &K};
-    s = jit_cuda_source_launch(mod, BK_WINO2_PRODUCT, grid, THREADS, args);
+    s = jit_cuda_source_launch(mod, wide ? BK_WINO2_PRODUCT64 : BK_WINO2_PRODUCT, grid, THREADS, args);
   }
   if (s == UJ_OK) {
     const void* bias = call->bias ? call->bias->data : NULL;

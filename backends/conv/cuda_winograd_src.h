@@ -16,7 +16,12 @@
  *   V [16][T][C]   uj_wino2_input, from the 4x4 patch of x at
  *                  (2*ty - pad_h, 2*tx - pad_w), zero outside x
  *   M [16][T][K]   uj_wino2_product: M_xi = V_xi U_xi, 16 matrix products
- *                  (blockIdx.z = xi) in 16x16 tiles through shared memory
+ *                  (blockIdx.z = xi) in 16x16 tiles through shared memory,
+ *                  one output a thread; uj_wino2_product64 when the
+ *                  products are large enough to fill the GPU with 64x64
+ *                  tiles: 16 outputs a thread, so that each value read
+ *                  from shared memory feeds four multiply-adds rather than
+ *                  one. Both add the C terms of an output in the same order.
  *   y              uj_wino2_output: A^T m A (+ bias), pixels past OH or OW
  *                  dropped
  * The element-wise kernels are grid-stride loops with the channel (or
@@ -26,8 +31,8 @@
 #define UJ_BACKENDS_CONV_CUDA_WINOGRAD_SRC_H
 
 static const char* const bk_cuda_wino_names[] = {"uj_wino2_filter", "uj_wino2_input", "uj_wino2_product",
-                                                 "uj_wino2_output"};
-enum { BK_WINO2_FILTER, BK_WINO2_INPUT, BK_WINO2_PRODUCT, BK_WINO2_OUTPUT, BK_WINO2_NKERNELS };
+                                                 "uj_wino2_product64", "uj_wino2_output"};
+enum { BK_WINO2_FILTER, BK_WINO2_INPUT, BK_WINO2_PRODUCT, BK_WINO2_PRODUCT64, BK_WINO2_OUTPUT, BK_WINO2_NKERNELS };
 
 static const char bk_cuda_wino_source[] =
     "/* Winograd F(2x2, 3x3): filter, input, product and output kernels. */\n"
@@ -106,6 +111,53 @@ static const char bk_cuda_wino_source[] =
     "    __syncthreads();\n"
     "  }\n"
     "  if (row < T && col < K) m[(xi * T + row) * K + col] = acc;\n"
+    "}\n"
+    "\n"
+    "/* The same products, a 64x64 tile of M a block: thread (tx, ty) of 16x16 computes rows ty + 16i and\n"
+    " * columns tx + 16j (i, j < 4), so that a warp reads 16 consecutive floats of b and two of a. */\n"
+    "extern \"C\" __global__ void uj_wino2_product64(const float* __restrict__ v, const float* __restrict__ u,\n"
+    "                                              float* __restrict__ m, i64 T, i64 C, i64 K) {\n"
+    "  __shared__ float a[64][17];\n"
+    "  __shared__ float b[16][64];\n"
+    "  int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;\n"
+    "  i64 xi = blockIdx.z;\n"
+    "  const float* vx = v + xi * T * C;\n"
+    "  const float* ux = u + xi * C * K;\n"
+    "  i64 row0 = (i64)blockIdx.x * 64, col0 = (i64)blockIdx.y * 64;\n"
+    "  float acc[4][4];\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < 4; i++)\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < 4; j++) acc[i][j] = 0.0f;\n"
+    "  for (i64 c0 = 0; c0 < C; c0 += 16) {\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < 4; i++) {\n"
+    "      int r = ty + 16 * i, br = (tid >> 6) + 4 * i, bc = tid & 63;\n"
+    "      a[r][tx] = row0 + r < T && c0 + tx < C ? vx[(row0 + r) * C + c0 + tx] : 0.0f;\n"
+    "      b[br][bc] = c0 + br < C && col0 + bc < K ? ux[(c0 + br) * K + col0 + bc] : 0.0f;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "#pragma unroll\n"
+    "    for (int q = 0; q < 16; q++) {\n"
+    "      float av[4], bv[4];\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < 4; i++) av[i] = a[ty + 16 * i][q];\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < 4; j++) bv[j] = b[q][tx + 16 * j];\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < 4; i++)\n"
+    "#pragma unroll\n"
+    "        for (int j = 0; j < 4; j++) acc[i][j] += av[i] * bv[j];\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < 4; i++)\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < 4; j++) {\n"
+    "      i64 row = row0 + ty + 16 * i, col = col0 + tx + 16 * j;\n"
+    "      if (row < T && col < K) m[(xi * T + row) * K + col] = acc[i][j];\n"
+    "    }\n"
     "}\n"
     "\n"
     "extern \"C\" __global__ void uj_wino2_output(const float* __restrict__ m, const float* __restrict__ bias,\n"
