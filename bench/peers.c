@@ -61,8 +61,11 @@ void peers_measure(const char* workloads, int64_t elements, int64_t rows, int64_
   memset(out, 0, sizeof *out);
   const char* python = find_python();
   if (!python) {
-    snprintf(out->note, sizeof out->note,
-             "skipped: no python3 that imports numpy (UOPJIT_BENCH_PYTHON, python3, /usr/bin/python3)");
+    const char* chosen = getenv("UOPJIT_BENCH_PYTHON");
+    if (chosen && *chosen)
+      snprintf(out->note, sizeof out->note, "skipped: UOPJIT_BENCH_PYTHON=%s cannot import numpy", chosen);
+    else
+      snprintf(out->note, sizeof out->note, "skipped: neither python3 nor /usr/bin/python3 imports numpy");
     return;
   }
   char command[8400];

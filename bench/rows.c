@@ -129,15 +129,16 @@ static int make_tensors(row_workspace_t* ws, uj_program_t* program) {
       return -1;
     }
     bench_fill_uniform(t->data, tensor_numel(t), &seed);
-    const float** slot = strcmp(input, "x") == 0 ? &ws->x : strcmp(input, "w") == 0 ? &ws->w
-                                                        : strcmp(input, "b") == 0 ? &ws->b
-                                                                                  : NULL;
+    const float** slot = NULL;
+    if (strcmp(input, "x") == 0) slot = &ws->x;
+    else if (strcmp(input, "w") == 0) slot = &ws->w;
+    else if (strcmp(input, "b") == 0) slot = &ws->b;
     if (!slot) {
       fprintf(stderr, "bench: %s.uj: the hand-written kernel knows inputs x, w and b, not '%s'\n", name, input);
       return -1;
     }
     *slot = t->data;
-    if (*slot == ws->x) ws->cols = t->dims[t->ndim - 1];
+    if (slot == &ws->x) ws->cols = t->dims[t->ndim - 1];
   }
   const uj_tensor_t* inputs[BENCH_MAX_IO];
   for (int i = 0; i < ws->ninputs; i++) inputs[i] = &ws->inputs[i];
