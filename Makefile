@@ -316,7 +316,7 @@ tsan:
 # ---- bench -------------------------------------------------------------------------
 
 # bench/ is a program, not a test. For each program bench/<name>.uj, with its
-# `uopjit` options (--scalar ...) in bench/<name>.args, it times every CPU
+# `uopjit` options (--scalar ..., --shape ...) in bench/<name>.args, it times every CPU
 # engine against the AOT C that `uopjit aot` writes for it and an unfused
 # baseline. The AOT C is compiled as a user would, with plain gcc -O3
 # -march=native (no -fno-math-errno: a sqrtf that may set errno keeps such a
@@ -345,11 +345,11 @@ $(BENCH_DIR)/aot_%.o: $(BENCH_DIR)/aot_%.c
 
 # The driver builds with the library's flags. Where the figures depend on the
 # code gcc makes, the flags are those of the comparison: the unfused loops
-# with -O3 -march=native -ffast-math (SIMD as NumPy's ufuncs, see
-# bench/baseline.c), STREAM with -O3 -march=native and its copy loop kept a
+# and the hand-written row kernels with -O3 -march=native -ffast-math (SIMD
+# as NumPy's ufuncs, see bench/baseline.c and bench/rows_baseline.c), STREAM with -O3 -march=native and its copy loop kept a
 # loop rather than turned into memcpy.
 $(BENCH_OBJS): override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
-$(BUILD)/obj/bench/baseline.o: override CFLAGS += -O3 -march=native -ffast-math
+$(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o: override CFLAGS += -O3 -march=native -ffast-math
 $(BUILD)/obj/bench/stream.o: override CFLAGS += -O3 -march=native -fno-tree-loop-distribute-patterns
 
 $(BENCH): $(BENCH_OBJS) $(BENCH_AOT_OBJS) $(LIB_A)

@@ -9,6 +9,12 @@
  *
  *   bench            sizes 2^16 and 2^24, 7 compile repetitions, 7+ samples
  *   bench --short    sizes 2^16 and 2^20, fewer repetitions (well under 30 s)
+ *   bench --rows     the row programs alone (softmax, layernorm; rows.c)
+ *   bench --tier     the tiered auto engine against MIR and C over time (tier.c)
+ *
+ * The row programs (rows.c) follow the 1-D ones, and the peers (numpy,
+ * numexpr, torch: peers.c runs bench/cpu_peers.py) are measured first in
+ * the same run, their rows shown beside the engines' at the largest size.
  *
  * The kernel cache lives in a private directory under $TMPDIR (else /tmp)
  * for the length of the run and is removed afterwards, so the user's cache
@@ -75,7 +81,7 @@ static throughput_row_t* add_row(bench_results_t* res, int program, int64_t n, r
     exit(1);
   }
   throughput_row_t* row = &res->rows[res->nrows++];
-  *row = (throughput_row_t){program, n, kind, threads, ROW_FAILED, 0, 0};
+  *row = (throughput_row_t){program, n, kind, threads, ROW_FAILED, 0, 0, NULL};
   return row;
 }
 
@@ -87,9 +93,23 @@ static void sampling(const bench_results_t* res, runner_kind_t kind, int64_t n, 
   if (kind == RUNNER_INTERP && large) *samples = res->interp_large_samples, *min_ns = 0;
 }
 
+/* The peers' rows for this program and size, as measured by cpu_peers.py. */
+static void add_peer_rows(bench_results_t* res, int program, int64_t n, const peer_results_t* peers) {
+  const char* name = res->programs[program]->name;
+  for (int k = peers_find(peers, name, n, 0); k >= 0; k = peers_find(peers, name, n, k + 1)) {
+    const peer_row_t* peer = &peers->rows[k];
+    throughput_row_t* row = add_row(res, program, n, RUNNER_PEER, peer->threads);
+    row->peer = peer->peer;
+    row->status = peer->checked_ok ? ROW_OK : ROW_MISMATCH;
+    row->max_error = peer->max_error;
+    row->ns_per_call = peer->ns_per_call;
+  }
+}
+
 /* The interpreter's run is the reference; every other runner is checked
  * against it, then timed only if it passed. */
-static void measure_size(bench_results_t* res, int program, const program_text_t* text, int64_t n) {
+static void measure_size(bench_results_t* res, int program, const program_text_t* text, int64_t n,
+                         const peer_results_t* peers) {
   workspace_t ws;
   if (workspace_new(text, n, &ws) != 0) {
     add_row(res, program, n, RUNNER_INTERP, 1);
@@ -134,14 +154,20 @@ static void measure_size(bench_results_t* res, int program, const program_text_t
     runner_close(&runner);
   }
   workspace_free(&ws);
+  add_peer_rows(res, program, n, peers);
 }
 
 static void usage(FILE* f) {
   fprintf(f,
-          "usage: bench [--short]\n"
+          "usage: bench [--short] [--rows]\n"
           "  Times the programs in %s/*.uj on the interpreter, MIR and C JIT engines,\n"
-          "  their AOT C and an unfused baseline, with compile times and STREAM bandwidth.\n"
-          "  --short  sizes 2^16 and 2^20 and fewer repetitions\n"
+          "  their AOT C and an unfused or hand-written baseline, with compile times and\n"
+          "  STREAM bandwidth, and numpy, numexpr and torch through cpu_peers.py when a\n"
+          "  python3 imports numpy (UOPJIT_BENCH_PYTHON chooses the interpreter).\n"
+          "  --short  sizes 2^16 and 2^20, a quarter of the rows, fewer repetitions\n"
+          "  --rows   only softmax and layernorm over the rows of a matrix, with their peers\n"
+          "  --tier   instead, the tiered auto engine beside MIR and C: first call, per call\n"
+          "           after 0.5 s of calls, a second process's first call (tier.c)\n"
           "  --conv [--threads N]  instead, the convolution backends on network layers (conv.c)\n"
           "  --gpu    instead, the GPU section in full (gpu.c, gpu_rows.c) and the GPU convolutions\n",
           BENCH_SOURCE_DIR);
@@ -149,7 +175,11 @@ static void usage(FILE* f) {
 
 int main(int argc, char** argv) {
   static bench_results_t res; /* large: static rather than on the stack */
+  static peer_results_t peers;
+  static rows_results_t rows;
+  int rows_only = 0;
   if (argc > 1 && strcmp(argv[1], "--conv") == 0) return bench_conv_main(argc - 1, argv + 1);
+  if (argc > 1 && strncmp(argv[1], "--tier", 6) == 0) return bench_tier_main(argc, argv, &sigmoid);
   if (argc == 2 && strcmp(argv[1], "--gpu") == 0) {
     const program_spec_t* programs[] = {&sigmoid, &adam, &sumsq};
     int status = bench_gpu(programs, 3, 0);
@@ -158,6 +188,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--short") == 0) {
       res.short_run = 1;
+    } else if (strcmp(argv[i], "--rows") == 0) {
+      rows_only = 1;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -173,6 +205,7 @@ int main(int argc, char** argv) {
   res.sizes[0] = (int64_t)1 << 16;
   res.sizes[1] = (int64_t)1 << (res.short_run ? 20 : 24);
   res.nsizes = 2;
+  int64_t largest = res.sizes[1];
   res.compile_repetitions = res.short_run ? 3 : 7;
   res.large_samples = res.short_run ? 3 : 7;
   res.small_samples = res.short_run ? 5 : 11;
@@ -191,11 +224,29 @@ int main(int argc, char** argv) {
   unsetenv("UOPJIT_ENGINE");
   unsetenv("UOPJIT_CACHE");
 
+  int64_t matrix_rows = 1, matrix_cols = 1;
+  int have_rows = rows_matrix_shape(res.short_run, &matrix_rows, &matrix_cols) == 0;
+  int status = !have_rows;
+  if (rows_only) {
+    progress("peers (cpu_peers.py)");
+    if (have_rows) peers_measure("softmax,layernorm", largest, matrix_rows, matrix_cols, res.short_run, &peers);
+    progress("row programs");
+    if (have_rows && rows_measure(&peers, res.short_run, &rows) != 0) status = 1;
+    if (show_progress) fprintf(stderr, "\r\033[K");
+    if (have_rows) rows_print(&rows, &peers);
+    bench_remove_dir(run_cache);
+    bench_remove_dir(cache_root);
+    free(run_cache);
+    free(cache_root);
+    return status;
+  }
   for (int t = 1; t <= BENCH_THREAD_COUNTS; t++) {
     progress("STREAM, %d thread(s)", t);
     res.stream_ok[t - 1] = stream_measure(t, res.stream_length, res.stream_repetitions, &res.stream[t - 1]) == 0;
   }
-  int status = 0;
+  progress("peers (cpu_peers.py)");
+  peers_measure(have_rows ? "sigmoid,adam,softmax,layernorm" : "sigmoid,adam", largest, matrix_rows, matrix_cols,
+                res.short_run, &peers);
   for (int p = 0; p < res.nprograms; p++) {
     program_text_t text;
     if (program_text_load(res.programs[p], &text) != 0) {
@@ -208,9 +259,11 @@ int main(int argc, char** argv) {
       progress("%s, compile times on %s", text.spec->name, uj_engine_name(compiled[e]));
       compile_measure(&text, compiled[e], cache_root, res.compile_repetitions, &res.compile[p][e]);
     }
-    for (int s = 0; s < res.nsizes; s++) measure_size(&res, p, &text, res.sizes[s]);
+    for (int s = 0; s < res.nsizes; s++) measure_size(&res, p, &text, res.sizes[s], &peers);
     program_text_free(&text);
   }
+  progress("row programs");
+  if (have_rows && rows_measure(&peers, res.short_run, &rows) != 0) status = 1;
   if (show_progress) fprintf(stderr, "\r\033[K");
   bench_remove_dir(run_cache);
   bench_remove_dir(cache_root);
@@ -218,6 +271,8 @@ int main(int argc, char** argv) {
   free(cache_root);
 
   report_print(&res);
+  if (rows.nprograms > 0) rows_print(&rows, &peers);
+  if (!peers.ran) printf("\npeers: %s\n", peers.note);
   if (bench_gpu(res.programs, res.nprograms, res.short_run) != 0) status = 1;
   for (int r = 0; r < res.nrows; r++)
     if (res.rows[r].status == ROW_MISMATCH || res.rows[r].status == ROW_FAILED) status = 1;

@@ -1,7 +1,7 @@
 /* bench/bench.h: what the parts of the benchmark program share.
  *
  * The benchmark (make bench; make run runs it with --short) times three
- * programs of the expression language, kept in bench/<name>.uj with their
+ * 1-D programs of the expression language, kept in bench/<name>.uj with their
  * CLI options in bench/<name>.args, on every CPU engine:
  *
  *   interp, mir, c   through the public API (uj_program_run), 1 and 2 threads
@@ -9,11 +9,19 @@
  *                    with gcc -O3 -march=native into this binary (1 thread)
  *   unfused          plain C loops, one pass per op writing a temporary
  *                    array, as NumPy evaluates an expression (1 thread)
+ *   numpy, numexpr,  the peers, through bench/cpu_peers.py (peers.c runs it
+ *   torch            in the same run when a python3 imports numpy)
+ *
+ * and two row programs, softmax and layernorm over the rows of a 4096x4096
+ * matrix (bench/softmax.uj, bench/layernorm.uj, shapes from --shape in their
+ * .args), on mir and c, aot, a hand-written fused kernel and the peers.
  *
  * workload.c sets up the tensors and runs and checks one engine, compile.c
  * measures compile and dispatch times, stream.c the machine's STREAM copy and
  * triad bandwidth, baseline.c holds the unfused loops, report.c prints the
- * tables and bench.c drives it all. */
+ * tables and bench.c drives it all; rows.c measures and prints the row
+ * programs (rows_baseline.c: their hand-written kernels); tier.c is
+ * `bench --tier`, the auto engine over time against MIR and C. */
 #ifndef BENCH_H
 #define BENCH_H
 
@@ -43,6 +51,16 @@ char* bench_make_dir(const char* parent, const char* prefix);
 /* Removes dir and the files directly in it (the kernel cache is flat). */
 void bench_remove_dir(const char* dir);
 
+/* One call of a timed workload: 0, or -1 on a failure (message on stderr). */
+typedef int (*bench_call_fn)(void* arg);
+/* Median nanoseconds per call over `samples` samples (1..64), each of as
+ * many calls as fill about min_sample_ns (a call slower than that is a
+ * sample of its own); a negative value when a call failed. */
+double bench_time_calls(bench_call_fn call, void* arg, int samples, double min_sample_ns);
+/* Fills data[0..count) with values uniform in [0.5, 1.5) from a 64-bit
+ * xorshift state (never 0), which it advances. */
+void bench_fill_uniform(float* data, int64_t count, uint64_t* state);
+
 /* ---- the AOT kernels (build/bench/aot_<name>.o, names renamed) ---------------------- */
 
 typedef int (*aot_run_fn)(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
@@ -58,6 +76,12 @@ int aot_adam_output_dims(const int64_t* const* input_dims, const int64_t* params
 int aot_sumsq_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
                   const int64_t* params);
 int aot_sumsq_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
+int aot_softmax_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
+                    const int64_t* params);
+int aot_softmax_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
+int aot_layernorm_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
+                      const int64_t* params);
+int aot_layernorm_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
 
 /* ---- baseline.c ---------------------------------------------------------------------- */
 
@@ -100,16 +124,30 @@ typedef struct {
   const unfused_baseline_t* unfused;
 } program_spec_t;
 
-/* The program's source and the inputs its .args make 0-d. */
+/* An input's shape from `--shape NAME=D0,D1,...` in the .args, or the
+ * shape of every input not named when name is NULL (`--shape D0,D1`). */
+typedef struct {
+  char* name;
+  int ndim;
+  int64_t dims[UJ_MAX_DIMS];
+} input_shape_t;
+
+/* The program's source, the inputs its .args make 0-d and the shapes it
+ * gives (the row programs' matrices; the 1-D programs give none). */
 typedef struct {
   const program_spec_t* spec;
   char* source;
   char* args;
   int nscalars;
   char* scalars[BENCH_MAX_IO];
+  int nshapes;
+  input_shape_t shapes[BENCH_MAX_IO];
 } program_text_t;
 
 int program_text_load(const program_spec_t* spec, program_text_t* text);
+/* The shape the .args give input `name` (its own, else the default one):
+ * 1, or 0 when they give none. */
+int program_text_shape(const program_text_t* text, const char* name, input_shape_t* shape);
 /* The value a 0-d input called name gets (lr, b1, b2, eps: 1e-3, 0.9, 0.999, 1e-8, as the CLI gives them): 1, or 0 for
  * any other name. */
 int bench_named_scalar(const char* name, float* value);
@@ -141,7 +179,9 @@ void workspace_free(workspace_t* ws);
  * that is not in place, so an engine that writes nothing cannot pass. */
 void workspace_reset(workspace_t* ws);
 
-typedef enum { RUNNER_INTERP, RUNNER_MIR, RUNNER_C, RUNNER_AOT, RUNNER_UNFUSED } runner_kind_t;
+/* hand: a hand-written fused kernel (the row programs, bench/rows_baseline.c);
+ * peer: a row measured by bench/cpu_peers.py (numpy, numexpr, torch). */
+typedef enum { RUNNER_INTERP, RUNNER_MIR, RUNNER_C, RUNNER_AOT, RUNNER_UNFUSED, RUNNER_HAND, RUNNER_PEER } runner_kind_t;
 
 /* One way of running a workspace's program. */
 typedef struct {
@@ -205,6 +245,7 @@ typedef struct {
   row_status_t status;
   double max_error;
   double ns_per_call; /* median; meaningful for ROW_OK and ROW_REFERENCE */
+  const char* peer;   /* RUNNER_PEER: the peer's name (numpy, numexpr, torch) */
 } throughput_row_t;
 
 typedef struct {
@@ -227,6 +268,72 @@ typedef struct {
 } bench_results_t;
 
 void report_print(const bench_results_t* results);
+
+/* ---- peers.c: bench/cpu_peers.py's numpy, numexpr and torch rows, in this run ---- */
+
+#define PEERS_MAX_ROWS 48
+
+/* One peer measurement; workload is a program's name (sigmoid, adam, softmax, layernorm). */
+typedef struct {
+  char workload[16];
+  char peer[16];
+  int threads;
+  int64_t elements;
+  int checked_ok; /* the peer's result agreed with its f64 reference (cpu_peers.py says how) */
+  double max_error;
+  double ns_per_call;
+} peer_row_t;
+
+typedef struct {
+  int ran;         /* 0: skipped; note says why */
+  char note[256];  /* the versions measured, or why there are no peers */
+  int nrows;
+  peer_row_t rows[PEERS_MAX_ROWS];
+} peer_results_t;
+
+/* Runs cpu_peers.py (when a python3 imports numpy) on `workloads` (a
+ * comma-separated list of sigmoid, adam, softmax, layernorm): the 1-D ones
+ * at `elements`, the row ones on rows x cols, on 1 and 2 threads. Never
+ * fails the bench: a helper that cannot run leaves a note. */
+void peers_measure(const char* workloads, int64_t elements, int64_t rows, int64_t cols, int short_run,
+                   peer_results_t* out);
+/* The peer rows of one workload and size, in the helper's order: the index
+ * of the next one at or after `from`, or -1. */
+int peers_find(const peer_results_t* peers, const char* workload, int64_t elements, int from);
+
+/* ---- rows.c: softmax and layernorm over the rows of a matrix ---- */
+
+/* The hand-written fused kernels (rows_baseline.c): y from x[rows, cols]
+ * and, for layernorm, w[cols] and b[cols] (NULL for softmax). */
+typedef void (*hand_rows_fn)(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t cols);
+void hand_softmax_rows(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t cols);
+void hand_layernorm_rows(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t cols);
+
+#define ROWS_MAX_PROGRAMS 4
+#define ROWS_MAX_RESULTS 64
+
+/* What rows_measure gathers; each result is a throughput_row_t whose
+ * `program` indexes names[] and whose n is rows * cols. */
+typedef struct {
+  int short_run;
+  int64_t rows, cols;
+  int nprograms;
+  const char* names[ROWS_MAX_PROGRAMS];
+  int nresults;
+  throughput_row_t results[ROWS_MAX_RESULTS];
+} rows_results_t;
+
+/* The matrix the row programs run on: the shape bench/softmax.args gives x,
+ * a quarter of its rows for --short. 0, or -1 with a message. */
+int rows_matrix_shape(int short_run, int64_t* rows, int64_t* cols);
+/* Checks and times every row program on every runner, and takes the
+ * peers' rows for them. 0, or 1 when a row failed or mismatched. */
+int rows_measure(const peer_results_t* peers, int short_run, rows_results_t* out);
+void rows_print(const rows_results_t* results, const peer_results_t* peers);
+
+/* ---- tier.c: `bench --tier`, the tiered auto engine against MIR and C over time ---- */
+
+int bench_tier_main(int argc, char** argv, const program_spec_t* sigmoid);
 
 /* ---- conv.c: `bench --conv`, the convolution backends on network layers ---- */
 

@@ -160,7 +160,9 @@ static void print_header(const bench_results_t* res) {
   printf("          with plain gcc -O3 -march=native, as a user would (a sqrtf that may set errno keeps\n");
   printf("          such a loop scalar; the C engine adds -fno-math-errno);\n");
   printf("          unfused = one loop per op over whole temporaries, as NumPy evaluates, built with\n");
-  printf("          gcc -O3 -march=native -ffast-math (SIMD, exp included, as NumPy's ufuncs)\n");
+  printf("          gcc -O3 -march=native -ffast-math (SIMD, exp included, as NumPy's ufuncs);\n");
+  printf("          numpy, numexpr, torch = bench/cpu_peers.py in this run, at the largest size (their own\n");
+  printf("          check against f64; numpy on 1 thread)\n");
   printf("samples:  compile %d repetitions; throughput %d samples below 2^20, %d from 2^20 (interp %d)\n",
          res->compile_repetitions, res->small_samples, res->large_samples, res->interp_large_samples);
   printf("programs:");
@@ -260,8 +262,8 @@ static void print_throughput(const bench_results_t* res) {
     size_label(row->n, size, sizeof size);
     row_target_text(res, row, target, sizeof target);
     if (r > 0 && (row->program != res->rows[r - 1].program || row->n != res->rows[r - 1].n)) printf("\n");
-    printf("%-8s %-5s %-8s %3d %-11s", spec->name, size, runner_name(row->kind), row->threads,
-           status_text(row->status));
+    printf("%-8s %-5s %-8s %3d %-11s", spec->name, size, row->kind == RUNNER_PEER ? row->peer : runner_name(row->kind),
+           row->threads, status_text(row->status));
     int checked = row->status == ROW_OK || row->status == ROW_MISMATCH;
     print_figure(8, "%.1e", checked ? row->max_error : NAN);
     double ns = timed(row) ? row->ns_per_call : NAN;

@@ -1,6 +1,8 @@
 /* bench/util.c: the benchmark's small helpers: a monotonic clock in
  * nanoseconds, medians (every figure the bench prints is a median of
- * repeated measurements, machines being noisy), reading the program files
+ * repeated measurements, machines being noisy), the timing of a call as the
+ * median of samples of back-to-back calls (so that short calls are not lost
+ * in the clock's resolution), seeded input values, reading the program files
  * and the private directories that hold the kernel cache while it runs. */
 #include <dirent.h>
 #include <errno.h>
@@ -98,4 +100,33 @@ void bench_remove_dir(const char* dir) {
     closedir(d);
   }
   rmdir(dir);
+}
+
+double bench_time_calls(bench_call_fn call, void* arg, int samples, double min_sample_ns) {
+  enum { MAX_SAMPLES = 64 };
+  if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
+  if (samples < 1) samples = 1;
+  double start = bench_now_ns();
+  if (call(arg) != 0) return -1;
+  double one_call = bench_now_ns() - start;
+  int64_t calls = one_call >= min_sample_ns ? 1 : (int64_t)ceil(min_sample_ns / fmax(one_call, 1.0));
+  double per_call[MAX_SAMPLES];
+  int first = 0;
+  if (calls == 1) per_call[first++] = one_call; /* a slow call is a sample of its own */
+  for (int s = first; s < samples; s++) {
+    start = bench_now_ns();
+    for (int64_t c = 0; c < calls; c++)
+      if (call(arg) != 0) return -1;
+    per_call[s] = (bench_now_ns() - start) / (double)calls;
+  }
+  return bench_median(per_call, samples);
+}
+
+void bench_fill_uniform(float* data, int64_t count, uint64_t* state) {
+  for (int64_t k = 0; k < count; k++) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    data[k] = 0.5f + (float)(*state >> 40) / (float)(1 << 24);
+  }
 }

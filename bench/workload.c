@@ -3,15 +3,14 @@
  * interpreter's, and the throughput timing.
  *
  * The program comes from bench/<name>.uj and its 0-d inputs from the
- * --scalar option in bench/<name>.args: the same two files the Makefile
+ * --scalar option in bench/<name>.args (the row programs' shapes from its
+ * --shape options, read here for rows.c): the same two files the Makefile
  * hands to `uopjit aot` for the AOT kernel, so there is one source of truth.
  * Outputs that carry an input's name (Adam's m, v, p) are given that input's
  * memory, so in-place updates run in place on every engine.
  *
- * Throughput is the median over several samples of the time per call, each
- * sample as many back-to-back calls as fill a minimum sample time (so that
- * small sizes are not lost in the clock's resolution). A call through the
- * public API includes its dispatch, as a user's call would. */
+ * Throughput is bench_time_calls' median per call (util.c). A call through
+ * the public API includes its dispatch, as a user's call would. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,21 +34,55 @@ static char* next_word(char** rest) {
   return word;
 }
 
-/* Reads the --scalar lists out of the .args text. Any other option is an
- * error: the bench would silently run something other than what
- * `uopjit aot` compiled. */
+/* `--shape [NAME=]D0,D1,...` into text->shapes; 0, or -1 with a message. */
+static int parse_shape(program_text_t* text, char* value) {
+  const char* where = text->spec->name;
+  if (text->nshapes == BENCH_MAX_IO) {
+    fprintf(stderr, "bench: %s/%s.args: more than %d --shape options\n", BENCH_SOURCE_DIR, where, BENCH_MAX_IO);
+    return -1;
+  }
+  input_shape_t* shape = &text->shapes[text->nshapes];
+  char* equals = strchr(value, '=');
+  char* dims = equals ? equals + 1 : value;
+  if (equals) {
+    *equals = '\0';
+    if (!(shape->name = strdup(value))) return -1;
+  }
+  text->nshapes++; /* counted now so that program_text_free frees the name */
+  shape->ndim = 0;
+  for (char* dim; (dim = strsep(&dims, ",")) != NULL;) {
+    char* end;
+    long long size = strtoll(dim, &end, 10);
+    if (shape->ndim == UJ_MAX_DIMS || end == dim || *end || size < 1) {
+      fprintf(stderr, "bench: %s/%s.args: --shape wants up to %d sizes >= 1 separated by ',', found '%s'\n",
+              BENCH_SOURCE_DIR, where, UJ_MAX_DIMS, dim);
+      return -1;
+    }
+    shape->dims[shape->ndim++] = size;
+  }
+  return 0;
+}
+
+/* Reads the --scalar lists and --shape options out of the .args text. Any
+ * other option is an error: the bench would silently run something other
+ * than what `uopjit aot` compiled. */
 static int parse_args(program_text_t* text) {
   char* copy = strdup(text->args);
   char* rest = copy;
   int status = copy ? 0 : -1;
   for (char* word; !status && (word = next_word(&rest)) != NULL;) {
-    char* names = strcmp(word, "--scalar") == 0 ? next_word(&rest) : NULL;
-    if (!names) {
-      fprintf(stderr, "bench: %s/%s.args: the bench understands only --scalar NAME[,NAME...], found '%s'\n",
+    int scalar = strcmp(word, "--scalar") == 0, shape = strcmp(word, "--shape") == 0;
+    char* value = scalar || shape ? next_word(&rest) : NULL;
+    if (!value) {
+      fprintf(stderr,
+              "bench: %s/%s.args: the bench understands only --scalar NAME[,NAME...] and "
+              "--shape [NAME=]D0[,D1...], found '%s'\n",
               BENCH_SOURCE_DIR, text->spec->name, word);
       status = -1;
+    } else if (shape) {
+      status = parse_shape(text, value);
     }
-    for (char* name; !status && (name = strsep(&names, ",")) != NULL;)
+    for (char* name; scalar && !status && (name = strsep(&value, ",")) != NULL;)
       if (*name && text->nscalars < BENCH_MAX_IO && !(text->scalars[text->nscalars++] = strdup(name))) status = -1;
   }
   free(copy);
@@ -72,7 +105,18 @@ void program_text_free(program_text_t* text) {
   free(text->source);
   free(text->args);
   for (int i = 0; i < text->nscalars; i++) free(text->scalars[i]);
+  for (int i = 0; i < text->nshapes; i++) free(text->shapes[i].name);
   memset(text, 0, sizeof *text);
+}
+
+int program_text_shape(const program_text_t* text, const char* name, input_shape_t* shape) {
+  const input_shape_t* fallback = NULL;
+  for (int i = 0; i < text->nshapes; i++) {
+    if (text->shapes[i].name && strcmp(text->shapes[i].name, name) == 0) return *shape = text->shapes[i], 1;
+    if (!text->shapes[i].name) fallback = &text->shapes[i];
+  }
+  if (fallback) *shape = *fallback;
+  return fallback != NULL;
 }
 
 static int is_scalar(const program_text_t* text, const char* name) {
@@ -92,14 +136,6 @@ int bench_named_scalar(const char* name, float* value) {
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (strcmp(known[i].name, name) == 0) return *value = known[i].value, 1;
   return 0;
-}
-
-/* Uniform in [0.5, 1.5) from a 64-bit xorshift state. */
-static float next_value(uint64_t* state) {
-  *state ^= *state << 13;
-  *state ^= *state >> 7;
-  *state ^= *state << 17;
-  return 0.5f + (float)(*state >> 40) / (float)(1 << 24);
 }
 
 static float* alloc_floats(int64_t count) {
@@ -150,6 +186,11 @@ int workspace_new(const program_text_t* text, int64_t n, workspace_t* ws) {
   memset(ws, 0, sizeof *ws);
   ws->text = text;
   ws->n = n;
+  if (text->nshapes > 0) {
+    fprintf(stderr, "bench: %s.args gives --shape: a row program, which rows.c measures, not a 1-D one\n",
+            text->spec->name);
+    return -1;
+  }
   uj_program_t* program;
   if (uj_program_parse(text->source, &program) != UJ_OK) {
     fprintf(stderr, "bench: %s.uj: %s\n", text->spec->name, uj_last_error());
@@ -176,8 +217,7 @@ int workspace_new(const program_text_t* text, int64_t n, workspace_t* ws) {
       status = -1;
       break;
     }
-    if (!scalar || !bench_named_scalar(name, &data[0]))
-      for (int64_t k = 0; k < ws->input_numel[i]; k++) data[k] = next_value(&seed);
+    if (!scalar || !bench_named_scalar(name, &data[0])) bench_fill_uniform(data, ws->input_numel[i], &seed);
     memcpy(ws->pristine[i], data, (size_t)ws->input_numel[i] * sizeof(float));
   }
   const uj_tensor_t* inputs[BENCH_MAX_IO];
@@ -264,6 +304,8 @@ const char* runner_name(runner_kind_t kind) {
     case RUNNER_C: return "c";
     case RUNNER_AOT: return "aot";
     case RUNNER_UNFUSED: return "unfused";
+    case RUNNER_HAND: return "hand";
+    case RUNNER_PEER: return "peer";
   }
   return "?";
 }
@@ -276,7 +318,8 @@ int runner_open(runner_t* r, runner_kind_t kind, int threads, const program_text
   memset(r, 0, sizeof *r);
   r->kind = kind;
   r->threads = threads;
-  if (kind == RUNNER_AOT || kind == RUNNER_UNFUSED) return 1;
+  if (kind == RUNNER_AOT || kind == RUNNER_UNFUSED || kind == RUNNER_HAND) return 1;
+  if (kind == RUNNER_PEER) return 0; /* measured by cpu_peers.py, not here */
   /* the context's thread pool is sized from UOPJIT_THREADS when its JIT
    * state is created, which the first engine query does */
   char count[16];
@@ -338,26 +381,25 @@ int runner_run(runner_t* r, workspace_t* ws) {
       return -1;
     }
     case RUNNER_UNFUSED: spec->unfused->run(ws->unfused_tensors, ws->n, ws->scratch); return 0;
+    case RUNNER_HAND:
+    case RUNNER_PEER: break; /* the row programs' and the peers' own (rows.c, peers.c) */
   }
+  fprintf(stderr, "bench: %s: the %s runner does not run 1-D programs\n", spec->name, runner_name(r->kind));
   return -1;
 }
 
+/* A runner and its workspace, as one bench_time_calls argument. */
+typedef struct {
+  runner_t* runner;
+  workspace_t* ws;
+} runner_call_t;
+
+static int runner_call(void* arg) {
+  runner_call_t* call = arg;
+  return runner_run(call->runner, call->ws);
+}
+
 double runner_time_ns(runner_t* r, workspace_t* ws, int samples, double min_sample_ns) {
-  enum { MAX_SAMPLES = 64 };
-  if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
-  if (samples < 1) samples = 1;
-  double start = bench_now_ns();
-  if (runner_run(r, ws) != 0) return -1;
-  double one_call = bench_now_ns() - start;
-  int64_t calls = one_call >= min_sample_ns ? 1 : (int64_t)ceil(min_sample_ns / fmax(one_call, 1.0));
-  double per_call[MAX_SAMPLES];
-  int first = 0;
-  if (calls == 1) per_call[first++] = one_call; /* a slow call is a sample of its own */
-  for (int s = first; s < samples; s++) {
-    start = bench_now_ns();
-    for (int64_t c = 0; c < calls; c++)
-      if (runner_run(r, ws) != 0) return -1;
-    per_call[s] = (bench_now_ns() - start) / (double)calls;
-  }
-  return bench_median(per_call, samples);
+  runner_call_t call = {r, ws};
+  return bench_time_calls(runner_call, &call, samples, min_sample_ns);
 }
