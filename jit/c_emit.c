@@ -338,8 +338,9 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
   E.cx.carried_op = ops;
   if (flags & JIT_C_AOT)
     rt_buf_printf(&out, "/* Self-contained: needs only the C library. The JIT builds the same code with\n"
-                        " * -O3 -march=native -fno-math-errno -ffp-contract=off; without\n"
-                        " * -fno-math-errno a sqrt that may set errno keeps loops from vectorizing. */\n");
+                        " * -O3 -march=native -fno-math-errno -ffp-contract=off\n"
+                        " * -mprefer-vector-width=512; without -fno-math-errno a sqrt that may set\n"
+                        " * errno keeps loops from vectorizing. */\n");
   rt_buf_printf(&out, "%s", prelude);
   for (int b = 0; b < f->nblocks; b++) emit_block(&E, b);
   if (flags & JIT_C_AOT) emit_aot_entry(&E, name ? name : "uopjit_kernel");
