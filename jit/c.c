@@ -49,13 +49,21 @@ typedef struct {
  * kernel of plain loops never needs; -z noseparate-code puts code and
  * read-only data in one segment, two mappings fewer. The object shrinks
  * from about 15 KiB to 5 KiB (less to read and checksum) and dlopen from
- * about 14 to 8 us. RELRO stays on. */
+ * about 14 to 8 us. RELRO stays on.
+ *
+ * -mprefer-vector-width=512: on a CPU with AVX-512, gcc otherwise keeps to
+ * 256-bit vectors. The inline math (exp's polynomial, the divide of a
+ * sigmoid) is bound by the vector ports, and twice the width per
+ * instruction took the in-cache sigmoid chain from 0.49 to 0.38 ns/element
+ * at no cost to compile time or to memory-bound kernels. Without AVX-512
+ * the flag changes nothing. */
 static const char* const cc_flags[] = {"-O3",
                                        "-march=native",
                                        "-fPIC",
                                        "-shared",
                                        "-fno-math-errno",
                                        "-ffp-contract=off",
+                                       "-mprefer-vector-width=512",
                                        "-w",
                                        "-nostartfiles",
                                        "-Wl,-z,noseparate-code"};

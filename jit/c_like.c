@@ -2,7 +2,8 @@
  * syntax, for the C and the CUDA emitters (see jit/c_like.h).
  *
  * Arithmetic matches the interpreter: f32 in float (the C compiler runs
- * with -ffp-contract=off, NVRTC with --fmad=false, so nothing is fused),
+ * with -ffp-contract=off, NVRTC with --fmad=false, so nothing the program
+ * says is fused; only the C prelude's math functions fuse, explicitly),
  * index arithmetic wrapping through uint64, i32 wrapping through uint32, floor division and modulo with x/0 == 0,
  * fmax-like max/min written as ternaries, saturating float to i32. A
  * statement with run-time checked axes is guarded by `if (every checked
