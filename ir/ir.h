@@ -339,6 +339,14 @@ int ir_expr_has_checks(const ir_expr_t* e);
  * before it is overwritten, and never after). */
 int ir_alias_safe(const ir_func_t* f, int in, int out);
 
+/* 1 when iterations of loop k of b touch disjoint elements of every tensor
+ * the block writes, and nothing at or inside loop k accumulates into a
+ * carried variable of an outer loop (ir/loop_indep.c). Tensors marked in
+ * exempt (may be NULL) are left out of the disjointness test: the CUDA
+ * engine marks the tensors that only receive scatter-adds, which it makes
+ * atomic. 0 on OOM (the safe answer). */
+int ir_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
+
 /* ---- passes (one file each) ------------------------------------------------------------ */
 
 /* Each rewrites f in place and returns UJ_OK, or UJ_ERR_OOM. */

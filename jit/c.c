@@ -5,7 +5,7 @@
  * (jit/cache.c) by its key text: engine and emitter version (a checksum of
  * the emitter's source files, from the Makefile), compiler identity and
  * flags, CPU, and the canonical IR with the $params folded in. Sizes are not part of
- * the key; they are arguments. (jit/run.c keeps a per-program memo in front
+ * the key; they are arguments. (jit/memo.c keeps a per-program memo in front
  * of this, so a repeated call does not rebuild the key.)
  *
  * The compiler runs as `cc -O3 -march=native ...` through posix_spawn (no
@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "jit.h"
+#include "engine.h"
 
 extern char** environ;
 
@@ -163,34 +163,64 @@ static char* cpu_identity(void) {
   return rt_buf_take(&b);
 }
 
+/* The C engine's slot of the JIT state: what the probe found. */
+typedef struct {
+  int probe;          /* C compiler: -1 not yet asked, 0 absent, 1 present */
+  char* identity;     /* the compiler's first line of --version */
+  char* cpu_identity; /* the CPU's model and feature flags */
+} c_state_t;
+
+static void* c_state_new(void) {
+  c_state_t* st = calloc(1, sizeof *st);
+  if (st) st->probe = -1;
+  return st;
+}
+
+static void c_state_free(void* p) {
+  c_state_t* st = p;
+  if (!st) return;
+  free(st->identity);
+  free(st->cpu_identity);
+  free(st);
+}
+
+static c_state_t* c_state(jit_state_t* js) { return jit_engine_state(js, UJ_ENGINE_C); }
+
 int jit_c_available(jit_state_t* js) {
+  c_state_t* st = c_state(js);
   pthread_mutex_lock(&js->lock);
-  if (js->c_probe < 0) {
+  if (st->probe < 0) {
     char dir[4000];
-    js->c_probe = 0;
+    st->probe = 0;
     if (make_temp_dir(dir, sizeof dir, "probe")) {
       char log[4200];
       snprintf(log, sizeof log, "%s/version", dir);
       char* argv[] = {(char*)compiler(), "--version", NULL};
-      if (run_command(argv, log) == 0 && (js->c_identity = first_line(log)) && (js->cpu_identity = cpu_identity()))
-        js->c_probe = 1;
+      if (run_command(argv, log) == 0 && (st->identity = first_line(log)) && (st->cpu_identity = cpu_identity()))
+        st->probe = 1;
       unlink(log);
       rmdir(dir);
     }
   }
-  int ok = js->c_probe;
+  int ok = st->probe;
   pthread_mutex_unlock(&js->lock);
   return ok;
 }
 
-uj_status_t jit_c_check(jit_state_t* js) {
-  if (jit_c_available(js)) return UJ_OK;
+/* Why the engine cannot run, as a sentence (UJ_ERR_UNSUPPORTED). */
+static uj_status_t no_compiler(void) {
   const char* cc = getenv("UOPJIT_CC");
   if (cc && *cc)
-    return rt_error(UJ_ERR_UNSUPPORTED,
-                    "engine c: UOPJIT_CC=\"%.200s\" is not a working C compiler (`%.200s --version` failed)", cc, cc);
-  return rt_error(UJ_ERR_UNSUPPORTED,
-                  "engine c: no working C compiler (`cc --version` failed; UOPJIT_CC names another compiler)");
+    return rt_error(UJ_ERR_UNSUPPORTED, "UOPJIT_CC=\"%.200s\" is not a working C compiler (`%.200s --version` failed)",
+                    cc, cc);
+  return rt_error(UJ_ERR_UNSUPPORTED, "no working C compiler (`cc --version` failed; UOPJIT_CC names another compiler)");
+}
+
+uj_status_t jit_c_check(jit_state_t* js) {
+  if (jit_c_available(js)) return UJ_OK;
+  uj_status_t s = no_compiler();
+  rt_error_prefix("engine c: ");
+  return s;
 }
 
 /* The dynamic loader serializes dlopen, dlclose and dl_iterate_phdr behind
@@ -377,7 +407,7 @@ static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params
   if (!ir) return NULL;
   /* appended rather than formatted: the CPU's flags and the IR are
    * kilobytes, and this runs on every disk-cache hit */
-  const char* parts[] = {"engine c emitter ", UJ_C_EMITTER_ID, "\ncompiler ", js->c_identity, "\nflags"};
+  const char* parts[] = {"engine c emitter ", UJ_C_EMITTER_ID, "\ncompiler ", c_state(js)->identity, "\nflags"};
   rt_buf_t b = {0};
   for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) rt_buf_append(&b, parts[i], strlen(parts[i]));
   for (int i = 0; i < NFLAGS; i++) {
@@ -389,7 +419,8 @@ static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params
     rt_buf_append(&b, isa_limit(), strlen(isa_limit()));
   }
   rt_buf_append(&b, "\ncpu ", 5);
-  rt_buf_append(&b, js->cpu_identity, strlen(js->cpu_identity));
+  const char* cpu = c_state(js)->cpu_identity;
+  rt_buf_append(&b, cpu, strlen(cpu));
   rt_buf_putc(&b, '\n');
   rt_buf_append(&b, ir, strlen(ir));
   free(ir);
@@ -504,3 +535,45 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
   free(key);
   return s;
 }
+
+/* ---- the engine's row (jit/engine.h) ---- */
+
+static int c_available(uj_ctx_t* ctx) {
+  jit_state_t* js = ctx ? jit_state(ctx) : NULL;
+  return js && jit_c_available(js);
+}
+
+static uj_status_t c_check(uj_ctx_t* ctx) {
+  jit_state_t* js = jit_state(ctx);
+  if (!js) return UJ_ERR_OOM;
+  return jit_c_available(js) ? UJ_OK : no_compiler();
+}
+
+static uj_status_t c_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
+                         jit_cache_entry_t** out) {
+  (void)ctx;
+  return jit_c_get(js, f, params, out);
+}
+
+/* C source needs no compiler to be written */
+static char* c_dump(const ir_func_t* f, const int64_t* params, uj_dump_t what) {
+  int flags = what == UJ_DUMP_C_AOT ? JIT_C_AOT : params ? JIT_C_FOLD_PARAMS : 0;
+  char* text = jit_c_emit(f, params, flags, "uopjit_kernel");
+  if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory writing the C source of %d blocks", f->nblocks);
+  return text;
+}
+
+const jit_engine_t jit_engine_c = {
+    .name = "c",
+    .device = UJ_CPU,
+    .settings = 1u << RT_SETTING_THREADS | 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_CACHE |
+                1u << RT_SETTING_DISK_CACHE_LIMIT,
+    .dumps = 1u << UJ_DUMP_C | 1u << UJ_DUMP_C_AOT,
+    .available = c_available,
+    .check = c_check,
+    .get = c_get,
+    .run = jit_engine_run_blocks,
+    .dump = c_dump,
+    .state_new = c_state_new,
+    .state_free = c_state_free,
+};

@@ -160,12 +160,12 @@ typedef struct {
 } emitter_t;
 
 int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) {
-  return b->nloops > 0 && jit_loop_independent(f, b, 0, NULL);
+  return b->nloops > 0 && ir_loop_independent(f, b, 0, NULL);
 }
 
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
-  if (k == b->nloops - 1 && jit_loop_independent(E->cx.f, b, k, NULL)) {
+  if (k == b->nloops - 1 && ir_loop_independent(E->cx.f, b, k, NULL)) {
     jit_cx_indent(&E->cx, k);
     rt_buf_printf(E->cx.out, "#pragma GCC ivdep\n");
   }

@@ -1,7 +1,7 @@
 /* jit/c_like.h: what the C emitter (jit/c_emit.c) and the CUDA emitter
  * (jit/cuda_emit.c) share: printing the loop IR's index expressions, value
- * expressions, statements, carried variables and locals in C syntax, and
- * the analysis of which loops may run their iterations in parallel.
+ * expressions, statements, carried variables and locals in C syntax
+ * (which loops may run their iterations in parallel is ir/loop_indep.c).
  *
  * Both emitters walk a block the way the interpreter runs it (ir/interp.c)
  * and differ only around the loops (a C function per block and its
@@ -60,12 +60,5 @@ void jit_cx_carried(jit_cx_t* E, const ir_carried_t* c, int depth);
 void jit_cx_locals(jit_cx_t* E, const ir_loop_t* l, int depth);
 /* One statement, guarded by its run-time range checks when it has any. */
 void jit_cx_stmt(jit_cx_t* E, const ir_stmt_t* s, int depth);
-
-/* 1 when iterations of loop k of b touch disjoint elements of every tensor
- * the block writes, and nothing at or inside loop k accumulates into a
- * carried variable of an outer loop. Tensors marked in exempt (may be
- * NULL) are left out of the disjointness test: the CUDA engine marks the
- * tensors that only receive scatter-adds, which it makes atomic. */
-int jit_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
 
 #endif

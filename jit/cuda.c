@@ -12,7 +12,7 @@
  * change of the emitter can never reuse an old cubin. A disk hit hands
  * back the very bytes the cache verified, loaded from memory; an image that
  * verifies but does not load is compiled again, and the store replaces it.
- * (jit/run.c keeps a per-program memo in front, so a repeated call does not
+ * (jit/memo.c keeps a per-program memo in front, so a repeated call does not
  * emit again.)
  *
  * Launches: 256 threads per CUDA block; the grid is sized from the
@@ -29,7 +29,7 @@
 
 #include "../rt/cuda.h"
 #include "cuda_emit.h"
-#include "jit.h"
+#include "engine.h"
 
 uj_status_t jit_cuda_check(void) {
   uj_status_t s = rt_cuda_device_check();
@@ -646,3 +646,45 @@ uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const
 }
 
 #endif
+
+/* ---- the engine's row (jit/engine.h) ---- */
+
+static int cuda_available(uj_ctx_t* ctx) {
+  (void)ctx;
+  return jit_cuda_available();
+}
+
+static uj_status_t cuda_check(uj_ctx_t* ctx) {
+  (void)ctx;
+  return jit_cuda_check();
+}
+
+static uj_status_t cuda_run(uj_ctx_t* ctx, jit_state_t* js, const void* kernel, const ir_func_t* f, ir_buffer_t* buf,
+                            const int64_t* params) {
+  (void)js;
+  return jit_cuda_launch(ctx, kernel, f, buf, params);
+}
+
+/* CUDA source needs neither a GPU nor NVRTC to be written */
+static char* cuda_dump(const ir_func_t* f, const int64_t* params, uj_dump_t what) {
+  (void)what;
+  jit_cu_module_t m;
+  if (jit_cu_emit(f, params, &m) != UJ_OK) return NULL;
+  char* text = m.source;
+  m.source = NULL;
+  jit_cu_module_release(&m);
+  return text;
+}
+
+const jit_engine_t jit_engine_cuda = {
+    .name = "cuda",
+    .device = UJ_CUDA,
+    .settings = 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_CACHE | 1u << RT_SETTING_DISK_CACHE_LIMIT,
+    .dumps = 1u << UJ_DUMP_CUDA,
+    .available = cuda_available,
+    .check = cuda_check,
+    .get = jit_cuda_get,
+    .run = cuda_run,
+    .dump = cuda_dump,
+    .compile_for = jit_cuda_compile_for,
+};

@@ -9,7 +9,7 @@
  *     range does not depend on another loop (nor on a tensor element) and it
  *     is parallel, that is, it has a single iteration (constant range of
  *     length 1) or its iterations touch disjoint elements of every written
- *     tensor (jit_loop_independent, the C engine's test). A loop with
+ *     tensor (ir_loop_independent, the C engine's test too). A loop with
  *     statements or carried variables ends the prefix: its statements run
  *     once per iteration, after the loops inside. The prefix is computed
  *     without and with the atomic candidates; atomics are used only when
@@ -69,7 +69,7 @@ static int prefix_length(const ir_func_t* f, const ir_block_t* b, const unsigned
   for (int k = 0; k < b->nloops; k++) {
     const ir_loop_t* l = &b->loops[k];
     if (!ix_loop_free(l->start) || !ix_loop_free(l->end)) break;
-    if (!single_iteration(l) && !jit_loop_independent(f, b, k, exempt)) break;
+    if (!single_iteration(l) && !ir_loop_independent(f, b, k, exempt)) break;
     p = k + 1;
     if (l->nstmts || l->ncarried) break;
   }

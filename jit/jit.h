@@ -1,5 +1,6 @@
 /* jit/jit.h: what the engines share: emitted kernels' calling convention,
- * the C emitter, and each engine's entry points for jit/run.c. The CUDA
+ * the C emitter, the context's JIT state, and each engine's entry points
+ * (the runner reaches them through the table in jit/engine.h). The CUDA
  * emitter's own types are in jit/cuda_emit.h. */
 #ifndef UJ_JIT_H
 #define UJ_JIT_H
@@ -78,10 +79,9 @@ typedef struct {
   jit_cache_t* cache;
   rt_pool_t* pool;
   pthread_mutex_t lock;   /* compiles and probes */
-  int c_probe;            /* C compiler: -1 not yet asked, 0 absent, 1 present */
-  char* c_identity;       /* the compiler's first line of --version */
-  char* cpu_identity;     /* the CPU's model and feature flags */
   uint64_t id;            /* unique in the process: programs memoize kernels by it */
+  /* each engine's own state, opaque here (jit_engine_state), by uj_engine_t */
+  void* engine_state[RT_ENGINE_COUNT];
 } jit_state_t;
 
 /* The context's JIT state, created on first use; NULL (error set) on OOM. */

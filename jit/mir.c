@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit.h"
+#include "engine.h"
 #include "mir_emit.h"
 
 #ifndef UJ_HAVE_MIR
@@ -378,3 +378,42 @@ char* jit_mir_dump(const ir_func_t* f, const int64_t* params) {
   return text;
 }
 #endif
+
+/* ---- the engine's row (jit/engine.h) ---- */
+
+static int mir_available(uj_ctx_t* ctx) {
+  (void)ctx;
+  return jit_mir_available();
+}
+
+static uj_status_t mir_check(uj_ctx_t* ctx) {
+  (void)ctx;
+  if (jit_mir_available()) return UJ_OK;
+  return rt_error(UJ_ERR_UNSUPPORTED, "this build has no MIR (install it and rebuild)");
+}
+
+/* the optimization level is part of the key: a kernel of another level is another kernel */
+static int mir_key_setting(const uj_ctx_t* ctx) { return ctx->set.mir_level; }
+
+static uj_status_t mir_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
+                           jit_cache_entry_t** out) {
+  return jit_mir_get(js, f, params, ctx->set.mir_level, out);
+}
+
+static char* mir_dump(const ir_func_t* f, const int64_t* params, uj_dump_t what) {
+  (void)what;
+  return jit_mir_dump(f, params);
+}
+
+const jit_engine_t jit_engine_mir = {
+    .name = "mir",
+    .device = UJ_CPU,
+    .settings = 1u << RT_SETTING_THREADS | 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_MIR_LEVEL,
+    .dumps = 1u << UJ_DUMP_MIR,
+    .available = mir_available,
+    .check = mir_check,
+    .key_setting = mir_key_setting,
+    .get = mir_get,
+    .run = jit_engine_run_blocks,
+    .dump = mir_dump,
+};

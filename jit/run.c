@@ -1,154 +1,22 @@
-/* jit/run.c: the one seam between programs and engines. It chooses the
- * engine (AUTO: CUDA for tensors on the GPU, else the best CPU engine),
- * checks every argument and binds sizes before anything runs (so a failing
- * call writes nothing), allocates the temporaries where the engine runs
- * (host memory, or stream-ordered device memory), and hands the function to
- * the engine. Dumps and the CUDA compile-only entry go through here too. */
+/* jit/run.c: runs programs through the engine table (jit/engine.h). It
+ * takes the call's engine (jit_engine_for_call: AUTO is CUDA for tensors on
+ * the GPU, else the best CPU engine), checks every argument and binds sizes
+ * before anything runs (so a failing call writes nothing), allocates the
+ * temporaries where the engine runs (host memory, or stream-ordered device
+ * memory), gets the engine's kernel through the program's memo
+ * (jit/memo.c) and runs it. Dumps and the CUDA compile-only entry go
+ * through the table too. It never asks which engine it holds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../rt/cuda.h"
 #include "../uops/parse.h"
-#include "cuda_emit.h"
-#include "jit.h"
-
-const char* uj_engine_name(uj_engine_t e) {
-  switch (e) {
-    case UJ_ENGINE_AUTO: return "auto";
-    case UJ_ENGINE_INTERP: return "interp";
-    case UJ_ENGINE_MIR: return "mir";
-    case UJ_ENGINE_C: return "c";
-    case UJ_ENGINE_CUDA: return "cuda";
-  }
-  return "?";
-}
-
-static void jit_state_free(void* p) {
-  jit_state_t* js = p;
-  if (!js) return;
-  jit_cache_free(js->cache);
-  rt_pool_free(js->pool);
-  pthread_mutex_destroy(&js->lock);
-  free(js->c_identity);
-  free(js->cpu_identity);
-  free(js);
-}
-
-jit_state_t* jit_state(uj_ctx_t* ctx) {
-  /* states are told apart by a process-wide counter, so that a program's
-   * memo can never mistake a new context for a freed one at the same address */
-  static _Atomic uint64_t next_state_id = 1;
-  jit_state_t* js = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
-  if (js) return js;
-  js = calloc(1, sizeof *js);
-  if (!js || !(js->cache = jit_cache_new_with(&ctx->set))) {
-    free(js);
-    rt_error(UJ_ERR_OOM, "out of memory creating the JIT state (%zu bytes and the kernel cache)", sizeof *js);
-    return NULL;
-  }
-  js->pool = rt_pool_new(ctx->set.threads);
-  pthread_mutex_init(&js->lock, NULL);
-  js->c_probe = -1;
-  js->id = next_state_id++;
-  /* threads may race to make the first state of a context: one wins */
-  void* expected = NULL;
-  __atomic_store_n(&ctx->jit_state_free, jit_state_free, __ATOMIC_RELAXED); /* the same value from every racer */
-  if (!__atomic_compare_exchange_n(&ctx->jit_state, &expected, js, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    jit_state_free(js);
-    return expected;
-  }
-  return js;
-}
-
-int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e) {
-  switch (e) {
-    case UJ_ENGINE_AUTO:
-    case UJ_ENGINE_INTERP: return 1;
-    case UJ_ENGINE_C: {
-      jit_state_t* js = ctx ? jit_state(ctx) : NULL;
-      return js && jit_c_available(js);
-    }
-    case UJ_ENGINE_MIR: return jit_mir_available();
-    case UJ_ENGINE_CUDA: return jit_cuda_available();
-    default: return 0;
-  }
-}
-
-uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e) {
-  if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_engine: ctx is NULL");
-  if ((unsigned)e > UJ_ENGINE_CUDA) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_engine: unknown engine %d", (int)e);
-  if (e == UJ_ENGINE_CUDA && jit_cuda_check() != UJ_OK) {
-    char reason[512];
-    snprintf(reason, sizeof reason, "%s", uj_last_error());
-    return rt_error(UJ_ERR_UNSUPPORTED, "engine cuda is not available: %s", reason);
-  }
-  jit_state_t* js = e == UJ_ENGINE_C ? jit_state(ctx) : NULL;
-  if (e == UJ_ENGINE_C && (!js || jit_c_check(js) != UJ_OK)) return js ? UJ_ERR_UNSUPPORTED : UJ_ERR_OOM;
-  if (!uj_engine_available(ctx, e))
-    return rt_error(UJ_ERR_UNSUPPORTED, "engine %s is not available in this build or on this machine",
-                    uj_engine_name(e));
-  ctx->set.engine = e;
-  rt_ctx_setting_fixed(ctx, RT_SETTING_ENGINE);
-  return UJ_OK;
-}
+#include "memo.h"
 
 uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled) {
   if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_passes: ctx is NULL");
   ctx->raw_ir = !enabled;
-  return UJ_OK;
-}
-
-/* AUTO: the best available engine for CPU tensors: MIR, else C, else the
- * interpreter. */
-uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
-  if (!ctx) return UJ_ENGINE_INTERP;
-  if (ctx->set.engine != UJ_ENGINE_AUTO) return uj_engine_available(ctx, ctx->set.engine) ? ctx->set.engine : UJ_ENGINE_INTERP;
-  if (uj_engine_available(ctx, UJ_ENGINE_MIR)) return UJ_ENGINE_MIR;
-  if (uj_engine_available(ctx, UJ_ENGINE_C)) return UJ_ENGINE_C;
-  return UJ_ENGINE_INTERP;
-}
-
-/* A reference to the program's kernel from engine e for this state and
- * these params: the entry the memo names, while the memory cache still has
- * it, else the engine's (which compiles on a miss). Its value is a
- * jit_blocks_t for the CPU engines, a jit_cuda_kernel_t for CUDA; the
- * caller releases it once the kernel has run (or, for CUDA, is queued). */
-static uj_status_t engine_kernel(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass_t pass,
-                                 const ir_func_t* f, const int64_t* params, jit_state_t** js_out,
-                                 jit_cache_entry_t** out) {
-  *out = NULL;
-  jit_state_t* js = jit_state(ctx);
-  if (!js) return UJ_ERR_OOM;
-  *js_out = js;
-  size_t pbytes = (size_t)p->nparams * sizeof *params;
-  pthread_mutex_lock(&p->memo_lock);
-  int hit = p->memo[pass].state == js->id && p->memo[pass].engine == (int)e && p->memo[pass].func == f &&
-            p->memo[pass].mir_level == ctx->set.mir_level && p->memo[pass].serial &&
-            (!pbytes || !memcmp(p->memo[pass].params, params, pbytes));
-  ir_hash_t key = p->memo[pass].key;
-  uint64_t serial = hit ? p->memo[pass].serial : 0;
-  pthread_mutex_unlock(&p->memo_lock);
-  if (hit && (*out = jit_cache_acquire_serial(js->cache, key, serial))) return UJ_OK;
-  uj_status_t s;
-  if (e == UJ_ENGINE_CUDA) s = jit_cuda_get(ctx, js, f, params, out);
-  else if (e == UJ_ENGINE_MIR) s = jit_mir_get(js, f, params, ctx->set.mir_level, out);
-  else s = jit_c_get(js, f, params, out);
-  if (s != UJ_OK) return s;
-  pthread_mutex_lock(&p->memo_lock);
-  int64_t* copy = pbytes ? malloc(pbytes) : NULL;
-  if (!pbytes || copy) {
-    if (pbytes) memcpy(copy, params, pbytes);
-    free(p->memo[pass].params);
-    p->memo[pass].params = copy;
-    p->memo[pass].state = js->id;
-    p->memo[pass].engine = (int)e;
-    p->memo[pass].mir_level = ctx->set.mir_level;
-    p->memo[pass].func = f;
-    p->memo[pass].key = jit_cache_key(*out);
-    p->memo[pass].serial = jit_cache_serial(*out);
-  }
-  pthread_mutex_unlock(&p->memo_lock);
   return UJ_OK;
 }
 
@@ -261,28 +129,6 @@ static int overlap(const ir_func_t* f, const ir_buffer_t* buf, int a, int b) {
   return na && nb && pa < pb + nb && pb < pa + na;
 }
 
-/* ir_alias_safe(f, in, out), remembered by the program. Threads share the
- * program, and contexts with the passes on and off ask about different
- * functions, each replacing the table: the answer is stored through the
- * table of the moment, never through a pointer kept across the unlock. */
-static int alias_safe(uj_program_t* p, uj_pass_t pass, const ir_func_t* f, int in, int out) {
-  size_t n = (size_t)f->ntensors * (size_t)f->ntensors, at = (size_t)in * (size_t)f->ntensors + (size_t)out;
-  pthread_mutex_lock(&p->memo_lock);
-  if (p->alias[pass].func != f) {
-    free(p->alias[pass].safe);
-    p->alias[pass].func = f;
-    if ((p->alias[pass].safe = malloc(n))) memset(p->alias[pass].safe, -1, n);
-  }
-  int safe = p->alias[pass].safe ? p->alias[pass].safe[at] : -1;
-  pthread_mutex_unlock(&p->memo_lock);
-  if (safe >= 0) return safe;
-  safe = ir_alias_safe(f, in, out);
-  pthread_mutex_lock(&p->memo_lock);
-  if (p->alias[pass].func == f && p->alias[pass].safe) p->alias[pass].safe[at] = (signed char)safe;
-  pthread_mutex_unlock(&p->memo_lock);
-  return safe;
-}
-
 /* Where a call's temporaries live: host memory, or (cuda set) device
  * memory ordered on the context's stream, so that freeing it right after
  * queueing the kernels is safe. */
@@ -322,7 +168,7 @@ static uj_status_t place_aliased_outputs(uj_program_t* p, uj_pass_t pass, const 
                         f->tensors[o].io_index);
       int same = buf[t].data == buf[o].data && tensor_bytes(f, buf, t) == tensor_bytes(f, buf, o) &&
                  f->tensors[t].dtype == f->tensors[o].dtype;
-      if (!same || !alias_safe(p, pass, f, t, o)) apart = 1;
+      if (!same || !jit_memo_alias_safe(p, pass, f, t, o)) apart = 1;
     }
     if (!apart) continue;
     void* mem = NULL;
@@ -365,47 +211,17 @@ static uj_status_t call_device(const uj_program_t* p, uj_pass_t pass, const uj_t
   return UJ_OK;
 }
 
-/* The engine for a call on tensors on dev: the context's choice, and for
- * AUTO the CUDA engine when they are on the GPU. */
-static uj_status_t call_engine(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e) {
-  if (ctx->set.engine != UJ_ENGINE_AUTO || dev != UJ_CUDA) {
-    *e = uj_ctx_engine(ctx);
-    return UJ_OK;
-  }
-  if (jit_cuda_check() != UJ_OK) {
-    char reason[512];
-    snprintf(reason, sizeof reason, "%s", uj_last_error());
-    return rt_error(UJ_ERR_UNSUPPORTED, "the tensors are on the GPU but the cuda engine is not available: %s",
-                    reason);
-  }
-  *e = UJ_ENGINE_CUDA;
-  return UJ_OK;
-}
-
-/* The context's settings engine e uses (a mask for rt_ctx_settings_check):
- * a call fails on an invalid environment value only when it depends on it. */
-static unsigned engine_settings(uj_engine_t e) {
-  const unsigned threads = 1u << RT_SETTING_THREADS, memory = 1u << RT_SETTING_MEMORY_CACHE_LIMIT,
-                 disk = 1u << RT_SETTING_CACHE | 1u << RT_SETTING_DISK_CACHE_LIMIT;
-  switch (e) {
-    case UJ_ENGINE_MIR: return threads | memory | 1u << RT_SETTING_MIR_LEVEL;
-    case UJ_ENGINE_C: return threads | memory | disk;
-    case UJ_ENGINE_CUDA: return memory | disk;
-    default: return 0;
-  }
-}
-
 /* uj_program_run on a uop program (a parsed one resolved) with engine e. */
-static uj_status_t run_on(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass_t pass,
+static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p, uj_pass_t pass,
                           const uj_tensor_t* const* inputs, int input_count, const int64_t* params, int param_count,
                           uj_tensor_t* const* outputs, int output_count) {
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
   /* the engine decides where the tensors must be; the checks say so */
-  uj_device_t need = e == UJ_ENGINE_CUDA ? UJ_CUDA : UJ_CPU;
+  uj_device_t need = e->device;
   run_memory_t mem = {NULL};
   uj_status_t ps;
-  if (e == UJ_ENGINE_CUDA && (ps = rt_cuda_ctx_get(ctx, &mem.cuda)) != UJ_OK) return ps;
+  if (need == UJ_CUDA && (ps = rt_cuda_ctx_get(ctx, &mem.cuda)) != UJ_OK) return ps;
   /* a call's bookkeeping lives on the stack when the function is small:
    * dispatching a cached kernel should cost little more than the kernel */
   enum { ON_STACK = 32 };
@@ -429,17 +245,15 @@ static uj_status_t run_on(uj_ctx_t* ctx, uj_engine_t e, uj_program_t* p, uj_pass
     s = rt_error(UJ_ERR_OOM, "out of memory allocating the aside table of %d tensors (%zu bytes)", f->ntensors,
                  ((size_t)f->ntensors + 1) * sizeof *aside);
   if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, &mem, buf, aside);
-  if (s == UJ_OK) {
-    jit_state_t* js;
+  if (s == UJ_OK && !e->get) {
+    s = e->run(ctx, NULL, NULL, f, buf, params); /* it runs the IR itself */
+  } else if (s == UJ_OK) {
+    jit_state_t* js = jit_state(ctx);
     jit_cache_entry_t* kernel;
-    if (e == UJ_ENGINE_C || e == UJ_ENGINE_MIR || e == UJ_ENGINE_CUDA) {
-      if ((s = engine_kernel(ctx, e, p, pass, f, params, &js, &kernel)) == UJ_OK) {
-        s = e == UJ_ENGINE_CUDA ? jit_cuda_launch(ctx, jit_cache_value(kernel), f, buf, params)
-                                : jit_blocks_run(js, jit_blocks_of(kernel), f, buf, params);
-        jit_cache_release(js->cache, kernel); /* the cache may evict it now */
-      }
-    } else {
-      s = ir_interp_run(f, buf, params);
+    if (!js) s = UJ_ERR_OOM;
+    else if ((s = jit_memo_kernel(ctx, e, p, pass, f, params, js, &kernel)) == UJ_OK) {
+      s = e->run(ctx, js, jit_cache_value(kernel), f, buf, params);
+      jit_cache_release(js->cache, kernel); /* the cache may evict it now */
     }
   }
   for (int t = 0; aside && t < f->ntensors; t++) {
@@ -464,40 +278,26 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
     return rt_error(UJ_ERR_INVALID, "pass %d is neither UJ_FORWARD nor UJ_BACKWARD", (int)pass);
   uj_device_t dev = UJ_CPU;
   uj_engine_t e = UJ_ENGINE_INTERP;
+  const jit_engine_t* engine = NULL;
   pn_special_t* held = NULL;
   uj_status_t s = call_device(p, pass, inputs, input_count, outputs, output_count, &dev);
   if (s == UJ_OK) s = rt_ctx_settings_check(ctx, 1u << RT_SETTING_ENGINE);
-  if (s == UJ_OK) s = call_engine(ctx, dev, &e);
-  if (s == UJ_OK) s = rt_ctx_settings_check(ctx, engine_settings(e));
+  if (s == UJ_OK) s = jit_engine_for_call(ctx, dev, &e);
+  if (s == UJ_OK) s = rt_ctx_settings_check(ctx, (engine = jit_engine(e))->settings);
   if (s == UJ_OK) s = resolve_parsed(&p, pass, inputs, input_count, &held);
-  if (s == UJ_OK) s = run_on(ctx, e, p, pass, inputs, input_count, params, param_count, outputs, output_count);
+  if (s == UJ_OK) s = run_on(ctx, engine, p, pass, inputs, input_count, params, param_count, outputs, output_count);
   pn_release(held);
   return s;
 }
 
+/* The IR dumps are the runner's; the others are the code of the engine
+ * that writes that kind, which needs no compiler or device to write it. */
 static char* program_dump(uj_program_t* p, uj_pass_t pass, uj_dump_t what, const int64_t* params) {
-  if (what == UJ_DUMP_C || what == UJ_DUMP_C_AOT) {
-    /* C source needs no compiler to be written */
+  for (int i = 0; (unsigned)what < 32 && i < RT_ENGINE_COUNT; i++) {
+    const jit_engine_t* e = jit_engines[i];
+    if (!e || !(e->dumps & 1u << what)) continue;
     const ir_func_t* f = uop_program_func(p, pass, 1);
-    if (!f) return NULL;
-    int flags = what == UJ_DUMP_C_AOT ? JIT_C_AOT : params ? JIT_C_FOLD_PARAMS : 0;
-    char* text = jit_c_emit(f, params, flags, "uopjit_kernel");
-    if (!text) rt_error(UJ_ERR_OOM, "uj_program_dump: out of memory writing the C source of %d blocks", f->nblocks);
-    return text;
-  }
-  if (what == UJ_DUMP_CUDA) {
-    /* CUDA source needs neither a GPU nor NVRTC to be written */
-    const ir_func_t* f = uop_program_func(p, pass, 1);
-    jit_cu_module_t m;
-    if (!f || jit_cu_emit(f, params, &m) != UJ_OK) return NULL;
-    char* text = m.source;
-    m.source = NULL;
-    jit_cu_module_release(&m);
-    return text;
-  }
-  if (what == UJ_DUMP_MIR) {
-    const ir_func_t* f = uop_program_func(p, pass, 1);
-    return f ? jit_mir_dump(f, params) : NULL;
+    return f ? e->dump(f, params, what) : NULL;
   }
   if (what != UJ_DUMP_IR_RAW && what != UJ_DUMP_IR) {
     rt_error(UJ_ERR_UNSUPPORTED, "uj_program_dump: dump %d needs an engine that is not available", (int)what);
@@ -535,11 +335,12 @@ static uj_status_t compile_cuda(uj_ctx_t* ctx, const uj_program_t* p, uj_pass_t 
   if (param_count != p->nparams)
     return rt_error(UJ_ERR_INVALID, "the program takes %d params, got %d", p->nparams, param_count);
   if (param_count && !params) return rt_error(UJ_ERR_INVALID, "params is NULL");
-  uj_status_t s = rt_ctx_settings_check(ctx, engine_settings(UJ_ENGINE_CUDA));
+  const jit_engine_t* e = jit_engine(UJ_ENGINE_CUDA);
+  uj_status_t s = rt_ctx_settings_check(ctx, e->settings);
   if (s != UJ_OK) return s;
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
-  return jit_cuda_compile_for(js, f, param_count ? params : NULL, arch, kernels, reused);
+  return e->compile_for(js, f, param_count ? params : NULL, arch, kernels, reused);
 }
 
 uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const uj_tensor_t* const* inputs,

@@ -1,7 +1,7 @@
 /* jit/settings.c: the context setters of what the environment sets by
  * default (docs/DESIGN.md section 12): threads, the disk cache's directory
  * (or none), the cache limits and MIR's optimization level; the engine's
- * setter is in jit/run.c beside the engines.
+ * setter is in jit/engine.c beside the engine table.
  *
  * Each setter checks its value first and changes nothing when it is bad
  * (UJ_ERR_INVALID naming the parameter). A valid value is stored in the

@@ -117,9 +117,21 @@ uj_status_t rt_env_words(const char* var, const char* const* words, int count, c
 
 /* ---- a context's settings --------------------------------------------------------------- */
 
-static const char* const engine_names[] = {"auto", "interp", "mir", "c", "cuda"};
-static const uj_engine_t engine_values[] = {UJ_ENGINE_AUTO, UJ_ENGINE_INTERP, UJ_ENGINE_MIR, UJ_ENGINE_C,
-                                            UJ_ENGINE_CUDA};
+/* UOPJIT_ENGINE: one of the engines' names as uj_engine_name spells them
+ * (the one list of them), with the accepted words written out for the
+ * message, "a, b or c". */
+static uj_status_t engine_from_env(int* engine, int* set) {
+  const char* names[RT_ENGINE_COUNT];
+  char accepted[128] = "";
+  size_t used = 0;
+  for (int e = 0; e < RT_ENGINE_COUNT; e++) {
+    names[e] = uj_engine_name((uj_engine_t)e);
+    const char* sep = e == 0 ? "" : e == RT_ENGINE_COUNT - 1 ? " or " : ", ";
+    used += (size_t)snprintf(accepted + used, used < sizeof accepted ? sizeof accepted - used : 0, "%s%s", sep,
+                             names[e]);
+  }
+  return rt_env_choice("UOPJIT_ENGINE", names, RT_ENGINE_COUNT, accepted, engine, set);
+}
 
 /* Keeps the message a reader left for `setting` (when it failed). */
 static void note(char problems[RT_SETTING_COUNT][RT_PROBLEM_CAP], rt_setting_t setting, uj_status_t s) {
@@ -139,9 +151,8 @@ void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT
 
   int set, index;
   int64_t n;
-  note(problems, RT_SETTING_ENGINE,
-       rt_env_choice("UOPJIT_ENGINE", engine_names, 5, "auto, interp, mir, c or cuda", &index, &set));
-  if (set) out->engine = engine_values[index];
+  note(problems, RT_SETTING_ENGINE, engine_from_env(&index, &set));
+  if (set) out->engine = (uj_engine_t)index;
 
   char accepted[96];
   snprintf(accepted, sizeof accepted, "a whole number of threads from 1 to %d", RT_MAX_THREADS);

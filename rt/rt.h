@@ -99,6 +99,10 @@ int rt_parse_size(const char* text, int64_t* out);
 #define RT_SIZE_ACCEPTED_TAIL "number of bytes, optionally followed by K, M or G (powers of 1024), such as 512M"
 #define RT_SIZE_ACCEPTED "a " RT_SIZE_ACCEPTED_TAIL
 
+/* How many uj_engine_t values there are (AUTO included): they run from 0
+ * to RT_ENGINE_COUNT - 1, and uj_engine_name spells each. */
+enum { RT_ENGINE_COUNT = (int)UJ_ENGINE_CUDA + 1 };
+
 /* What a context takes from the environment at uj_ctx_new, each with its
  * uj_ctx_set_* (the environment is only the default). */
 typedef enum {

@@ -414,6 +414,29 @@ TEST(run_engine_defaults_to_the_environment) {
   unsetenv("UOPJIT_ENGINE");
 }
 
+/* --engine takes the names uj_engine_name spells, every one of them, and
+ * lists them all when given another */
+TEST(engine_option_takes_every_engine_name) {
+  NEED_CLI();
+  for (int e = 0; e <= (int)UJ_ENGINE_CUDA; e++) {
+    const char* name = uj_engine_name((uj_engine_t)e);
+    result_t r = run_cli("run", "y = x * 2", "--shape", "16", "--repeat", "1", "--engine", name, NULL);
+    /* a known name is never a usage error; an engine missing here fails with 1 */
+    if (r.status != 0 && r.status != 1) result_show("run --engine <name>", &r);
+    CHECK(r.status == 0 || r.status == 1);
+    result_free(&r);
+  }
+  const char* commands[] = {"run", "conv"};
+  for (int i = 0; i < 2; i++) {
+    result_t r = i == 0 ? run_cli("run", "y = x * 2", "--shape", "16", "--engine", "bogus", NULL)
+                        : run_cli("conv", "--engine", "bogus", NULL);
+    if (r.status != 2) result_show(commands[i], &r);
+    CHECK(r.status == 2);
+    CHECK(strstr(r.err, "--engine wants auto, interp, mir, c or cuda, got \"bogus\"") != NULL);
+    result_free(&r);
+  }
+}
+
 /* ---- the GPU side ------------------------------------------------------------------------ */
 
 TEST(dump_cuda_needs_no_gpu) {

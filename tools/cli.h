@@ -48,9 +48,14 @@ int cli_engine_unavailable(uj_engine_t e);
 /* "[2,3]". */
 void cli_print_dims(FILE* out, int ndim, const int64_t* dims);
 
-/* Every engine, in the order `info` lists them and --engine names them. */
-enum { CLI_ENGINE_COUNT = 5 };
-extern const uj_engine_t cli_engines[CLI_ENGINE_COUNT];
+/* Every engine: uj_engine_t runs from 0 to CLI_ENGINE_COUNT - 1, the order
+ * `info` lists them in; uj_engine_name spells each (the one list of names). */
+enum { CLI_ENGINE_COUNT = (int)UJ_ENGINE_CUDA + 1 };
+/* 1 and *e when text names an engine, else 0. */
+int cli_parse_engine(const char* text, uj_engine_t* e);
+/* "--engine wants auto, interp, mir, c or cuda, got": the usage error's
+ * text, from the engines' names. */
+const char* cli_engine_usage(void);
 
 /* ---- seeded values ------------------------------------------------------------------------ */
 

@@ -31,8 +31,25 @@ int cli_engine_unavailable(uj_engine_t e) {
   return 1;
 }
 
-const uj_engine_t cli_engines[CLI_ENGINE_COUNT] = {UJ_ENGINE_AUTO, UJ_ENGINE_INTERP, UJ_ENGINE_MIR, UJ_ENGINE_C,
-                                                   UJ_ENGINE_CUDA};
+int cli_parse_engine(const char* text, uj_engine_t* e) {
+  for (int i = 0; i < CLI_ENGINE_COUNT; i++)
+    if (strcmp(text, uj_engine_name((uj_engine_t)i)) == 0) {
+      *e = (uj_engine_t)i;
+      return 1;
+    }
+  return 0;
+}
+
+const char* cli_engine_usage(void) {
+  static char text[160];
+  size_t used = (size_t)snprintf(text, sizeof text, "--engine wants");
+  for (int i = 0; i < CLI_ENGINE_COUNT && used < sizeof text; i++) {
+    const char* sep = i == 0 ? " " : i == CLI_ENGINE_COUNT - 1 ? " or " : ", ";
+    used += (size_t)snprintf(text + used, sizeof text - used, "%s%s", sep, uj_engine_name((uj_engine_t)i));
+  }
+  if (used < sizeof text) snprintf(text + used, sizeof text - used, ", got");
+  return text;
+}
 
 void cli_print_dims(FILE* out, int ndim, const int64_t* dims) {
   fputc('[', out);
@@ -54,15 +71,6 @@ float cli_rng_float(uint64_t* state) {
 }
 
 /* ---- options ---------------------------------------------------------------------------------- */
-
-static int parse_engine(const char* text, uj_engine_t* e) {
-  for (int i = 0; i < CLI_ENGINE_COUNT; i++)
-    if (strcmp(text, uj_engine_name(cli_engines[i])) == 0) {
-      *e = cli_engines[i];
-      return 1;
-    }
-  return 0;
-}
 
 /* The flags without a value: --check and the dump kinds. 1 when arg is one
  * of them that the command accepts. */
@@ -97,8 +105,7 @@ static int set_value(const char* cmd, const char* name, const char* value, cli_o
   if (!strcmp(name, "--shape") || !strcmp(name, "--dtype") || !strcmp(name, "--scalar")) {
     return cli_inputs_option(cmd, name, value, &o->inputs);
   } else if (!strcmp(name, "--engine")) {
-    if (!parse_engine(value, &o->engine))
-      return cli_usage_error(cmd, "--engine wants auto, interp, mir, c or cuda, got", value);
+    if (!cli_parse_engine(value, &o->engine)) return cli_usage_error(cmd, cli_engine_usage(), value);
     o->engine_given = 1;
   } else if (!strcmp(name, "--repeat")) {
     long v = strtol(value, &end, 10);

@@ -98,10 +98,8 @@ static int parse_conv_options(int argc, char** argv, conv_options_t* o) {
       else if (!strcmp(value, "f64")) o->dtype = UJ_F64;
       else return conv_usage_error("--dtype wants f32 or f64, got", value);
     } else if (!strcmp(name, "--engine")) {
-      int found = 0;
-      for (int e = 0; e < CLI_ENGINE_COUNT && !found; e++)
-        if (!strcmp(value, uj_engine_name(cli_engines[e]))) o->engine = cli_engines[e], found = o->engine_given = 1;
-      if (!found) return conv_usage_error("--engine wants auto, interp, mir, c or cuda, got", value);
+      if (!cli_parse_engine(value, &o->engine)) return conv_usage_error(cli_engine_usage(), value);
+      o->engine_given = 1;
     } else {
       return conv_usage_error("unknown option", name);
     }

@@ -18,8 +18,8 @@ int cli_cmd_info(int argc, char** argv) {
   printf("uopjit %s\n", cli_version());
   printf("engines:\n");
   for (int i = 0; i < CLI_ENGINE_COUNT; i++)
-    printf("  %-8s %s\n", uj_engine_name(cli_engines[i]),
-           uj_engine_available(ctx, cli_engines[i]) ? "available" : "not available");
+    printf("  %-8s %s\n", uj_engine_name((uj_engine_t)i),
+           uj_engine_available(ctx, (uj_engine_t)i) ? "available" : "not available");
   printf("  (this context runs on %s)\n", uj_engine_name(uj_ctx_engine(ctx)));
 
   printf("devices:\n");

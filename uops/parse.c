@@ -466,7 +466,6 @@ uj_status_t uj_program_parse(const char* source, uj_program_t** out) {
   }
   rt_arena_init(&pp->arena);
   pthread_mutex_init(&pp->lock, NULL);
-  pthread_mutex_init(&prog->memo_lock, NULL);
   p->src = p->pos = p->line_start = source;
   p->line = 1;
   p->pp = pp;
@@ -474,7 +473,6 @@ uj_status_t uj_program_parse(const char* source, uj_program_t** out) {
   free(p);
   if (!ok) {
     pn_program_free(pp);
-    pthread_mutex_destroy(&prog->memo_lock);
     free(prog);
     return strstr(uj_last_error(), "out of memory") ? UJ_ERR_OOM : UJ_ERR_PARSE;
   }

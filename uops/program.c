@@ -23,8 +23,7 @@
 static void program_release(uj_program_t* p) {
   if (!p) return;
   pn_program_free(p->parsed);
-  pthread_mutex_destroy(&p->memo_lock);
-  for (int i = 0; i < 2; i++) free(p->memo[i].params), free(p->alias[i].safe);
+  if (p->jit_memo) p->jit_memo_free(p->jit_memo);
   for (int i = 0; i < 2; i++) {
     ir_func_free(p->raw[i]);
     ir_func_free(p->opt[i]);
@@ -329,7 +328,6 @@ uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_prog
   if (s != UJ_OK) return s;
   uj_program_t* p = calloc(1, sizeof *p);
   if (!p) return uop_oom();
-  pthread_mutex_init(&p->memo_lock, NULL);
   p->ninputs[UJ_FORWARD] = desc->input_count;
   p->noutputs[UJ_FORWARD] = desc->output_count;
   p->ninputs[UJ_BACKWARD] = desc->ingrad_count;

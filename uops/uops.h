@@ -154,28 +154,11 @@ struct uj_program {
   char** param_names;
   ir_func_t* raw[2];   /* by uj_pass_t: as emitted; NULL when that pass is absent */
   ir_func_t* opt[2];   /* after the pass pipeline */
-  /* the last compiled kernel per pass, for the JIT state `state` and these
-   * $param values: a repeated call skips building the cache key. It names
-   * the kernel's entry in the state's memory cache (by the key's hash and
-   * the entry's serial, never reused) without holding it: once the cache
-   * evicts the entry, the memo misses rather than dangles */
-  pthread_mutex_t memo_lock;
-  struct {
-    uint64_t state;
-    int engine;             /* uj_engine_t that compiled it */
-    int mir_level;          /* the context's MIR level then (part of a MIR kernel's key) */
-    const ir_func_t* func;  /* raw or optimized: the passes can be switched off */
-    int64_t* params;
-    ir_hash_t key;
-    uint64_t serial;        /* 0: nothing remembered */
-  } memo[2];
-  /* ir_alias_safe(func, in, out) by [in * ntensors + out]: -1 not yet
-   * asked; an in-place call asks on every run, and the answer depends on
-   * the function alone */
-  struct {
-    const ir_func_t* func;
-    signed char* safe;
-  } alias[2];
+  /* the JIT's memo for this program (jit/memo.c: its last kernel per pass,
+   * which outputs may be written in place), opaque here: made by the JIT
+   * on the program's first run, freed with the program by jit_memo_free */
+  void* jit_memo;
+  void (*jit_memo_free)(void* memo);
 };
 
 /* The backward function of a description with ingrads and outgrads

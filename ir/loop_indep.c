@@ -1,0 +1,66 @@
+/* ir/loop_indep.c: whether a loop's iterations are independent, so that an
+ * engine may run them in parallel (the C engine's threads over a block's
+ * outermost loop, the CUDA engine's threads over a loop nest, vectorizing
+ * hints for the innermost loop).
+ *
+ * Algorithm: two conditions, both conservative.
+ * 1. No statement at or inside loop k accumulates into a carried variable
+ *    declared by a loop outside k: such a sum runs through every iteration
+ *    of k in order.
+ * 2. Every tensor the block writes (non-local, not exempt) is touched, by
+ *    every access of the block, with loop k's variable as one of its plain
+ *    indices: then iteration i of loop k touches only elements whose index
+ *    on that axis is i, and different iterations touch disjoint elements.
+ *    One walk over the block's accesses (ir_walk_accesses) marks the
+ *    written tensors; a second checks each access of a written tensor.
+ * An index that only depends on loop k through arithmetic (i * 2, i + 1)
+ * does not count: proving such accesses disjoint is left undone, and the
+ * loop is then reported dependent. */
+#include <stdlib.h>
+
+#include "ir.h"
+
+typedef struct {
+  const ir_func_t* f;
+  int loop_id;
+  int ok;
+  unsigned char* written;
+  const unsigned char* exempt;
+} indep_t;
+
+static void note_written(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level;
+  (void)stmt;
+  indep_t* d = ctx;
+  if (is_write) d->written[acc->tensor] = 1;
+}
+
+static void check_distinct(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write;
+  (void)level;
+  (void)stmt;
+  indep_t* d = ctx;
+  if (!d->written[acc->tensor] || d->f->tensors[acc->tensor].local) return;
+  if (d->exempt && d->exempt[acc->tensor]) return;
+  for (int k = 0; k < acc->nidx; k++)
+    if (acc->idx[k]->kind == IR_IX_LOOP && acc->idx[k]->id == d->loop_id) return;
+  d->ok = 0;
+}
+
+int ir_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt) {
+  for (int j = k; j < b->nloops; j++)
+    for (int s = 0; s < b->loops[j].nstmts; s++) {
+      const ir_stmt_t* st = &b->loops[j].stmts[s];
+      if (st->kind != IR_ST_ACCUM) continue;
+      for (int o = 0; o < k; o++)
+        for (int c = 0; c < b->loops[o].ncarried; c++)
+          if (b->loops[o].carried[c].id == st->carried) return 0;
+    }
+  unsigned char* written = calloc((size_t)f->ntensors + 1, 1);
+  if (!written) return 0;
+  indep_t d = {f, b->loops[k].id, 1, written, exempt};
+  ir_walk_accesses((ir_block_t*)b, note_written, &d);
+  ir_walk_accesses((ir_block_t*)b, check_distinct, &d);
+  free(written);
+  return d.ok;
+}

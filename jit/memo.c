@@ -1,0 +1,124 @@
+/* jit/memo.c: what the JIT remembers per program, so that a repeated call
+ * costs little more than its kernel.
+ *
+ * Two memos per pass, behind the program's opaque jit_memo slot (made on
+ * the first call that needs it, freed with the program by memo_free):
+ * - the last kernel: for the JIT state, the engine, the engine's settings
+ *   part of the key (jit_engine_t.key_setting), the function (raw or
+ *   optimized: the passes can be switched off) and the $param values, the
+ *   cache entry it got (the key's hash and the entry's serial, never
+ *   reused). A repeated call skips building the cache key. The memo does
+ *   not hold the entry: once the cache evicts it, the memo misses rather
+ *   than dangles, and the engine is asked again.
+ * - in-place outputs: ir_alias_safe(func, in, out) by [in * ntensors + out],
+ *   -1 not yet asked. An in-place call asks on every run, and the answer
+ *   depends on the function alone.
+ * Threads share a program, so both sit under one lock, never held while an
+ * engine compiles. Running out of memory for a memo only costs its saving. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memo.h"
+
+typedef struct {
+  uint64_t state; /* jit_state_t.id */
+  const jit_engine_t* engine;
+  int key_setting;
+  const ir_func_t* func;
+  int64_t* params;
+  ir_hash_t key;
+  uint64_t serial; /* 0: nothing remembered */
+} kernel_memo_t;
+
+typedef struct {
+  const ir_func_t* func;
+  signed char* safe;
+} alias_memo_t;
+
+typedef struct {
+  pthread_mutex_t lock;
+  kernel_memo_t kernel[2]; /* by uj_pass_t */
+  alias_memo_t alias[2];
+} memo_t;
+
+static void memo_free(void* p) {
+  memo_t* m = p;
+  if (!m) return;
+  pthread_mutex_destroy(&m->lock);
+  for (int i = 0; i < 2; i++) free(m->kernel[i].params), free(m->alias[i].safe);
+  free(m);
+}
+
+/* The program's memo, made on first use; NULL when out of memory (no error
+ * set: the caller goes without). Threads may race to make it: one wins. */
+static memo_t* memo_of(uj_program_t* p) {
+  memo_t* m = __atomic_load_n(&p->jit_memo, __ATOMIC_ACQUIRE);
+  if (m) return m;
+  if (!(m = calloc(1, sizeof *m))) return NULL;
+  pthread_mutex_init(&m->lock, NULL);
+  __atomic_store_n(&p->jit_memo_free, memo_free, __ATOMIC_RELAXED); /* the same value from every racer */
+  void* expected = NULL;
+  if (!__atomic_compare_exchange_n(&p->jit_memo, &expected, m, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    memo_free(m);
+    return expected;
+  }
+  return m;
+}
+
+uj_status_t jit_memo_kernel(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p, uj_pass_t pass,
+                            const ir_func_t* f, const int64_t* params, jit_state_t* js, jit_cache_entry_t** out) {
+  *out = NULL;
+  memo_t* m = memo_of(p);
+  if (!m) return e->get(ctx, js, f, params, out);
+  kernel_memo_t* k = &m->kernel[pass];
+  int setting = e->key_setting ? e->key_setting(ctx) : 0;
+  size_t pbytes = (size_t)p->nparams * sizeof *params;
+  pthread_mutex_lock(&m->lock);
+  int hit = k->state == js->id && k->engine == e && k->func == f && k->key_setting == setting && k->serial &&
+            (!pbytes || !memcmp(k->params, params, pbytes));
+  ir_hash_t key = k->key;
+  uint64_t serial = hit ? k->serial : 0;
+  pthread_mutex_unlock(&m->lock);
+  if (hit && (*out = jit_cache_acquire_serial(js->cache, key, serial))) return UJ_OK;
+  uj_status_t s = e->get(ctx, js, f, params, out);
+  if (s != UJ_OK) return s;
+  pthread_mutex_lock(&m->lock);
+  int64_t* copy = pbytes ? malloc(pbytes) : NULL;
+  if (!pbytes || copy) {
+    if (pbytes) memcpy(copy, params, pbytes);
+    free(k->params);
+    k->params = copy;
+    k->state = js->id;
+    k->engine = e;
+    k->key_setting = setting;
+    k->func = f;
+    k->key = jit_cache_key(*out);
+    k->serial = jit_cache_serial(*out);
+  }
+  pthread_mutex_unlock(&m->lock);
+  return UJ_OK;
+}
+
+/* Contexts with the passes on and off ask about different functions, each
+ * replacing the table: the answer is stored through the table of the
+ * moment, never through a pointer kept across the unlock. */
+int jit_memo_alias_safe(uj_program_t* p, uj_pass_t pass, const ir_func_t* f, int in, int out) {
+  memo_t* m = memo_of(p);
+  if (!m) return ir_alias_safe(f, in, out);
+  alias_memo_t* a = &m->alias[pass];
+  size_t n = (size_t)f->ntensors * (size_t)f->ntensors, at = (size_t)in * (size_t)f->ntensors + (size_t)out;
+  pthread_mutex_lock(&m->lock);
+  if (a->func != f) {
+    free(a->safe);
+    a->func = f;
+    if ((a->safe = malloc(n))) memset(a->safe, -1, n);
+  }
+  int safe = a->safe ? a->safe[at] : -1;
+  pthread_mutex_unlock(&m->lock);
+  if (safe >= 0) return safe;
+  safe = ir_alias_safe(f, in, out);
+  pthread_mutex_lock(&m->lock);
+  if (a->func == f && a->safe) a->safe[at] = (signed char)safe;
+  pthread_mutex_unlock(&m->lock);
+  return safe;
+}
