@@ -339,6 +339,14 @@ int ir_expr_has_checks(const ir_expr_t* e);
  * before it is overwritten, and never after). */
 int ir_alias_safe(const ir_func_t* f, int in, int out);
 
+/* ---- lanes (ir/lanes.c) ------------------------------------------------------------- */
+
+/* 1 when loop k of b may accumulate into several partial results folded
+ * after it (the file's comment says when). */
+int ir_lanes_fit(const ir_block_t* b, int k);
+/* The carried variable with id `id` among loops 0..k-1 of b, or NULL. */
+const ir_carried_t* ir_outer_carried(const ir_block_t* b, int k, int id);
+
 /* ---- passes (one file each) ------------------------------------------------------------ */
 
 /* Each rewrites f in place and returns UJ_OK, or UJ_ERR_OOM. */

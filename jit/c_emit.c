@@ -152,7 +152,7 @@ int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) {
 
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
-  if (jit_c_lanes_fit(b, k)) {
+  if (ir_lanes_fit(b, k)) {
     jit_c_emit_lanes(&E->cx, b, k);
     return;
   }

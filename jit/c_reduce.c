@@ -39,40 +39,11 @@
  *    iteration. A lane that took nothing has index INT64_MAX and loses
  *    every tie, so c keeps its own first element as the interpreter does.
  *
- * Loops that read a carried variable inside (a partial result) or hold
- * carried variables of their own are printed as before. */
+ * Which loops: ir_lanes_fit (ir/lanes.c); others are printed as before. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "c_reduce.h"
-
-static int reads_carried(const ir_expr_t* e) {
-  if (!e) return 0;
-  if (e->kind == IR_EX_CARRIED) return 1;
-  return reads_carried(e->a) || reads_carried(e->b) || reads_carried(e->c);
-}
-
-/* The carried variable with id `id` among loops 0..k-1 of b, or NULL. */
-static const ir_carried_t* outer_carried(const ir_block_t* b, int k, int id) {
-  for (int o = 0; o < k; o++)
-    for (int c = 0; c < b->loops[o].ncarried; c++)
-      if (b->loops[o].carried[c].id == id) return &b->loops[o].carried[c];
-  return NULL;
-}
-
-int jit_c_lanes_fit(const ir_block_t* b, int k) {
-  const ir_loop_t* l = &b->loops[k];
-  if (k == 0 || k != b->nloops - 1 || l->ncarried) return 0;
-  int accums = 0;
-  for (int s = 0; s < l->nstmts; s++) {
-    const ir_stmt_t* st = &l->stmts[s];
-    if (reads_carried(st->value)) return 0;
-    if (st->kind != IR_ST_ACCUM) continue;
-    if (!outer_carried(b, k, st->carried)) return 0;
-    accums++;
-  }
-  return accums > 0;
-}
 
 static int is_arg(uj_reduce_op_t op) { return op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN; }
 
@@ -166,7 +137,7 @@ static int lane_count(const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   for (int s = 0; s < l->nstmts; s++)
     if (l->stmts[s].kind == IR_ST_ACCUM) {
-      const ir_carried_t* c = outer_carried(b, k, l->stmts[s].carried);
+      const ir_carried_t* c = ir_outer_carried(b, k, l->stmts[s].carried);
       if (c->dtype == UJ_F64 || is_arg(c->op)) return 16;
     }
   return 32;
@@ -178,7 +149,7 @@ void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   jit_cx_indent(E, k);
   rt_buf_printf(E->out, "{\n");
   for (int s = 0; s < l->nstmts; s++)
-    if (first_accum(l, s)) declare_lanes(E, outer_carried(b, k, l->stmts[s].carried), L, k + 1);
+    if (first_accum(l, s)) declare_lanes(E, ir_outer_carried(b, k, l->stmts[s].carried), L, k + 1);
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "const uj_i64 uj_s = ");
   jit_cx_ix(E, l->start);
@@ -202,7 +173,7 @@ void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "}\n");
   for (int s = 0; s < l->nstmts; s++)
-    if (first_accum(l, s)) fold_lanes(E, outer_carried(b, k, l->stmts[s].carried), L, k + 1);
+    if (first_accum(l, s)) fold_lanes(E, ir_outer_carried(b, k, l->stmts[s].carried), L, k + 1);
   /* the rest, one at a time into the carried variables */
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "for (uj_i64 i%d = uj_g; i%d < uj_e; i%d++) {\n", id, id, id);

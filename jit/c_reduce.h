@@ -5,11 +5,8 @@
 
 #include "c_like.h"
 
-/* 1 when loop k of b is printed in lanes: the innermost loop (not the
- * outermost), with no carried variables of its own, accumulating into
- * carried variables of outer loops and reading none. */
-int jit_c_lanes_fit(const ir_block_t* b, int k);
-/* Prints loop k of b in lanes, at indentation k (in place of the loop). */
+/* Prints loop k of b in lanes, at indentation k (in place of the loop);
+ * only for a loop ir_lanes_fit accepts. */
 void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k);
 
 #endif
