@@ -24,6 +24,21 @@
  * scatter) the merge is refused. In particular loops that hold statements or
  * carried variables (pivots) keep their relative order.
  *
+ * Single-iteration loops outside. A reduction over every axis is a chain
+ * whose outermost loop runs once (it holds the sum and its store), and the
+ * elementwise producer of its operand has no such loop, so the two never
+ * pair from the outermost. When the loops do not pair at depth 0, the
+ * chain of one side may instead nest inside the leading loops of the other
+ * that run exactly once (constant range of length 1): the nested side's
+ * loop at depth k then pairs with the outer side's loop at depth k + s,
+ * where s is the number of such loops it goes under. Running a list of
+ * statements inside a loop that runs once is running it once, so the
+ * argument above holds with the nested side's depths shifted by s, and so
+ * do the checks (every access to a shared tensor at the same shifted depth
+ * and index). A loop of length 0 or of a length not known here is never
+ * gone under: the nested side's statements would run a different number
+ * of times.
+ *
  * Blocks in between: B may move left past a block it does not conflict
  * with; if one in between forbids that, A may instead move right past the
  * blocks in between (merge to the right). Repeats until no merge applies.
@@ -61,6 +76,7 @@ typedef struct {
   ir_func_t* f;
   int n;
   int from[UJ_MAX_DIMS + 1], to[UJ_MAX_DIMS + 1];
+  int shift_a, shift_b; /* depth in the merged chain = depth in A + shift_a (B: + shift_b); one is 0 */
 } rename_t;
 
 static ir_ix_t* rename_leaf(void* ctx, const ir_ix_t* leaf) {
@@ -125,6 +141,50 @@ static int injective(const ir_block_t* chain, int level, const ir_access_t* acc)
   return 1;
 }
 
+/* Leading loops of b that run exactly once. */
+static int leading_once(const ir_block_t* b) {
+  int n = 0;
+  while (n < b->nloops && b->loops[n].start->kind == IR_IX_CONST && b->loops[n].end->kind == IR_IX_CONST &&
+         b->loops[n].end->value - b->loops[n].start->value == 1)
+    n++;
+  return n;
+}
+
+/* Whether the loops of A and B pair up with A shifted by sa and B by sb
+ * (one of them 0); fills the rename map. -1 on OOM. */
+static int pair_shifted(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, int sa, int sb, rename_t* r) {
+  r->f = f;
+  r->n = 0;
+  r->shift_a = sa;
+  r->shift_b = sb;
+  int depth = A->nloops + sa < B->nloops + sb ? A->nloops + sa : B->nloops + sb;
+  for (int k = sa > sb ? sa : sb; k < depth; k++) {
+    const ir_loop_t *la = &A->loops[k - sa], *lb = &B->loops[k - sb];
+    ir_ix_t* s = rename_ix(r, lb->start);
+    ir_ix_t* e = rename_ix(r, lb->end);
+    if (!s || !e) return -1;
+    if (!ir_ix_equal(la->start, s) || !ir_ix_equal(la->end, e)) return 0;
+    r->from[r->n] = lb->id;
+    r->to[r->n++] = la->id;
+  }
+  return 1;
+}
+
+/* The loops of A and B paired from the outermost, or else with one side
+ * nested inside loops of the other that run once (the file's comment):
+ * the fewest such loops that make the rest pair. 1 paired (r filled), 0
+ * not, -1 OOM. */
+static int pair_loops(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, rename_t* r) {
+  int p = pair_shifted(f, A, B, 0, 0, r);
+  if (p != 0) return p;
+  int once_a = leading_once(A), once_b = leading_once(B);
+  for (int s = 1; s <= once_b && s < B->nloops; s++)
+    if ((p = pair_shifted(f, A, B, s, 0, r)) != 0) return p;
+  for (int s = 1; s <= once_a && s < A->nloops; s++)
+    if ((p = pair_shifted(f, A, B, 0, s, r)) != 0) return p;
+  return 0;
+}
+
 /* The search's state, kept in step with f->blocks: the dependence tables
  * and each block's accesses. A merge changes two blocks into one, so only
  * that block's records are made (from the two it came from) and the tables
@@ -150,17 +210,8 @@ static int mergeable(fuse_t* F, int ia, int ib, rename_t* r) {
   const ir_deps_t* d = F->d;
   const ir_block_t *A = &f->blocks[ia], *B = &f->blocks[ib];
   const recs_t *ra = &F->recs[ia], *rb = &F->recs[ib];
-  int npair = A->nloops < B->nloops ? A->nloops : B->nloops;
-  r->f = f;
-  r->n = 0;
-  for (int k = 0; k < npair; k++) {
-    ir_ix_t* s = rename_ix(r, B->loops[k].start);
-    ir_ix_t* e = rename_ix(r, B->loops[k].end);
-    if (!s || !e) return -1;
-    if (!ir_ix_equal(A->loops[k].start, s) || !ir_ix_equal(A->loops[k].end, e)) return 0;
-    r->from[r->n] = B->loops[k].id;
-    r->to[r->n++] = A->loops[k].id;
-  }
+  int paired = pair_loops(f, A, B, r);
+  if (paired <= 0) return paired;
   int ok = 1;
   F->gen++;
   for (int i = 0; i < ra->n && ok == 1; i++) {
@@ -172,14 +223,16 @@ static int mergeable(fuse_t* F, int ia, int ib, rename_t* r) {
     if (!b_touches || !(ir_deps_writes(d, ia, t) || ir_deps_writes(d, ib, t))) continue;
     /* every access to this tensor in both blocks must be the same element */
     const ir_access_t* ref = x->acc;
-    int level = x->level;
+    int level = x->level + r->shift_a; /* depths compared in the merged chain */
     /* ref is A's access, so the loops enclosing it are A's (paired or its own) */
-    if (!injective(A, level, ref)) ok = 0;
+    if (!injective(A, x->level, ref)) ok = 0;
     for (int j = 0; j < ra->n && ok == 1; j++)
-      if (ra->recs[j].tensor == t && (ra->recs[j].level != level || !same_access_index(r, ref, ra->recs[j].acc, 0)))
+      if (ra->recs[j].tensor == t &&
+          (ra->recs[j].level + r->shift_a != level || !same_access_index(r, ref, ra->recs[j].acc, 0)))
         ok = 0;
     for (int j = 0; j < rb->n && ok == 1; j++)
-      if (rb->recs[j].tensor == t && (rb->recs[j].level != level || !same_access_index(r, ref, rb->recs[j].acc, 1)))
+      if (rb->recs[j].tensor == t &&
+          (rb->recs[j].level + r->shift_b != level || !same_access_index(r, ref, rb->recs[j].acc, 1)))
         ok = 0;
   }
   return ok;
@@ -193,21 +246,24 @@ static int append_items(ir_func_t* f, void** items, int* n, int* cap, const void
   return 1;
 }
 
-/* Builds the merged chain into *out: A's loops, then B's extra loops. At
+/* Builds the merged chain into *out: at each depth A's loop where A has
+ * one (depths shifted as r says), else B's. At
  * each paired depth the chain takes over A's arrays and appends B's items
  * (A is replaced by the chain, and no other loop shares them): copying A's
  * statements into fresh arrays made a chain of n statements, merged one
  * at a time, cost n^2 statements of memory. */
 static int merge_blocks(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, rename_t* r, ir_block_t* out) {
-  const ir_block_t* longer = A->nloops >= B->nloops ? A : B;
+  int sa = r->shift_a, sb = r->shift_b;
+  int nloops = A->nloops + sa > B->nloops + sb ? A->nloops + sa : B->nloops + sb;
   memset(out, 0, sizeof *out);
-  out->nloops = out->loop_cap = longer->nloops;
-  out->loops = rt_arena_alloc(&f->arena, (size_t)longer->nloops * sizeof *out->loops);
+  out->nloops = out->loop_cap = nloops;
+  out->loops = rt_arena_alloc(&f->arena, (size_t)nloops * sizeof *out->loops);
   if (!out->loops) return 0;
-  for (int k = 0; k < longer->nloops; k++) {
+  for (int k = 0; k < nloops; k++) {
     ir_loop_t* l = &out->loops[k];
-    const ir_loop_t* la = k < A->nloops ? &A->loops[k] : NULL;
-    const ir_loop_t* lb = k < B->nloops ? &B->loops[k] : NULL;
+    const ir_loop_t* la = k >= sa && k - sa < A->nloops ? &A->loops[k - sa] : NULL;
+    const ir_loop_t* lb = k >= sb && k - sb < B->nloops ? &B->loops[k - sb] : NULL;
+    memset(l, 0, sizeof *l);
     l->id = la ? la->id : lb->id;
     l->start = la ? la->start : rename_ix(r, lb->start);
     l->end = la ? la->end : rename_ix(r, lb->end);
@@ -242,12 +298,13 @@ static int block_records(ir_block_t* b, recs_t* out) {
  * a walk over chain: per level, A's statements then B's. A's are ra with
  * the statements (and the targets, which live in them) moved to where
  * chain holds its copies; only B's renamed statements are walked. */
-static int chain_records(const ir_block_t* A, const recs_t* ra, const ir_block_t* chain, recs_t* out) {
+static int chain_records(const ir_block_t* A, const recs_t* ra, const ir_block_t* chain, int shift_a, recs_t* out) {
   *out = (recs_t){0};
   ir_loop_t* view = malloc((size_t)chain->nloops * sizeof *view + 1);
   if (!view) return 0;
   for (int k = 0; k < chain->nloops; k++) {
-    int na = k < A->nloops ? A->loops[k].nstmts : 0;
+    int ka = k - shift_a;
+    int na = ka >= 0 && ka < A->nloops ? A->loops[ka].nstmts : 0;
     view[k] = chain->loops[k];
     /* a loop with no statements of A's (an outer loop of a nest) may have
      * no array at all, and NULL + 0 is undefined */
@@ -268,11 +325,12 @@ static int chain_records(const ir_block_t* A, const recs_t* ra, const ir_block_t
   }
   int ia = 0, ib = 0;
   for (int k = 0; k < chain->nloops; k++) {
-    for (; ia < ra->n && ra->recs[ia].level == k; ia++) {
+    for (; ia < ra->n && ra->recs[ia].level + shift_a == k; ia++) {
       rec_t x = ra->recs[ia];
-      const ir_stmt_t* moved = &chain->loops[k].stmts[x.stmt - A->loops[k].stmts];
+      const ir_stmt_t* moved = &chain->loops[k].stmts[x.stmt - A->loops[k - shift_a].stmts];
       if (x.acc == &x.stmt->target) x.acc = &moved->target;
       x.stmt = moved;
+      x.level = k;
       out->recs[out->n++] = x;
     }
     for (; ib < rb.n && rb.recs[ib].level == k; ib++) out->recs[out->n++] = rb.recs[ib];
@@ -316,7 +374,7 @@ static int fuse_once(fuse_t* F, int from, int* at) {
       ir_block_t chain;
       recs_t recs;
       if (!merge_blocks(f, &f->blocks[i], &f->blocks[j], &r, &chain) ||
-          !chain_records(&f->blocks[i], &F->recs[i], &chain, &recs))
+          !chain_records(&f->blocks[i], &F->recs[i], &chain, r.shift_a, &recs))
         return -1;
       merged(F, left_ok ? i : j, left_ok ? j : i, &chain, &recs);
       *at = i;

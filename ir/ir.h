@@ -347,6 +347,14 @@ int ir_alias_safe(const ir_func_t* f, int in, int out);
  * atomic. 0 on OOM (the safe answer). */
 int ir_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
 
+/* ---- lanes (ir/lanes.c) ------------------------------------------------------------- */
+
+/* 1 when loop k of b may accumulate into several partial results folded
+ * after it (the file's comment says when). */
+int ir_lanes_fit(const ir_block_t* b, int k);
+/* The carried variable with id `id` among loops 0..k-1 of b, or NULL. */
+const ir_carried_t* ir_outer_carried(const ir_block_t* b, int k, int id);
+
 /* ---- passes (one file each) ------------------------------------------------------------ */
 
 /* Each rewrites f in place and returns UJ_OK, or UJ_ERR_OOM. */
@@ -355,6 +363,7 @@ uj_status_t ir_pass_scalars(ir_func_t* f);
 uj_status_t ir_pass_fuse(ir_func_t* f);
 uj_status_t ir_pass_subst(ir_func_t* f);
 uj_status_t ir_pass_cse(ir_func_t* f);
+uj_status_t ir_pass_recompute(ir_func_t* f);
 uj_status_t ir_pass_bounds(ir_func_t* f);
 
 /* ---- pipeline (ir/pipeline.c) --------------------------------------------------------- */

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "c_like.h"
+#include "c_reduce.h"
 #include "jit.h"
 
 static const char prelude[] =
@@ -165,6 +166,10 @@ int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) {
 
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
+  if (ir_lanes_fit(b, k)) {
+    jit_c_emit_lanes(&E->cx, b, k);
+    return;
+  }
   if (k == b->nloops - 1 && ir_loop_independent(E->cx.f, b, k, NULL)) {
     jit_cx_indent(&E->cx, k);
     rt_buf_printf(E->cx.out, "#pragma GCC ivdep\n");

@@ -368,10 +368,38 @@ static void emit_checks_expr(jit_cx_t* E, const ir_expr_t* e, int* n) {
   emit_checks_expr(E, e->c, n);
 }
 
+/* An accumulation into lane uj_l of the carried variable's partial results
+ * (jit/c_reduce.c says why each form is the interpreter's). */
+static void emit_lane_accum(jit_cx_t* E, const ir_stmt_t* s) {
+  int c = s->carried;
+  uj_reduce_op_t op = E->carried_op[c];
+  int fl = s->value->dtype != UJ_I32;
+  if (op == UJ_REDUCE_SUM || op == UJ_REDUCE_MEAN || op == UJ_REDUCE_PROD) {
+    rt_buf_printf(E->out, "c%d_l[uj_l] %s %s(", c, op == UJ_REDUCE_PROD ? "*=" : "+=", fl ? "" : "(uint32_t)");
+    jit_cx_expr(E, s->value);
+    rt_buf_printf(E->out, ");\n");
+    return;
+  }
+  int up = op == UJ_REDUCE_MAX || op == UJ_REDUCE_ARGMAX;
+  rt_buf_printf(E->out, "{ %s v = ", jit_cx_ctype(s->value->dtype));
+  jit_cx_expr(E, s->value);
+  if (op == UJ_REDUCE_MAX || op == UJ_REDUCE_MIN) {
+    rt_buf_printf(E->out, "; c%d_l[uj_l] = v %s c%d_l[uj_l] ? v : c%d_l[uj_l]; }\n", c, up ? ">" : "<", c, c);
+    return;
+  }
+  rt_buf_printf(E->out, "; uj_i64 at = ");
+  jit_cx_ix(E, s->arg_index);
+  rt_buf_printf(E->out, "; if (v %s c%d_l[uj_l]) { c%d_l[uj_l] = v; c%da_l[uj_l] = at; } }\n", up ? ">" : "<", c, c, c);
+}
+
 static void emit_accum(jit_cx_t* E, const ir_stmt_t* s) {
   int c = s->carried;
   uj_reduce_op_t op = E->carried_op[c];
   int fl = s->value->dtype != UJ_I32;
+  if (E->lanes) {
+    emit_lane_accum(E, s);
+    return;
+  }
   switch (op) {
     case UJ_REDUCE_SUM:
     case UJ_REDUCE_MEAN:

@@ -41,6 +41,9 @@ struct jit_cx {
    * access (a load or a store target) itself */
   int (*access_hook)(jit_cx_t* E, const ir_access_t* acc);
   void* hook_state;
+  /* C: accumulations go to lane uj_l of each carried variable's partial
+   * results (jit/c_reduce.c) */
+  int lanes;
 };
 
 /* The reduce op of every carried variable by id; NULL on OOM. */

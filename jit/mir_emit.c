@@ -531,6 +531,77 @@ static void init_carried(lower_t* L, const ir_carried_t* c) {
   if (c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN) insn2(L, MIR_MOV, R(L->carried_at[c->id]), IMM(0));
 }
 
+/* Sums and products accumulated in loop l can take MIR_SUM_LANES partial
+ * results (ir/lanes.c); max, min and the arg ops compare and branch, and
+ * a branch does not wait on the previous one, so they gain nothing. */
+#define MIR_SUM_LANES 4
+
+static int sum_lanes_fit(lower_t* L, const ir_block_t* b, int k) {
+  const ir_loop_t* l = &b->loops[k];
+  if (!ir_lanes_fit(b, k)) return 0;
+  for (int s = 0; s < l->nstmts; s++) {
+    uj_reduce_op_t op = l->stmts[s].kind == IR_ST_ACCUM ? L->carried_op[l->stmts[s].carried] : UJ_REDUCE_SUM;
+    if (op != UJ_REDUCE_SUM && op != UJ_REDUCE_MEAN && op != UJ_REDUCE_PROD) return 0;
+  }
+  return 1;
+}
+
+/* The iterations of loop l from i, in groups of MIR_SUM_LANES while a whole
+ * group remains: iteration j of a group accumulates into partial result j
+ * of each carried variable (the statements lowered once per j, with the
+ * loop's index i + j), and after the groups the partial results are folded
+ * into the variable as (p0 op p1) op (p2 op p3): an add no longer waits for
+ * the one before it. i is left at the first iteration not run. */
+static void lower_sum_lanes(lower_t* L, const ir_loop_t* l, MIR_reg_t i, MIR_reg_t end) {
+  enum { N = MIR_SUM_LANES };
+  MIR_reg_t saved[64], lanes[64][N];
+  int ids[64], n = 0;
+  for (int s = 0; s < l->nstmts && n < 64; s++) {
+    int c = l->stmts[s].carried, seen = 0;
+    if (l->stmts[s].kind != IR_ST_ACCUM) continue;
+    for (int j = 0; j < n; j++) seen |= ids[j] == c;
+    if (seen) continue;
+    ids[n] = c;
+    saved[n] = L->carried[c];
+    uj_dtype_t d = l->stmts[s].value->dtype;
+    double identity = L->carried_op[c] == UJ_REDUCE_PROD ? 1 : 0;
+    for (int j = 0; j < N; j++) {
+      lanes[n][j] = new_reg(L, reg_type(d));
+      insn2(L, mov_code(d), R(lanes[n][j]), R(constant(L, d, identity)));
+    }
+    n++;
+  }
+  MIR_reg_t last = new_reg(L, MIR_T_I64), ij = new_reg(L, MIR_T_I64);
+  MIR_insn_t top = MIR_new_label(L->ctx), done = MIR_new_label(L->ctx);
+  insn3(L, MIR_SUB, R(last), R(end), IMM(N - 1));
+  insn3(L, MIR_BGE, LBL(done), R(i), R(last));
+  emit(L, top);
+  for (int j = 0; j < N; j++) {
+    insn3(L, MIR_ADD, R(ij), R(i), IMM(j));
+    L->loop[l->id] = ij;
+    for (int c = 0; c < n; c++) L->carried[ids[c]] = lanes[c][j];
+    for (int s = 0; s < l->nstmts; s++) lower_stmt(L, &l->stmts[s]);
+  }
+  L->loop[l->id] = i;
+  insn3(L, MIR_ADD, R(i), R(i), IMM(N));
+  insn3(L, MIR_BLT, LBL(top), R(i), R(last));
+  emit(L, done);
+  for (int c = 0; c < n; c++) {
+    L->carried[ids[c]] = saved[c];
+    int prod = L->carried_op[ids[c]] == UJ_REDUCE_PROD;
+    MIR_reg_t* p = lanes[c];
+    uj_dtype_t d = UJ_F32;
+    for (int s = 0; s < l->nstmts; s++)
+      if (l->stmts[s].kind == IR_ST_ACCUM && l->stmts[s].carried == ids[c]) d = l->stmts[s].value->dtype;
+    MIR_insn_code_t code = d == UJ_I32 ? (prod ? MIR_MUL : MIR_ADD) : (prod ? fops(d)->mul : fops(d)->add);
+    insn3(L, code, R(p[0]), R(p[0]), R(p[1]));
+    insn3(L, code, R(p[2]), R(p[2]), R(p[3]));
+    insn3(L, code, R(p[0]), R(p[0]), R(p[2]));
+    insn3(L, code, R(saved[c]), R(saved[c]), R(p[0]));
+    if (d == UJ_I32) insn2(L, MIR_EXT32, R(saved[c]), R(saved[c]));
+  }
+}
+
 static void lower_loop(lower_t* L, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   MIR_reg_t i = L->loop[l->id] = new_reg(L, MIR_T_I64), end = L->arg_end;
@@ -541,6 +612,7 @@ static void lower_loop(lower_t* L, const ir_block_t* b, int k) {
     end = new_reg(L, MIR_T_I64);
     insn2(L, MIR_MOV, R(end), R(lower_ix(L, l->end)));
   }
+  if (sum_lanes_fit(L, b, k)) lower_sum_lanes(L, l, i, end);
   for (int c = 0; c < l->ncarried; c++) {
     const ir_carried_t* cv = &l->carried[c];
     L->carried[cv->id] = new_reg(L, reg_type(cv->dtype));

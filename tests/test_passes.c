@@ -337,8 +337,11 @@ TEST(softmax_at_most_three_blocks) {
     CHECK(nb >= 1 && nb <= 3);
     /* the max is read inside the loop it reduces: that cannot be one block */
     CHECK(nb > 1);
-    /* forwarding never duplicates work: exp is computed once per element */
-    CHECK(count_substr(ir, "exp(") == 1);
+    /* the exp values are not written to a temporary of x's size and read
+     * back: the divide computes them again from x and the row max
+     * (ir/recompute.c), so exp appears in the sum and in the divide */
+    CHECK(count_substr(ir, "exp(") == 2);
+    CHECK(count_substr(ir, d ? "temp f64 [d0_0, d0_1]\n" : "temp f32 [d0_0, d0_1]\n") == 0);
     if (harness_failed_checks && ir) fprintf(stderr, "%s\n", ir);
     free(ir);
 
@@ -439,19 +442,22 @@ TEST(conv_pad1_keeps_exactly_the_padded_checks) {
 
 /* ---- what must not fuse ----------------------------------------------------------- */
 
-/* y = exp(x); z = reversed(y) + y: z[i] reads y[n-1-i], an element another
- * iteration writes, so the producer cannot be merged into the consumer. */
+/* y = x * w; z = reversed(y) + y: z[i] reads y[n-1-i], an element another
+ * iteration writes, so the producer cannot be merged into the consumer. (A
+ * product of two inputs: recomputing it in the consumer would read four
+ * streams where keeping y moves three, so recompute leaves it alone.) */
 TEST(no_fusion_at_another_index) {
   for (int d = 0; d < 2; d++) {
     uj_dtype_t dt = d ? UJ_F64 : UJ_F32;
     uj_graph_t* g = uj_graph_new();
-    uj_io_t x = uj_input(g, 1, dt);
-    uj_io_t y = uj_unary(g, UJ_UNARY_EXP, x);
+    uj_io_t xw[2] = {uj_input(g, 1, dt), uj_input(g, 1, dt)};
+    uj_io_t x = xw[0];
+    uj_io_t y = uj_binary(g, UJ_BINARY_MUL, x, xw[1]);
     static const char* const sh[] = {"dA0"};
     static const char* const ix[] = {"dA0 - 1 - i0"};
     uj_io_t r = uj_reindex(g, y, 1, sh, 1, &x, 1, ix);
     uj_io_t z = uj_binary(g, UJ_BINARY_ADD, r, y);
-    uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &z);
+    uj_program_t* p = OR_PROGRAM(g, 2, xw, 0, NULL, 1, &z);
     uj_graph_free(g);
     char* ir = dump_of(p, UJ_FORWARD, UJ_DUMP_IR);
     CHECK(count_blocks(ir) > 1);
@@ -461,13 +467,18 @@ TEST(no_fusion_at_another_index) {
     HARNESS_SEED(53 + d);
     uint64_t st = 53 + (uint64_t)d;
     for (int64_t n = 1; n <= 9; n += 4) {
-      uj_tensor_t tx = or_tensor(dt, 1, &n), tz = or_tensor(dt, 1, &n);
+      uj_tensor_t tx = or_tensor(dt, 1, &n), tw = or_tensor(dt, 1, &n), tz = or_tensor(dt, 1, &n);
       or_fill_real(&st, &tx, -2, 2);
+      or_fill_real(&st, &tw, -2, 2);
       double* ref = or_alloc_ref(n);
-      for (int64_t i = 0; i < n; i++) ref[i] = exp(or_get(&tx, n - 1 - i)) + exp(or_get(&tx, i));
-      OR_RUN_CHECK1(p, &tx, &tz, ref, dt == UJ_F32 ? OR_TOL_F32 : OR_TOL_F64);
+      for (int64_t i = 0; i < n; i++)
+        ref[i] = or_get(&tx, n - 1 - i) * or_get(&tw, n - 1 - i) + or_get(&tx, i) * or_get(&tw, i);
+      const uj_tensor_t* in[] = {&tx, &tw};
+      uj_tensor_t* out[] = {&tz};
+      const double* refs[] = {ref};
+      OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 1, dt == UJ_F32 ? OR_TOL_F32 : OR_TOL_F64);
       free(ref);
-      or_tensor_free(&tx), or_tensor_free(&tz);
+      or_tensor_free(&tx), or_tensor_free(&tw), or_tensor_free(&tz);
     }
     uj_program_free(p);
   }
@@ -525,6 +536,92 @@ TEST(fusion_of_nests_with_empty_outer_loops) {
   OR_RUN_CHECK1(p, &tx, &tz, ref, OR_TOL_F32);
   free(ref);
   or_tensor_free(&tx), or_tensor_free(&tz);
+  uj_program_free(p);
+}
+
+/* s = sum(x * x) over every axis: the reduction's chain starts with a loop
+ * that runs once, and the square nests inside it, so x * x never goes to a
+ * temporary of x's size; y = x / sum(x) must not nest the divide inside
+ * the sum's loop (it reads the finished sum), and gives the right answer. */
+TEST(full_reduction_fuses_with_its_operand) {
+  uj_program_t *p = NULL, *q = NULL;
+  CHECK(uj_program_parse("s = sum(x * x)", &p) == UJ_OK);
+  CHECK(uj_program_parse("y = x / sum(x)", &q) == UJ_OK);
+  if (!p || !q) {
+    uj_program_free(p), uj_program_free(q);
+    return;
+  }
+  char* ir = dump_of(p, UJ_FORWARD, UJ_DUMP_IR);
+  CHECK(count_blocks(ir) == 1);
+  CHECK(count_substr(ir, "temp f32 [d0_0]\n") == 0);
+  if (harness_failed_checks && ir) fprintf(stderr, "%s\n", ir);
+  free(ir);
+  ir = dump_of(q, UJ_FORWARD, UJ_DUMP_IR);
+  CHECK(count_blocks(ir) == 2);
+  if (harness_failed_checks && ir) fprintf(stderr, "%s\n", ir);
+  free(ir);
+  HARNESS_SEED(67);
+  uint64_t st = 67;
+  for (int64_t n = 1; n <= 4099; n = n * 4 + 3) {
+    uj_tensor_t tx = or_tensor(UJ_F32, 1, &n), ts = or_tensor(UJ_F32, 1, (int64_t[]){1});
+    uj_tensor_t ty = or_tensor(UJ_F32, 1, &n);
+    or_fill_real(&st, &tx, -2, 2);
+    double sum_sq = 0, sum = 0, sum_abs = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double v = or_get(&tx, i);
+      sum_sq += v * v, sum += v, sum_abs += fabs(v);
+    }
+    double* refy = or_alloc_ref(n);
+    for (int64_t i = 0; i < n; i++) refy[i] = or_get(&tx, i) / sum;
+    const uj_tensor_t* in[] = {&tx};
+    uj_tensor_t* outs[] = {&ts};
+    const double* refs[] = {&sum_sq};
+    const double* sums[] = {&sum_sq};
+    int64_t terms[] = {n};
+    OR_RUN_CHECK_SUM(p, in, 1, NULL, 0, outs, refs, sums, terms, 1, OR_TOL_F32);
+    /* x / sum(x): each element is off by the sum's error relative to the sum */
+    double rel = (or_sum_gamma(n, UJ_F32) * sum_abs) / fabs(sum) + 4 * OR_TOL_F32;
+    if (rel < 1e-3) OR_RUN_CHECK1(q, &tx, &ty, refy, rel);
+    free(refy);
+    or_tensor_free(&tx), or_tensor_free(&ts), or_tensor_free(&ty);
+  }
+  uj_program_free(p), uj_program_free(q);
+}
+
+/* Row-wise layernorm: the centred value x - mean is summed squared and then
+ * scaled; the scaling computes it again from x and the row mean instead of
+ * reading it back from a temporary of x's size (ir/recompute.c), while the
+ * per-row rsqrt, read by every element of its row, stays computed once. */
+TEST(layernorm_recomputes_the_centred_value) {
+  uj_program_t* p = NULL;
+  CHECK(uj_program_parse("x: f32\nw: f32\nb: f32\n_d = x - mean(x, -1); y = _d * rsqrt(mean(_d * _d, -1) + 1e-5) * w + b",
+                         &p) == UJ_OK);
+  if (!p) return;
+  char* ir = dump_of(p, UJ_FORWARD, UJ_DUMP_IR);
+  CHECK(count_substr(ir, "temp f32 [d0_0, d0_1]\n") == 0);
+  CHECK(count_substr(ir, "rsqrt(") == 1);
+  if (harness_failed_checks && ir) fprintf(stderr, "%s\n", ir);
+  free(ir);
+  HARNESS_SEED(71);
+  uint64_t st = 71;
+  int64_t dims[2] = {5, 37};
+  uj_tensor_t tx = or_tensor(UJ_F32, 2, dims), tw = or_tensor(UJ_F32, 1, &dims[1]), tb = or_tensor(UJ_F32, 1, &dims[1]);
+  uj_tensor_t ty = or_tensor(UJ_F32, 2, dims);
+  or_fill_real(&st, &tx, -3, 3), or_fill_real(&st, &tw, -1, 1), or_fill_real(&st, &tb, -1, 1);
+  double* ref = or_alloc_ref(5 * 37);
+  for (int r = 0; r < 5; r++) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < 37; c++) mean += or_get(&tx, r * 37 + c) / 37;
+    for (int c = 0; c < 37; c++) var += (or_get(&tx, r * 37 + c) - mean) * (or_get(&tx, r * 37 + c) - mean) / 37;
+    for (int c = 0; c < 37; c++)
+      ref[r * 37 + c] = (or_get(&tx, r * 37 + c) - mean) / sqrt(var + 1e-5) * or_get(&tw, c) + or_get(&tb, c);
+  }
+  const uj_tensor_t* in[] = {&tx, &tw, &tb};
+  uj_tensor_t* out[] = {&ty};
+  const double* refs[] = {ref};
+  OR_RUN_CHECK(p, in, 3, NULL, 0, out, refs, 1, OR_TOL_F32_SUM);
+  free(ref);
+  or_tensor_free(&tx), or_tensor_free(&tw), or_tensor_free(&tb), or_tensor_free(&ty);
   uj_program_free(p);
 }
 

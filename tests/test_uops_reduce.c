@@ -111,10 +111,33 @@ static void reduce_case(uj_reduce_op_t op, uj_dtype_t dt, uint64_t* st) {
     or_fill_int(st, &tx, -1000, 1000);
   else
     or_fill_real(st, &tx, -3, 3);
-  double* ref = or_alloc_ref(or_tnumel(&ty));
+  int64_t no = or_tnumel(&ty);
+  double* ref = or_alloc_ref(no);
   ref_reduce(op, &tx, red, ref);
-  double tol = arg || dt == UJ_I32 ? 0 : dt == UJ_F32 ? OR_TOL_F32_SUM : OR_TOL_F64;
-  if (OR_RUN_CHECK1(p, &tx, &ty, ref, tol)) {
+  /* Floats: the length-aware bound. A sum of n terms in another order than
+   * the reference's is off by at most gamma_n * sum|terms| (a mean: that
+   * over n), a product by gamma_n * |product|; max and min are exact. The
+   * fixed part, tol, covers the final rounding. */
+  double* sum_abs = or_alloc_ref(no);
+  int64_t terms = 1;
+  for (int k = 0; k < r; k++)
+    if (red[k]) terms *= dims[k];
+  if (op == UJ_REDUCE_SUM || op == UJ_REDUCE_MEAN) {
+    uj_tensor_t ax = or_tensor(dt, r, dims);
+    for (int64_t i = 0; i < or_tnumel(&tx); i++) or_set(&ax, i, fabs(or_get(&tx, i)));
+    ref_reduce(op, &ax, red, sum_abs);
+    or_tensor_free(&ax);
+  } else if (op == UJ_REDUCE_PROD) {
+    for (int64_t o = 0; o < no; o++) sum_abs[o] = fabs(ref[o]);
+  }
+  double tol = arg || dt == UJ_I32 ? 0 : dt == UJ_F32 ? OR_TOL_F32 : OR_TOL_F64;
+  const uj_tensor_t* in[] = {&tx};
+  uj_tensor_t* outs[] = {&ty};
+  const double* refs[] = {ref};
+  const double* sums[] = {sum_abs};
+  int bounded = !arg && dt != UJ_I32;
+  if (bounded ? OR_RUN_CHECK_SUM(p, in, 1, NULL, 0, outs, refs, sums, &terms, 1, tol)
+              : OR_RUN_CHECK1(p, &tx, &ty, ref, tol)) {
     fprintf(stderr, "  (%s %s rank %d dims", reduce_name(op), uj_dtype_name(dt), r);
     for (int k = 0; k < r; k++) fprintf(stderr, " %lld", (long long)dims[k]);
     fprintf(stderr, " axes");
@@ -122,6 +145,7 @@ static void reduce_case(uj_reduce_op_t op, uj_dtype_t dt, uint64_t* st) {
     fprintf(stderr, ")\n");
   }
   free(ref);
+  free(sum_abs);
   or_tensor_free(&tx);
   or_tensor_free(&ty);
   uj_program_free(p);
@@ -305,11 +329,19 @@ TEST(matmul) {
       for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++)
           for (int64_t k = 0; k < K; k++) ref[i * N + j] += or_get(&ta, i * K + k) * or_get(&tb, k * N + j);
+      /* a sum of K products: each rounds once more than a plain term */
+      double* sum_abs = or_alloc_ref(M * N);
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++)
+          for (int64_t k = 0; k < K; k++) sum_abs[i * N + j] += fabs(or_get(&ta, i * K + k) * or_get(&tb, k * N + j));
       const uj_tensor_t* in[] = {&ta, &tb};
       uj_tensor_t* out[] = {&tc};
       const double* refs[] = {ref};
-      OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 1, d ? OR_TOL_F64 : OR_TOL_F32_SUM);
+      const double* sums[] = {sum_abs};
+      int64_t terms = K + 1;
+      OR_RUN_CHECK_SUM(p, in, 2, NULL, 0, out, refs, sums, &terms, 1, d ? OR_TOL_F64 : OR_TOL_F32);
       free(ref);
+      free(sum_abs);
       or_tensor_free(&ta);
       or_tensor_free(&tb);
       or_tensor_free(&tc);

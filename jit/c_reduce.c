@@ -1,0 +1,186 @@
+/* jit/c_reduce.c: the C engine's reduction loops in lanes.
+ *
+ * A reduction loop adds into one variable per iteration, a dependence
+ * carried from each iteration to the next: the C compiler may not reorder
+ * floating-point additions, so `c += x[i]` runs one add at a time (4
+ * cycles each) and never in vector registers, and the NaN-aware max
+ * `c = (x > c || c != c) ? x : c` becomes a compare and a branch per
+ * element.
+ *
+ * The innermost loop of a block whose statements accumulate into carried
+ * variables of an outer loop is therefore printed in lanes: each carried
+ * variable c gets 32 (16 for 8-byte values) partial results c_l[0..L) at the identity,
+ * the loop runs in groups of L iterations, iteration j of a group
+ * accumulating into lane j (an inner loop of constant trip count over the
+ * lanes, which the compiler turns into vector operations with independent
+ * accumulators), then the lanes are folded into c as a balanced tree in a
+ * fixed order (lane j with lane j + L/2, and so on), and the iterations
+ * past the last whole group run as before, straight into c. Everything
+ * else is unchanged: the iterations still run in their order, so stores,
+ * loads and guards see what they saw; only the order of the reduction's own
+ * operations changes, and it depends on the loop's trip count alone, never
+ * on threads (the C engine splits blocks by their outermost loop, and a
+ * reduction's lanes live inside one iteration of it).
+ *
+ * Per operation:
+ *  - sum, mean, prod: a tree of partial sums (products); i32 in uint32_t,
+ *    which wraps as the interpreter's 32-bit results do.
+ *  - max, min: within a lane `c_l = x > c_l ? x : c_l`: a lane starts at
+ *    -inf (+inf) and takes only values compared greater (less), so it is
+ *    never NaN and the interpreter's `|| c != c` is always false there;
+ *    a NaN x compares false and is ignored, as the interpreter ignores it,
+ *    and the select is one vector max per group, no branch. The fold uses
+ *    the interpreter's own max. Of +0 and -0 the result may be either
+ *    (equal values; which came first is no longer known).
+ *  - argmax, argmin: a lane keeps its best value and its flat index,
+ *    taking an element only when strictly better (the first best in the
+ *    lane); the fold takes the better value and, of equal ones, the smaller
+ *    index, which is the earlier element: the flat index grows with the
+ *    iteration. A lane that took nothing has index INT64_MAX and loses
+ *    every tie, so c keeps its own first element as the interpreter does.
+ *
+ * Which loops: ir_lanes_fit (ir/lanes.c); others are printed as before. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "c_reduce.h"
+
+static int is_arg(uj_reduce_op_t op) { return op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN; }
+
+/* The lane type of a carried variable: i32 sums and products wrap in uint32_t. */
+static const char* lane_type(const ir_carried_t* c) {
+  if (c->dtype == UJ_I32 && (c->op == UJ_REDUCE_SUM || c->op == UJ_REDUCE_MEAN || c->op == UJ_REDUCE_PROD))
+    return "uint32_t";
+  return jit_cx_ctype(c->dtype);
+}
+
+/* Each carried variable accumulated in loop k once, in statement order. */
+static int first_accum(const ir_loop_t* l, int s) {
+  for (int j = 0; j < s; j++)
+    if (l->stmts[j].kind == IR_ST_ACCUM && l->stmts[j].carried == l->stmts[s].carried) return 0;
+  return l->stmts[s].kind == IR_ST_ACCUM;
+}
+
+static void declare_lanes(jit_cx_t* E, const ir_carried_t* c, int L, int depth) {
+  jit_cx_indent(E, depth);
+  rt_buf_printf(E->out, "%s c%d_l[%d]; ", lane_type(c), c->id, L);
+  if (is_arg(c->op)) rt_buf_printf(E->out, "uj_i64 c%da_l[%d]; ", c->id, L);
+  rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) { c%d_l[uj_l] = ", L, c->id);
+  int up = c->op == UJ_REDUCE_MAX || c->op == UJ_REDUCE_ARGMAX;
+  switch (c->op) {
+    case UJ_REDUCE_SUM:
+    case UJ_REDUCE_MEAN: rt_buf_printf(E->out, "0"); break;
+    case UJ_REDUCE_PROD: rt_buf_printf(E->out, "1"); break;
+    default:
+      if (c->dtype == UJ_I32) rt_buf_printf(E->out, "%s", up ? "(-2147483647 - 1)" : "2147483647");
+      else rt_buf_printf(E->out, "%s__builtin_inf%s()", up ? "-" : "", c->dtype == UJ_F32 ? "f" : "");
+  }
+  rt_buf_printf(E->out, ";");
+  if (is_arg(c->op)) rt_buf_printf(E->out, " c%da_l[uj_l] = INT64_MAX;", c->id);
+  rt_buf_printf(E->out, " }\n");
+}
+
+/* `into = op(into, from)` for a lane pair or the final fold; arg ops carry
+ * their index along (the smaller wins a tie). */
+static void fold(jit_cx_t* E, const ir_carried_t* c, const char* into, const char* into_a, const char* from,
+                 const char* from_a) {
+  int fl = c->dtype != UJ_I32;
+  const char* sfx = c->dtype == UJ_F32 ? "f" : "";
+  switch (c->op) {
+    case UJ_REDUCE_SUM:
+    case UJ_REDUCE_MEAN: rt_buf_printf(E->out, "%s += %s;", into, from); return;
+    case UJ_REDUCE_PROD: rt_buf_printf(E->out, "%s *= %s;", into, from); return;
+    case UJ_REDUCE_MAX:
+    case UJ_REDUCE_MIN:
+      if (fl) rt_buf_printf(E->out, "%s = uj_f%s%s(%s, %s);", into, c->op == UJ_REDUCE_MAX ? "max" : "min", sfx, from, into);
+      else rt_buf_printf(E->out, "%s = %s %s %s ? %s : %s;", into, from, c->op == UJ_REDUCE_MAX ? ">" : "<", into, from, into);
+      return;
+    default:
+      rt_buf_printf(E->out, "if (%s %s %s || (%s == %s && %s < %s)) { %s = %s; %s = %s; }", from,
+                    c->op == UJ_REDUCE_ARGMAX ? ">" : "<", into, from, into, from_a, into_a, into, from, into_a,
+                    from_a);
+      return;
+  }
+}
+
+/* The lanes folded pairwise (lane j with j + h, h = L/2, L/4, .., 1), then
+ * into the carried variable. */
+static void fold_lanes(jit_cx_t* E, const ir_carried_t* c, int L, int depth) {
+  char into[48], into_a[48], from[48], from_a[48], cv[32], ca[32];
+  snprintf(into, sizeof into, "c%d_l[uj_l]", c->id);
+  snprintf(into_a, sizeof into_a, "c%da_l[uj_l]", c->id);
+  snprintf(from, sizeof from, "c%d_l[uj_l + uj_h]", c->id);
+  snprintf(from_a, sizeof from_a, "c%da_l[uj_l + uj_h]", c->id);
+  jit_cx_indent(E, depth);
+  rt_buf_printf(E->out, "for (int uj_h = %d; uj_h > 0; uj_h /= 2) for (int uj_l = 0; uj_l < uj_h; uj_l++) { ",
+                L / 2);
+  fold(E, c, into, into_a, from, from_a);
+  rt_buf_printf(E->out, " }\n");
+  jit_cx_indent(E, depth);
+  snprintf(cv, sizeof cv, "c%d", c->id);
+  snprintf(ca, sizeof ca, "c%da", c->id);
+  snprintf(from, sizeof from, "c%d_l[0]", c->id);
+  snprintf(from_a, sizeof from_a, "c%da_l[0]", c->id);
+  if (c->dtype == UJ_I32 && !is_arg(c->op) && c->op != UJ_REDUCE_MAX && c->op != UJ_REDUCE_MIN) {
+    rt_buf_printf(E->out, "c%d = uj_wrap((uj_i64)c%d %s (uj_i64)(int32_t)c%d_l[0]);\n", c->id, c->id,
+                  c->op == UJ_REDUCE_PROD ? "*" : "+", c->id);
+    return;
+  }
+  fold(E, c, cv, ca, from, from_a);
+  rt_buf_printf(E->out, "\n");
+}
+
+/* 32 lanes of 4-byte values (four 256-bit vectors: enough independent
+ * adds to cover their latency), 16 when a lane holds 8 bytes (f64, an arg
+ * op's index). */
+static int lane_count(const ir_block_t* b, int k) {
+  const ir_loop_t* l = &b->loops[k];
+  for (int s = 0; s < l->nstmts; s++)
+    if (l->stmts[s].kind == IR_ST_ACCUM) {
+      const ir_carried_t* c = ir_outer_carried(b, k, l->stmts[s].carried);
+      if (c->dtype == UJ_F64 || is_arg(c->op)) return 16;
+    }
+  return 32;
+}
+
+void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
+  const ir_loop_t* l = &b->loops[k];
+  int id = l->id, L = lane_count(b, k);
+  jit_cx_indent(E, k);
+  rt_buf_printf(E->out, "{\n");
+  for (int s = 0; s < l->nstmts; s++)
+    if (first_accum(l, s)) declare_lanes(E, ir_outer_carried(b, k, l->stmts[s].carried), L, k + 1);
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "const uj_i64 uj_s = ");
+  jit_cx_ix(E, l->start);
+  rt_buf_printf(E->out, ", uj_e = ");
+  jit_cx_ix(E, l->end);
+  rt_buf_printf(E->out, ";\n");
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "uj_i64 uj_g = uj_s;\n");
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "for (; uj_e > uj_g && (uint64_t)(uj_e - uj_g) >= %d; uj_g += %d) {\n", L, L);
+  jit_cx_indent(E, k + 2);
+  rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) {\n", L);
+  jit_cx_indent(E, k + 3);
+  rt_buf_printf(E->out, "const uj_i64 i%d = uj_g + uj_l;\n", id);
+  jit_cx_locals(E, l, k + 3);
+  E->lanes = 1;
+  for (int s = 0; s < l->nstmts; s++) jit_cx_stmt(E, &l->stmts[s], k + 3);
+  E->lanes = 0;
+  jit_cx_indent(E, k + 2);
+  rt_buf_printf(E->out, "}\n");
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "}\n");
+  for (int s = 0; s < l->nstmts; s++)
+    if (first_accum(l, s)) fold_lanes(E, ir_outer_carried(b, k, l->stmts[s].carried), L, k + 1);
+  /* the rest, one at a time into the carried variables */
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "for (uj_i64 i%d = uj_g; i%d < uj_e; i%d++) {\n", id, id, id);
+  jit_cx_locals(E, l, k + 2);
+  for (int s = 0; s < l->nstmts; s++) jit_cx_stmt(E, &l->stmts[s], k + 2);
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "}\n");
+  jit_cx_indent(E, k);
+  rt_buf_printf(E->out, "}\n");
+}
