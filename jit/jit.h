@@ -82,6 +82,11 @@ typedef struct {
   uint64_t id;            /* unique in the process: programs memoize kernels by it */
   /* each engine's own state, opaque here (jit_engine_state), by uj_engine_t */
   void* engine_state[RT_ENGINE_COUNT];
+  /* tiered AUTO's records and background compiles (jit/tier.c), opaque
+   * here: made on the first tiered call, freed through tier_free first of
+   * all (its compiles store into the cache and read the C engine's slot) */
+  void* tier;
+  void (*tier_free)(void* tier);
 } jit_state_t;
 
 /* The context's JIT state, created on first use; NULL (error set) on OOM. */
