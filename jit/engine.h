@@ -68,7 +68,8 @@ typedef struct jit_engine {
   void* (*state_new)(void);
   void (*state_free)(void* state);
   /* A row that chooses among engines call by call rather than being one
-   * (tiered AUTO, jit/tier.c) has these instead of get and run. choose
+   * (tiered AUTO, jit/tier.c) has these instead of get and run; it is not
+   * in the table, so it has no available, check or dump either. choose
    * picks the kernel and the row that runs it for f with these params on
    * tensors of the sizes in buf; a memo hit on a pick that is not settled
    * asks still (serial: the memoized kernel's cache serial) whether it
