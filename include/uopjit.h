@@ -113,7 +113,7 @@ typedef struct uj_ctx uj_ctx_t;
  * Settings. Each has a setter below, and its default comes from the
  * environment, read once here: UOPJIT_ENGINE, UOPJIT_THREADS,
  * UOPJIT_MIR_LEVEL, UOPJIT_CACHE and UOPJIT_CACHE_DIR,
- * UOPJIT_CACHE_MEMORY_LIMIT, UOPJIT_CACHE_DISK_LIMIT (README.md lists them
+ * UOPJIT_CACHE_MEMORY_LIMIT, UOPJIT_CACHE_DISK_LIMIT, UOPJIT_TIER (README.md lists them
  * with their values). An unset or empty variable leaves the built-in
  * default. A variable set to a value it does not accept does not stop the
  * context from being made; instead the setting keeps its built-in default,
@@ -144,7 +144,8 @@ int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e);
  * AUTO). UJ_ERR_UNSUPPORTED (and the context unchanged) when e is not
  * available; UJ_ERR_INVALID for a NULL ctx or an engine value out of range. */
 uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e);
-/* The engine AUTO resolves to, or the one set. */
+/* The engine AUTO resolves to, or the one set (for tiered AUTO the quick
+ * tier, MIR: uj_program_last_run tells which engine served a run). */
 uj_engine_t uj_ctx_engine(uj_ctx_t* ctx);
 /* enabled = 0 makes uj_program_run execute the loop IR as emitted, before
  * the pass pipeline (for checking the passes); 1, the default, the
@@ -190,6 +191,26 @@ uj_status_t uj_ctx_set_cache_dir(uj_ctx_t* ctx, const char* path);
  * kernel's cache key. UJ_ERR_INVALID for a NULL ctx or a level out of
  * range (accepted in a build without MIR, where it has no effect). */
 uj_status_t uj_ctx_set_mir_level(uj_ctx_t* ctx, int level);
+/* Tiered execution of AUTO on host tensors. A kernel new to the process
+ * runs at once on the MIR engine (quick to compile, slower to run) while
+ * the C engine (slow to compile, fast to run) compiles it on a background
+ * thread (at most two per context); the first call after the C kernel is
+ * ready runs it, and so does every later one. A C kernel already in the
+ * disk cache is used from the first call, so a second process starts on
+ * C. A call never waits for a background compile; one that fails leaves
+ * MIR serving and is reported by uj_program_last_run, never as a failed
+ * run. Without MIR, a new kernel runs on the interpreter while C compiles
+ * when the call is small (under 2^16 elements in its largest tensor), and
+ * waits for the C compile otherwise (README.md says why). Freeing the
+ * context drops the compiles not yet started and waits for those running
+ * (each one compile at most).
+ *
+ * `calls` is how many calls a new kernel makes on MIR before its C
+ * compile starts (1, the default: at once; a larger count keeps kernels
+ * that run only a few times off the compiler); 0 switches tiering off, and
+ * AUTO then runs MIR alone (C without MIR). Default: UOPJIT_TIER, else 1.
+ * UJ_ERR_INVALID for a NULL ctx or calls outside 0 to 1000000000. */
+uj_status_t uj_ctx_set_tier(uj_ctx_t* ctx, int calls);
 /* "auto", "interp", "mir", "c", "cuda"; "?" when out of range. */
 const char* uj_engine_name(uj_engine_t e);
 
@@ -386,6 +407,29 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass,
                            const uj_tensor_t* const* inputs, int input_count,
                            const int64_t* params, int param_count,
                            uj_tensor_t* const* outputs, int output_count);
+
+/* What served a pass's last successful uj_program_run, and, when that run
+ * was tiered (AUTO on host tensors, see uj_ctx_set_tier), the state of its
+ * kernel in ctx: */
+typedef enum {
+  UJ_TIER_NONE,     /* not tiered (an engine chosen, GPU tensors, tiering off) or never run */
+  UJ_TIER_WAITING,  /* C not started yet: fewer calls than uj_ctx_set_tier asks */
+  UJ_TIER_COMPILING,/* C queued or compiling in the background; MIR (or the interpreter) serves */
+  UJ_TIER_READY,    /* the C kernel serves (compiled here, or loaded from the disk cache) */
+  UJ_TIER_FAILED    /* the C compile failed: MIR serves for good; c_error says why */
+} uj_tier_state_t;
+typedef struct {
+  uj_engine_t engine;     /* INTERP, MIR, C or CUDA; AUTO when the pass has not run */
+  uj_tier_state_t tier;
+  double mir_ms;          /* the MIR kernel's compile in ctx, in ms; -1 when none was needed */
+  double c_ms;            /* the C kernel's compile, or its load from the disk cache, in ms; -1 not yet */
+  int c_from_disk;        /* 1 when the C kernel was found in the disk cache rather than compiled */
+  char c_error[512];      /* UJ_TIER_FAILED: the compile's error; else "" */
+} uj_run_info_t;
+/* Fills *out for pass `pass` of p as last run by any context; the tier
+ * fields are ctx's (a context other than the one that ran it reports
+ * UJ_TIER_NONE). UJ_ERR_INVALID for a NULL argument or an unknown pass. */
+uj_status_t uj_program_last_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_run_info_t* out);
 
 typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA, UJ_DUMP_C_AOT } uj_dump_t;
 /* A printable form of the program: the loop IR as emitted (IR_RAW) or after

@@ -186,21 +186,28 @@ static void c_state_free(void* p) {
 
 static c_state_t* c_state(jit_state_t* js) { return jit_engine_state(js, UJ_ENGINE_C); }
 
+/* Once the probe has answered, the answer is read without the lock: every
+ * tiered call asks (jit/tier.c), while a compile on the caller's thread
+ * holds the lock for a hundred milliseconds; the identities it publishes
+ * are written before it (release) and never change after. */
 int jit_c_available(jit_state_t* js) {
   c_state_t* st = c_state(js);
+  int known = __atomic_load_n(&st->probe, __ATOMIC_ACQUIRE);
+  if (known >= 0) return known;
   pthread_mutex_lock(&js->lock);
   if (st->probe < 0) {
     char dir[4000];
-    st->probe = 0;
+    int found = 0;
     if (make_temp_dir(dir, sizeof dir, "probe")) {
       char log[4200];
       snprintf(log, sizeof log, "%s/version", dir);
       char* argv[] = {(char*)compiler(), "--version", NULL};
       if (run_command(argv, log) == 0 && (st->identity = first_line(log)) && (st->cpu_identity = cpu_identity()))
-        st->probe = 1;
+        found = 1;
       unlink(log);
       rmdir(dir);
     }
+    __atomic_store_n(&st->probe, found, __ATOMIC_RELEASE);
   }
   int ok = st->probe;
   pthread_mutex_unlock(&js->lock);
@@ -524,14 +531,43 @@ static uj_status_t build_measured(void* arg, void** value, size_t* bytes) {
   return s;
 }
 
-uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
+uj_status_t jit_c_build(jit_state_t* js, const ir_func_t* f, const int64_t* params, pthread_mutex_t* lock,
+                        jit_cache_entry_t** out) {
   *out = NULL;
   uj_status_t usable = jit_c_check(js);
   if (usable != UJ_OK) return usable;
   char* key = key_text(js, f, params);
   if (!key) return rt_error(UJ_ERR_OOM, "engine c: out of memory printing the kernel's key text");
   c_build_t b = {js, f, params, ir_hash_bytes(key, strlen(key)), key};
-  uj_status_t s = jit_cache_get_or_build(js->cache, &js->lock, b.h, key, build_measured, &b, kernel_free, out);
+  uj_status_t s = jit_cache_get_or_build(js->cache, lock, b.h, key, build_measured, &b, kernel_free, out);
+  free(key);
+  return s;
+}
+
+uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out) {
+  return jit_c_build(js, f, params, &js->lock, out);
+}
+
+uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk, ir_hash_t* key_hash,
+                       jit_cache_entry_t** out) {
+  *out = NULL;
+  uj_status_t usable = jit_c_check(js);
+  if (usable != UJ_OK) return usable;
+  char* key = key_text(js, f, params);
+  if (!key) return rt_error(UJ_ERR_OOM, "engine c: out of memory printing the kernel's key text");
+  ir_hash_t h = ir_hash_bytes(key, strlen(key));
+  *key_hash = h;
+  uj_status_t s = UJ_OK;
+  char* bytes = NULL;
+  size_t size = 0;
+  if (!(*out = jit_cache_acquire(js->cache, h, key)) && disk &&
+      jit_disk_load_bytes(js->cache, h, key, "so", &bytes, &size) == UJ_OK) {
+    c_kernel_t* k = NULL;
+    /* a verified entry that will not load is a miss here: a compile replaces it */
+    if (load_image(bytes, size, f, &k) == UJ_OK)
+      s = jit_cache_insert(js->cache, h, key, k, kernel_free, kernel_bytes(k), out);
+    free(bytes);
+  }
   free(key);
   return s;
 }

@@ -4,9 +4,11 @@
  * The table is indexed by uj_engine_t; each compiled engine's row lives
  * beside its engine. Everything here reads the rows and never names an
  * engine's functions: adding an engine is a row and a slot in the enum.
- * AUTO is a choice among the rows, not a row: for CPU tensors the first
- * available engine of auto_cpu_order, for tensors on a device the first
- * row that runs there.
+ * AUTO is a choice among the rows, not a row: for CPU tensors the tiered
+ * row of jit/tier.c when tiering is on and a C compiler works (MIR, or the
+ * interpreter, until the C kernel is compiled: a choice made call by
+ * call), else the first available engine of auto_cpu_order; for tensors
+ * on a device the first row that runs there.
  *
  * The JIT state is made on a context's first use: the kernel cache, the
  * thread pool, and each engine's own slot (state_new), all freed together
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 
 #include "engine.h"
+#include "tier.h"
 
 /* ---- the interpreter: runs the IR itself, nothing to compile ---- */
 
@@ -102,9 +105,19 @@ uj_engine_t uj_ctx_engine(uj_ctx_t* ctx) {
   return UJ_ENGINE_INTERP;
 }
 
-uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e) {
+uj_engine_t jit_engine_id(const jit_engine_t* row) {
+  for (int i = 0; i < RT_ENGINE_COUNT; i++)
+    if (jit_engines[i] == row) return (uj_engine_t)i;
+  return UJ_ENGINE_AUTO;
+}
+
+uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, const jit_engine_t** e) {
+  if (ctx->set.engine == UJ_ENGINE_AUTO && dev == UJ_CPU && jit_tier_applies(ctx)) {
+    *e = &jit_engine_tiered;
+    return UJ_OK;
+  }
   if (ctx->set.engine != UJ_ENGINE_AUTO || dev == UJ_CPU) {
-    *e = uj_ctx_engine(ctx);
+    *e = jit_engine(uj_ctx_engine(ctx));
     return UJ_OK;
   }
   for (int i = 0; i < RT_ENGINE_COUNT; i++) {
@@ -116,7 +129,7 @@ uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e) 
       return rt_error(UJ_ERR_UNSUPPORTED, "the tensors are on the GPU but the %s engine is not available: %s",
                       row->name, reason);
     }
-    *e = (uj_engine_t)i;
+    *e = row;
     return UJ_OK;
   }
   return rt_error(UJ_ERR_UNSUPPORTED, "the tensors are on the GPU but no engine runs there");
@@ -127,6 +140,7 @@ uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e) 
 static void jit_state_free(void* p) {
   jit_state_t* js = p;
   if (!js) return;
+  if (js->tier) js->tier_free(js->tier);
   jit_cache_free(js->cache);
   rt_pool_free(js->pool);
   pthread_mutex_destroy(&js->lock);

@@ -15,6 +15,22 @@
 
 #include "jit.h"
 
+struct jit_engine;
+
+/* What serves one call: a reference to the kernel (given back with
+ * jit_cache_release once it has run; NULL for a row that runs the IR
+ * itself) and the row that runs it. A choosing row (below) says more:
+ * whether its pick stays (settled) or a memo hit on it asks the row again,
+ * its own record of the kernel (for uj_program_last_run), and whether its
+ * after_run step has work for this call. */
+typedef struct {
+  jit_cache_entry_t* kernel;
+  const struct jit_engine* engine;
+  int settled;       /* 1: a memo hit on this kernel serves as it is */
+  uint64_t record;   /* the choosing row's record of the kernel; 0 none */
+  int after_run;     /* 1: call the choosing row's after_run once the kernel has run */
+} jit_served_t;
+
 typedef struct jit_engine {
   const char* name; /* as uj_engine_name, UOPJIT_ENGINE and --engine spell it */
   uj_device_t device; /* where the tensors of a call it runs must be */
@@ -51,6 +67,19 @@ typedef struct jit_engine {
    * from state_new is out of memory), freed with it. Both NULL: no slot. */
   void* (*state_new)(void);
   void (*state_free)(void* state);
+  /* A row that chooses among engines call by call rather than being one
+   * (tiered AUTO, jit/tier.c) has these instead of get and run; it is not
+   * in the table, so it has no available, check or dump either. choose
+   * picks the kernel and the row that runs it for f with these params on
+   * tensors of the sizes in buf; a memo hit on a pick that is not settled
+   * asks still (serial: the memoized kernel's cache serial) whether it
+   * still serves, 1 or 0; after_run, on the caller's thread once the
+   * kernel has run, does what the pick left for later (served->after_run). */
+  uj_status_t (*choose)(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
+                        const ir_buffer_t* buf, jit_served_t* out);
+  int (*still)(uj_ctx_t* ctx, jit_state_t* js, uint64_t serial, jit_served_t* served);
+  void (*after_run)(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
+                    const jit_served_t* served);
 } jit_engine_t;
 
 /* By uj_engine_t; NULL at UJ_ENGINE_AUTO, which is a choice, not an engine. */
@@ -60,10 +89,15 @@ extern const jit_engine_t jit_engine_interp, jit_engine_mir, jit_engine_c, jit_e
 /* Engine e's row, or NULL for AUTO and values out of range. */
 const jit_engine_t* jit_engine(uj_engine_t e);
 
-/* The engine for a call on tensors on dev: the context's choice
- * (uj_ctx_engine), and for AUTO on a device the first row that runs there;
- * UJ_ERR_UNSUPPORTED with the reason when that one cannot run. */
-uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, uj_engine_t* e);
+/* The row for a call on tensors on dev: the context's choice
+ * (uj_ctx_engine); for AUTO on host tensors with tiering on and a working
+ * C compiler, the tiered row (jit/tier.c); for AUTO on a device the first
+ * row that runs there. UJ_ERR_UNSUPPORTED with the reason when that one
+ * cannot run. */
+uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, const jit_engine_t** row);
+
+/* The engine a row is in the table (uj_engine_t), AUTO for a choosing row. */
+uj_engine_t jit_engine_id(const jit_engine_t* row);
 
 /* The run of the engines whose kernels are jit_blocks_t (jit_blocks_run). */
 uj_status_t jit_engine_run_blocks(uj_ctx_t* ctx, jit_state_t* js, const void* kernel, const ir_func_t* f,

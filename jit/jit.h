@@ -82,6 +82,11 @@ typedef struct {
   uint64_t id;            /* unique in the process: programs memoize kernels by it */
   /* each engine's own state, opaque here (jit_engine_state), by uj_engine_t */
   void* engine_state[RT_ENGINE_COUNT];
+  /* tiered AUTO's records and background compiles (jit/tier.c), opaque
+   * here: made on the first tiered call, freed through tier_free first of
+   * all (its compiles store into the cache and read the C engine's slot) */
+  void* tier;
+  void (*tier_free)(void* tier);
 } jit_state_t;
 
 /* The context's JIT state, created on first use; NULL (error set) on OOM. */
@@ -104,6 +109,16 @@ uj_status_t jit_c_check(jit_state_t* js);
  * memory cache, the disk cache, or compiled now. Its cost in the memory
  * cache is the loaded object's mapped segments plus the blocks' tables. */
 uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out);
+/* jit_c_get serializing its compile on `lock` rather than the state's
+ * (jit/tier.c's background compiles: the calls of the context, which take
+ * the state's lock to probe, never wait for them). */
+uj_status_t jit_c_build(jit_state_t* js, const ir_func_t* f, const int64_t* params, pthread_mutex_t* lock,
+                        jit_cache_entry_t** out);
+/* The compiled kernel for f from the memory cache, or (disk set) a verified
+ * shared object in the disk cache, never compiled: *out NULL on a miss. The
+ * hash of the kernel's key goes to *key_hash in either case. */
+uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk, ir_hash_t* key_hash,
+                       jit_cache_entry_t** out);
 
 /* ---- the MIR engine (jit/mir.c, lowering in jit/mir_emit.c) ---- */
 

@@ -1,20 +1,29 @@
 /* jit/memo.c: what the JIT remembers per program, so that a repeated call
  * costs little more than its kernel.
  *
- * Two memos per pass, behind the program's opaque jit_memo slot (made on
- * the first call that needs it, freed with the program by memo_free):
- * - the last kernel: for the JIT state, the engine, the engine's settings
- *   part of the key (jit_engine_t.key_setting), the function (raw or
- *   optimized: the passes can be switched off) and the $param values, the
- *   cache entry it got (the key's hash and the entry's serial, never
- *   reused). A repeated call skips building the cache key. The memo does
- *   not hold the entry: once the cache evicts it, the memo misses rather
- *   than dangles, and the engine is asked again.
+ * Three records per pass, behind the program's opaque jit_memo slot (made
+ * on the first call that needs it, freed with the program by memo_free):
+ * - the last kernel: for the JIT state, the row, the row's settings part
+ *   of the key (jit_engine_t.key_setting), the function (raw or optimized:
+ *   the passes can be switched off) and the $param values, the cache entry
+ *   it got (the key's hash and the entry's serial, never reused). A
+ *   repeated call skips building the cache key. The memo does not hold the
+ *   entry: once the cache evicts it, the memo misses rather than dangles,
+ *   and the engine is asked again. For a choosing row (tiered AUTO) it also
+ *   keeps the row that ran the kernel and the pick's record: a settled pick
+ *   (a C kernel) is a hit like any other, so the switch costs the hot path
+ *   nothing; an unsettled one (MIR while C compiles) asks the row's still
+ *   first. The switch is this memo rewritten under its lock by the
+ *   caller's own thread, so no call sees half of it.
  * - in-place outputs: ir_alias_safe(func, in, out) by [in * ntensors + out],
  *   -1 not yet asked. An in-place call asks on every run, and the answer
  *   depends on the function alone.
- * Threads share a program, so both sit under one lock, never held while an
- * engine compiles. Running out of memory for a memo only costs its saving. */
+ * - the last run: the row that served it, the JIT state and the record,
+ *   each read and written atomically (uj_program_last_run reads them while
+ *   other threads run).
+ * Threads share a program, so the first two sit under one lock, never held
+ * while an engine compiles. Running out of memory for a memo only costs its
+ * saving (and, for the last run, its report). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +32,9 @@
 typedef struct {
   uint64_t state; /* jit_state_t.id */
   const jit_engine_t* engine;
+  const jit_engine_t* served_by; /* the row that runs it: engine, or the one a choosing row picked */
+  int settled;
+  uint64_t record;
   int key_setting;
   const ir_func_t* func;
   int64_t* params;
@@ -39,6 +51,10 @@ typedef struct {
   pthread_mutex_t lock;
   kernel_memo_t kernel[2]; /* by uj_pass_t */
   alias_memo_t alias[2];
+  struct {
+    const jit_engine_t* engine;
+    uint64_t state, record;
+  } last_run[2];
 } memo_t;
 
 static void memo_free(void* p) {
@@ -65,11 +81,20 @@ static memo_t* memo_of(uj_program_t* p) {
   return m;
 }
 
+/* The row's own answer: get's kernel, run by the row itself, or choose's pick. */
+static uj_status_t ask_row(uj_ctx_t* ctx, const jit_engine_t* e, jit_state_t* js, const ir_func_t* f,
+                           const int64_t* params, const ir_buffer_t* buf, jit_served_t* out) {
+  if (e->choose) return e->choose(ctx, js, f, params, buf, out);
+  *out = (jit_served_t){NULL, e, 1, 0, 0};
+  return e->get(ctx, js, f, params, &out->kernel);
+}
+
 uj_status_t jit_memo_kernel(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p, uj_pass_t pass,
-                            const ir_func_t* f, const int64_t* params, jit_state_t* js, jit_cache_entry_t** out) {
-  *out = NULL;
+                            const ir_func_t* f, const int64_t* params, const ir_buffer_t* buf, jit_state_t* js,
+                            jit_served_t* out) {
+  *out = (jit_served_t){NULL, e, 1, 0, 0};
   memo_t* m = memo_of(p);
-  if (!m) return e->get(ctx, js, f, params, out);
+  if (!m) return ask_row(ctx, e, js, f, params, buf, out);
   kernel_memo_t* k = &m->kernel[pass];
   int setting = e->key_setting ? e->key_setting(ctx) : 0;
   size_t pbytes = (size_t)p->nparams * sizeof *params;
@@ -78,10 +103,12 @@ uj_status_t jit_memo_kernel(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* 
             (!pbytes || !memcmp(k->params, params, pbytes));
   ir_hash_t key = k->key;
   uint64_t serial = hit ? k->serial : 0;
+  if (hit) *out = (jit_served_t){NULL, k->served_by, k->settled, k->record, 0};
   pthread_mutex_unlock(&m->lock);
-  if (hit && (*out = jit_cache_acquire_serial(js->cache, key, serial))) return UJ_OK;
-  uj_status_t s = e->get(ctx, js, f, params, out);
-  if (s != UJ_OK) return s;
+  if (hit && !out->settled) hit = e->still(ctx, js, serial, out);
+  if (hit && (out->kernel = jit_cache_acquire_serial(js->cache, key, serial))) return UJ_OK;
+  uj_status_t s = ask_row(ctx, e, js, f, params, buf, out);
+  if (s != UJ_OK || !out->kernel) return s; /* no kernel: its row runs the IR itself, nothing to remember */
   pthread_mutex_lock(&m->lock);
   int64_t* copy = pbytes ? malloc(pbytes) : NULL;
   if (!pbytes || copy) {
@@ -90,13 +117,32 @@ uj_status_t jit_memo_kernel(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* 
     k->params = copy;
     k->state = js->id;
     k->engine = e;
+    k->served_by = out->engine;
+    k->settled = out->settled;
+    k->record = out->record;
     k->key_setting = setting;
     k->func = f;
-    k->key = jit_cache_key(*out);
-    k->serial = jit_cache_serial(*out);
+    k->key = jit_cache_key(out->kernel);
+    k->serial = jit_cache_serial(out->kernel);
   }
   pthread_mutex_unlock(&m->lock);
   return UJ_OK;
+}
+
+void jit_memo_note_run(uj_program_t* p, uj_pass_t pass, uint64_t state, const jit_served_t* served) {
+  memo_t* m = memo_of(p);
+  if (!m) return;
+  __atomic_store_n(&m->last_run[pass].engine, served->engine, __ATOMIC_RELAXED);
+  __atomic_store_n(&m->last_run[pass].state, state, __ATOMIC_RELAXED);
+  __atomic_store_n(&m->last_run[pass].record, served->record, __ATOMIC_RELAXED);
+}
+
+void jit_memo_last_run(const uj_program_t* p, uj_pass_t pass, const jit_engine_t** engine, uint64_t* state,
+                       uint64_t* record) {
+  const memo_t* m = __atomic_load_n(&p->jit_memo, __ATOMIC_ACQUIRE);
+  *engine = m ? __atomic_load_n(&m->last_run[pass].engine, __ATOMIC_RELAXED) : NULL;
+  *state = m ? __atomic_load_n(&m->last_run[pass].state, __ATOMIC_RELAXED) : 0;
+  *record = m ? __atomic_load_n(&m->last_run[pass].record, __ATOMIC_RELAXED) : 0;
 }
 
 /* Contexts with the passes on and off ask about different functions, each

@@ -1,10 +1,12 @@
 /* jit/run.c: runs programs through the engine table (jit/engine.h). It
- * takes the call's engine (jit_engine_for_call: AUTO is CUDA for tensors on
- * the GPU, else the best CPU engine), checks every argument and binds sizes
+ * takes the call's row (jit_engine_for_call: AUTO is CUDA for tensors on
+ * the GPU, else tiered or the best CPU engine), checks every argument and binds sizes
  * before anything runs (so a failing call writes nothing), allocates the
  * temporaries where the engine runs (host memory, or stream-ordered device
  * memory), gets the engine's kernel through the program's memo
- * (jit/memo.c) and runs it. Dumps and the CUDA compile-only entry go
+ * (jit/memo.c) and runs it on the row that serves it (a choosing row, tiered
+ * AUTO, names that row call by call), noting which for
+ * uj_program_last_run. Dumps and the CUDA compile-only entry go
  * through the table too. It never asks which engine it holds. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,7 +216,8 @@ static uj_status_t call_device(const uj_program_t* p, uj_pass_t pass, const uj_t
 /* uj_program_run on a uop program (a parsed one resolved) with engine e. */
 static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p, uj_pass_t pass,
                           const uj_tensor_t* const* inputs, int input_count, const int64_t* params, int param_count,
-                          uj_tensor_t* const* outputs, int output_count) {
+                          uj_tensor_t* const* outputs, int output_count, jit_served_t* served, uint64_t* state) {
+  *served = (jit_served_t){NULL, e, 1, 0, 0};
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
   /* the engine decides where the tensors must be; the checks say so */
@@ -245,15 +248,19 @@ static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p,
     s = rt_error(UJ_ERR_OOM, "out of memory allocating the aside table of %d tensors (%zu bytes)", f->ntensors,
                  ((size_t)f->ntensors + 1) * sizeof *aside);
   if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, &mem, buf, aside);
-  if (s == UJ_OK && !e->get) {
+  if (s == UJ_OK && !e->get && !e->choose) {
     s = e->run(ctx, NULL, NULL, f, buf, params); /* it runs the IR itself */
   } else if (s == UJ_OK) {
     jit_state_t* js = jit_state(ctx);
-    jit_cache_entry_t* kernel;
     if (!js) s = UJ_ERR_OOM;
-    else if ((s = jit_memo_kernel(ctx, e, p, pass, f, params, js, &kernel)) == UJ_OK) {
-      s = e->run(ctx, js, jit_cache_value(kernel), f, buf, params);
-      jit_cache_release(js->cache, kernel); /* the cache may evict it now */
+    else if ((s = jit_memo_kernel(ctx, e, p, pass, f, params, buf, js, served)) == UJ_OK) {
+      *state = js->id;
+      /* the row that runs it: e, or the one a choosing row picked (with no
+       * kernel when that one runs the IR itself) */
+      s = served->engine->run(ctx, js, served->kernel ? jit_cache_value(served->kernel) : NULL, f, buf, params);
+      jit_cache_release(js->cache, served->kernel); /* the cache may evict it now */
+      served->kernel = NULL;
+      if (served->after_run) e->after_run(ctx, js, f, params, served);
     }
   }
   for (int t = 0; aside && t < f->ntensors; t++) {
@@ -277,15 +284,23 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
   if (pass != UJ_FORWARD && pass != UJ_BACKWARD)
     return rt_error(UJ_ERR_INVALID, "pass %d is neither UJ_FORWARD nor UJ_BACKWARD", (int)pass);
   uj_device_t dev = UJ_CPU;
-  uj_engine_t e = UJ_ENGINE_INTERP;
   const jit_engine_t* engine = NULL;
   pn_special_t* held = NULL;
+  uj_program_t* given = p;
+  jit_served_t served = {NULL, NULL, 1, 0, 0};
+  uint64_t state = 0;
   uj_status_t s = call_device(p, pass, inputs, input_count, outputs, output_count, &dev);
   if (s == UJ_OK) s = rt_ctx_settings_check(ctx, 1u << RT_SETTING_ENGINE);
-  if (s == UJ_OK) s = jit_engine_for_call(ctx, dev, &e);
-  if (s == UJ_OK) s = rt_ctx_settings_check(ctx, (engine = jit_engine(e))->settings);
+  if (s == UJ_OK) s = jit_engine_for_call(ctx, dev, &engine);
+  if (s == UJ_OK) s = rt_ctx_settings_check(ctx, engine->settings);
   if (s == UJ_OK) s = resolve_parsed(&p, pass, inputs, input_count, &held);
-  if (s == UJ_OK) s = run_on(ctx, engine, p, pass, inputs, input_count, params, param_count, outputs, output_count);
+  if (s == UJ_OK)
+    s = run_on(ctx, engine, p, pass, inputs, input_count, params, param_count, outputs, output_count, &served,
+               &state);
+  /* for uj_program_last_run: on the program the caller holds and, for a
+   * parsed one, the program built for these inputs */
+  if (s == UJ_OK) jit_memo_note_run(given, pass, state, &served);
+  if (s == UJ_OK && p != given) jit_memo_note_run(p, pass, state, &served);
   pn_release(held);
   return s;
 }

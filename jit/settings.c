@@ -1,7 +1,7 @@
 /* jit/settings.c: the context setters of what the environment sets by
  * default (docs/DESIGN.md section 12): threads, the disk cache's directory
- * (or none), the cache limits and MIR's optimization level; the engine's
- * setter is in jit/engine.c beside the engine table.
+ * (or none), the cache limits, MIR's optimization level and the tiering
+ * policy; the engine's setter is in jit/engine.c beside the engine table.
  *
  * Each setter checks its value first and changes nothing when it is bad
  * (UJ_ERR_INVALID naming the parameter). A valid value is stored in the
@@ -97,5 +97,16 @@ uj_status_t uj_ctx_set_disk_cache_limit(uj_ctx_t* ctx, int64_t bytes) {
   ctx->set.disk_cache_limit = bytes;
   ctx->set.disk_cache_limit_from = "uj_ctx_set_disk_cache_limit";
   rt_ctx_setting_fixed(ctx, RT_SETTING_DISK_CACHE_LIMIT);
+  return UJ_OK;
+}
+
+uj_status_t uj_ctx_set_tier(uj_ctx_t* ctx, int calls) {
+  if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_tier: ctx is NULL");
+  if (calls < 0 || calls > RT_MAX_TIER_CALLS)
+    return rt_error(UJ_ERR_INVALID,
+                    "uj_ctx_set_tier: calls is %d; expected 0 (tiering off) or 1 to %d calls before the C compile",
+                    calls, RT_MAX_TIER_CALLS);
+  ctx->set.tier_calls = calls; /* read by each tiered call: nothing to apply */
+  rt_ctx_setting_fixed(ctx, RT_SETTING_TIER);
   return UJ_OK;
 }

@@ -148,6 +148,7 @@ void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT
   out->mir_level = RT_DEFAULT_MIR_LEVEL;
   out->memory_cache_limit = -1;
   out->disk_cache_limit_from = "the default";
+  out->tier_calls = RT_DEFAULT_TIER_CALLS;
 
   int set, index;
   int64_t n;
@@ -187,5 +188,11 @@ void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT
     out->disk_cache_limit = n;
     out->disk_cache_limit_from = "UOPJIT_CACHE_DISK_LIMIT";
   }
+
+  note(problems, RT_SETTING_TIER,
+       rt_env_int("UOPJIT_TIER", 0, RT_MAX_TIER_CALLS,
+                  "0 (tiering off) or the calls a new kernel makes before its C compile starts, up to 1000000000",
+                  &n, &set));
+  if (set) out->tier_calls = (int)n;
   rt_error(UJ_OK, "%s", saved);
 }

@@ -112,12 +112,17 @@ typedef enum {
   RT_SETTING_CACHE,              /* UOPJIT_CACHE, UOPJIT_CACHE_DIR */
   RT_SETTING_MEMORY_CACHE_LIMIT, /* UOPJIT_CACHE_MEMORY_LIMIT */
   RT_SETTING_DISK_CACHE_LIMIT,   /* UOPJIT_CACHE_DISK_LIMIT */
+  RT_SETTING_TIER,               /* UOPJIT_TIER */
   RT_SETTING_COUNT
 } rt_setting_t;
 #define RT_SETTING_ALL ((1u << RT_SETTING_COUNT) - 1)
 #define RT_PROBLEM_CAP 384
 #define RT_MAX_THREADS 1024 /* against a typo such as UOPJIT_THREADS=100000 */
 #define RT_DEFAULT_MIR_LEVEL 2
+/* UOPJIT_TIER: the calls a new kernel makes on the quick tier before the C
+ * compile starts in the background (0: tiering off) */
+#define RT_DEFAULT_TIER_CALLS 1
+#define RT_MAX_TIER_CALLS 1000000000
 
 typedef struct {
   uj_engine_t engine;            /* AUTO resolves at run time */
@@ -128,6 +133,7 @@ typedef struct {
   int64_t memory_cache_limit;    /* -1: the default */
   int64_t disk_cache_limit;      /* 0: the default */
   const char* disk_cache_limit_from; /* where it came from, for reports (static text) */
+  int tier_calls;                /* AUTO on host tensors: calls before the C compile starts; 0 tiering off */
 } rt_settings_t;
 
 /* The settings the environment gives; a setting whose variable is invalid

@@ -21,7 +21,7 @@
 static const char* const variables[] = {
     "UOPJIT_ENGINE",          "UOPJIT_THREADS",      "UOPJIT_MIR_LEVEL", "UOPJIT_CACHE",
     "UOPJIT_CACHE_MEMORY_LIMIT", "UOPJIT_CACHE_DISK_LIMIT", "UOPJIT_DEBUG", "UOPJIT_CONV_ISA",
-    "UOPJIT_CONV_BACKEND",    "UOPJIT_CUDA_DEVICE",
+    "UOPJIT_CONV_BACKEND",    "UOPJIT_CUDA_DEVICE",  "UOPJIT_TIER",
 };
 
 static void clear_variables(void) {
@@ -56,6 +56,9 @@ TEST(every_invalid_value_is_refused_naming_the_variable_and_the_accepted_values)
       {"UOPJIT_CONV_BACKEND", "fastest", "one of auto, ref, cpu_direct"},
       {"UOPJIT_CUDA_DEVICE", "first", "a device number"},
       {"UOPJIT_CUDA_DEVICE", "-1", "a device number"},
+      {"UOPJIT_TIER", "-1", "0 (tiering off) or the calls"},
+      {"UOPJIT_TIER", "soon", "0 (tiering off) or the calls"},
+      {"UOPJIT_TIER", "1000000001", "up to 1000000000"},
   };
   clear_variables();
   CHECK(uj_env_check() == UJ_OK);
@@ -83,6 +86,7 @@ TEST(valid_and_empty_values_are_accepted) {
       {"UOPJIT_CACHE_MEMORY_LIMIT", "64k"},  {"UOPJIT_CACHE_DISK_LIMIT", "2G"},
       {"UOPJIT_DEBUG", "passes,verify"},     {"UOPJIT_DEBUG", "verify"},     {"UOPJIT_CONV_ISA", "generic"},
       {"UOPJIT_CONV_BACKEND", "auto"},       {"UOPJIT_CONV_BACKEND", "ref"}, {"UOPJIT_CUDA_DEVICE", "3"},
+      {"UOPJIT_TIER", "0"},                  {"UOPJIT_TIER", "1000000000"},  {"UOPJIT_TIER", ""},
   };
   clear_variables();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -188,10 +192,12 @@ TEST(the_environment_is_the_default_of_each_setting) {
   setenv("UOPJIT_THREADS", "3", 1);
   setenv("UOPJIT_MIR_LEVEL", "1", 1);
   setenv("UOPJIT_CACHE_MEMORY_LIMIT", "5M", 1);
+  setenv("UOPJIT_TIER", "4", 1);
   uj_ctx_t* ctx = uj_ctx_new();
   clear_variables();
   if (!ctx) return;
   CHECK(ctx->set.threads == 3 && ctx->set.mir_level == 1 && ctx->set.memory_cache_limit == 5 << 20);
+  CHECK(ctx->set.tier_calls == 4);
   jit_state_t* js = jit_state(ctx);
   CHECK(js && rt_pool_size(js->pool) == 3);
   jit_cache_counts_t k;
@@ -200,6 +206,7 @@ TEST(the_environment_is_the_default_of_each_setting) {
   /* setters win over it */
   CHECK(uj_ctx_set_threads(ctx, 1) == UJ_OK && js && rt_pool_size(js->pool) == 1);
   CHECK(uj_ctx_set_mir_level(ctx, 3) == UJ_OK && ctx->set.mir_level == 3);
+  CHECK(uj_ctx_set_tier(ctx, 0) == UJ_OK && ctx->set.tier_calls == 0);
   uj_ctx_free(ctx);
 }
 

@@ -71,7 +71,7 @@ float cli_rng_float(uint64_t* state);
  * which all of them take (they pick the build: input ranks, dtypes, size-1
  * axes). */
 enum {
-  CLI_ACCEPT_RUN = 1,       /* --engine --repeat --seed --check */
+  CLI_ACCEPT_RUN = 1,       /* --engine --repeat --seed --check -v */
   CLI_ACCEPT_DUMP_KIND = 2, /* --ir-raw --ir --c --mir --cuda */
   CLI_ACCEPT_OUTPUT = 4     /* -o FILE, --output FILE */
 };
@@ -124,6 +124,7 @@ typedef struct {
   int repeat;
   uint64_t seed;
   int check;
+  int verbose; /* -v: what served the last run, and each tier's compile time */
   /* dump */
   uj_dump_t dump;
   /* aot */

@@ -89,6 +89,10 @@ static int parse_flag(const char* arg, unsigned accepted, cli_options_t* o) {
     o->check = 1;
     return 1;
   }
+  if ((accepted & CLI_ACCEPT_RUN) && (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0)) {
+    o->verbose = 1;
+    return 1;
+  }
   return 0;
 }
 
@@ -134,7 +138,8 @@ int cli_parse_options(const char* cmd, int argc, char** argv, unsigned accepted,
     const char* arg = argv[i];
     /* "-o" is the one short option; any other argument not starting with
      * "--" is the source, so that '-x*2' stays an expression. */
-    int is_option = strncmp(arg, "--", 2) == 0 || ((accepted & CLI_ACCEPT_OUTPUT) && strcmp(arg, "-o") == 0);
+    int is_option = strncmp(arg, "--", 2) == 0 || ((accepted & CLI_ACCEPT_OUTPUT) && strcmp(arg, "-o") == 0) ||
+                    ((accepted & CLI_ACCEPT_RUN) && strcmp(arg, "-v") == 0);
     if (!is_option) {
       if (o->source) return cli_usage_error(cmd, "more than one program source:", arg);
       o->source = arg;

@@ -29,7 +29,8 @@ enum {
   ENV_DEBUG = 1 << 7,
   ENV_CUDA = 1 << 8, /* UOPJIT_NVRTC, UOPJIT_CUDA_DEVICE */
   ENV_CONV = 1 << 9, /* UOPJIT_CONV_BACKEND, UOPJIT_CONV_ISA */
-  ENV_ALL = (1 << 10) - 1
+  ENV_TIER = 1 << 10,
+  ENV_ALL = (1 << 11) - 1
 };
 
 static const struct {
@@ -50,6 +51,9 @@ static const struct {
     {ENV_CACHE_DISK, "UOPJIT_CACHE_DISK_LIMIT", "bytes the on-disk kernel cache is kept under, with an optional K, M or\n"
                                                 "G suffix (default 512M)"},
     {ENV_MIR_LEVEL, "UOPJIT_MIR_LEVEL", "the MIR engine's optimization level, 0 to 3 (default 2)"},
+    {ENV_TIER, "UOPJIT_TIER", "auto on host tensors runs a new kernel on MIR while the C engine compiles\n"
+                              "it in the background, then on C: the calls a kernel makes before its C\n"
+                              "compile starts (default 1), or 0 for no tiering (auto is MIR alone)"},
     {ENV_CC, "UOPJIT_CC", "the C engine's compiler (default cc)"},
     {ENV_CC, "TMPDIR", "where the C engine compiles (default /tmp)"},
     {ENV_DEBUG, "UOPJIT_DEBUG", "words: \"passes\" prints the loop IR after each pass to stderr, \"verify\"\n"
@@ -147,7 +151,10 @@ static const struct {
      "                        copies of the inputs\n"
      "  --repeat N            timed runs (default 5)\n"
      "  --seed S              the inputs' seed (default 1)\n"
-     "  --check               compare with the interpreter in f64 instead of timing\n" INPUT_NOTES
+     "  --check               compare with the interpreter in f64 instead of timing\n"
+     "  -v, --verbose         then print the engine that served the last run and, for\n"
+     "                        auto (tiered: MIR at once, C when compiled), each tier's\n"
+     "                        compile time and the C compile's state\n" INPUT_NOTES
      "\n"
      "e.g. uopjit run --check '1/(1+exp(-(a*x+b)))' --scalar a,b\n"
      "     uopjit run 'y = max(x + b, 0) * s' --shape x=64,130 --shape b=130 --scalar s --check\n",

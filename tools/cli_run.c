@@ -409,6 +409,28 @@ static int run_check(run_t* r) {
   return 0;
 }
 
+static const char* const tier_words[] = {"none", "waiting", "compiling", "ready", "failed"};
+
+static void print_ms(const char* what, double ms) {
+  if (ms < 0) printf(", %s -", what);
+  else printf(", %s %.1f ms", what, ms);
+}
+
+/* -v: the engine that served the last run and, when it was tiered, its
+ * kernel's tiers: each one's compile time, and why C failed. */
+static void print_last_run(run_t* r) {
+  uj_run_info_t info;
+  if (uj_program_last_run(r->ctx, r->program, UJ_FORWARD, &info) != UJ_OK) return;
+  printf("last run: engine %s", uj_engine_name(info.engine));
+  if (info.tier != UJ_TIER_NONE) {
+    printf("; tiered, c %s", tier_words[info.tier]);
+    print_ms("mir compile", info.mir_ms);
+    print_ms(info.c_from_disk ? "c from the disk cache" : "c compile", info.c_ms);
+    if (info.tier == UJ_TIER_FAILED) printf("; c failed: %s", info.c_error);
+  }
+  printf("\n");
+}
+
 static int run_main(run_t* r, const cli_options_t* o) {
   int rc = cli_load_program("run", o, &r->program, &r->inputs, &r->source);
   if (rc || (rc = cli_check_run_memory("run", r->program, r->inputs, o->check))) return rc;
@@ -422,7 +444,9 @@ static int run_main(run_t* r, const cli_options_t* o) {
   print_io(stdout, r->program, &r->io, o->inputs.all.dtype);
   printf("\n");
   fflush(stdout);
-  return o->check ? run_check(r) : run_timing(r, o);
+  rc = o->check ? run_check(r) : run_timing(r, o);
+  if (!rc && o->verbose) print_last_run(r);
+  return rc;
 }
 
 int cli_cmd_run(int argc, char** argv) {

@@ -1,0 +1,315 @@
+/* tests/test_tier.c: tiered execution of AUTO on host tensors (jit/tier.c).
+ *
+ * Each test uses a private disk cache directory, so that "new to the
+ * process" and "found on disk" are under its control:
+ * - the switch: a sigmoid chain called repeatedly on a fresh cache runs on
+ *   MIR first (the query says so, with the C compile queued), then on C
+ *   once the background compile is done (polled, never timed); every
+ *   output equals bit for bit the output of the engine the query names,
+ *   run on its own context;
+ * - the policy: with uj_ctx_set_tier(ctx, 3) the first two calls leave C
+ *   waiting and the third queues it; 0 turns tiering off; bad counts and a
+ *   bad UOPJIT_TIER are refused;
+ * - a failing compiler (UOPJIT_CC naming a script that answers --version
+ *   and fails every compile): every run succeeds on MIR and the query
+ *   reports the failure with the compiler's message;
+ * - freeing a context with compiles queued and running: nothing is left
+ *   behind: no child process (waitpid finds none, so none is a zombie), no
+ *   compile directory under TMPDIR, no temporary or half entry in the cache;
+ * - a second context, and a second process (this binary run again with
+ *   --child), on the same cache start on C at their first call. */
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <ftw.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../include/uopjit.h"
+#include "harness.h"
+
+enum { N = 1 << 16 };
+
+static int remove_one(const char* path, const struct stat* st, int type, struct FTW* ftw) {
+  (void)st, (void)type, (void)ftw;
+  return remove(path);
+}
+static void remove_tree(const char* dir) { nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+static void make_dir(char* out, size_t cap, const char* what) {
+  snprintf(out, cap, "/tmp/uj-test-tier-%s-XXXXXX", what);
+  if (!mkdtemp(out)) {
+    perror("mkdtemp");
+    exit(2);
+  }
+}
+
+typedef struct {
+  uj_program_t* p;
+  float x[N], y[N];
+  float a, b;
+} sigmoid_t;
+
+/* y = 1/(1+exp(-(a*x+b))) with `shift` in the source, so that each shift
+ * is a kernel of its own. */
+static int sigmoid_new(sigmoid_t* s, int shift) {
+  char src[128];
+  snprintf(src, sizeof src, "y = 1/(1+exp(-(a*x+b+%d)))", shift);
+  if (uj_program_parse(src, &s->p) != UJ_OK) return 0;
+  s->a = 0.75f, s->b = -0.25f;
+  for (int i = 0; i < N; i++) s->x[i] = (float)(i % 977) / 97.0f - 5.0f;
+  return 1;
+}
+
+static uj_status_t sigmoid_run(uj_ctx_t* ctx, sigmoid_t* s, float* y) {
+  uj_tensor_t ta = {&s->a, UJ_F32, UJ_CPU, 0, {0}}, tb = {&s->b, UJ_F32, UJ_CPU, 0, {0}};
+  uj_tensor_t tx = {s->x, UJ_F32, UJ_CPU, 1, {N}}, ty = {y, UJ_F32, UJ_CPU, 1, {N}};
+  const uj_tensor_t* in[] = {&ta, &tx, &tb};
+  uj_tensor_t* out[] = {&ty};
+  return uj_program_run(ctx, s->p, UJ_FORWARD, in, 3, NULL, 0, out, 1);
+}
+
+static uj_ctx_t* ctx_on(uj_engine_t e, const char* cache_dir) {
+  uj_ctx_t* ctx = uj_ctx_new();
+  if (ctx && cache_dir && uj_ctx_set_cache_dir(ctx, cache_dir) != UJ_OK) {
+    uj_ctx_free(ctx);
+    return NULL;
+  }
+  if (ctx && !cache_dir) uj_ctx_set_cache_dir(ctx, NULL);
+  if (ctx && e != UJ_ENGINE_AUTO && uj_ctx_set_engine(ctx, e) != UJ_OK) {
+    uj_ctx_free(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* The output of explicit engine e (no disk cache) into y. */
+static int reference(uj_engine_t e, sigmoid_t* s, float* y) {
+  uj_ctx_t* ctx = ctx_on(e, NULL);
+  int ok = ctx && sigmoid_run(ctx, s, y) == UJ_OK;
+  uj_ctx_free(ctx);
+  return ok;
+}
+
+static int have_tiers(void) {
+  uj_ctx_t* ctx = uj_ctx_new();
+  int ok = uj_engine_available(ctx, UJ_ENGINE_MIR) && uj_engine_available(ctx, UJ_ENGINE_C);
+  uj_ctx_free(ctx);
+  return ok;
+}
+
+static uj_run_info_t last_run(uj_ctx_t* ctx, sigmoid_t* s) {
+  uj_run_info_t info;
+  memset(&info, 0, sizeof info);
+  CHECK(uj_program_last_run(ctx, s->p, UJ_FORWARD, &info) == UJ_OK);
+  return info;
+}
+
+/* Runs until the query reports `until` (or a long bound, 60 s, against a
+ * hang: this waits for a compile, it does not time it); each output must
+ * equal the reference of the engine that served it. The runs made. */
+static int run_until(uj_ctx_t* ctx, sigmoid_t* s, uj_tier_state_t until, const float* mir_ref, const float* c_ref) {
+  int runs = 0;
+  for (; runs < 30000; runs++) {
+    CHECK(sigmoid_run(ctx, s, s->y) == UJ_OK);
+    uj_run_info_t info = last_run(ctx, s);
+    const float* want = info.engine == UJ_ENGINE_C ? c_ref : mir_ref;
+    CHECK(info.engine == UJ_ENGINE_C || info.engine == UJ_ENGINE_MIR);
+    if (memcmp(s->y, want, sizeof s->y) != 0) {
+      harness_fail(__FILE__, __LINE__, "a tiered output differs from its engine's own output");
+      return runs;
+    }
+    if (info.tier == until) return runs + 1;
+    usleep(2000);
+  }
+  harness_fail(__FILE__, __LINE__, "the tier state was not reached after 30000 runs");
+  return runs;
+}
+
+static float mir_ref[N], c_ref[N];
+
+TEST(switches_from_mir_to_c_with_identical_results) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  static sigmoid_t s;
+  CHECK(sigmoid_new(&s, 0));
+  CHECK(reference(UJ_ENGINE_MIR, &s, mir_ref));
+  CHECK(reference(UJ_ENGINE_C, &s, c_ref));
+  char dir[64];
+  make_dir(dir, sizeof dir, "cache");
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, dir);
+  CHECK(ctx != NULL);
+  uj_run_info_t before = last_run(ctx, &s);
+  /* last run by the reference's context, on C: not tiered in this one */
+  CHECK(before.engine == UJ_ENGINE_C && before.tier == UJ_TIER_NONE);
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  uj_run_info_t first = last_run(ctx, &s);
+  /* the compile was queued by this call and cannot be both done and seen
+   * by it: the first call ran on MIR */
+  CHECK(first.engine == UJ_ENGINE_MIR);
+  CHECK(first.tier == UJ_TIER_COMPILING || first.tier == UJ_TIER_READY);
+  CHECK(first.mir_ms >= 0);
+  CHECK(memcmp(s.y, mir_ref, sizeof s.y) == 0);
+  run_until(ctx, &s, UJ_TIER_READY, mir_ref, c_ref);
+  /* the call after which the query said READY may have been served by MIR
+   * just before the compile ended; the first call after that runs C */
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  uj_run_info_t done = last_run(ctx, &s);
+  CHECK(done.engine == UJ_ENGINE_C);
+  CHECK(done.c_ms >= 0 && !done.c_from_disk && done.c_error[0] == 0);
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK); /* stays on C */
+  CHECK(last_run(ctx, &s).engine == UJ_ENGINE_C);
+  CHECK(memcmp(s.y, c_ref, sizeof s.y) == 0);
+  uj_ctx_free(ctx);
+
+  /* a second context on the same cache: C at its first call, from disk */
+  ctx = ctx_on(UJ_ENGINE_AUTO, dir);
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  uj_run_info_t second = last_run(ctx, &s);
+  CHECK(second.engine == UJ_ENGINE_C && second.tier == UJ_TIER_READY && second.c_from_disk);
+  CHECK(memcmp(s.y, c_ref, sizeof s.y) == 0);
+  uj_ctx_free(ctx);
+
+  /* a second process: this binary with --child, which runs once and exits
+   * 0 only when its first call ran on C with the same output */
+  pid_t pid = fork();
+  if (pid == 0) {
+    char* args[] = {"test_tier", "--child", dir, NULL};
+    execv("/proc/self/exe", args);
+    _exit(127);
+  }
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  uj_program_free(s.p);
+  remove_tree(dir);
+}
+
+/* The child process: exit 0 when the first call of a new context on the
+ * cache directory argv[2] runs on C (from disk) and gives C's output. */
+static int child_main(char** argv) {
+  static sigmoid_t s;
+  if (!sigmoid_new(&s, 0) || !reference(UJ_ENGINE_C, &s, c_ref)) return 3;
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, argv[2]);
+  if (!ctx || sigmoid_run(ctx, &s, s.y) != UJ_OK) return 4;
+  uj_run_info_t info;
+  if (uj_program_last_run(ctx, s.p, UJ_FORWARD, &info) != UJ_OK) return 5;
+  int ok = info.engine == UJ_ENGINE_C && info.c_from_disk && memcmp(s.y, c_ref, sizeof s.y) == 0;
+  if (!ok) fprintf(stderr, "child: engine %s, from disk %d\n", uj_engine_name(info.engine), info.c_from_disk);
+  uj_ctx_free(ctx);
+  uj_program_free(s.p);
+  return ok ? 0 : 1;
+}
+
+TEST(policy_counts_calls_and_turns_off) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, NULL);
+  CHECK(uj_ctx_set_tier(ctx, -1) == UJ_ERR_INVALID);
+  CHECK(strstr(uj_last_error(), "uj_ctx_set_tier") != NULL);
+  CHECK(uj_ctx_set_tier(ctx, 1000000001) == UJ_ERR_INVALID);
+  CHECK(uj_ctx_set_tier(NULL, 1) == UJ_ERR_INVALID);
+  CHECK(uj_ctx_set_tier(ctx, 3) == UJ_OK);
+  static sigmoid_t s;
+  CHECK(sigmoid_new(&s, 1));
+  for (int call = 1; call <= 2; call++) {
+    CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+    uj_run_info_t info = last_run(ctx, &s);
+    CHECK(info.engine == UJ_ENGINE_MIR && info.tier == UJ_TIER_WAITING && info.c_ms < 0);
+  }
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  uj_run_info_t third = last_run(ctx, &s);
+  CHECK(third.engine == UJ_ENGINE_MIR && (third.tier == UJ_TIER_COMPILING || third.tier == UJ_TIER_READY));
+  uj_ctx_free(ctx);
+
+  ctx = ctx_on(UJ_ENGINE_AUTO, NULL);
+  CHECK(uj_ctx_set_tier(ctx, 0) == UJ_OK);
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  uj_run_info_t off = last_run(ctx, &s);
+  CHECK(off.engine == UJ_ENGINE_MIR && off.tier == UJ_TIER_NONE);
+  uj_ctx_free(ctx);
+  uj_program_free(s.p);
+
+  /* the environment's default, and a bad value refused by the calls that
+   * use it until the setter fixes it */
+  setenv("UOPJIT_TIER", "often", 1);
+  ctx = ctx_on(UJ_ENGINE_AUTO, NULL);
+  unsetenv("UOPJIT_TIER");
+  CHECK(sigmoid_new(&s, 1));
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_ERR_INVALID);
+  CHECK(strstr(uj_last_error(), "UOPJIT_TIER=\"often\"") != NULL);
+  CHECK(uj_ctx_set_tier(ctx, 1) == UJ_OK);
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  uj_ctx_free(ctx);
+  uj_program_free(s.p);
+}
+
+TEST(failed_compile_leaves_mir_serving_and_is_reported) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  char dir[64], cc[128];
+  make_dir(dir, sizeof dir, "cc");
+  snprintf(cc, sizeof cc, "%s/broken-cc", dir);
+  FILE* fp = fopen(cc, "w");
+  CHECK(fp != NULL);
+  if (!fp) return;
+  fputs("#!/bin/sh\n[ \"$1\" = --version ] && { echo broken-cc 1.0; exit 0; }\n"
+        "echo 'broken-cc: cannot compile anything' >&2\nexit 1\n",
+        fp);
+  fclose(fp);
+  chmod(cc, 0700);
+  static sigmoid_t s;
+  CHECK(sigmoid_new(&s, 2));
+  CHECK(reference(UJ_ENGINE_MIR, &s, mir_ref));
+  setenv("UOPJIT_CC", cc, 1); /* read when the context probes and compiles */
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, NULL);
+  run_until(ctx, &s, UJ_TIER_FAILED, mir_ref, mir_ref);
+  uj_run_info_t info = last_run(ctx, &s);
+  CHECK(info.engine == UJ_ENGINE_MIR && info.tier == UJ_TIER_FAILED);
+  CHECK(strstr(info.c_error, "cannot compile anything") != NULL);
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK); /* MIR for good */
+  CHECK(last_run(ctx, &s).engine == UJ_ENGINE_MIR);
+  CHECK(memcmp(s.y, mir_ref, sizeof s.y) == 0);
+  uj_ctx_free(ctx);
+  unsetenv("UOPJIT_CC");
+  uj_program_free(s.p);
+  remove_tree(dir);
+}
+
+/* Entries in dir whose names contain `part`. */
+static int count_named(const char* dir, const char* part) {
+  DIR* d = opendir(dir);
+  int n = 0;
+  for (struct dirent* e; d && (e = readdir(d));) n += strstr(e->d_name, part) != NULL;
+  if (d) closedir(d);
+  return n;
+}
+
+TEST(freeing_a_context_with_compiles_in_flight_is_clean) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  char cache[64], tmp[64];
+  make_dir(cache, sizeof cache, "cache");
+  make_dir(tmp, sizeof tmp, "tmp");
+  setenv("TMPDIR", tmp, 1); /* where the compiles' directories go */
+  enum { KERNELS = 6 };
+  static sigmoid_t s[KERNELS];
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, cache);
+  for (int k = 0; k < KERNELS; k++) {
+    CHECK(sigmoid_new(&s[k], 10 + k));
+    CHECK(sigmoid_run(ctx, &s[k], s[k].y) == UJ_OK);
+  }
+  uj_ctx_free(ctx); /* some compiles queued, some running */
+  unsetenv("TMPDIR");
+  errno = 0;
+  CHECK(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD); /* no child at all, so no zombie */
+  CHECK(count_named(tmp, "uopjit-") == 0);
+  CHECK(count_named(cache, ".tmp-") == 0);
+  /* every payload with its meta: a complete entry or none */
+  int metas = count_named(cache, ".so.meta"), payloads = count_named(cache, ".so") - metas;
+  CHECK(metas == payloads);
+  for (int k = 0; k < KERNELS; k++) uj_program_free(s[k].p);
+  remove_tree(cache);
+  remove_tree(tmp);
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && !strcmp(argv[1], "--child")) return child_main(argv);
+  return harness_main(argc, argv);
+}
