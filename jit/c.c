@@ -22,6 +22,7 @@
  * headers) plus its tables; evicting it unloads the object. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <link.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -186,6 +187,60 @@ static void c_state_free(void* p) {
 
 static c_state_t* c_state(jit_state_t* js) { return jit_engine_state(js, UJ_ENGINE_C); }
 
+/* The probe's answer is remembered in the disk cache, so that a new
+ * process does not run the compiler before its first call (a tiered first
+ * call would wait for it: the C kernel's disk key names the compiler). The
+ * entry's key names the compiler binary as found on PATH and what changes
+ * when it is replaced (device, inode, size, modification time); the entry
+ * holds its first line of --version. 0 when the compiler is not found as a
+ * file: then it is run, and nothing is remembered. */
+static int compiler_probe_key(char* out, size_t cap) {
+  const char* cc = compiler();
+  char path[PATH_MAX];
+  struct stat sb;
+  int found = 0;
+  if (strchr(cc, '/')) {
+    found = snprintf(path, sizeof path, "%s", cc) < (int)sizeof path && stat(path, &sb) == 0;
+  } else {
+    const char* dirs = getenv("PATH");
+    for (const char* d = dirs ? dirs : ""; !found && *d;) {
+      size_t len = strcspn(d, ":");
+      if (len && snprintf(path, sizeof path, "%.*s/%s", (int)len, d, cc) < (int)sizeof path)
+        found = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+      d += len + (d[len] == ':');
+    }
+  }
+  if (!found) return 0;
+  return snprintf(out, cap, "engine c compiler probe\npath %s\nfile %llu %llu %lld %lld.%09ld\n", path,
+                  (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino, (long long)sb.st_size,
+                  (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec) < (int)cap;
+}
+
+static char* remembered_identity(jit_state_t* js, const char* key) {
+  char* bytes = NULL;
+  size_t size = 0;
+  if (!jit_disk_enabled(js->cache) ||
+      jit_disk_load_bytes(js->cache, ir_hash_bytes(key, strlen(key)), key, "ccid", &bytes, &size) != UJ_OK)
+    return NULL;
+  if (size == 0 || memchr(bytes, '\n', size) || memchr(bytes, 0, size)) { /* one line, as written */
+    free(bytes);
+    return NULL;
+  }
+  char* line = realloc(bytes, size + 1);
+  if (!line) {
+    free(bytes);
+    return NULL;
+  }
+  line[size] = 0;
+  return line;
+}
+
+/* Best effort: a cache that cannot be written leaves the probe to run next time. */
+static void remember_identity(jit_state_t* js, const char* key, const char* identity) {
+  if (!jit_disk_enabled(js->cache) || !*identity) return;
+  jit_disk_store(js->cache, ir_hash_bytes(key, strlen(key)), key, "ccid", identity, strlen(identity), NULL, 0);
+}
+
 /* Once the probe has answered, the answer is read without the lock: every
  * tiered call asks (jit/tier.c), while a compile on the caller's thread
  * holds the lock for a hundred milliseconds; the identities it publishes
@@ -196,17 +251,22 @@ int jit_c_available(jit_state_t* js) {
   if (known >= 0) return known;
   pthread_mutex_lock(&js->lock);
   if (st->probe < 0) {
-    char dir[4000];
-    int found = 0;
-    if (make_temp_dir(dir, sizeof dir, "probe")) {
-      char log[4200];
-      snprintf(log, sizeof log, "%s/version", dir);
-      char* argv[] = {(char*)compiler(), "--version", NULL};
-      if (run_command(argv, log) == 0 && (st->identity = first_line(log)) && (st->cpu_identity = cpu_identity()))
-        found = 1;
-      unlink(log);
-      rmdir(dir);
+    char probe_key[PATH_MAX + 256];
+    int keyed = compiler_probe_key(probe_key, sizeof probe_key);
+    int found = keyed && (st->identity = remembered_identity(js, probe_key)) != NULL;
+    if (!found) {
+      char dir[4000];
+      if (make_temp_dir(dir, sizeof dir, "probe")) {
+        char log[4200];
+        snprintf(log, sizeof log, "%s/version", dir);
+        char* argv[] = {(char*)compiler(), "--version", NULL};
+        found = run_command(argv, log) == 0 && (st->identity = first_line(log)) != NULL;
+        unlink(log);
+        rmdir(dir);
+      }
+      if (found && keyed) remember_identity(js, probe_key, st->identity);
     }
+    if (found && !(st->cpu_identity = cpu_identity())) found = 0;
     __atomic_store_n(&st->probe, found, __ATOMIC_RELEASE);
   }
   int ok = st->probe;

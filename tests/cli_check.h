@@ -165,6 +165,13 @@ static inline int count_lines(const char* text) {
   return n;
 }
 
+/* How many times needle occurs in text. */
+static inline int count_matches(const char* text, const char* needle) {
+  int n = 0;
+  for (const char* at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) n++;
+  return n;
+}
+
 static inline int file_exists(const char* path) { return access(path, F_OK) == 0; }
 
 /* 1 when the temporary directory holds a leftover of an interrupted write

@@ -19,6 +19,7 @@
  * - a second context, and a second process (this binary run again with
  *   --child), on the same cache start on C at their first call. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <ftw.h>
@@ -271,6 +272,53 @@ TEST(failed_compile_leaves_mir_serving_and_is_reported) {
   unsetenv("UOPJIT_CC");
   uj_program_free(s.p);
   remove_tree(dir);
+}
+
+/* Lines in a file (0 when it does not exist). */
+static int file_lines(const char* path) {
+  FILE* fp = fopen(path, "r");
+  int n = 0;
+  for (int c; fp && (c = fgetc(fp)) != EOF;) n += c == '\n';
+  if (fp) fclose(fp);
+  return n;
+}
+
+/* The compiler's --version answer is kept in the disk cache: a new context
+ * (or process) on the same cache does not run the compiler to probe it, so
+ * a tiered first call does not wait for that, until the compiler's file
+ * changes. */
+TEST(compiler_probe_is_remembered_until_the_compiler_changes) {
+  uj_ctx_t* ctx = uj_ctx_new();
+  int have_c = ctx && uj_engine_available(ctx, UJ_ENGINE_C);
+  uj_ctx_free(ctx);
+  SKIP_IF(!have_c, "needs a C compiler");
+  char dir[64], cache[64], cc[128], calls[128];
+  make_dir(dir, sizeof dir, "cc");
+  make_dir(cache, sizeof cache, "probe");
+  snprintf(cc, sizeof cc, "%s/counting-cc", dir);
+  snprintf(calls, sizeof calls, "%s/calls", dir);
+  FILE* fp = fopen(cc, "w");
+  CHECK(fp != NULL);
+  if (!fp) return;
+  fprintf(fp, "#!/bin/sh\necho \"$1\" >> '%s'\nexec cc \"$@\"\n", calls);
+  fclose(fp);
+  chmod(cc, 0700);
+  setenv("UOPJIT_CC", cc, 1);
+  for (int i = 0; i < 3; i++) {
+    ctx = ctx_on(UJ_ENGINE_AUTO, cache);
+    CHECK(ctx && uj_engine_available(ctx, UJ_ENGINE_C));
+    uj_ctx_free(ctx);
+  }
+  CHECK(file_lines(calls) == 1); /* asked once, remembered twice */
+  struct timespec times[2] = {{0, UTIME_OMIT}, {1000000000, 0}}; /* a new modification time: a changed compiler */
+  CHECK(utimensat(AT_FDCWD, cc, times, 0) == 0);
+  ctx = ctx_on(UJ_ENGINE_AUTO, cache);
+  CHECK(ctx && uj_engine_available(ctx, UJ_ENGINE_C));
+  uj_ctx_free(ctx);
+  CHECK(file_lines(calls) == 2);
+  unsetenv("UOPJIT_CC");
+  remove_tree(dir);
+  remove_tree(cache);
 }
 
 /* Entries in dir whose names contain `part`. */
