@@ -164,6 +164,14 @@ int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) {
   return b->nloops > 0 && ir_loop_independent(f, b, 0, NULL);
 }
 
+static void emit_loop(emitter_t* E, const ir_block_t* b, int k);
+
+/* A loop inside another is printed at the indentation of its own depth. */
+static void emit_inner_loop(void* ctx, const ir_block_t* b, int k, int depth) {
+  (void)depth;
+  emit_loop(ctx, b, k);
+}
+
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   if (ir_lanes_fit(b, k)) {
@@ -184,10 +192,7 @@ static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
     jit_cx_ix(&E->cx, l->end);
     rt_buf_printf(E->cx.out, "; i%d++) {\n", l->id);
   }
-  for (int c = 0; c < l->ncarried; c++) jit_cx_carried(&E->cx, &l->carried[c], k + 1);
-  jit_cx_locals(&E->cx, l, k + 1);
-  if (k + 1 < b->nloops) emit_loop(E, b, k + 1);
-  for (int s = 0; s < l->nstmts; s++) jit_cx_stmt(&E->cx, &l->stmts[s], k + 1);
+  jit_cx_iteration(&E->cx, b, k, k + 1, emit_inner_loop, E);
   jit_cx_indent(&E->cx, k);
   rt_buf_printf(E->cx.out, "}\n");
 }

@@ -183,12 +183,13 @@ static void emit_seq_loop(kernel_t* K, int k, int depth);
 
 /* One iteration of loop k, its index already set: its carried variables,
  * its locals, the loops inside, its statements. */
+static void emit_inner_loop(void* ctx, const ir_block_t* b, int k, int depth) {
+  (void)b;
+  emit_seq_loop(ctx, k, depth);
+}
+
 static void emit_iteration(kernel_t* K, int k, int depth) {
-  const ir_loop_t* l = loop_at(K, k);
-  for (int c = 0; c < l->ncarried; c++) jit_cx_carried(&K->cx, &l->carried[c], depth);
-  jit_cx_locals(&K->cx, l, depth);
-  if (k + 1 < K->b->nloops) emit_seq_loop(K, k + 1, depth);
-  for (int s = 0; s < l->nstmts; s++) jit_cx_stmt(&K->cx, &l->stmts[s], depth);
+  jit_cx_iteration(&K->cx, K->b, k, depth, emit_inner_loop, K);
 }
 
 static void emit_seq_loop(kernel_t* K, int k, int depth) {
@@ -359,20 +360,12 @@ static void emit_threads(kernel_t* K, int depth) {
 
 /* ---- REDUCE: merging partial results ---- */
 
-static void print_identity(kernel_t* K, const ir_carried_t* c) {
-  int up = c->op == UJ_REDUCE_MAX || c->op == UJ_REDUCE_ARGMAX;
-  if (c->op == UJ_REDUCE_SUM || c->op == UJ_REDUCE_MEAN) rt_buf_printf(OUT, "0");
-  else if (c->op == UJ_REDUCE_PROD) rt_buf_printf(OUT, "1");
-  else if (c->dtype == UJ_I32) rt_buf_printf(OUT, "%s", up ? "(-2147483647 - 1)" : "2147483647");
-  else rt_buf_printf(OUT, "%s%s", up ? "-" : "", c->dtype == UJ_F32 ? "uj_inff()" : "uj_inf()");
-}
-
 /* Merges partial (b, bi) into (a, ai) as the reduction of c combines two
  * runs of elements: arg ops keep the better value, and on a tie the lower
  * index (the first element, as the serial loop does). */
 static void emit_merge(kernel_t* K, const ir_carried_t* c, const char* a, const char* ai, const char* b,
                        const char* bi, int depth) {
-  int i32 = c->dtype == UJ_I32, f32 = c->dtype == UJ_F32;
+  int i32 = c->dtype == UJ_I32;
   switch (c->op) {
     case UJ_REDUCE_SUM:
     case UJ_REDUCE_MEAN:
@@ -383,14 +376,13 @@ static void emit_merge(kernel_t* K, const ir_carried_t* c, const char* a, const 
       return;
     }
     case UJ_REDUCE_MAX:
-    case UJ_REDUCE_MIN: {
-      int up = c->op == UJ_REDUCE_MAX;
-      if (i32) line(K, depth, "%s = (int32_t)%s(%s, %s);", a, up ? "uj_imax" : "uj_imin", a, b);
-      else line(K, depth, "%s = %s%s(%s, %s);", a, up ? "uj_fmax" : "uj_fmin", f32 ? "f" : "", b, a);
+    case UJ_REDUCE_MIN:
+      /* i32 max is symmetric; the float one takes the new value first */
+      if (i32) line(K, depth, "%s = %s(%s, %s);", a, jit_cx_extremum(c->op, c->dtype), a, b);
+      else line(K, depth, "%s = %s(%s, %s);", a, jit_cx_extremum(c->op, c->dtype), b, a);
       return;
-    }
     default: {
-      const char* better = c->op == UJ_REDUCE_ARGMAX ? ">" : "<";
+      const char* better = ir_reduce_keeps_greater(c->op) ? ">" : "<";
       line(K, depth, "if (%s %s %s || (%s == %s && %s < %s)) { %s = %s; %s = %s; }", b, better, a, b, a, bi, ai, a, b,
            ai, bi);
     }
@@ -400,7 +392,7 @@ static void emit_merge(kernel_t* K, const ir_carried_t* c, const char* a, const 
 /* Every thread's c<id> (and c<id>a) merged over the CUDA block; every
  * thread gets the result. */
 static void emit_block_merge(kernel_t* K, const ir_carried_t* c, int depth) {
-  int arg = c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN;
+  int arg = ir_reduce_is_arg(c->op);
   const char* t = jit_cx_ctype(c->dtype);
   line(K, depth, "uj_sv[threadIdx.x] = (double)c%d;", c->id);
   if (arg) line(K, depth, "uj_si[threadIdx.x] = c%da;", c->id);
@@ -428,7 +420,7 @@ static void emit_grid_merge(kernel_t* K, const ir_loop_t* lr, int depth) {
   for (int k = 0; k < lr->ncarried; k++) {
     const ir_carried_t* c = &lr->carried[k];
     line(K, depth + 1, "uj_part[(uj_i64)%d * gridDim.x + blockIdx.x] = (double)c%d;", k, c->id);
-    if (c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN)
+    if (ir_reduce_is_arg(c->op))
       line(K, depth + 1, "uj_part_i[(uj_i64)%d * gridDim.x + blockIdx.x] = c%da;", k, c->id);
   }
   line(K, depth + 1, "__threadfence();");
@@ -439,11 +431,11 @@ static void emit_grid_merge(kernel_t* K, const ir_loop_t* lr, int depth) {
   line(K, depth, "__threadfence();");
   for (int k = 0; k < lr->ncarried; k++) {
     const ir_carried_t* c = &lr->carried[k];
-    int arg = c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN;
+    int arg = ir_reduce_is_arg(c->op);
     const char* t = jit_cx_ctype(c->dtype);
     jit_cx_indent(&K->cx, depth);
     rt_buf_printf(OUT, "c%d = ", c->id);
-    print_identity(K, c);
+    jit_cx_identity(&K->cx, c->op, c->dtype);
     rt_buf_printf(OUT, ";\n");
     if (arg) line(K, depth, "c%da = 0;", c->id);
     line(K, depth, "for (uj_i64 uj_p = threadIdx.x; uj_p < gridDim.x; uj_p += blockDim.x) {");
