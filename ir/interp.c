@@ -165,14 +165,9 @@ static int64_t binary_int(uj_binary_op_t op, int64_t a, int64_t b) {
     case UJ_BINARY_POW: return float_to_i32(pow((double)a, (double)b));
     case UJ_BINARY_MAX: return a > b ? a : b;
     case UJ_BINARY_MIN: return a < b ? a : b;
-    case UJ_BINARY_EQ: return a == b;
-    case UJ_BINARY_NE: return a != b;
-    case UJ_BINARY_LT: return a < b;
-    case UJ_BINARY_LE: return a <= b;
-    case UJ_BINARY_GT: return a > b;
-    case UJ_BINARY_GE: return a >= b;
+    default: /* comparisons: i32 values are exact in double, so they compare as the floats do */
+      return (int64_t)ir_binary_f64(op, (double)a, (double)b);
   }
-  return 0;
 }
 
 static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
