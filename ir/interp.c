@@ -1,11 +1,13 @@
 /* ir/interp.c: the reference interpreter. It defines what the loop IR means;
  * every engine is tested against it.
  *
- * The walk (the C, MIR and CUDA emitters follow the same shape):
+ * The walk (one iteration is ir_walk_iteration, ir/semantics.c, which the
+ * C, MIR and CUDA emitters print in the same order):
  *   for each block in order: run_loop(block, 0)
  *   run_loop(b, k): for v in [start, end): set loop k's id to v; reset loop
- *                   k's carried variables to their identity; run_loop(b, k+1);
- *                   run loop k's statements in order.
+ *                   k's carried variables to their identity
+ *                   (ir_reduce_identity); run_loop(b, k+1); run loop k's
+ *                   statements in order.
  *   a statement evaluates its whole value expression (both sides of a
  *   where), then, if any checked access was out of range, does nothing.
  *
@@ -163,14 +165,9 @@ static int64_t binary_int(uj_binary_op_t op, int64_t a, int64_t b) {
     case UJ_BINARY_POW: return float_to_i32(pow((double)a, (double)b));
     case UJ_BINARY_MAX: return a > b ? a : b;
     case UJ_BINARY_MIN: return a < b ? a : b;
-    case UJ_BINARY_EQ: return a == b;
-    case UJ_BINARY_NE: return a != b;
-    case UJ_BINARY_LT: return a < b;
-    case UJ_BINARY_LE: return a <= b;
-    case UJ_BINARY_GT: return a > b;
-    case UJ_BINARY_GE: return a >= b;
+    default: /* comparisons: i32 values are exact in double, so they compare as the floats do */
+      return (int64_t)ir_binary_f64(op, (double)a, (double)b);
   }
-  return 0;
 }
 
 static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
@@ -184,7 +181,7 @@ static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
     case IR_EX_CARRIED: {
       const carried_t* c = &in->carried[e->carried];
       uj_reduce_op_t op = in->decl[e->carried]->op;
-      if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) r.i = wrap_i32(c->arg);
+      if (ir_reduce_is_arg(op)) r.i = wrap_i32(c->arg);
       else r = c->value;
       return r;
     }
@@ -216,31 +213,16 @@ static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
   return r;
 }
 
-static void reset_carried(interp_t* in, const ir_carried_t* c) {
+/* A carried variable back to its identity (ir_reduce_identity), with no
+ * index yet. */
+static void reset_carried(void* ctx, const ir_carried_t* c, int k) {
+  (void)k;
+  interp_t* in = ctx;
   carried_t* v = &in->carried[c->id];
+  double identity = ir_reduce_identity(c->op, c->dtype);
   v->arg = 0;
-  int fl = is_float(c->dtype);
-  switch (c->op) {
-    case UJ_REDUCE_SUM:
-    case UJ_REDUCE_MEAN:
-      if (fl) v->value.f = 0.0;
-      else v->value.i = 0;
-      break;
-    case UJ_REDUCE_PROD:
-      if (fl) v->value.f = 1.0;
-      else v->value.i = 1;
-      break;
-    case UJ_REDUCE_MAX:
-    case UJ_REDUCE_ARGMAX:
-      if (fl) v->value.f = -INFINITY;
-      else v->value.i = INT32_MIN;
-      break;
-    case UJ_REDUCE_MIN:
-    case UJ_REDUCE_ARGMIN:
-      if (fl) v->value.f = INFINITY;
-      else v->value.i = INT32_MAX;
-      break;
-  }
+  if (is_float(c->dtype)) v->value.f = identity;
+  else v->value.i = (int64_t)identity;
 }
 
 static void accumulate(interp_t* in, const ir_stmt_t* s, value_t x, int64_t arg) {
@@ -252,8 +234,9 @@ static void accumulate(interp_t* in, const ir_stmt_t* s, value_t x, int64_t arg)
       case UJ_REDUCE_SUM:
       case UJ_REDUCE_MEAN: v = round_to(d->dtype, v + x.f); break;
       case UJ_REDUCE_PROD: v = round_to(d->dtype, v * x.f); break;
-      case UJ_REDUCE_MAX: v = (x.f > v || v != v) ? x.f : v; break;
-      case UJ_REDUCE_MIN: v = (x.f < v || v != v) ? x.f : v; break;
+      /* the new value first: it wins unless the old one is better (fmax-like) */
+      case UJ_REDUCE_MAX: v = ir_binary_f64(UJ_BINARY_MAX, x.f, v); break;
+      case UJ_REDUCE_MIN: v = ir_binary_f64(UJ_BINARY_MIN, x.f, v); break;
       case UJ_REDUCE_ARGMAX:
         if (x.f > v) v = x.f, c->arg = arg;
         break;
@@ -300,16 +283,25 @@ static void run_stmt(interp_t* in, const ir_stmt_t* s) {
   }
 }
 
-static void run_loop(interp_t* in, const ir_block_t* b, int k) {
+static void run_loop(void* ctx, const ir_block_t* b, int k);
+
+static void run_stmt_of_loop(void* ctx, const ir_stmt_t* s, int k) {
+  (void)k;
+  run_stmt(ctx, s);
+}
+
+/* One iteration: the order every target follows (ir/semantics.c). */
+static const ir_iteration_visitor_t iteration = {reset_carried, NULL, run_loop, run_stmt_of_loop};
+
+static void run_loop(void* ctx, const ir_block_t* b, int k) {
+  interp_t* in = ctx;
   const ir_loop_t* l = &b->loops[k];
   int oob = 0;
   int64_t start = ir_ix_eval(&in->env, l->start, &oob);
   int64_t end = ir_ix_eval(&in->env, l->end, &oob);
   for (int64_t v = start; v < end; v++) {
     in->env.loops[l->id] = v;
-    for (int c = 0; c < l->ncarried; c++) reset_carried(in, &l->carried[c]);
-    if (k + 1 < b->nloops) run_loop(in, b, k + 1);
-    for (int s = 0; s < l->nstmts; s++) run_stmt(in, &l->stmts[s]);
+    ir_walk_iteration(b, k, &iteration, in);
   }
 }
 

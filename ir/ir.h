@@ -265,6 +265,44 @@ uj_status_t ir_interp_run(const ir_func_t* f, ir_buffer_t* buf, const int64_t* p
 double ir_unary_f64(uj_unary_op_t op, double x);
 double ir_binary_f64(uj_binary_op_t op, double a, double b);
 
+/* ---- meaning shared by every target (ir/semantics.c) ------------------------------------ */
+
+/* The value a carried variable of op starts from, for values of dtype:
+ * 0 (sum, mean), 1 (prod), -inf or INT32_MIN (max, argmax), +inf or
+ * INT32_MAX (min, argmin). */
+double ir_reduce_identity(uj_reduce_op_t op, uj_dtype_t dtype);
+/* 1 for argmax and argmin: the variable also keeps the flat index of its
+ * best element, and reads back as that index (i32). */
+int ir_reduce_is_arg(uj_reduce_op_t op);
+/* 1 for sum, mean and prod: a running sum or product (wrapping in i32);
+ * 0 for the comparisons (max, min and the arg ops). */
+int ir_reduce_is_arithmetic(uj_reduce_op_t op);
+/* 1 for max and argmax (a greater value wins), 0 for the others. */
+int ir_reduce_keeps_greater(uj_reduce_op_t op);
+
+/* One iteration of loop k of a block, its index already set: reset each of
+ * the loop's carried variables to its identity, then (optional hook) the
+ * locals its statements write, then loop k+1 (when there is one), then the
+ * loop's statements in order. The interpreter runs it per iteration; the
+ * emitters print it once. */
+typedef struct {
+  void (*reset)(void* ctx, const ir_carried_t* c, int k);
+  void (*locals)(void* ctx, const ir_loop_t* l, int k); /* may be NULL */
+  void (*inner)(void* ctx, const ir_block_t* b, int k); /* k: the inner loop's position */
+  void (*stmt)(void* ctx, const ir_stmt_t* s, int k);
+} ir_iteration_visitor_t;
+void ir_walk_iteration(const ir_block_t* b, int k, const ir_iteration_visitor_t* v, void* ctx);
+
+/* 1 when the statement is guarded by run-time range checks (out of range:
+ * it does nothing). */
+int ir_stmt_has_checks(const ir_stmt_t* s);
+/* Calls fn for every run-time checked axis of what the statement reads
+ * (value, arg index) and, unless it accumulates, writes, in the order the
+ * checks must run: inside an access, the i32 reads in its index trees
+ * before its own axes. */
+typedef void (*ir_check_fn)(void* ctx, const ir_access_t* acc, int axis);
+void ir_walk_checks(const ir_stmt_t* s, ir_check_fn fn, void* ctx);
+
 /* ---- printer, hash, verifier (ir/print.c, ir/hash.c, ir/verify.c) ---------------------------- */
 
 enum {

@@ -491,7 +491,7 @@ static void print_accum(printer_t* p, const ir_stmt_t* s) {
       print_expr(p, s->value);
   }
   /* an index on a non-arg accumulation is wrong, but must not hide from the hash */
-  if (s->arg_index && op != UJ_REDUCE_ARGMAX && op != UJ_REDUCE_ARGMIN) {
+  if (s->arg_index && !ir_reduce_is_arg((uj_reduce_op_t)op)) {
     put(p, " at ");
     print_ix(p, s->arg_index);
   }

@@ -85,8 +85,6 @@ static const char* dtype_name(uj_dtype_t d) {
   return "an invalid dtype";
 }
 
-static int is_arg_op(uj_reduce_op_t op) { return op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN; }
-
 /* The declaration of carried `id` on a visible loop of the current block. */
 static const ir_carried_t* visible_carried(const verifier_t* v, int id) {
   for (int k = 0; v->block && k <= v->scope; k++) {
@@ -180,7 +178,7 @@ static int check_expr(verifier_t* v, const ir_expr_t* e) {
     case IR_EX_CARRIED: {
       const ir_carried_t* c = visible_carried(v, e->carried);
       if (!c) return fail(v, "reads c%d, which no enclosing loop carries", e->carried);
-      uj_dtype_t want = is_arg_op(c->op) ? UJ_I32 : c->dtype;
+      uj_dtype_t want = ir_reduce_is_arg(c->op) ? UJ_I32 : c->dtype;
       if (e->dtype != want)
         return fail(v, "read of c%d has dtype %s, must be %s", e->carried, dtype_name(e->dtype),
                     dtype_name(want));
@@ -234,9 +232,9 @@ static int check_stmt(verifier_t* v, const ir_stmt_t* s) {
       if (s->value->dtype != c->dtype)
         return fail(v, "accumulates a %s value into c%d of dtype %s", dtype_name(s->value->dtype),
                     s->carried, dtype_name(c->dtype));
-      if (is_arg_op(c->op) && !s->arg_index)
+      if (ir_reduce_is_arg(c->op) && !s->arg_index)
         return fail(v, "accumulation into arg-reduction c%d has no arg index", s->carried);
-      if (!is_arg_op(c->op) && s->arg_index)
+      if (!ir_reduce_is_arg(c->op) && s->arg_index)
         return fail(v, "accumulation into c%d has an arg index, but its op %d is not argmax/argmin",
                     s->carried, (int)c->op);
       return !s->arg_index || check_ix(v, s->arg_index);

@@ -38,6 +38,13 @@ static const char* fn(const jit_cx_t* E, uj_dtype_t dt, int which) {
   return fn_names[E->dialect == JIT_CX_CUDA][dt == UJ_F64][which];
 }
 
+const char* jit_cx_extremum(uj_reduce_op_t op, uj_dtype_t dt) {
+  int max = op == UJ_REDUCE_MAX;
+  if (dt == UJ_I32) return max ? "(int32_t)uj_imax" : "(int32_t)uj_imin";
+  if (dt == UJ_F32) return max ? "uj_fmaxf" : "uj_fminf";
+  return max ? "uj_fmax" : "uj_fmin";
+}
+
 const char* jit_cx_ctype(uj_dtype_t d) { return d == UJ_F32 ? "float" : d == UJ_F64 ? "double" : "int32_t"; }
 
 void jit_cx_indent(jit_cx_t* E, int depth) { rt_buf_printf(E->out, "%*s", 2 * depth + 2, ""); }
@@ -310,7 +317,7 @@ void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e) {
     case IR_EX_LOAD: jit_cx_access(E, &e->access); return;
     case IR_EX_CARRIED: {
       uj_reduce_op_t op = E->carried_op[e->carried];
-      if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) rt_buf_printf(E->out, "uj_wrap(c%da)", e->carried);
+      if (ir_reduce_is_arg(op)) rt_buf_printf(E->out, "uj_wrap(c%da)", e->carried);
       else rt_buf_printf(E->out, "c%d", e->carried);
       return;
     }
@@ -335,37 +342,19 @@ void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e) {
 
 /* ---- statements ---- */
 
-/* Range conditions of every checked axis in an index tree, inner loads first. */
-static void emit_checks_ix(jit_cx_t* E, const ir_ix_t* ix, int* n);
+/* One condition of a statement's guard: a checked axis in range
+ * (ir_walk_checks gives them in the order they must be tested). */
+typedef struct {
+  jit_cx_t* E;
+  int n;
+} guard_t;
 
-static void emit_checks_access(jit_cx_t* E, const ir_access_t* acc, int* n) {
-  for (int k = 0; k < acc->nidx; k++) emit_checks_ix(E, acc->idx[k], n);
-  for (int k = 0; k < acc->nidx; k++) {
-    if (!(acc->check_mask & (1u << k))) continue;
-    rt_buf_printf(E->out, "%s(uint64_t)(", (*n)++ ? " && " : "");
-    jit_cx_ix(E, acc->idx[k]);
-    rt_buf_printf(E->out, ") < (uint64_t)");
-    print_dim(E, acc->tensor, k);
-  }
-}
-
-static void emit_checks_ix(jit_cx_t* E, const ir_ix_t* ix, int* n) {
-  if (!ix) return;
-  if (ix->kind == IR_IX_LOAD) {
-    emit_checks_access(E, ix->load, n);
-    return;
-  }
-  emit_checks_ix(E, ix->a, n);
-  emit_checks_ix(E, ix->b, n);
-}
-
-static void emit_checks_expr(jit_cx_t* E, const ir_expr_t* e, int* n) {
-  if (!e) return;
-  if (e->kind == IR_EX_LOAD) emit_checks_access(E, &e->access, n);
-  emit_checks_ix(E, e->ix, n);
-  emit_checks_expr(E, e->a, n);
-  emit_checks_expr(E, e->b, n);
-  emit_checks_expr(E, e->c, n);
+static void print_check(void* ctx, const ir_access_t* acc, int axis) {
+  guard_t* g = ctx;
+  rt_buf_printf(g->E->out, "%s(uint64_t)(", g->n++ ? " && " : "");
+  jit_cx_ix(g->E, acc->idx[axis]);
+  rt_buf_printf(g->E->out, ") < (uint64_t)");
+  print_dim(g->E, acc->tensor, axis);
 }
 
 /* An accumulation into lane uj_l of the carried variable's partial results
@@ -374,16 +363,16 @@ static void emit_lane_accum(jit_cx_t* E, const ir_stmt_t* s) {
   int c = s->carried;
   uj_reduce_op_t op = E->carried_op[c];
   int fl = s->value->dtype != UJ_I32;
-  if (op == UJ_REDUCE_SUM || op == UJ_REDUCE_MEAN || op == UJ_REDUCE_PROD) {
+  if (ir_reduce_is_arithmetic(op)) {
     rt_buf_printf(E->out, "c%d_l[uj_l] %s %s(", c, op == UJ_REDUCE_PROD ? "*=" : "+=", fl ? "" : "(uint32_t)");
     jit_cx_expr(E, s->value);
     rt_buf_printf(E->out, ");\n");
     return;
   }
-  int up = op == UJ_REDUCE_MAX || op == UJ_REDUCE_ARGMAX;
+  int up = ir_reduce_keeps_greater(op);
   rt_buf_printf(E->out, "{ %s v = ", jit_cx_ctype(s->value->dtype));
   jit_cx_expr(E, s->value);
-  if (op == UJ_REDUCE_MAX || op == UJ_REDUCE_MIN) {
+  if (!ir_reduce_is_arg(op)) {
     rt_buf_printf(E->out, "; c%d_l[uj_l] = v %s c%d_l[uj_l] ? v : c%d_l[uj_l]; }\n", c, up ? ">" : "<", c, c);
     return;
   }
@@ -412,10 +401,7 @@ static void emit_accum(jit_cx_t* E, const ir_stmt_t* s) {
     case UJ_REDUCE_MAX:
     case UJ_REDUCE_MIN: {
       /* the new value is the first argument: it wins unless the old is larger (fmax-like) */
-      const char* name = !fl ? (op == UJ_REDUCE_MAX ? "(int32_t)uj_imax" : "(int32_t)uj_imin")
-                         : s->value->dtype == UJ_F32 ? (op == UJ_REDUCE_MAX ? "uj_fmaxf" : "uj_fminf")
-                                                     : (op == UJ_REDUCE_MAX ? "uj_fmax" : "uj_fmin");
-      rt_buf_printf(E->out, "c%d = %s(", c, name);
+      rt_buf_printf(E->out, "c%d = %s(", c, jit_cx_extremum(op, s->value->dtype));
       jit_cx_expr(E, s->value);
       rt_buf_printf(E->out, ", c%d);\n", c);
       return;
@@ -427,7 +413,7 @@ static void emit_accum(jit_cx_t* E, const ir_stmt_t* s) {
       jit_cx_expr(E, s->value);
       rt_buf_printf(E->out, "; uj_i64 at = ");
       jit_cx_ix(E, s->arg_index);
-      rt_buf_printf(E->out, "; if (v %s c%d%s) { c%d = v; c%da = at; } }\n", op == UJ_REDUCE_ARGMAX ? ">" : "<", c,
+      rt_buf_printf(E->out, "; if (v %s c%d%s) { c%d = v; c%da = at; } }\n", ir_reduce_keeps_greater(op) ? ">" : "<", c,
                     fl ? "" : " || at == 0", c, c);
       return;
     }
@@ -435,15 +421,11 @@ static void emit_accum(jit_cx_t* E, const ir_stmt_t* s) {
 }
 
 void jit_cx_stmt(jit_cx_t* E, const ir_stmt_t* s, int depth) {
-  int guarded = ir_expr_has_checks(s->value) || ir_ix_has_checks(s->arg_index) ||
-                (s->kind != IR_ST_ACCUM && ir_access_has_checks(&s->target));
   jit_cx_indent(E, depth);
-  if (guarded) {
-    int n = 0;
+  if (ir_stmt_has_checks(s)) {
+    guard_t g = {E, 0};
     rt_buf_printf(E->out, "if (");
-    emit_checks_expr(E, s->value, &n);
-    emit_checks_ix(E, s->arg_index, &n);
-    if (s->kind != IR_ST_ACCUM) emit_checks_access(E, &s->target, &n);
+    ir_walk_checks(s, print_check, &g);
     rt_buf_printf(E->out, ") ");
   }
   if (s->kind == IR_ST_ACCUM) {
@@ -490,20 +472,56 @@ void jit_cx_locals(jit_cx_t* E, const ir_loop_t* l, int depth) {
   }
 }
 
+void jit_cx_identity(jit_cx_t* E, uj_reduce_op_t op, uj_dtype_t dt) {
+  double v = ir_reduce_identity(op, dt);
+  if (isinf(v)) rt_buf_printf(E->out, "%s%s", v < 0 ? "-" : "", fn(E, dt, FN_INF));
+  else if (v == (double)INT32_MIN) rt_buf_printf(E->out, "(-2147483647 - 1)"); /* -2147483648 is not an int literal */
+  else rt_buf_printf(E->out, "%.0f", v);
+}
+
 void jit_cx_carried(jit_cx_t* E, const ir_carried_t* c, int depth) {
   jit_cx_indent(E, depth);
-  const char* t = jit_cx_ctype(c->dtype);
-  int fl = c->dtype != UJ_I32;
-  switch (c->op) {
-    case UJ_REDUCE_SUM:
-    case UJ_REDUCE_MEAN: rt_buf_printf(E->out, "%s c%d = 0;\n", t, c->id); return;
-    case UJ_REDUCE_PROD: rt_buf_printf(E->out, "%s c%d = 1;\n", t, c->id); return;
-    default: {
-      int up = c->op == UJ_REDUCE_MAX || c->op == UJ_REDUCE_ARGMAX;
-      if (fl) rt_buf_printf(E->out, "%s c%d = %s%s;", t, c->id, up ? "-" : "", fn(E, c->dtype, FN_INF));
-      else rt_buf_printf(E->out, "%s c%d = %s;", t, c->id, up ? "(-2147483647 - 1)" : "2147483647");
-      if (c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN) rt_buf_printf(E->out, " uj_i64 c%da = 0;", c->id);
-      rt_buf_printf(E->out, "\n");
-    }
-  }
+  rt_buf_printf(E->out, "%s c%d = ", jit_cx_ctype(c->dtype), c->id);
+  jit_cx_identity(E, c->op, c->dtype);
+  rt_buf_printf(E->out, ";");
+  if (ir_reduce_is_arg(c->op)) rt_buf_printf(E->out, " uj_i64 c%da = 0;", c->id);
+  rt_buf_printf(E->out, "\n");
+}
+
+/* ---- one iteration of a loop (ir_walk_iteration) ---- */
+
+typedef struct {
+  jit_cx_t* E;
+  int depth;
+  jit_cx_loop_fn inner;
+  void* inner_ctx;
+} iteration_t;
+
+static void iteration_reset(void* ctx, const ir_carried_t* c, int k) {
+  (void)k;
+  iteration_t* it = ctx;
+  jit_cx_carried(it->E, c, it->depth);
+}
+
+static void iteration_locals(void* ctx, const ir_loop_t* l, int k) {
+  (void)k;
+  iteration_t* it = ctx;
+  jit_cx_locals(it->E, l, it->depth);
+}
+
+static void iteration_inner(void* ctx, const ir_block_t* b, int k) {
+  iteration_t* it = ctx;
+  it->inner(it->inner_ctx, b, k, it->depth);
+}
+
+static void iteration_stmt(void* ctx, const ir_stmt_t* s, int k) {
+  (void)k;
+  iteration_t* it = ctx;
+  jit_cx_stmt(it->E, s, it->depth);
+}
+
+void jit_cx_iteration(jit_cx_t* E, const ir_block_t* b, int k, int depth, jit_cx_loop_fn inner, void* inner_ctx) {
+  static const ir_iteration_visitor_t visitor = {iteration_reset, iteration_locals, iteration_inner, iteration_stmt};
+  iteration_t it = {E, depth, inner, inner_ctx};
+  ir_walk_iteration(b, k, &visitor, &it);
 }

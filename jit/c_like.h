@@ -52,16 +52,29 @@ uj_reduce_op_t* jit_cx_carried_ops(const ir_func_t* f);
 /* "float", "double", "int32_t". */
 const char* jit_cx_ctype(uj_dtype_t d);
 void jit_cx_indent(jit_cx_t* E, int depth);
+/* The prelude's function for the max or min reduction (op) of dt values:
+ * with the new value as first argument it keeps the old one only when that
+ * is better, and ignores a NaN operand, as the interpreter does. */
+const char* jit_cx_extremum(uj_reduce_op_t op, uj_dtype_t dt);
 
 void jit_cx_ix(jit_cx_t* E, const ir_ix_t* ix);
 void jit_cx_access(jit_cx_t* E, const ir_access_t* acc);
 void jit_cx_const(jit_cx_t* E, uj_dtype_t dt, double v);
 void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e);
+/* The identity of op for values of dt (ir_reduce_identity) as a C
+ * expression: 0, 1, the i32 extremes, the dialect's infinity. */
+void jit_cx_identity(jit_cx_t* E, uj_reduce_op_t op, uj_dtype_t dt);
 /* A carried variable's declaration at its identity, on a line of its own. */
 void jit_cx_carried(jit_cx_t* E, const ir_carried_t* c, int depth);
 /* Declarations of the locals that loop l's statements write. */
 void jit_cx_locals(jit_cx_t* E, const ir_loop_t* l, int depth);
 /* One statement, guarded by its run-time range checks when it has any. */
 void jit_cx_stmt(jit_cx_t* E, const ir_stmt_t* s, int depth);
+/* One iteration of loop k of b, its index set, at indentation depth, in
+ * the order ir_walk_iteration gives: its carried variables declared at
+ * their identity, its locals, loop k+1 (printed by inner, at the same
+ * depth), its statements. */
+typedef void (*jit_cx_loop_fn)(void* ctx, const ir_block_t* b, int k, int depth);
+void jit_cx_iteration(jit_cx_t* E, const ir_block_t* b, int k, int depth, jit_cx_loop_fn inner, void* inner_ctx);
 
 #endif

@@ -45,11 +45,9 @@
 
 #include "c_reduce.h"
 
-static int is_arg(uj_reduce_op_t op) { return op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN; }
-
 /* The lane type of a carried variable: i32 sums and products wrap in uint32_t. */
 static const char* lane_type(const ir_carried_t* c) {
-  if (c->dtype == UJ_I32 && (c->op == UJ_REDUCE_SUM || c->op == UJ_REDUCE_MEAN || c->op == UJ_REDUCE_PROD))
+  if (c->dtype == UJ_I32 && ir_reduce_is_arithmetic(c->op))
     return "uint32_t";
   return jit_cx_ctype(c->dtype);
 }
@@ -64,19 +62,11 @@ static int first_accum(const ir_loop_t* l, int s) {
 static void declare_lanes(jit_cx_t* E, const ir_carried_t* c, int L, int depth) {
   jit_cx_indent(E, depth);
   rt_buf_printf(E->out, "%s c%d_l[%d]; ", lane_type(c), c->id, L);
-  if (is_arg(c->op)) rt_buf_printf(E->out, "uj_i64 c%da_l[%d]; ", c->id, L);
+  if (ir_reduce_is_arg(c->op)) rt_buf_printf(E->out, "uj_i64 c%da_l[%d]; ", c->id, L);
   rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) { c%d_l[uj_l] = ", L, c->id);
-  int up = c->op == UJ_REDUCE_MAX || c->op == UJ_REDUCE_ARGMAX;
-  switch (c->op) {
-    case UJ_REDUCE_SUM:
-    case UJ_REDUCE_MEAN: rt_buf_printf(E->out, "0"); break;
-    case UJ_REDUCE_PROD: rt_buf_printf(E->out, "1"); break;
-    default:
-      if (c->dtype == UJ_I32) rt_buf_printf(E->out, "%s", up ? "(-2147483647 - 1)" : "2147483647");
-      else rt_buf_printf(E->out, "%s__builtin_inf%s()", up ? "-" : "", c->dtype == UJ_F32 ? "f" : "");
-  }
+  jit_cx_identity(E, c->op, c->dtype);
   rt_buf_printf(E->out, ";");
-  if (is_arg(c->op)) rt_buf_printf(E->out, " c%da_l[uj_l] = INT64_MAX;", c->id);
+  if (ir_reduce_is_arg(c->op)) rt_buf_printf(E->out, " c%da_l[uj_l] = INT64_MAX;", c->id);
   rt_buf_printf(E->out, " }\n");
 }
 
@@ -85,19 +75,18 @@ static void declare_lanes(jit_cx_t* E, const ir_carried_t* c, int L, int depth) 
 static void fold(jit_cx_t* E, const ir_carried_t* c, const char* into, const char* into_a, const char* from,
                  const char* from_a) {
   int fl = c->dtype != UJ_I32;
-  const char* sfx = c->dtype == UJ_F32 ? "f" : "";
   switch (c->op) {
     case UJ_REDUCE_SUM:
     case UJ_REDUCE_MEAN: rt_buf_printf(E->out, "%s += %s;", into, from); return;
     case UJ_REDUCE_PROD: rt_buf_printf(E->out, "%s *= %s;", into, from); return;
     case UJ_REDUCE_MAX:
     case UJ_REDUCE_MIN:
-      if (fl) rt_buf_printf(E->out, "%s = uj_f%s%s(%s, %s);", into, c->op == UJ_REDUCE_MAX ? "max" : "min", sfx, from, into);
+      if (fl) rt_buf_printf(E->out, "%s = %s(%s, %s);", into, jit_cx_extremum(c->op, c->dtype), from, into);
       else rt_buf_printf(E->out, "%s = %s %s %s ? %s : %s;", into, from, c->op == UJ_REDUCE_MAX ? ">" : "<", into, from, into);
       return;
     default:
       rt_buf_printf(E->out, "if (%s %s %s || (%s == %s && %s < %s)) { %s = %s; %s = %s; }", from,
-                    c->op == UJ_REDUCE_ARGMAX ? ">" : "<", into, from, into, from_a, into_a, into, from, into_a,
+                    ir_reduce_keeps_greater(c->op) ? ">" : "<", into, from, into, from_a, into_a, into, from, into_a,
                     from_a);
       return;
   }
@@ -121,7 +110,7 @@ static void fold_lanes(jit_cx_t* E, const ir_carried_t* c, int L, int depth) {
   snprintf(ca, sizeof ca, "c%da", c->id);
   snprintf(from, sizeof from, "c%d_l[0]", c->id);
   snprintf(from_a, sizeof from_a, "c%da_l[0]", c->id);
-  if (c->dtype == UJ_I32 && !is_arg(c->op) && c->op != UJ_REDUCE_MAX && c->op != UJ_REDUCE_MIN) {
+  if (c->dtype == UJ_I32 && ir_reduce_is_arithmetic(c->op)) {
     rt_buf_printf(E->out, "c%d = uj_wrap((uj_i64)c%d %s (uj_i64)(int32_t)c%d_l[0]);\n", c->id, c->id,
                   c->op == UJ_REDUCE_PROD ? "*" : "+", c->id);
     return;
@@ -138,7 +127,7 @@ static int lane_count(const ir_block_t* b, int k) {
   for (int s = 0; s < l->nstmts; s++)
     if (l->stmts[s].kind == IR_ST_ACCUM) {
       const ir_carried_t* c = ir_outer_carried(b, k, l->stmts[s].carried);
-      if (c->dtype == UJ_F64 || is_arg(c->op)) return 16;
+      if (c->dtype == UJ_F64 || ir_reduce_is_arg(c->op)) return 16;
     }
   return 32;
 }

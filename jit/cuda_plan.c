@@ -247,7 +247,7 @@ uj_status_t jit_cu_plan(const ir_func_t* f, const ir_block_t* b, jit_cu_plan_t* 
     p.strategy = JIT_CU_REDUCE;
     p.ncarried = lr->ncarried;
     for (int c = 0; c < lr->ncarried; c++)
-      p.has_arg |= lr->carried[c].op == UJ_REDUCE_ARGMAX || lr->carried[c].op == UJ_REDUCE_ARGMIN;
+      p.has_arg |= ir_reduce_is_arg(lr->carried[c].op);
   } else {
     p.strategy = JIT_CU_THREADS;
     if (p.nouter == b->nloops) p.vector = vector_width(f, b, written);

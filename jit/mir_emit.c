@@ -396,7 +396,7 @@ static MIR_reg_t lower_expr(lower_t* L, const ir_expr_t* e) {
       return r;
     case IR_EX_CARRIED: {
       uj_reduce_op_t op = L->carried_op[e->carried];
-      if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) return wrap32(L, L->carried_at[e->carried]);
+      if (ir_reduce_is_arg(op)) return wrap32(L, L->carried_at[e->carried]);
       return L->carried[e->carried];
     }
     case IR_EX_INDEX: {
@@ -416,34 +416,17 @@ static MIR_reg_t lower_expr(lower_t* L, const ir_expr_t* e) {
 
 /* ---- statements and loops ---- */
 
-/* Branches to skip when a checked axis is out of range: the index trees'
- * own i32 loads first, so each is checked before it is read. */
-static void checks_ix(lower_t* L, const ir_ix_t* ix, MIR_insn_t skip);
+/* A branch to skip when a checked axis is out of range (ir_walk_checks
+ * gives them in order: an i32 index read is checked before it is used). */
+typedef struct {
+  lower_t* L;
+  MIR_insn_t skip;
+} guard_t;
 
-static void checks_access(lower_t* L, const ir_access_t* acc, MIR_insn_t skip) {
-  for (int k = 0; k < acc->nidx; k++) checks_ix(L, acc->idx[k], skip);
-  for (int k = 0; k < acc->nidx; k++)
-    if (acc->check_mask & (1u << k))
-      insn3(L, MIR_UBGE, LBL(skip), R(lower_ix(L, acc->idx[k])), R(dim_reg(L, acc->tensor, k)));
-}
-
-static void checks_ix(lower_t* L, const ir_ix_t* ix, MIR_insn_t skip) {
-  if (!ix) return;
-  if (ix->kind == IR_IX_LOAD) {
-    checks_access(L, ix->load, skip);
-    return;
-  }
-  checks_ix(L, ix->a, skip);
-  checks_ix(L, ix->b, skip);
-}
-
-static void checks_expr(lower_t* L, const ir_expr_t* e, MIR_insn_t skip) {
-  if (!e) return;
-  if (e->kind == IR_EX_LOAD) checks_access(L, &e->access, skip);
-  checks_ix(L, e->ix, skip);
-  checks_expr(L, e->a, skip);
-  checks_expr(L, e->b, skip);
-  checks_expr(L, e->c, skip);
+static void branch_unless_in_range(void* ctx, const ir_access_t* acc, int axis) {
+  guard_t* g = ctx;
+  lower_t* L = g->L; /* the operand macros name it */
+  insn3(L, MIR_UBGE, LBL(g->skip), R(lower_ix(L, acc->idx[axis])), R(dim_reg(L, acc->tensor, axis)));
 }
 
 static void lower_accum(lower_t* L, const ir_stmt_t* s) {
@@ -478,7 +461,7 @@ static void lower_accum(lower_t* L, const ir_stmt_t* s) {
        * identity is a valid value, so the first element always enters */
       MIR_reg_t at = lower_ix(L, s->arg_index);
       MIR_insn_t take = MIR_new_label(L->ctx), done = MIR_new_label(L->ctx);
-      int up = op == UJ_REDUCE_ARGMAX;
+      int up = ir_reduce_keeps_greater(op);
       if (d == UJ_I32) {
         insn3(L, up ? MIR_BGT : MIR_BLT, LBL(take), R(v), R(acc));
         insn3(L, MIR_BEQ, LBL(take), R(at), IMM(0));
@@ -496,13 +479,10 @@ static void lower_accum(lower_t* L, const ir_stmt_t* s) {
 }
 
 static void lower_stmt(lower_t* L, const ir_stmt_t* s) {
-  int guarded = ir_expr_has_checks(s->value) || ir_ix_has_checks(s->arg_index) ||
-                (s->kind != IR_ST_ACCUM && ir_access_has_checks(&s->target));
-  MIR_insn_t skip = guarded ? MIR_new_label(L->ctx) : NULL;
-  if (guarded) {
-    checks_expr(L, s->value, skip);
-    checks_ix(L, s->arg_index, skip);
-    if (s->kind != IR_ST_ACCUM) checks_access(L, &s->target, skip);
+  MIR_insn_t skip = ir_stmt_has_checks(s) ? MIR_new_label(L->ctx) : NULL;
+  if (skip) {
+    guard_t g = {L, skip};
+    ir_walk_checks(s, branch_unless_in_range, &g);
   }
   if (s->kind == IR_ST_ACCUM) {
     lower_accum(L, s);
@@ -532,18 +512,8 @@ void jit_mir_stmt(lower_t* L, const ir_stmt_t* s) { lower_stmt(L, s); }
 
 static void init_carried(lower_t* L, const ir_carried_t* c) {
   MIR_reg_t r = L->carried[c->id];
-  int fl = c->dtype != UJ_I32;
-  double v;
-  switch (c->op) {
-    case UJ_REDUCE_SUM:
-    case UJ_REDUCE_MEAN: v = 0; break;
-    case UJ_REDUCE_PROD: v = 1; break;
-    case UJ_REDUCE_MAX:
-    case UJ_REDUCE_ARGMAX: v = fl ? -INFINITY : -2147483648.0; break;
-    default: v = fl ? INFINITY : 2147483647.0; break;
-  }
-  insn2(L, mov_code(c->dtype), R(r), R(constant(L, c->dtype, v)));
-  if (c->op == UJ_REDUCE_ARGMAX || c->op == UJ_REDUCE_ARGMIN) insn2(L, MIR_MOV, R(L->carried_at[c->id]), IMM(0));
+  insn2(L, mov_code(c->dtype), R(r), R(constant(L, c->dtype, ir_reduce_identity(c->op, c->dtype))));
+  if (ir_reduce_is_arg(c->op)) insn2(L, MIR_MOV, R(L->carried_at[c->id]), IMM(0));
 }
 
 /* Sums and products accumulated in loop l can take MIR_SUM_LANES partial
@@ -555,8 +525,7 @@ static int sum_lanes_fit(lower_t* L, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   if (!ir_lanes_fit(b, k)) return 0;
   for (int s = 0; s < l->nstmts; s++) {
-    uj_reduce_op_t op = l->stmts[s].kind == IR_ST_ACCUM ? L->carried_op[l->stmts[s].carried] : UJ_REDUCE_SUM;
-    if (op != UJ_REDUCE_SUM && op != UJ_REDUCE_MEAN && op != UJ_REDUCE_PROD) return 0;
+    if (l->stmts[s].kind == IR_ST_ACCUM && !ir_reduce_is_arithmetic(L->carried_op[l->stmts[s].carried])) return 0;
   }
   return 1;
 }
@@ -579,7 +548,7 @@ static void lower_sum_lanes(lower_t* L, const ir_loop_t* l, MIR_reg_t i, MIR_reg
     ids[n] = c;
     saved[n] = L->carried[c];
     uj_dtype_t d = l->stmts[s].value->dtype;
-    double identity = L->carried_op[c] == UJ_REDUCE_PROD ? 1 : 0;
+    double identity = ir_reduce_identity(L->carried_op[c], d);
     for (int j = 0; j < N; j++) {
       lanes[n][j] = new_reg(L, reg_type(d));
       insn2(L, mov_code(d), R(lanes[n][j]), R(constant(L, d, identity)));
@@ -631,7 +600,7 @@ static void lower_loop(lower_t* L, const ir_block_t* b, int k) {
   for (int c = 0; c < l->ncarried; c++) {
     const ir_carried_t* cv = &l->carried[c];
     L->carried[cv->id] = new_reg(L, reg_type(cv->dtype));
-    if (cv->op == UJ_REDUCE_ARGMAX || cv->op == UJ_REDUCE_ARGMIN) L->carried_at[cv->id] = new_reg(L, MIR_T_I64);
+    if (ir_reduce_is_arg(cv->op)) L->carried_at[cv->id] = new_reg(L, MIR_T_I64);
   }
   MIR_insn_t top = MIR_new_label(L->ctx), exit = MIR_new_label(L->ctx);
   insn3(L, MIR_BGE, LBL(exit), R(i), R(end));

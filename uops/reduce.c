@@ -34,7 +34,7 @@ uj_io_t uj_reduce(uj_graph_t* g, uj_reduce_op_t op, int axis_count, const int* a
     if (mask & (1u << a)) return rt_error(UJ_ERR_INVALID, "uj_reduce: axis %d is listed twice", a), -1;
     mask |= 1u << a;
   }
-  int arg = op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN;
+  int arg = ir_reduce_is_arg(op);
   uop_node_t n = {.kind = UOP_REDUCE, .dtype = arg ? UJ_I32 : xn->dtype, .ndim = xn->ndim, .op = op,
                   .nin = 1, .in = {x}, .axes = mask};
   return uop_graph_add(g, &n);
@@ -96,7 +96,7 @@ uj_status_t uop_emit_reduce(uop_emit_t* E, uj_reduce_op_t op, uint32_t axes, int
   if (!s) return uop_oom();
   s->carried = c;
   s->value = ir_ex_load(f, &acc);
-  if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) s->arg_index = flat;
+  if (ir_reduce_is_arg(op)) s->arg_index = flat;
   /* the store sits on the carrier, after the reduced loops have run */
   ir_stmt_t* st = ir_add_stmt(f, &b->loops[carrier], IR_ST_STORE);
   if (!st || !s->value) return uop_oom();
@@ -121,7 +121,7 @@ uj_status_t uop_reduce_grad(uop_emit_t* E, int n, int operand, int gout, int dst
   int xt = E->tensor_of[node->in[0]], yt = E->tensor_of[n];
   uj_dtype_t dt = f->tensors[dst].dtype;
   int ndim = f->tensors[xt].ndim;
-  if (op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN) return uop_emit_fill(E, dst, 0.0);
+  if (ir_reduce_is_arg(op)) return uop_emit_fill(E, dst, 0.0);
   int at = -1; /* the selected flat index, for max and min */
   if (op == UJ_REDUCE_MAX || op == UJ_REDUCE_MIN) {
     if ((at = ir_add_tensor(f, UJ_I32, ndim, IR_TENSOR_TEMP, -1)) < 0) return uop_oom();

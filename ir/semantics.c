@@ -1,0 +1,94 @@
+/* ir/semantics.c: the parts of the loop IR's meaning that every target
+ * states alike, written once so that the interpreter (ir/interp.c), which
+ * runs them, and the emitters (jit/c_like.c, jit/c_emit.c, jit/c_reduce.c,
+ * jit/cuda_emit.c, jit/mir_emit.c), which print them, cannot drift apart:
+ *
+ *  - what a reduction starts from (its identity) and which reductions
+ *    compare, keep the index of their best element, or add and multiply;
+ *  - the loop-nest walk: one iteration of loop k resets the loop's carried
+ *    variables, runs the loops inside it, then the loop's statements, in
+ *    that order;
+ *  - the range-check walk: which axes guard a statement (the run-time
+ *    checked ones of everything it reads and writes), in the order they
+ *    must be tested: an index that is itself an i32 read is checked before
+ *    it is used to check (or read) anything.
+ *
+ * How each target spells a value, a loop or a comparison stays with it. */
+#include <math.h>
+
+#include "ir.h"
+
+double ir_reduce_identity(uj_reduce_op_t op, uj_dtype_t dtype) {
+  int fl = dtype != UJ_I32;
+  switch (op) {
+    case UJ_REDUCE_SUM:
+    case UJ_REDUCE_MEAN: return 0.0;
+    case UJ_REDUCE_PROD: return 1.0;
+    case UJ_REDUCE_MAX:
+    case UJ_REDUCE_ARGMAX: return fl ? -INFINITY : (double)INT32_MIN;
+    case UJ_REDUCE_MIN:
+    case UJ_REDUCE_ARGMIN: return fl ? INFINITY : (double)INT32_MAX;
+  }
+  return 0.0;
+}
+
+int ir_reduce_is_arg(uj_reduce_op_t op) { return op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN; }
+
+int ir_reduce_is_arithmetic(uj_reduce_op_t op) {
+  return op == UJ_REDUCE_SUM || op == UJ_REDUCE_MEAN || op == UJ_REDUCE_PROD;
+}
+
+int ir_reduce_keeps_greater(uj_reduce_op_t op) { return op == UJ_REDUCE_MAX || op == UJ_REDUCE_ARGMAX; }
+
+/* ---- the loop-nest walk ---- */
+
+void ir_walk_iteration(const ir_block_t* b, int k, const ir_iteration_visitor_t* v, void* ctx) {
+  const ir_loop_t* l = &b->loops[k];
+  for (int c = 0; c < l->ncarried; c++) v->reset(ctx, &l->carried[c], k);
+  if (v->locals) v->locals(ctx, l, k);
+  if (k + 1 < b->nloops) v->inner(ctx, b, k + 1);
+  for (int s = 0; s < l->nstmts; s++) v->stmt(ctx, &l->stmts[s], k);
+}
+
+/* ---- the range-check walk ---- */
+
+int ir_stmt_has_checks(const ir_stmt_t* s) {
+  return ir_expr_has_checks(s->value) || ir_ix_has_checks(s->arg_index) ||
+         (s->kind != IR_ST_ACCUM && ir_access_has_checks(&s->target));
+}
+
+static void checks_ix(const ir_ix_t* ix, ir_check_fn fn, void* ctx);
+
+/* The accesses inside the index trees first (an i32 read used as an index
+ * must be in range before its value means anything), then the access's
+ * own checked axes. */
+static void checks_access(const ir_access_t* acc, ir_check_fn fn, void* ctx) {
+  for (int k = 0; k < acc->nidx; k++) checks_ix(acc->idx[k], fn, ctx);
+  for (int k = 0; k < acc->nidx; k++)
+    if (acc->check_mask & (1u << k)) fn(ctx, acc, k);
+}
+
+static void checks_ix(const ir_ix_t* ix, ir_check_fn fn, void* ctx) {
+  if (!ix) return;
+  if (ix->kind == IR_IX_LOAD) {
+    checks_access(ix->load, fn, ctx);
+    return;
+  }
+  checks_ix(ix->a, fn, ctx);
+  checks_ix(ix->b, fn, ctx);
+}
+
+static void checks_expr(const ir_expr_t* e, ir_check_fn fn, void* ctx) {
+  if (!e) return;
+  if (e->kind == IR_EX_LOAD) checks_access(&e->access, fn, ctx);
+  checks_ix(e->ix, fn, ctx);
+  checks_expr(e->a, fn, ctx);
+  checks_expr(e->b, fn, ctx);
+  checks_expr(e->c, fn, ctx);
+}
+
+void ir_walk_checks(const ir_stmt_t* s, ir_check_fn fn, void* ctx) {
+  checks_expr(s->value, fn, ctx);
+  checks_ix(s->arg_index, fn, ctx);
+  if (s->kind != IR_ST_ACCUM) checks_access(&s->target, fn, ctx);
+}
