@@ -158,11 +158,11 @@ $(BUILD)/obj/%.o: %.c
 # name the code that wrote the cached source: a checksum of the emitter's
 # files. A changed emitter then misses instead of loading what an older one
 # compiled (the IR text alone cannot tell them apart).
-C_EMITTER_FILES := jit/c.c jit/c_emit.c jit/c_like.c jit/c_reduce.c ir/deps.c ir/lanes.c ir/loop_indep.c \
+C_EMITTER_FILES := jit/c/c.c jit/c/c_emit.c jit/c/c_reduce.c jit/c_like.c ir/deps.c ir/lanes.c ir/loop_indep.c \
                    ir/semantics.c jit/prelude.c
 C_EMITTER_ID := $(firstword $(shell cat $(C_EMITTER_FILES) | cksum))
-$(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
-$(BUILD)/obj/jit/c.o $(BUILD)/obj/tests/test_engines_cache.o: $(C_EMITTER_FILES)
+$(BUILD)/obj/jit/c/c.o $(BUILD)/obj/tests/test_engines_cache.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
+$(BUILD)/obj/jit/c/c.o $(BUILD)/obj/tests/test_engines_cache.o: $(C_EMITTER_FILES)
 
 # Batched square roots for MIR code: vector instructions need errno out of
 # the way (jit/batch_math.c).
@@ -393,8 +393,8 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
 $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-$(FUZZ_DIR)/obj/jit/c.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
-$(FUZZ_DIR)/obj/jit/c.o: $(C_EMITTER_FILES)
+$(FUZZ_DIR)/obj/jit/c/c.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
+$(FUZZ_DIR)/obj/jit/c/c.o: $(C_EMITTER_FILES)
 
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $^ $(LIBS)

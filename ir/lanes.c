@@ -12,7 +12,7 @@
  * order; only the accumulations are regrouped, which changes a float sum
  * or product by rounding alone (an engine's fold order is fixed, so its
  * result depends on the trip count only). The C engine
- * (jit/c_reduce.c) and the MIR engine (jit/mir_emit.c) both ask here. */
+ * (jit/c/c_reduce.c) and the MIR engine (jit/mir/mir_emit.c) both ask here. */
 #include "ir.h"
 
 static int reads_carried(const ir_expr_t* e) {

@@ -1,7 +1,7 @@
 /* ir/semantics.c: the parts of the loop IR's meaning that every target
  * states alike, written once so that the interpreter (ir/interp.c), which
- * runs them, and the emitters (jit/c_like.c, jit/c_emit.c, jit/c_reduce.c,
- * jit/cuda_emit.c, jit/mir_emit.c), which print them, cannot drift apart:
+ * runs them, and the emitters (jit/c_like.c, jit/c/c_emit.c, jit/c/c_reduce.c,
+ * jit/cuda/cuda_emit.c, jit/mir/mir_emit.c), which print them, cannot drift apart:
  *
  *  - what a reduction starts from (its identity) and which reductions
  *    compare, keep the index of their best element, or add and multiply;

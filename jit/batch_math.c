@@ -1,5 +1,5 @@
 /* jit/batch_math.c: square roots over whole buffers, for MIR code that
- * batches them (jit/mir_batch.c explains why).
+ * batches them (jit/mir/mir_batch.c explains why).
  *
  * The Makefile compiles this file with -O3 -fno-math-errno: without errno to
  * set, gcc turns each loop into vector square-root instructions, which are

@@ -358,7 +358,7 @@ static void print_check(void* ctx, const ir_access_t* acc, int axis) {
 }
 
 /* An accumulation into lane uj_l of the carried variable's partial results
- * (jit/c_reduce.c says why each form is the interpreter's). */
+ * (jit/c/c_reduce.c says why each form is the interpreter's). */
 static void emit_lane_accum(jit_cx_t* E, const ir_stmt_t* s) {
   int c = s->carried;
   uj_reduce_op_t op = E->carried_op[c];

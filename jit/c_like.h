@@ -1,5 +1,5 @@
-/* jit/c_like.h: what the C emitter (jit/c_emit.c) and the CUDA emitter
- * (jit/cuda_emit.c) share: printing the loop IR's index expressions, value
+/* jit/c_like.h: what the C emitter (jit/c/c_emit.c) and the CUDA emitter
+ * (jit/cuda/cuda_emit.c) share: printing the loop IR's index expressions, value
  * expressions, statements, carried variables and locals in C syntax
  * (which loops may run their iterations in parallel is ir/loop_indep.c).
  *
@@ -42,7 +42,7 @@ struct jit_cx {
   int (*access_hook)(jit_cx_t* E, const ir_access_t* acc);
   void* hook_state;
   /* C: accumulations go to lane uj_l of each carried variable's partial
-   * results (jit/c_reduce.c) */
+   * results (jit/c/c_reduce.c) */
   int lanes;
 };
 

@@ -26,7 +26,7 @@
  *
  * A load reads the payload once into memory and takes the checksum over
  * those bytes, which are what the caller gets: the engines load them from
- * memory (jit/c.c through a sealed memfd), never the file again, so nothing
+ * memory (jit/c/c.c through a sealed memfd), never the file again, so nothing
  * done to the directory after the check reaches what runs. A hit touches the
  * meta (least-recently-used order); a store first makes room under the
  * directory's size limit, holding a lock on it (jit/cache_disk_space.c).

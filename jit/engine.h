@@ -7,8 +7,8 @@
  * its code, the part of its cache key that comes from the context's
  * settings, and its own slot of the context's JIT state. The runner indexes
  * the table (jit_engines, by uj_engine_t) or loops over it and never asks
- * which engine it holds. Each row is defined beside its engine (jit/c.c,
- * jit/mir.c, jit/cuda.c; the interpreter's in jit/engine.c), the way
+ * which engine it holds. Each row is defined beside its engine (jit/c/c.c,
+ * jit/mir/mir.c, jit/cuda/cuda.c; the interpreter's in jit/engine.c), the way
  * backends/conv/registry.c lists the convolution backends. */
 #ifndef UJ_JIT_ENGINE_H
 #define UJ_JIT_ENGINE_H

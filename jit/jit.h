@@ -1,7 +1,7 @@
 /* jit/jit.h: what the engines share: emitted kernels' calling convention,
  * the C emitter, the context's JIT state, and each engine's entry points
  * (the runner reaches them through the table in jit/engine.h). The CUDA
- * emitter's own types are in jit/cuda_emit.h. */
+ * emitter's own types are in jit/cuda/cuda_emit.h. */
 #ifndef UJ_JIT_H
 #define UJ_JIT_H
 
@@ -32,7 +32,7 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
 int jit_block_parallel(const ir_func_t* f, const ir_block_t* b);
 
 /* A block compiled in two halves whose square roots the runner takes in
- * between, a strip at a time (jit/mir_batch.c says why and when). The
+ * between, a strip at a time (jit/mir/mir_batch.c says why and when). The
  * runner's scratch has 2 * JIT_STRIP_MAX_ROOTS parts of JIT_STRIP doubles;
  * part k holds root k's arguments, part JIT_STRIP_MAX_ROOTS + k the roots,
  * element i - first of a part for iteration i, as float or double (f64[k]).
@@ -97,7 +97,7 @@ jit_state_t* jit_state(uj_ctx_t* ctx);
 uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
                            const int64_t* params);
 
-/* ---- the C engine (jit/c.c) ---- */
+/* ---- the C engine (jit/c/c.c) ---- */
 
 /* 1 when a working C compiler is on the PATH (or UOPJIT_CC). */
 int jit_c_available(jit_state_t* js);
@@ -120,7 +120,7 @@ uj_status_t jit_c_build(jit_state_t* js, const ir_func_t* f, const int64_t* para
 uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk, ir_hash_t* key_hash,
                        jit_cache_entry_t** out);
 
-/* ---- the MIR engine (jit/mir.c, lowering in jit/mir_emit.c) ---- */
+/* ---- the MIR engine (jit/mir/mir.c, lowering in jit/mir/mir_emit.c) ---- */
 
 /* root[i] = sqrt(x[i]) for i < n, compiled to vectorize (jit/batch_math.c):
  * what the runner calls once per strip for a block run in strips, instead
@@ -134,7 +134,7 @@ int jit_mir_available(void);
  * jit_cache_release), from the memory cache or generated now at MIR
  * optimization level `level` (0..3, the context's setting). Its cost
  * in the memory cache is what MIR's context grew by to generate it plus a
- * share of the context's own setup (jit/mir.c). */
+ * share of the context's own setup (jit/mir/mir.c). */
 uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, int level,
                         jit_cache_entry_t** out);
 /* MIR's text form of the module the engine builds for f (params NULL: read
@@ -151,7 +151,7 @@ int jit_mir_generations_live(void);
  * that error becomes: UJ_ERR_COMPILE with MIR's message, the process alive. */
 uj_status_t jit_mir_provoke_error(void);
 
-/* ---- the CUDA engine (jit/cuda.c; kernels from jit/cuda_emit.c) ---- */
+/* ---- the CUDA engine (jit/cuda/cuda.c; kernels from jit/cuda/cuda_emit.c) ---- */
 
 /* UJ_OK when the CUDA driver loads, reports a device, and NVRTC loads;
  * else the status and reason of the first that does not. */

@@ -7,7 +7,7 @@
  * first argument wins unless the second is better), and the f32 sigmoid.
  * Each emitter's prelude says only what differs: the headers or typedefs,
  * the qualifier macro UJ_INLINE, its infinities and its math functions
- * (jit/c_emit.c, jit/cuda_emit.c). */
+ * (jit/c/c_emit.c, jit/cuda/cuda_emit.c). */
 #include "prelude.h"
 
 const char jit_prelude_shared[] =

@@ -1,5 +1,5 @@
 /* jit/prelude.h: the part of the generated source's prelude that the C
- * emitter (jit/c_emit.c) and the CUDA emitter (jit/cuda_emit.c) share
+ * emitter (jit/c/c_emit.c) and the CUDA emitter (jit/cuda/cuda_emit.c) share
  * (jit/prelude.c). */
 #ifndef UJ_JIT_PRELUDE_H
 #define UJ_JIT_PRELUDE_H

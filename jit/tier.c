@@ -46,7 +46,7 @@
  * program may be freed meanwhile. Each worker compiles through
  * jit_c_build under a lock of its own, never the state's lock, which the
  * caller's thread takes to probe: the caller never waits for a background
- * compile. The compiler runs as a child process that jit/c.c waits for
+ * compile. The compiler runs as a child process that jit/c/c.c waits for
  * (no zombie), and the disk cache stores through a temporary file renamed
  * into place (no half-written entry). Freeing the context drops the
  * queued compiles and joins the workers, each of which finishes the

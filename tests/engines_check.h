@@ -80,7 +80,7 @@ static inline int en_count(void) {
 /* ---- sizes and seeds ------------------------------------------------------------------ */
 
 /* 1-D sizes: empty, tiny, around the vector widths (4, 8, 16 lanes), primes,
- * and around the C engine's thread split (jit/c.c: a parallel block is split
+ * and around the C engine's thread split (jit/c/c.c: a parallel block is split
  * when its outermost loop has at least 2 * ceil(16384 / inner work)
  * iterations, 32768 for an elementwise vector). */
 static const int64_t en_sizes[] = {0,  1,  2,  3,   7,    8,    15,    16,    17,    31,

@@ -320,7 +320,7 @@ TEST(c_param_values_stay_within_the_limit) {
   CHECK(over == 0);
   int64_t growth = resident_bytes() - rss_before;
   jit_cache_counts_t k = counts_of(ctx);
-  /* kernels are loaded from private memory files through /proc/self/fd (jit/c.c) */
+  /* kernels are loaded from private memory files through /proc/self/fd (jit/c/c.c) */
   const char* prefix = "/proc/self/fd/";
   int loaded = kernels_loaded(prefix);
   printf("  c: %d values, cache %lld of %lld bytes in %lld kernels (%lld evicted), %d shared objects loaded, "

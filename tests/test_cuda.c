@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../jit/cuda_emit.h"
+#include "../jit/cuda/cuda_emit.h"
 #include "../jit/jit.h"
 #include "oracle.h"
 

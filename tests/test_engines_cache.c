@@ -334,7 +334,7 @@ TEST(disk_reuse_in_new_process) {
  * moment, as a concurrent `uopjit cache clear`, another process or damage
  * could, and the run must still give the right kernel's answer. Filling the
  * cache loads two kernels at once in one process, which also checks that
- * jit/c.c never gets the earlier kernel back from the dynamic loader when a
+ * jit/c/c.c never gets the earlier kernel back from the dynamic loader when a
  * descriptor number (part of the name it loads by) is reused. */
 
 static const char times_three[] = "y = x*3 + 0.25";

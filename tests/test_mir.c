@@ -106,7 +106,7 @@ TEST(mir_dump_names_nothing_of_the_user) {
   uj_program_free(p);
 }
 
-/* ---- batched square roots (jit/mir_batch.c) ---- */
+/* ---- batched square roots (jit/mir/mir_batch.c) ---- */
 
 /* Runs the parsed program on MIR and on the interpreter with every input
  * n values of dtype d (0-d for the names in `scalars`, each between spaces)

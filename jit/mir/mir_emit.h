@@ -1,16 +1,16 @@
-/* jit/mir_emit.h: the MIR lowering's interface, shared by jit/mir.c (the
- * engine) and jit/mir_emit.c (IR -> MIR instructions). Only built with MIR. */
+/* jit/mir/mir_emit.h: the MIR lowering's interface, shared by jit/mir/mir.c (the
+ * engine) and jit/mir/mir_emit.c (IR -> MIR instructions). Only built with MIR. */
 #ifndef UJ_JIT_MIR_EMIT_H
 #define UJ_JIT_MIR_EMIT_H
 
 #ifdef UJ_HAVE_MIR
 #include <mir.h>
 
-#include "jit.h"
+#include "../jit.h"
 
 /* What jit_mir_lower makes of a block that has loops: one function b<N>
  * with the jit_block_fn signature, or, for a block run in strips
- * (jit/mir_batch.c), its two halves a<N> and b<N> with the jit_strip_fn
+ * (jit/mir/mir_batch.c), its two halves a<N> and b<N> with the jit_strip_fn
  * signature and its roots' count and types. */
 typedef struct {
   MIR_item_t fn, args; /* b<N>; a<N> or NULL */
@@ -27,7 +27,7 @@ typedef struct {
 MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t* params, const char* module_name,
                            jit_mir_block_t* blocks);
 
-/* The allocator of the engine's MIR contexts (jit/mir_alloc.c): one pool
+/* The allocator of the engine's MIR contexts (jit/mir/mir_alloc.c): one pool
  * per context, given to MIR_init2 and freed after MIR_finish. NULL on out
  * of memory. */
 typedef struct jit_mir_pool jit_mir_pool_t;

@@ -1,7 +1,7 @@
-/* jit/mir_emit.c: loop IR to MIR instructions, through the MIR API.
+/* jit/mir/mir_emit.c: loop IR to MIR instructions, through the MIR API.
  *
  * The walk is the interpreter's (ir/interp.c) and the C emitter's
- * (jit/c_emit.c): one function b<N>(buf, dims, params, begin, end) per block,
+ * (jit/c/c_emit.c): one function b<N>(buf, dims, params, begin, end) per block,
  * whose outermost loop runs [begin, end); each loop resets its carried
  * variables, runs the inner loop, then its statements in order. A statement
  * with run-time checked axes branches past itself when an index is out of
@@ -17,11 +17,11 @@
  * hoist them out of loops).
  *
  * Math: MIR has no vector or sqrt instructions. f32 exp, log, tanh and
- * sigmoid are inline instruction sequences (jit/mir_math.c, with their
+ * sigmoid are inline instruction sequences (jit/mir/mir_math.c, with their
  * error bounds). sqrt is a call to sqrtf (an inline Newton iteration
  * measured slower, its dependency chain being longer than the call), made
  * once per strip of elements instead of once per element where
- * jit/mir_batch.c can prove that safe; floor, sin, cos, pow and every f64
+ * jit/mir/mir_batch.c can prove that safe; floor, sin, cos, pow and every f64
  * function but sqrt are calls per element.
  *
  * Elementwise loops are not unrolled: it does not pay for its compile time.
@@ -644,7 +644,7 @@ static MIR_item_t end_func(lower_t* L) {
   return L->item;
 }
 
-/* batch: the block's plan for batched roots, or NULL (jit/mir_batch.c) */
+/* batch: the block's plan for batched roots, or NULL (jit/mir/mir_batch.c) */
 static void lower_block(lower_t* L, int bi, jit_mir_batch_t* batch, jit_mir_block_t* out) {
   char name[32];
   if (batch) {

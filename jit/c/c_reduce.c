@@ -1,4 +1,4 @@
-/* jit/c_reduce.c: the C engine's reduction loops in lanes.
+/* jit/c/c_reduce.c: the C engine's reduction loops in lanes.
  *
  * A reduction loop adds into one variable per iteration, a dependence
  * carried from each iteration to the next: the C compiler may not reorder

@@ -1,4 +1,4 @@
-/* jit/mir_alloc.c: the memory allocator of the MIR engine's contexts.
+/* jit/mir/mir_alloc.c: the memory allocator of the MIR engine's contexts.
  *
  * Why: MIR's generator allocates and frees many blocks for every function
  * it compiles (bitmaps, arrays, tables), the same sizes again for the next

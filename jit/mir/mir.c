@@ -1,4 +1,4 @@
-/* jit/mir.c: the MIR engine: IR -> MIR instructions (jit/mir_emit.c) ->
+/* jit/mir/mir.c: the MIR engine: IR -> MIR instructions (jit/mir/mir_emit.c) ->
  * MIR's generator -> machine code in this process.
  *
  * Kernels are kept in the context's in-memory cache (jit/cache.c) under a
@@ -15,7 +15,7 @@
  * context: setting one up costs about as much as a compile, and a new
  * uopjit context should not pay it again.
  *
- * Memory. Each generation has its own allocator (jit/mir_alloc.c), which
+ * Memory. Each generation has its own allocator (jit/mir/mir_alloc.c), which
  * keeps the blocks MIR frees for the next function it compiles. In the
  * memory cache a kernel costs what its generation's allocator grew by while
  * generating it (the module MIR keeps, the generator's peak) plus a
@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "../engine.h"
 #include "mir_emit.h"
 
 #ifndef UJ_HAVE_MIR
@@ -81,7 +81,7 @@ uj_status_t jit_mir_provoke_error(void) {
 
 typedef struct {
   MIR_context_t ctx;
-  jit_mir_pool_t* pool; /* ctx's memory (jit/mir_alloc.c) */
+  jit_mir_pool_t* pool; /* ctx's memory (jit/mir/mir_alloc.c) */
   size_t setup_bytes; /* what its allocator held once the context was set up */
   int modules;  /* modules created in it */
   int live;     /* kernels generated in it and not yet freed */

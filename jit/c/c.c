@@ -1,4 +1,4 @@
-/* jit/c.c: the C engine: IR -> C source (jit/c_emit.c) -> the system
+/* jit/c/c.c: the C engine: IR -> C source (jit/c/c_emit.c) -> the system
  * compiler -> a shared object -> dlopen.
  *
  * A kernel is found in the context's in-memory cache or the disk cache
@@ -34,7 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "../engine.h"
 
 extern char** environ;
 

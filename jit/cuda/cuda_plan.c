@@ -1,5 +1,5 @@
-/* jit/cuda_plan.c: how a block's iterations are shared out among GPU
- * threads (the strategies of jit/cuda_emit.h).
+/* jit/cuda/cuda_plan.c: how a block's iterations are shared out among GPU
+ * threads (the strategies of jit/cuda/cuda_emit.h).
  *
  * Algorithm, per block:
  *  1. Scatter-add targets that the block touches in no other way are
@@ -31,7 +31,7 @@
  * It assumes a verified IR and invalidates nothing. */
 #include <stdlib.h>
 
-#include "c_like.h"
+#include "../c_like.h"
 #include "cuda_emit.h"
 
 static int ix_loop_free(const ir_ix_t* ix) {

@@ -1,6 +1,6 @@
-/* jit/mir_lower.h: what the two halves of the MIR lowering share: the
+/* jit/mir/mir_lower.h: what the two halves of the MIR lowering share: the
  * lowering state (lower_t) and the small instruction builders, used by
- * jit/mir_emit.c (loops, statements, expressions) and jit/mir_math.c (the
+ * jit/mir/mir_emit.c (loops, statements, expressions) and jit/mir/mir_math.c (the
  * inline f32 math). Internal to jit/; only built with MIR. */
 #ifndef UJ_JIT_MIR_LOWER_H
 #define UJ_JIT_MIR_LOWER_H
@@ -23,7 +23,7 @@ typedef struct {
 
 #define MAX_HOISTED 256
 
-/* A block whose square roots are computed in batches (jit/mir_batch.c). */
+/* A block whose square roots are computed in batches (jit/mir/mir_batch.c). */
 typedef struct jit_mir_batch jit_mir_batch_t;
 
 typedef struct {
@@ -133,11 +133,11 @@ static inline MIR_reg_t float_of(lower_t* L, MIR_reg_t u) {
   return x;
 }
 
-/* One expression or statement, as jit/mir_emit.c lowers them. */
+/* One expression or statement, as jit/mir/mir_emit.c lowers them. */
 MIR_reg_t jit_mir_expr(lower_t* L, const ir_expr_t* e);
 void jit_mir_stmt(lower_t* L, const ir_stmt_t* s);
 
-/* Batched square roots (jit/mir_batch.c). jit_mir_batchable: the plan for
+/* Batched square roots (jit/mir/mir_batch.c). jit_mir_batchable: the plan for
  * block b when its roots can be batched, else NULL (free it with
  * jit_mir_batch_free). jit_mir_batch_roots: the roots' count and types, for
  * the runner (jit_strips_t). jit_mir_lower_strip_half: the body of half
@@ -152,7 +152,7 @@ void jit_mir_lower_strip_half(lower_t* L, jit_mir_batch_t* B, int pass, MIR_reg_
 MIR_reg_t jit_mir_batched(lower_t* L, const ir_expr_t* e);
 MIR_reg_t jit_mir_batched_local(lower_t* L, int t);
 
-/* Inline f32 math (jit/mir_math.c): each returns a new register. */
+/* Inline f32 math (jit/mir/mir_math.c): each returns a new register. */
 MIR_reg_t jit_mir_expf(lower_t* L, MIR_reg_t x);
 MIR_reg_t jit_mir_logf(lower_t* L, MIR_reg_t x);
 MIR_reg_t jit_mir_tanhf(lower_t* L, MIR_reg_t x);

@@ -1,6 +1,6 @@
-/* jit/cuda_emit.h: the CUDA emitter's view of a block (jit/cuda_plan.c
+/* jit/cuda/cuda_emit.h: the CUDA emitter's view of a block (jit/cuda/cuda_plan.c
  * decides how its iterations are shared out among GPU threads,
- * jit/cuda_emit.c writes the kernel) and what the engine (jit/cuda.c)
+ * jit/cuda/cuda_emit.c writes the kernel) and what the engine (jit/cuda/cuda.c)
  * needs to launch it.
  *
  * Every block with loops becomes one `extern "C" __global__` kernel
@@ -11,7 +11,7 @@
 #ifndef UJ_JIT_CUDA_EMIT_H
 #define UJ_JIT_CUDA_EMIT_H
 
-#include "../ir/ir.h"
+#include "../../ir/ir.h"
 
 enum { JIT_CU_THREADS_PER_BLOCK = 256, JIT_CU_MAX_CARRIED = 16 };
 

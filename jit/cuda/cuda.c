@@ -1,4 +1,4 @@
-/* jit/cuda.c: the CUDA engine: IR -> CUDA C (jit/cuda_emit.c) -> NVRTC ->
+/* jit/cuda/cuda.c: the CUDA engine: IR -> CUDA C (jit/cuda/cuda_emit.c) -> NVRTC ->
  * a cubin for the device's sm_XX -> cuModuleLoadData -> one cuLaunchKernel
  * per block, all on the context's stream.
  *
@@ -27,9 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../rt/cuda.h"
+#include "../../rt/cuda.h"
 #include "cuda_emit.h"
-#include "engine.h"
+#include "../engine.h"
 
 uj_status_t jit_cuda_check(void) {
   uj_status_t s = rt_cuda_device_check();

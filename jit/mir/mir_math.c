@@ -1,5 +1,5 @@
-/* jit/mir_math.c: f32 exp, log, tanh and sigmoid as inline MIR instruction
- * sequences, for the MIR lowering (jit/mir_emit.c).
+/* jit/mir/mir_math.c: f32 exp, log, tanh and sigmoid as inline MIR instruction
+ * sequences, for the MIR lowering (jit/mir/mir_emit.c).
  *
  * MIR has no vector instructions, no bit casts and no math instructions; a
  * libm call per element costs more than the rest of a typical chain. Each

@@ -1,4 +1,4 @@
-/* jit/mir_batch.c: square roots in batches, for the MIR engine.
+/* jit/mir/mir_batch.c: square roots in batches, for the MIR engine.
  *
  * MIR has no sqrt instruction, so a square root is a call, and a call in the
  * middle of an element's arithmetic is expensive beyond the call itself:

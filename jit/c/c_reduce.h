@@ -1,9 +1,9 @@
-/* jit/c_reduce.h: the C engine's reduction loops in lanes (jit/c_reduce.c):
+/* jit/c/c_reduce.h: the C engine's reduction loops in lanes (jit/c/c_reduce.c):
  * several partial results per carried variable, folded in a fixed order. */
 #ifndef UJ_JIT_C_REDUCE_H
 #define UJ_JIT_C_REDUCE_H
 
-#include "c_like.h"
+#include "../c_like.h"
 
 /* Prints loop k of b in lanes, at indentation k (in place of the loop);
  * only for a loop ir_lanes_fit accepts. */
