@@ -169,7 +169,8 @@ static void usage(FILE* f) {
           "  --tier   instead, the tiered auto engine beside MIR and C: first call, per call\n"
           "           after 0.5 s of calls, a second process's first call (tier.c)\n"
           "  --conv [--threads N]  instead, the convolution backends on network layers (conv.c)\n"
-          "  --gpu    instead, the GPU section in full (gpu.c, gpu_rows.c) and the GPU convolutions\n",
+          "  --gpu [--quick]  instead, the GPU section in full (gpu.c, gpu_rows.c; --quick: 2^24 only)\n"
+          "           and the GPU convolutions\n",
           BENCH_SOURCE_DIR);
 }
 
@@ -180,9 +181,9 @@ int main(int argc, char** argv) {
   int rows_only = 0;
   if (argc > 1 && strcmp(argv[1], "--conv") == 0) return bench_conv_main(argc - 1, argv + 1);
   if (argc > 1 && strncmp(argv[1], "--tier", 6) == 0) return bench_tier_main(argc, argv, &sigmoid);
-  if (argc == 2 && strcmp(argv[1], "--gpu") == 0) {
+  if ((argc == 2 || (argc == 3 && strcmp(argv[2], "--quick") == 0)) && strcmp(argv[1], "--gpu") == 0) {
     const program_spec_t* programs[] = {&sigmoid, &adam, &sumsq};
-    int status = bench_gpu(programs, 3, 0);
+    int status = bench_gpu(programs, 3, argc == 3 ? BENCH_GPU_QUICK : BENCH_GPU_FULL);
     return bench_conv_gpu() != 0 ? 1 : status;
   }
   for (int i = 1; i < argc; i++) {
@@ -273,7 +274,7 @@ int main(int argc, char** argv) {
   report_print(&res);
   if (rows.nprograms > 0) rows_print(&rows, &peers);
   if (!peers.ran) printf("\npeers: %s\n", peers.note);
-  if (bench_gpu(res.programs, res.nprograms, res.short_run) != 0) status = 1;
+  if (bench_gpu(res.programs, res.nprograms, res.short_run ? BENCH_GPU_SHORT : BENCH_GPU_FULL) != 0) status = 1;
   for (int r = 0; r < res.nrows; r++)
     if (res.rows[r].status == ROW_MISMATCH || res.rows[r].status == ROW_FAILED) status = 1;
   return status;

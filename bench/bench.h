@@ -342,7 +342,9 @@ int bench_conv_main(int argc, char** argv);
 int bench_conv_gpu(void);
 
 /* ---- gpu.c: the GPU section, printed after the tables; 0, or 1 on a failure ---- */
-int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_run);
+/* short: 2^24 only; quick: 2^24 and the rows; full: 2^24 to 2^28 and the rows */
+typedef enum { BENCH_GPU_SHORT, BENCH_GPU_QUICK, BENCH_GPU_FULL } bench_gpu_mode_t;
+int bench_gpu(const program_spec_t* const* programs, int nprograms, bench_gpu_mode_t mode);
 
 /* ---- gpu_rows.c: programs on given shapes, and a model's Adam step, on the GPU ---- */
 

@@ -17,7 +17,7 @@
  *             element) follows it: the ceiling that program can reach.
  *   rows      softmax and layernorm over the rows of 8192x8192, and one
  *             Adam step over GPT-2 small's 148 parameter tensors, one call
- *             per tensor (gpu_rows.c); full run only.
+ *             per tensor (gpu_rows.c); not with --short.
  *   compile   of each program: cold (a new context, an empty disk cache:
  *             emit, NVRTC, load, launch on 16 elements), disk (a new
  *             context on the same cache: the cubin from disk), memory (a new
@@ -288,7 +288,8 @@ static int model_rows(uj_ctx_t* ctx, const program_spec_t* const* programs, int 
   return status;
 }
 
-int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_run) {
+int bench_gpu(const program_spec_t* const* programs, int nprograms, bench_gpu_mode_t mode) {
+  int short_run = mode != BENCH_GPU_FULL;
   uj_ctx_t* ctx = uj_ctx_new();
   char name[256];
   int arch = 0, sms = 0;
@@ -316,7 +317,7 @@ int bench_gpu(const program_spec_t* const* programs, int nprograms, int short_ru
       if (program_row(ctx, programs[p], size, samples, copy) != 0) status = 1;
       traffic_row(ctx, programs[p], size, samples, copy);
     }
-  if (!short_run && model_rows(ctx, programs, nprograms, samples, copy) != 0) status = 1;
+  if (mode != BENCH_GPU_SHORT && model_rows(ctx, programs, nprograms, samples, copy) != 0) status = 1;
   const char* tmp = getenv("TMPDIR");
   char* root = bench_make_dir(tmp && *tmp ? tmp : "/tmp", "uopjit-bench-gpu");
   if (!root) status = 1;

@@ -8,7 +8,9 @@
 # full logs under OUT (default /tmp/uopjit-gpu): machine.txt, build.log,
 # test.log, test-logs.tgz (every test binary's log), bench.txt (with the
 # peers' table), peers.json, sanitizer.txt.
-# STAGES (default "tests bench peers sanitize") picks stages.
+# STAGES (default "tests bench peers sanitize") picks stages; for a short
+# lease, "gputests" runs only the tests that exercise the GPU and
+# "benchquick" runs `bench --gpu --quick` (2^24 only).
 #
 # MIR: MIR_DIR when it links (mk/mir_probe.sh), else /usr/local, else built
 # from the tarball MIR_TARBALL (default .dev/mir-a8ab7c31.tar.gz) under /tmp.
@@ -85,6 +87,21 @@ if want tests; then
   timeout 200 make $make_args test >"$out/test.log" 2>&1 || status=1
   grep -vE ' passed |^(\S*/)?(gcc|cc|clang|ar|objcopy|ld|sh) ' "$out/test.log" | tail -n 40
   tar czf "$out/test-logs.tgz" build/tests/*.log 2>/dev/null
+fi
+if want gputests; then
+  section "the GPU tests"
+  gpu_tests="test_cuda test_cuda_tensors test_conv_cuda test_conv test_engines test_engines_reduce test_engines_math
+             test_uops_reduce test_differential test_index_params test_engines_consts"
+  # shellcheck disable=SC2086
+  timeout 150 make $make_args test TESTS="$(for t in $gpu_tests; do printf 'build/tests/%s ' "$t"; done)" \
+    >"$out/test.log" 2>&1 || status=1
+  grep -vE ' passed |^(\S*/)?(gcc|cc|clang|ar|objcopy|ld|sh) ' "$out/test.log" | tail -n 30
+  tar czf "$out/test-logs.tgz" build/tests/*.log 2>/dev/null
+fi
+if want benchquick; then
+  section "bench --gpu --quick"
+  timeout 120 build/bench/bench --gpu --quick >"$out/bench.txt" 2>&1 || status=1
+  cat "$out/bench.txt"
 fi
 if want bench; then
   section "bench --gpu"
