@@ -385,6 +385,17 @@ int ir_alias_safe(const ir_func_t* f, int in, int out);
  * atomic. 0 on OOM (the safe answer). */
 int ir_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
 
+/* ---- chains (ir/chains.c) ------------------------------------------------------------ */
+
+/* Groups consecutive blocks into chains that may run chunk by chunk of
+ * their common outermost loop, every block of the chain on one chunk of
+ * rows before the next chunk, and on several threads with a range of rows
+ * each (the file's comment states the rule and why the results are
+ * unchanged). length has f->nblocks entries: length[b] is the number of
+ * blocks in the chain starting at b (1: b runs alone), 0 for a block inside
+ * a chain started before it. UJ_OK or UJ_ERR_OOM. */
+uj_status_t ir_block_chains(const ir_func_t* f, int* length);
+
 /* ---- lanes (ir/lanes.c) ------------------------------------------------------------- */
 
 /* 1 when loop k of b may accumulate into several partial results folded

@@ -8,37 +8,113 @@
  * of the range to the context's thread pool. A reduction carried by the
  * outermost loop makes the block not parallel, so it stays correct. A block
  * compiled in strips (jit_strips_t) is run strip by strip over whatever
- * range it is given, with the square roots taken here in between. */
+ * range it is given, with the square roots taken here in between.
+ *
+ * Chains (ir/chains.c says when blocks form one, and why that keeps every
+ * result bit for bit): the blocks of a chain share their outermost range,
+ * and the runner takes it a chunk of rows at a time through all of them,
+ * so that the rows one block read (softmax's x, read by its max, its sum
+ * and its quotient) are still in cache when the next block reads them.
+ * The chunk holds as many rows as fit the context's chain_bytes, by the
+ * estimate of bytes per row made at init: each tensor of the chain counted
+ * once, at its deepest access, times the iterations of the loops inside
+ * the row down to that depth (evaluated per call: sizes change). With
+ * threads, each thread takes a range of rows through the whole chain in
+ * chunks, with no barrier between the blocks. */
 #include <stdlib.h>
 
 #include "jit.h"
 
+typedef struct {
+  const ir_func_t* f;
+  int* deepest_block; /* per tensor, in the chain being walked: where its deepest access is, -1 none yet */
+  int* deepest_level;
+  int block;
+} footprint_t;
+
+static void note_depth(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write;
+  (void)stmt;
+  footprint_t* fp = ctx;
+  int t = acc->tensor;
+  if (fp->f->tensors[t].local) return;
+  if (fp->deepest_block[t] < 0 || level > fp->deepest_level[t]) {
+    fp->deepest_block[t] = fp->block;
+    fp->deepest_level[t] = level;
+  }
+}
+
+/* Fills level_bytes for each chain of two blocks or more (see the file's
+ * comment); 0 on OOM. */
+static int chain_footprints(jit_blocks_t* k, const ir_func_t* f) {
+  footprint_t fp = {f, calloc((size_t)f->ntensors + 1, sizeof(int)), calloc((size_t)f->ntensors + 1, sizeof(int)), 0};
+  if (!fp.deepest_block || !fp.deepest_level) {
+    free(fp.deepest_block);
+    free(fp.deepest_level);
+    return 0;
+  }
+  for (int first = 0; first < f->nblocks; first++) {
+    if (k->chain[first] < 2) continue;
+    for (int t = 0; t < f->ntensors; t++) fp.deepest_block[t] = -1;
+    for (fp.block = first; fp.block < first + k->chain[first]; fp.block++)
+      ir_walk_accesses(&f->blocks[fp.block], note_depth, &fp);
+    for (int t = 0; t < f->ntensors; t++)
+      if (fp.deepest_block[t] >= 0)
+        k->level_bytes[k->level_first[fp.deepest_block[t]] + fp.deepest_level[t]] +=
+            uj_dtype_size(f->tensors[t].dtype);
+  }
+  free(fp.deepest_block);
+  free(fp.deepest_level);
+  return 1;
+}
+
 uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
   k->nblocks = f->nblocks;
+  k->nlevels = 0;
+  for (int b = 0; b < f->nblocks; b++) k->nlevels += f->blocks[b].nloops;
   k->fns = calloc((size_t)f->nblocks + 1, sizeof *k->fns);
   k->strips = calloc((size_t)f->nblocks + 1, sizeof *k->strips);
   k->parallel = calloc((size_t)f->nblocks + 1, sizeof *k->parallel);
-  if (!k->fns || !k->strips || !k->parallel) {
+  k->chain = calloc((size_t)f->nblocks + 1, sizeof *k->chain);
+  k->level_first = calloc((size_t)f->nblocks + 1, sizeof *k->level_first);
+  k->level_bytes = calloc((size_t)k->nlevels + 1, sizeof *k->level_bytes);
+  if (!k->fns || !k->strips || !k->parallel || !k->chain || !k->level_first || !k->level_bytes) {
     jit_blocks_free(k);
     return rt_error(UJ_ERR_OOM, "out of memory allocating the tables of %d blocks (%zu bytes)", f->nblocks,
-                    ((size_t)f->nblocks + 1) * (sizeof *k->fns + sizeof *k->strips + sizeof *k->parallel));
+                    jit_blocks_bytes(k));
   }
-  for (int b = 0; b < f->nblocks; b++) k->parallel[b] = jit_block_parallel(f, &f->blocks[b]);
-  return UJ_OK;
+  for (int b = 0, level = 0; b < f->nblocks; level += f->blocks[b].nloops, b++) {
+    k->parallel[b] = jit_block_parallel(f, &f->blocks[b]);
+    k->level_first[b] = level;
+  }
+  uj_status_t s = ir_block_chains(f, k->chain);
+  if (s == UJ_OK && !chain_footprints(k, f))
+    s = rt_error(UJ_ERR_OOM, "out of memory estimating what the chains of %d blocks over %d tensors touch",
+                 f->nblocks, f->ntensors);
+  if (s != UJ_OK) jit_blocks_free(k);
+  return s;
 }
 
 void jit_blocks_free(jit_blocks_t* k) {
   free(k->fns);
   free(k->strips);
   free(k->parallel);
+  free(k->chain);
+  free(k->level_first);
+  free(k->level_bytes);
   k->fns = NULL;
   k->strips = NULL;
   k->parallel = NULL;
+  k->chain = NULL;
+  k->level_first = NULL;
+  k->level_bytes = NULL;
 }
 
 size_t jit_blocks_bytes(const jit_blocks_t* k) {
   size_t n = (size_t)k->nblocks + 1;
-  return n * (sizeof *k->fns + sizeof *k->strips + sizeof *k->parallel);
+  return n * (sizeof *k->fns + sizeof *k->strips + sizeof *k->parallel + sizeof *k->chain +
+              sizeof *k->level_first) +
+         ((size_t)k->nlevels + 1) * sizeof *k->level_bytes;
 }
 
 typedef struct {
@@ -74,16 +150,77 @@ static void run_range(void* ctx, int64_t begin, int64_t end) {
   else j->fn(j->buf, j->dims, j->params, begin, end);
 }
 
-/* Elements of work per iteration of the outermost loop, roughly: the extents
- * of the inner loops at their first iteration. */
-static int64_t inner_work(const ir_env_t* env, const ir_block_t* b) {
+/* The iterations of loops 1..depth of b for one iteration of its
+ * outermost loop, roughly: their extents with the outer loops at their
+ * first iteration (the outermost at `row`). */
+static int64_t iterations_to(const ir_env_t* env, const ir_block_t* b, int depth, int64_t row) {
   int64_t work = 1;
-  for (int k = 1; k < b->nloops; k++) {
+  env->loops[b->loops[0].id] = row;
+  for (int k = 1; k <= depth && k < b->nloops; k++) {
     int oob = 0;
-    int64_t n = ir_ix_eval(env, b->loops[k].end, &oob) - ir_ix_eval(env, b->loops[k].start, &oob);
+    int64_t start = ir_ix_eval(env, b->loops[k].start, &oob), n = ir_ix_eval(env, b->loops[k].end, &oob) - start;
+    env->loops[b->loops[k].id] = start;
     if (n > 0 && work < (INT64_C(1) << 40)) work *= n;
   }
   return work;
+}
+
+/* Elements of work per iteration of the outermost loop, roughly. */
+static int64_t inner_work(const ir_env_t* env, const ir_block_t* b, int64_t row) {
+  return iterations_to(env, b, b->nloops - 1, row);
+}
+
+/* A longer chain runs as several in a row: any run of consecutive blocks
+ * of a chain is a chain. */
+enum { CHAIN_MAX_BLOCKS = 64 };
+
+typedef struct {
+  int count;              /* blocks in the chain */
+  range_job_t jobs[CHAIN_MAX_BLOCKS]; /* per block; fn and strips both NULL: nothing to run */
+  int64_t rows_per_chunk;
+} chain_job_t;
+
+/* Rows [begin, end) of a chain, a chunk through every block at a time. */
+static void run_chain(void* ctx, int64_t begin, int64_t end) {
+  const chain_job_t* c = ctx;
+  for (int64_t first = begin; first < end; first += c->rows_per_chunk) {
+    int64_t last = end - first < c->rows_per_chunk ? end : first + c->rows_per_chunk;
+    for (int b = 0; b < c->count; b++)
+      if (c->jobs[b].fn || c->jobs[b].strips) run_range((void*)&c->jobs[b], first, last);
+  }
+}
+
+/* Splits [begin, end) over the pool when there is enough work for two
+ * threads: about 16k elements per slice pays for waking a thread. */
+static void run_rows(jit_state_t* js, int parallel, int64_t work, int64_t begin, int64_t end, rt_range_fn fn,
+                     void* ctx) {
+  int64_t min_chunk = (INT64_C(16384) + work - 1) / work;
+  if (parallel && js->pool && rt_pool_size(js->pool) > 1 && end - begin >= 2 * min_chunk)
+    rt_pool_run(js->pool, begin, end, min_chunk, fn, ctx);
+  else if (end > begin)
+    fn(ctx, begin, end);
+}
+
+/* Runs the chain of blocks first..first+count-1 over their common range. */
+static void run_chain_rows(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, const ir_env_t* env,
+                           int first, int count, void* const* data, const int64_t* dims, const int64_t* params) {
+  const ir_block_t* head = &f->blocks[first];
+  int oob = 0;
+  int64_t begin = ir_ix_eval(env, head->loops[0].start, &oob), end = ir_ix_eval(env, head->loops[0].end, &oob);
+  if (end <= begin) return;
+  chain_job_t c = {count, {{0}}, 1};
+  int64_t row_bytes = 0, work = 0;
+  for (int i = 0; i < count; i++) {
+    int b = first + i;
+    const ir_block_t* blk = &f->blocks[b];
+    c.jobs[i] = (range_job_t){k->fns[b], k->strips[b].finish ? &k->strips[b] : NULL, data, dims, params};
+    for (int d = 0; d < blk->nloops; d++)
+      if (k->level_bytes[k->level_first[b] + d])
+        row_bytes += k->level_bytes[k->level_first[b] + d] * iterations_to(env, blk, d, begin);
+    work += inner_work(env, blk, begin);
+  }
+  if (row_bytes > 0 && js->chain_bytes > row_bytes) c.rows_per_chunk = js->chain_bytes / row_bytes;
+  run_rows(js, 1, work, begin, end, run_chain, &c);
 }
 
 uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
@@ -106,20 +243,24 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
       for (int a = 0; a < f->tensors[t].ndim; a++) dims[t * UJ_MAX_DIMS + a] = buf[t].dims[a];
     }
     ir_env_t env = {f, buf, params, loops};
+    int chain_left = 0; /* blocks of the current chain not run yet, this one included */
     for (int b = 0; b < f->nblocks; b++) {
       const ir_block_t* blk = &f->blocks[b];
+      if (k->chain[b]) chain_left = k->chain[b];
+      int count = chain_left < CHAIN_MAX_BLOCKS ? chain_left : CHAIN_MAX_BLOCKS;
+      if (count >= 2 && js->chain_bytes > 0) {
+        run_chain_rows(js, k, f, &env, b, count, data, dims, params);
+        b += count - 1;
+        chain_left -= count;
+        continue;
+      }
+      chain_left--;
       const jit_strips_t* strips = k->strips[b].finish ? &k->strips[b] : NULL;
       if (!blk->nloops || (!k->fns[b] && !strips)) continue;
       int oob = 0;
       int64_t begin = ir_ix_eval(&env, blk->loops[0].start, &oob), end = ir_ix_eval(&env, blk->loops[0].end, &oob);
       range_job_t job = {k->fns[b], strips, data, dims, params};
-      /* about 16k elements per chunk pays for waking a thread */
-      int64_t work = inner_work(&env, blk);
-      int64_t min_chunk = (INT64_C(16384) + work - 1) / work;
-      if (k->parallel[b] && js->pool && rt_pool_size(js->pool) > 1 && end - begin >= 2 * min_chunk)
-        rt_pool_run(js->pool, begin, end, min_chunk, run_range, &job);
-      else if (end > begin)
-        run_range(&job, begin, end);
+      run_rows(js, k->parallel[b], inner_work(&env, blk, begin), begin, end, run_range, &job);
     }
   }
   if (!small) {

@@ -60,10 +60,20 @@ typedef struct {
   jit_block_fn* fns;
   jit_strips_t* strips;
   int* parallel;
+  /* [block]: blocks in the chain that starts there, 0 inside a chain
+   * (ir_block_chains): the runner takes a chain chunk of rows by chunk */
+  int* chain;
+  /* an estimate of the bytes one row of a chain touches: for each block
+   * and loop depth d (from level_first[block]), the bytes of the chain's
+   * tensors whose deepest access is there, times the iterations of loops
+   * 1..d per row */
+  int* level_first;
+  int64_t* level_bytes; /* nlevels entries: the blocks' loops in all */
+  int nlevels;
 } jit_blocks_t;
 
-/* Allocates fns and strips (all NULL) and parallel (computed from f) for
- * f's blocks. */
+/* Allocates fns and strips (all NULL), parallel and the chains (computed
+ * from f) for f's blocks. */
 uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f);
 void jit_blocks_free(jit_blocks_t* k);
 /* The heap memory jit_blocks_init allocated for k: part of what a kernel
@@ -87,13 +97,22 @@ typedef struct {
    * all (its compiles store into the cache and read the C engine's slot) */
   void* tier;
   void (*tier_free)(void* tier);
+  /* the bytes a chunk of a chain's rows should touch, to stay in cache
+   * between its blocks (JIT_CHAIN_BYTES); 0 runs every block over all its
+   * rows before the next (tests compare the two) */
+  int64_t chain_bytes;
 } jit_state_t;
+
+/* Half of a 512 KiB L2: common to current x86 and ARM cores, and the
+ * chunk's rows are also prefetched while the next block starts. */
+enum { JIT_CHAIN_BYTES = 256 * 1024 };
 
 /* The context's JIT state, created on first use; NULL (error set) on OOM. */
 jit_state_t* jit_state(uj_ctx_t* ctx);
 
-/* Runs every block of f with the kernel, splitting parallel blocks across
- * the context's threads (jit/blocks.c). */
+/* Runs every block of f with the kernel, a chain of blocks (k->chain) a
+ * chunk of js->chain_bytes at a time, splitting parallel blocks and chains
+ * across the context's threads (jit/blocks.c). */
 uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
                            const int64_t* params);
 
