@@ -8,14 +8,19 @@
  *    declared by a loop outside k: such a sum runs through every iteration
  *    of k in order.
  * 2. Every tensor the block writes (non-local, not exempt) is touched, by
- *    every access of the block, with loop k's variable as one of its plain
- *    indices: then iteration i of loop k touches only elements whose index
- *    on that axis is i, and different iterations touch disjoint elements.
+ *    every access of the block, with loop k's variable as the plain index
+ *    of one axis, the same axis for every access of that tensor: then
+ *    iteration i of loop k touches only elements whose index on that axis
+ *    is i, and different iterations touch disjoint elements. (An axis per
+ *    access is not enough: t[i, j] and t[j, i] under loop i both hold i,
+ *    yet iteration 0 writes t[0, 1] and iteration 1 reaches it as t[j, i].)
  *    One walk over the block's accesses (ir_walk_accesses) marks the
- *    written tensors; a second checks each access of a written tensor.
+ *    written tensors; a second keeps, per written tensor, the axes that
+ *    hold loop k's variable in every access seen so far.
  * An index that only depends on loop k through arithmetic (i * 2, i + 1)
  * does not count: proving such accesses disjoint is left undone, and the
  * loop is then reported dependent. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "ir.h"
@@ -24,7 +29,7 @@ typedef struct {
   const ir_func_t* f;
   int loop_id;
   int ok;
-  unsigned char* written;
+  uint64_t* axes; /* [tensor]: 0 not written; else the axes still holding loop k's variable in every access */
   const unsigned char* exempt;
 } indep_t;
 
@@ -32,7 +37,7 @@ static void note_written(void* ctx, ir_access_t* acc, int is_write, int level, i
   (void)level;
   (void)stmt;
   indep_t* d = ctx;
-  if (is_write) d->written[acc->tensor] = 1;
+  if (is_write) d->axes[acc->tensor] = ~(uint64_t)0;
 }
 
 static void check_distinct(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
@@ -40,11 +45,13 @@ static void check_distinct(void* ctx, ir_access_t* acc, int is_write, int level,
   (void)level;
   (void)stmt;
   indep_t* d = ctx;
-  if (!d->written[acc->tensor] || d->f->tensors[acc->tensor].local) return;
+  if (!d->axes[acc->tensor] || d->f->tensors[acc->tensor].local) return;
   if (d->exempt && d->exempt[acc->tensor]) return;
-  for (int k = 0; k < acc->nidx; k++)
-    if (acc->idx[k]->kind == IR_IX_LOOP && acc->idx[k]->id == d->loop_id) return;
-  d->ok = 0;
+  uint64_t here = 0;
+  for (int k = 0; k < acc->nidx && k < 64; k++)
+    if (acc->idx[k]->kind == IR_IX_LOOP && acc->idx[k]->id == d->loop_id) here |= (uint64_t)1 << k;
+  d->axes[acc->tensor] &= here;
+  if (!d->axes[acc->tensor]) d->ok = 0;
 }
 
 int ir_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt) {
@@ -56,11 +63,11 @@ int ir_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const un
         for (int c = 0; c < b->loops[o].ncarried; c++)
           if (b->loops[o].carried[c].id == st->carried) return 0;
     }
-  unsigned char* written = calloc((size_t)f->ntensors + 1, 1);
-  if (!written) return 0;
-  indep_t d = {f, b->loops[k].id, 1, written, exempt};
+  uint64_t* axes = calloc((size_t)f->ntensors + 1, sizeof *axes);
+  if (!axes) return 0;
+  indep_t d = {f, b->loops[k].id, 1, axes, exempt};
   ir_walk_accesses((ir_block_t*)b, note_written, &d);
   ir_walk_accesses((ir_block_t*)b, check_distinct, &d);
-  free(written);
+  free(axes);
   return d.ok;
 }

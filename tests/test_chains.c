@@ -14,7 +14,10 @@
  * at a random size and at the default: every result bit for bit the same
  * as with chains off. The negative cases are also compared with the
  * interpreter, so that a chain formed where it must not be shows up as a
- * wrong value, not only as a wrong answer to the query. */
+ * wrong value, not only as a wrong answer to the query.
+ *
+ * Beside it, ir_loop_independent, the other per-row analysis: a tensor
+ * written at [i, j] and read at [j, i] under loop i is not independent. */
 #include "../jit/jit.h"
 #include "../uops/parse.h"
 #include "../uops/uops.h"
@@ -290,6 +293,45 @@ TEST(programs_random_shapes) {
     }
     uj_program_free(p);
   }
+}
+
+/* ---- ir_loop_independent: one axis per tensor -------------------------------------------- */
+
+/* for i, j in [0, n) x [0, n): t[i, j] = x[i]; y[i, j] = t[j or i, i or j]
+ * (transposed: t read at [j, i]). Loop i is independent only when t is
+ * read where it is written: transposed, iteration 1 reads t[0, 1], which
+ * iteration 0 writes. */
+static int square_loop_independent(int transposed) {
+  ir_func_t* f = ir_func_new();
+  int x = vector(f, IR_TENSOR_INPUT, 0);
+  int t = ir_add_tensor(f, UJ_F32, 2, IR_TENSOR_TEMP, 0), y = ir_add_tensor(f, UJ_F32, 2, IR_TENSOR_OUTPUT, 0);
+  for (int d = 0; d < 2; d++) f->tensors[t].dims[d] = f->tensors[y].dims[d] = ir_ix_dim(f, 0, 0);
+  ir_block_t* b = ir_add_block(f);
+  int i = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, 0, 0))->id; /* the pointer moves as loops are added */
+  ir_loop_t* lj = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, 0, 0));
+  int j = lj->id;
+  ir_stmt_t* write = ir_add_stmt(f, lj, IR_ST_STORE);
+  ir_access_t xa = access_at(x, ir_ix_loop(f, i));
+  write->target = access_at(t, ir_ix_loop(f, i));
+  write->target.nidx = 2;
+  write->target.idx[1] = ir_ix_loop(f, j);
+  write->value = ir_ex_load(f, &xa);
+  ir_stmt_t* read = ir_add_stmt(f, lj, IR_ST_STORE);
+  ir_access_t ta = access_at(t, ir_ix_loop(f, transposed ? j : i));
+  ta.nidx = 2;
+  ta.idx[1] = ir_ix_loop(f, transposed ? i : j);
+  read->target = access_at(y, ir_ix_loop(f, i));
+  read->target.nidx = 2;
+  read->target.idx[1] = ir_ix_loop(f, j);
+  read->value = ir_ex_load(f, &ta);
+  int independent = ir_loop_independent(f, &f->blocks[0], 0, NULL);
+  ir_func_free(f);
+  return independent;
+}
+
+TEST(loop_independence_needs_one_axis_per_tensor) {
+  CHECK(square_loop_independent(0) == 1);
+  CHECK(square_loop_independent(1) == 0);
 }
 
 TEST_MAIN()
