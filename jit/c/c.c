@@ -164,22 +164,29 @@ static char* cpu_identity(void) {
   return rt_buf_take(&b);
 }
 
-/* The C engine's slot of the JIT state: what the probe found. */
+/* The C engine's slot of the JIT state: what the probe found. The probe
+ * has a lock of its own, not the state's: a tiered call's MIR compile
+ * takes the state's lock, and must not wait for a background probe. */
 typedef struct {
-  int probe;          /* C compiler: -1 not yet asked, 0 absent, 1 present */
+  pthread_mutex_t probe_lock;
+  int probe;          /* C compiler: -1 not yet known, 0 absent, 1 present */
+  int recalled;       /* 1: the disk cache was asked for a remembered answer */
   char* identity;     /* the compiler's first line of --version */
   char* cpu_identity; /* the CPU's model and feature flags */
 } c_state_t;
 
 static void* c_state_new(void) {
   c_state_t* st = calloc(1, sizeof *st);
-  if (st) st->probe = -1;
+  if (!st) return NULL;
+  pthread_mutex_init(&st->probe_lock, NULL);
+  st->probe = -1;
   return st;
 }
 
 static void c_state_free(void* p) {
   c_state_t* st = p;
   if (!st) return;
+  pthread_mutex_destroy(&st->probe_lock);
   free(st->identity);
   free(st->cpu_identity);
   free(st);
@@ -241,37 +248,66 @@ static void remember_identity(jit_state_t* js, const char* key, const char* iden
   jit_disk_store(js->cache, ir_hash_bytes(key, strlen(key)), key, "ccid", identity, strlen(identity), NULL, 0);
 }
 
+/* The answer is published once (st->probe_lock held): the identities are
+ * written before it (release) and never change after, so that a reader
+ * who sees it (acquire) needs no lock. */
+static void publish(c_state_t* st, int found) {
+  if (found && !(st->cpu_identity = cpu_identity())) found = 0;
+  __atomic_store_n(&st->probe, found, __ATOMIC_RELEASE);
+}
+
+/* The disk cache's remembered answer, asked once per state (st->probe_lock
+ * held): published when there is one. A stat of the compiler's file and
+ * the read of a small entry, no process. */
+static void recall(jit_state_t* js, c_state_t* st) {
+  if (st->recalled) return;
+  char probe_key[PATH_MAX + 256];
+  if (compiler_probe_key(probe_key, sizeof probe_key) && (st->identity = remembered_identity(js, probe_key)))
+    publish(st, 1);
+  __atomic_store_n(&st->recalled, 1, __ATOMIC_RELEASE);
+}
+
 /* Once the probe has answered, the answer is read without the lock: every
- * tiered call asks (jit/tier.c), while a compile on the caller's thread
- * holds the lock for a hundred milliseconds; the identities it publishes
- * are written before it (release) and never change after. */
+ * tiered call asks (jit/tier.c). */
 int jit_c_available(jit_state_t* js) {
   c_state_t* st = c_state(js);
   int known = __atomic_load_n(&st->probe, __ATOMIC_ACQUIRE);
   if (known >= 0) return known;
-  pthread_mutex_lock(&js->lock);
+  pthread_mutex_lock(&st->probe_lock);
+  recall(js, st);
   if (st->probe < 0) {
     char probe_key[PATH_MAX + 256];
     int keyed = compiler_probe_key(probe_key, sizeof probe_key);
-    int found = keyed && (st->identity = remembered_identity(js, probe_key)) != NULL;
-    if (!found) {
-      char dir[4000];
-      if (make_temp_dir(dir, sizeof dir, "probe")) {
-        char log[4200];
-        snprintf(log, sizeof log, "%s/version", dir);
-        char* argv[] = {(char*)compiler(), "--version", NULL};
-        found = run_command(argv, log) == 0 && (st->identity = first_line(log)) != NULL;
-        unlink(log);
-        rmdir(dir);
-      }
-      if (found && keyed) remember_identity(js, probe_key, st->identity);
+    int found = 0;
+    char dir[4000];
+    if (make_temp_dir(dir, sizeof dir, "probe")) {
+      char log[4200];
+      snprintf(log, sizeof log, "%s/version", dir);
+      char* argv[] = {(char*)compiler(), "--version", NULL};
+      found = run_command(argv, log) == 0 && (st->identity = first_line(log)) != NULL;
+      unlink(log);
+      rmdir(dir);
     }
-    if (found && !(st->cpu_identity = cpu_identity())) found = 0;
-    __atomic_store_n(&st->probe, found, __ATOMIC_RELEASE);
+    if (found && keyed) remember_identity(js, probe_key, st->identity);
+    publish(st, found);
   }
   int ok = st->probe;
-  pthread_mutex_unlock(&js->lock);
+  pthread_mutex_unlock(&st->probe_lock);
   return ok;
+}
+
+/* Never runs the compiler, and never waits for a probe under way on
+ * another thread (that probe holds the lock: the answer is not known yet).
+ * Once the remembered answer has been asked for, a call costs two loads. */
+int jit_c_known(jit_state_t* js) {
+  c_state_t* st = c_state(js);
+  int known = __atomic_load_n(&st->probe, __ATOMIC_ACQUIRE);
+  if (known >= 0 || __atomic_load_n(&st->recalled, __ATOMIC_ACQUIRE)) return known;
+  if (pthread_mutex_trylock(&st->probe_lock) != 0) return -1;
+  recall(js, st);
+  known = st->probe;
+  pthread_mutex_unlock(&st->probe_lock);
+  return known;
 }
 
 /* Why the engine cannot run, as a sentence (UJ_ERR_UNSUPPORTED). */
