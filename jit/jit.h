@@ -140,9 +140,9 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
 uj_status_t jit_c_build(jit_state_t* js, const ir_func_t* f, const int64_t* params, pthread_mutex_t* lock,
                         jit_cache_entry_t** out);
 /* The compiled kernel for f from the memory cache, or (disk set) a verified
- * shared object in the disk cache, never compiled: *out NULL on a miss. The
- * hash of the kernel's key goes to *key_hash in either case. */
-uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk, ir_hash_t* key_hash,
+ * shared object in the disk cache, never compiled: *out NULL on a miss.
+ * The key names the compiler: call it once jit_c_known says 1. */
+uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk,
                        jit_cache_entry_t** out);
 
 /* ---- the MIR engine (jit/mir/mir.c, lowering in jit/mir/mir_emit.c) ---- */

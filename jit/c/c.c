@@ -195,8 +195,10 @@ static void c_state_free(void* p) {
 static c_state_t* c_state(jit_state_t* js) { return jit_engine_state(js, UJ_ENGINE_C); }
 
 /* The probe's answer is remembered in the disk cache, so that a new
- * process does not run the compiler before its first call (a tiered first
- * call would wait for it: the C kernel's disk key names the compiler). The
+ * process knows the compiler without running it: a tiered first call reads
+ * the answer and finds the C kernel in the disk cache at once (the key
+ * names the compiler; with no answer, jit/tier.c serves MIR and probes in
+ * the background). The
  * entry's key names the compiler binary as found on PATH and what changes
  * when it is replaced (device, inode, size, modification time); the entry
  * holds its first line of --version. 0 when the compiler is not found as a
@@ -644,7 +646,7 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
   return jit_c_build(js, f, params, &js->lock, out);
 }
 
-uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk, ir_hash_t* key_hash,
+uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk,
                        jit_cache_entry_t** out) {
   *out = NULL;
   uj_status_t usable = jit_c_check(js);
@@ -652,7 +654,6 @@ uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* param
   char* key = key_text(js, f, params);
   if (!key) return rt_error(UJ_ERR_OOM, "engine c: out of memory printing the kernel's key text");
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  *key_hash = h;
   uj_status_t s = UJ_OK;
   char* bytes = NULL;
   size_t size = 0;
