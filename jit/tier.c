@@ -72,9 +72,13 @@
  * into place (no half-written entry). Freeing the context drops the
  * queued compiles and joins the workers, each of which finishes the
  * compile it is running first. At process exit the threads stop where
- * they are; a compiler child then running is re-parented and reaped by
- * init, and a store cut short leaves only a temporary file, which the
- * disk cache removes later.
+ * they are: a compile under way is lost (the next process compiles the
+ * kernel again). Its compiler child, re-parented, is reaped by init; its
+ * working folder under TMPDIR (uopjit-cc-*) stays; a store cut short
+ * leaves only a temporary file, which the disk cache removes later. A
+ * program that wants its kernels kept frees its context before exiting.
+ * A change of the cache directory (uj_ctx_set_cache_dir) pauses the
+ * workers (jit_tier_pause): a compile reads the directory's name.
  *
  * The records are bounded too (JIT_TIER_RECORDS): past that the oldest
  * record not queued or compiling is dropped; its kernel then starts over
@@ -111,6 +115,7 @@ struct tier_record {
   int64_t calls;           /* calls served while waiting */
   double mir_ms, c_ms;     /* -1: not measured */
   int from_disk;
+  int reloads;             /* ready, then gone from the memory cache with no disk cache to find it in */
   char* error;             /* UJ_TIER_FAILED: the compile's message */
   ir_func_t* func;         /* queued or compiling: what to compile, owned */
   int64_t* params;
@@ -121,13 +126,16 @@ struct tier_record {
 typedef struct {
   jit_state_t* js;
   pthread_mutex_t lock;
-  pthread_cond_t work;     /* a compile was queued, or stop */
+  pthread_cond_t work;     /* a compile was queued, or stop, or the pause ended */
+  pthread_cond_t quiet;    /* running dropped to 0 */
   tier_record_t* by_key[JIT_TIER_BUCKETS];
   tier_record_t* by_serial[JIT_TIER_BUCKETS];
   tier_record_t *oldest, *newest;
   int nrecords;
   tier_record_t *queue_head, *queue_tail;
   int queued, idle, nworkers;
+  int running; /* compiles under way */
+  int paused;  /* jit_tier_pause calls not yet resumed: no compile starts */
   int stop;
   pthread_t workers[JIT_TIER_WORKERS];
 } jit_tier_t;
@@ -241,7 +249,7 @@ static void* worker_main(void* arg) {
   pthread_mutex_lock(&t->lock);
   while (!t->stop) {
     tier_record_t* r = t->queue_head;
-    if (!r) {
+    if (!r || t->paused) {
       t->idle++;
       pthread_cond_wait(&t->work, &t->lock);
       t->idle--;
@@ -252,6 +260,7 @@ static void* worker_main(void* arg) {
     t->queued--;
     ir_func_t* f = r->func;
     int64_t* params = r->params;
+    t->running++;
     pthread_mutex_unlock(&t->lock);
 
     double start = now_ms();
@@ -261,6 +270,7 @@ static void* worker_main(void* arg) {
     jit_cache_release(t->js->cache, kernel); /* the memory cache keeps it for the caller */
 
     pthread_mutex_lock(&t->lock);
+    if (--t->running == 0) pthread_cond_broadcast(&t->quiet);
     /* the record stayed while compiling: add_record never drops one */
     r->func = NULL;
     r->params = NULL;
@@ -333,6 +343,7 @@ static void tier_free(void* p) {
   for (int i = 0; i < t->nworkers; i++) pthread_join(t->workers[i], NULL);
   while (t->oldest) drop_record(t, t->oldest);
   pthread_cond_destroy(&t->work);
+  pthread_cond_destroy(&t->quiet);
   pthread_mutex_destroy(&t->lock);
   free(t);
 }
@@ -350,6 +361,7 @@ static jit_tier_t* tier_of(jit_state_t* js) {
   t->js = js;
   pthread_mutex_init(&t->lock, NULL);
   pthread_cond_init(&t->work, NULL);
+  pthread_cond_init(&t->quiet, NULL);
   __atomic_store_n(&js->tier_free, tier_free, __ATOMIC_RELAXED); /* the same value from every racer */
   void* expected = NULL;
   if (!__atomic_compare_exchange_n(&js->tier, &expected, t, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -357,6 +369,23 @@ static jit_tier_t* tier_of(jit_state_t* js) {
     return expected;
   }
   return t;
+}
+
+void jit_tier_pause(jit_state_t* js) {
+  jit_tier_t* t = js ? __atomic_load_n(&js->tier, __ATOMIC_ACQUIRE) : NULL;
+  if (!t) return;
+  pthread_mutex_lock(&t->lock);
+  t->paused++;
+  while (t->running) pthread_cond_wait(&t->quiet, &t->lock);
+  pthread_mutex_unlock(&t->lock);
+}
+
+void jit_tier_resume(jit_state_t* js) {
+  jit_tier_t* t = js ? __atomic_load_n(&js->tier, __ATOMIC_ACQUIRE) : NULL;
+  if (!t) return;
+  pthread_mutex_lock(&t->lock);
+  if (t->paused > 0 && --t->paused == 0) pthread_cond_broadcast(&t->work);
+  pthread_mutex_unlock(&t->lock);
 }
 
 int jit_tier_applies(uj_ctx_t* ctx) {
@@ -388,9 +417,10 @@ static void no_compiler_reason(jit_state_t* js, char* why, size_t cap) {
 
 /* The quick tier for r's kernel: MIR (its compile time noted), else the
  * interpreter (no kernel). start: the call reached the count. */
-static uj_status_t serve_quick(uj_ctx_t* ctx, jit_state_t* js, jit_tier_t* t, tier_record_t* r, const ir_func_t* f,
-                               const int64_t* params, int start, jit_served_t* out) {
-  *out = (jit_served_t){NULL, &jit_engine_interp, 0, r->key.lo, start};
+static uj_status_t serve_quick(uj_ctx_t* ctx, jit_state_t* js, jit_tier_t* t, tier_record_t* r, ir_hash_t key,
+                               const ir_func_t* f, const int64_t* params, int start, jit_served_t* out) {
+  /* r is only compared, never read, outside t->lock: it may be dropped meanwhile */
+  *out = (jit_served_t){NULL, &jit_engine_interp, 0, key.lo, start};
   if (!jit_engine_mir.available(ctx)) return UJ_OK;
   double begin = now_ms();
   uj_status_t s = jit_engine_mir.get(ctx, js, f, params, &out->kernel);
@@ -467,14 +497,18 @@ static uj_status_t tier_choose(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* 
     double start = now_ms();
     s = jit_c_find(js, f, params, 1, &c_kernel);
     double ms = now_ms() - start;
+    int disk = jit_disk_enabled(js->cache); /* before t->lock: it takes the cache's */
     pthread_mutex_lock(&t->lock);
     if (find_by_key(t, key) == r) {
       if (c_kernel && fresh) {
         r->c_ms = ms;
         r->from_disk = 1;
       }
-      if (c_kernel) r->state = UJ_TIER_READY;
-      else if (r->state == UJ_TIER_READY) r->state = UJ_TIER_WAITING, r->calls = 0; /* gone: compile again */
+      if (c_kernel && r->state != UJ_TIER_COMPILING) r->state = UJ_TIER_READY;
+      else if (!c_kernel && r->state == UJ_TIER_READY && !disk && ++r->reloads > 2)
+        fail_record(r, "the C kernel does not stay in the memory cache (its limit) and there is no disk cache to "
+                       "find it in again: MIR serves rather than compile it over and over");
+      else if (!c_kernel && r->state == UJ_TIER_READY) r->state = UJ_TIER_WAITING, r->calls = 0; /* gone: compile again */
       state = r->state;
     }
     pthread_mutex_unlock(&t->lock);
@@ -491,7 +525,7 @@ static uj_status_t tier_choose(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* 
   pthread_mutex_lock(&t->lock);
   int start = find_by_key(t, key) == r && count_call(ctx, r);
   pthread_mutex_unlock(&t->lock);
-  return serve_quick(ctx, js, t, r, f, params, start, out);
+  return serve_quick(ctx, js, t, r, key, f, params, start, out);
 }
 
 /* jit_engine_t.still: a memo hit on the quick tier's MIR kernel of cache

@@ -456,6 +456,70 @@ TEST(freeing_a_context_with_compiles_in_flight_is_clean) {
   remove_tree(tmp);
 }
 
+/* A successful tiered call leaves no error message behind: the disk
+ * cache's misses (no remembered compiler answer, no C kernel yet) are no
+ * failures. A sentinel error from a refused setting may stay or go, but
+ * nothing of the cache's may replace it. */
+TEST(successful_tiered_calls_leave_no_error) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  char cache[64];
+  make_dir(cache, sizeof cache, "error");
+  static sigmoid_t s;
+  CHECK(sigmoid_new(&s, 31));
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, cache);
+  CHECK(ctx != NULL);
+  CHECK(ctx && uj_ctx_set_mir_level(ctx, 99) == UJ_ERR_INVALID); /* the sentinel */
+  CHECK(ctx && sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  CHECK(strstr(uj_last_error(), "cache") == NULL);
+  if (strstr(uj_last_error(), "cache")) printf("  left behind: %s\n", uj_last_error());
+  uj_ctx_free(ctx);
+  uj_program_free(s.p);
+  remove_tree(cache);
+}
+
+/* Changing the cache directory while background compiles run: the workers
+ * pause for it (a compile reads the directory's name; ThreadSanitizer saw
+ * that read race the setter's free before). */
+TEST(cache_dir_changes_while_compiles_run) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  char a[64], b[64];
+  make_dir(a, sizeof a, "dir-a");
+  make_dir(b, sizeof b, "dir-b");
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, a);
+  CHECK(ctx != NULL);
+  static sigmoid_t s;
+  for (int i = 0; ctx && i < 4; i++) {
+    CHECK(sigmoid_new(&s, 40 + i));
+    CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK); /* queues the C compile */
+    CHECK(uj_ctx_set_cache_dir(ctx, i % 2 ? a : b) == UJ_OK);
+    CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+    uj_program_free(s.p);
+  }
+  uj_ctx_free(ctx);
+  remove_tree(a);
+  remove_tree(b);
+}
+
+/* No disk cache and a memory cache that keeps no C kernel: a ready kernel
+ * is gone by the next call and cannot be found again; after a few tries
+ * the kernel is given up on (MIR serves, the query says why) rather than
+ * compiled on every other call for good. */
+TEST(no_cache_to_keep_c_gives_up_on_c) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  static sigmoid_t s;
+  static float mir_ref[N], c_ref[N];
+  CHECK(sigmoid_new(&s, 50));
+  CHECK(reference(UJ_ENGINE_MIR, &s, mir_ref));
+  CHECK(reference(UJ_ENGINE_C, &s, c_ref));
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, NULL);
+  CHECK(ctx && uj_ctx_set_memory_cache_limit(ctx, 0) == UJ_OK);
+  if (ctx) run_until(ctx, &s, UJ_TIER_FAILED, mir_ref, c_ref);
+  uj_run_info_t info = last_run(ctx, &s);
+  CHECK(info.tier == UJ_TIER_FAILED && strstr(info.c_error, "memory cache") != NULL);
+  uj_ctx_free(ctx);
+  uj_program_free(s.p);
+}
+
 int main(int argc, char** argv) {
   if (argc >= 3 && !strcmp(argv[1], "--child")) return child_main(argv);
   return harness_main(argc, argv);

@@ -229,8 +229,10 @@ static char* remembered_identity(jit_state_t* js, const char* key) {
   char* bytes = NULL;
   size_t size = 0;
   if (!jit_disk_enabled(js->cache) ||
-      jit_disk_load_bytes(js->cache, ir_hash_bytes(key, strlen(key)), key, "ccid", &bytes, &size) != UJ_OK)
+      jit_disk_load_bytes(js->cache, ir_hash_bytes(key, strlen(key)), key, "ccid", &bytes, &size) != UJ_OK) {
+    rt_error_clear(); /* a miss: the compiler is asked; no error of the caller's */
     return NULL;
+  }
   if (size == 0 || memchr(bytes, '\n', size) || memchr(bytes, 0, size)) { /* one line, as written */
     free(bytes);
     return NULL;
@@ -657,13 +659,15 @@ uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* param
   uj_status_t s = UJ_OK;
   char* bytes = NULL;
   size_t size = 0;
-  if (!(*out = jit_cache_acquire(js->cache, h, key)) && disk &&
-      jit_disk_load_bytes(js->cache, h, key, "so", &bytes, &size) == UJ_OK) {
-    c_kernel_t* k = NULL;
-    /* a verified entry that will not load is a miss here: a compile replaces it */
-    if (load_image(bytes, size, f, &k) == UJ_OK)
-      s = jit_cache_insert(js->cache, h, key, k, kernel_free, kernel_bytes(k), out);
-    free(bytes);
+  if (!(*out = jit_cache_acquire(js->cache, h, key)) && disk) {
+    if (jit_disk_load_bytes(js->cache, h, key, "so", &bytes, &size) == UJ_OK) {
+      c_kernel_t* k = NULL;
+      /* a verified entry that will not load is a miss here: a compile replaces it */
+      if (load_image(bytes, size, f, &k) == UJ_OK)
+        s = jit_cache_insert(js->cache, h, key, k, kernel_free, kernel_bytes(k), out);
+      free(bytes);
+    }
+    if (s == UJ_OK && !*out) rt_error_clear(); /* a miss is no failure: the caller's call succeeds */
   }
   free(key);
   return s;
