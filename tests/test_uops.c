@@ -132,6 +132,47 @@ TEST(unary_i32) {
   unary_case(UJ_UNARY_FLOOR, UJ_I32, &st);
 }
 
+/* Each op as the divisor, c / op(x): the engines that print C must bracket
+ * an op's whole value (f64 sigmoid was printed `1.0 / (1.0 + exp(-x))` and
+ * recip `1.0 / x`, so `c / op(x)` divided c by 1.0 and then by the rest). */
+static void divisor_case(uj_unary_op_t op, uj_dtype_t dt, uint64_t* st) {
+  double tol = dt == UJ_F32 ? OR_TOL_F32 : OR_TOL_F64;
+  int64_t dims[1] = {harness_int(st, 1, 40)};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t c = uj_input(g, 1, dt), x = uj_input(g, 1, dt);
+  uj_io_t y = uj_binary(g, UJ_BINARY_DIV, c, uj_unary(g, op, x));
+  CHECK(y >= 0);
+  uj_io_t ins[] = {c, x};
+  uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 1, &y);
+  uj_graph_free(g);
+  uj_tensor_t tc = or_tensor(dt, 1, dims), tx = or_tensor(dt, 1, dims), ty = or_tensor(dt, 1, dims);
+  double* ref = or_alloc_ref(dims[0]);
+  for (int64_t i = 0; i < dims[0]; i++) {
+    or_set(&tc, i, harness_real(st, 0.5, 2.0));
+    or_set(&tx, i, harness_real(st, 0.25, 4.0)); /* positive: every op below is defined and away from 0 */
+    ref[i] = or_get(&tc, i) / ref_unary(op, or_get(&tx, i));
+  }
+  const uj_tensor_t* in[] = {&tc, &tx};
+  uj_tensor_t* out[] = {&ty};
+  const double* refs[] = {ref};
+  if (OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 1, tol))
+    fprintf(stderr, "  (c / %s(x), %s)\n", unary_name(op), uj_dtype_name(dt));
+  free(ref);
+  or_tensor_free(&tc), or_tensor_free(&tx), or_tensor_free(&ty);
+  uj_program_free(p);
+}
+
+TEST(unary_as_divisor) {
+  HARNESS_SEED(204);
+  uint64_t st = 204;
+  static const uj_unary_op_t ops[] = {UJ_UNARY_RECIP, UJ_UNARY_SIGMOID, UJ_UNARY_RSQRT, UJ_UNARY_SQRT,
+                                      UJ_UNARY_EXP, UJ_UNARY_TANH};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+    divisor_case(ops[k], UJ_F32, &st);
+    divisor_case(ops[k], UJ_F64, &st);
+  }
+}
+
 /* Extreme arguments: exp overflows to inf and underflows to 0, sigmoid and
  * tanh saturate, log(0) is -inf, sqrt of 0 is 0. */
 TEST(unary_extremes) {
