@@ -1,0 +1,409 @@
+"""uopjit._kernel: Kernel, a parsed uopjit program called with arrays by name,
+and evaluate, its one-line form with a per-process cache of kernels.
+
+A call binds each program input to its value, turns every value into a
+uj_tensor_t, allocates the outputs not given in out= (with the dtype and
+shape the library infers), runs the program once and returns the outputs in
+the program's order. Broadcasting is the library's (the expression language
+broadcasts as NumPy); the Python side only prepares memory:
+
+  - NumPy arrays are used in place when C-contiguous, aligned and in native
+    byte order, else copied into such an array (inputs only: an out= array
+    that is none of these is refused, since writing into a copy would lose
+    the result);
+  - Python numbers are "weak", as in NumPy 2: they take the dtype the program
+    declares for the input, else that of the call's array inputs (the widest),
+    so that a*x with x f32 stays f32; with no array at all they are f64;
+  - NumPy scalars and 0-d arrays keep their own dtype;
+  - GPU arrays (torch, CuPy: _gpu) are borrowed, never copied, and make the
+    call run on the CUDA engine; the numbers of such a call go to the GPU as
+    0-d tensors of uopjit's own memory.
+"""
+import collections
+import ctypes
+import sys
+import threading
+
+import numpy as np
+
+from . import _context, _dtypes, _gpu, _lib
+
+_PRIORITY = {"f64": 4, "f32": 3, "f16": 2, "bf16": 2, "i32": 1}
+
+
+def parse(source):
+    """A uj_program_t* for source; a bare expression ('1/(1+exp(-x))') means
+    'y = EXPR'. When neither form parses, the error is the one that got
+    further into the text, in the columns of the text as given."""
+    if not isinstance(source, str):
+        raise TypeError(f"uopjit: a program source is a str, got {type(source).__name__}")
+    handle = ctypes.c_void_p()
+    status = _lib.lib.uj_program_parse(source.encode(), ctypes.byref(handle))
+    if status == 0:
+        return handle
+    first = (_lib.lib.uj_status_str(status).decode(), _lib.lib.uj_last_error().decode(errors="replace"))
+    if first[0] != "UJ_ERR_PARSE":
+        raise _lib.Error(*first)
+    prefix = "y = "
+    if _lib.lib.uj_program_parse((prefix + source).encode(), ctypes.byref(handle)) == 0:
+        return handle
+    second = _lib.lib.uj_last_error().decode(errors="replace")
+    column_first, column_second = _column(first[1]), _column(second)
+    if column_first is not None and column_second is not None and column_second - len(prefix) > column_first:
+        head, rest = second.split(", column ", 1)
+        rest = rest[len(str(column_second)):]
+        raise _lib.Error("UJ_ERR_PARSE", f"{head}, column {column_second - len(prefix)}{rest}")
+    raise _lib.Error(*first)
+
+
+def _column(message):
+    """The column of a "program line 1, column C: ..." message, else None."""
+    start = "program line 1, column "
+    if not message.startswith(start):
+        return None
+    digits = message[len(start):].split(":", 1)[0]
+    return int(digits) if digits.isdigit() else None
+
+
+class _Program:
+    """Owns a uj_program_t."""
+
+    def __init__(self, source):
+        self.handle = parse(source)
+        self.free = _lib.lib.uj_program_free
+
+    def __del__(self):
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle:
+            self.free(handle)
+
+
+def _host_tensor(array, dtype_value):
+    t = _lib.Tensor()
+    t.data = array.ctypes.data
+    t.dtype = dtype_value
+    t.device = _lib.CPU
+    t.ndim = array.ndim
+    if array.ndim > _lib.MAX_DIMS:
+        raise ValueError(f"uopjit: an array of {array.ndim} axes; uopjit takes at most {_lib.MAX_DIMS}")
+    for i, d in enumerate(array.shape):
+        t.dims[i] = d
+    return t
+
+
+def _gpu_tensor(g, dtype_value):
+    t = _lib.Tensor()
+    t.data = g.pointer
+    t.dtype = dtype_value
+    t.device = _lib.CUDA
+    t.ndim = len(g.shape)
+    for i, d in enumerate(g.shape):
+        t.dims[i] = d
+    return t
+
+
+def _host_array(value, what):
+    """(array usable in place, dtype name) for a NumPy-like input value."""
+    bits = isinstance(value, _dtypes.bf16)
+    array = value.array if bits else value if isinstance(value, np.ndarray) else np.asarray(value)
+    name = "bf16" if bits else _dtypes.name_of_numpy(array.dtype, what)
+    if not (array.flags.c_contiguous and array.flags.aligned and array.dtype.isnative):
+        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+    return array, name
+
+
+def _out_array(value, what):
+    """(array, dtype name) for an out= value: refused unless writable in place."""
+    bits = isinstance(value, _dtypes.bf16)
+    array = value.array if bits else value
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"uopjit: {what} is a {type(array).__name__}; out= takes NumPy arrays "
+                        f"(or GPU arrays on a GPU call)")
+    name = "bf16" if bits else _dtypes.name_of_numpy(array.dtype, what)
+    if not array.flags.writeable:
+        raise ValueError(f"uopjit: {what} is read-only")
+    if not (array.flags.c_contiguous and array.flags.aligned and array.dtype.isnative):
+        raise ValueError(f"uopjit: {what} is not a C-contiguous, aligned, native-byte-order array "
+                         f"(strides {array.strides}); uopjit writes outputs in place only: pass "
+                         f"np.ascontiguousarray(...) and copy back, or leave it out of out=")
+    return array, name
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, bool)) and not isinstance(value, np.generic)
+
+
+class Kernel:
+    """A uopjit program, compiled on first call for the dtypes and ranks it
+    meets, called with arrays and numbers by name:
+
+        k = uopjit.Kernel("y = 1/(1+exp(-(a*x+b)))")
+        y = k(x=x, a=1.5, b=0.2)
+
+    engine: "auto" (tiered MIR then C on the CPU, CUDA for GPU arrays),
+    "interp", "mir", "c" or "cuda". threads: the CPU threads of a call (None:
+    UOPJIT_THREADS, else every core)."""
+
+    def __init__(self, source, engine="auto", threads=None):
+        self._engine = _context.engine_value(engine)
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)):
+            raise TypeError(f"uopjit: threads is a whole number, got {threads!r}")
+        self._threads = threads
+        _context.get(self._engine, threads)  # an unavailable engine or bad count fails here
+        self.source = source
+        self._program = _Program(source)
+        handle = self._program.handle
+        lib = _lib.lib
+        self.inputs = tuple(lib.uj_program_io_name(handle, 0, i).decode()
+                            for i in range(lib.uj_program_io_count(handle, 0)))
+        self.outputs = tuple(lib.uj_program_io_name(handle, 1, i).decode()
+                             for i in range(lib.uj_program_io_count(handle, 1)))
+        declared = ctypes.c_int()
+        self._declared = tuple(_dtypes.name_of_value(declared.value)
+                               if lib.uj_program_input_dtype(handle, i, ctypes.byref(declared)) else None
+                               for i in range(len(self.inputs)))
+
+    def __repr__(self):
+        return f"uopjit.Kernel({self.source!r}): inputs {self.inputs}, outputs {self.outputs}"
+
+    def _bind(self, args, kwargs):
+        if len(args) > len(self.inputs):
+            raise TypeError(f"uopjit: {len(args)} positional values for {len(self.inputs)} inputs {self.inputs}")
+        values = dict(zip(self.inputs, args))
+        for name, value in kwargs.items():
+            if name not in self.inputs:
+                raise TypeError(f"uopjit: {name!r} is not an input of the program; its inputs are {self.inputs}")
+            if name in values:
+                raise TypeError(f"uopjit: input {name!r} given twice")
+            values[name] = value
+        missing = [n for n in self.inputs if n not in values]
+        if missing:
+            raise TypeError(f"uopjit: missing input{'s' if len(missing) > 1 else ''} "
+                            + ", ".join(repr(n) for n in missing) + f" (the program's inputs are {self.inputs})")
+        return [values[n] for n in self.inputs]
+
+    def _bind_out(self, out):
+        """{output index: value} from out= (a dict by name, a sequence in
+        program order, or one array for a one-output program)."""
+        if out is None:
+            return {}
+        if isinstance(out, dict):
+            unknown = [k for k in out if k not in self.outputs]
+            if unknown:
+                raise TypeError(f"uopjit: out= names {unknown[0]!r}, which is not an output; "
+                                f"the outputs are {self.outputs}")
+            return {self.outputs.index(k): v for k, v in out.items() if v is not None}
+        if isinstance(out, (tuple, list)):
+            if len(out) != len(self.outputs):
+                raise TypeError(f"uopjit: out= has {len(out)} arrays for {len(self.outputs)} outputs {self.outputs}")
+            return {i: v for i, v in enumerate(out) if v is not None}
+        if len(self.outputs) != 1:
+            raise TypeError(f"uopjit: one out= array for {len(self.outputs)} outputs {self.outputs}: "
+                            f"pass a dict by name")
+        return {0: out}
+
+    def __call__(self, *args, out=None, **kwargs):
+        values = self._bind(args, kwargs)
+        given_out = self._bind_out(out)
+        ctx = _context.get(self._engine, self._threads)
+        if any(_gpu.is_gpu(v) for v in values) or any(_gpu.is_gpu(v) for v in given_out.values()):
+            return self._run_gpu(ctx, values, given_out)
+        return self._run_host(ctx, values, given_out)
+
+    def _number_dtype(self, index, value, array_names):
+        if self._declared[index] is not None:
+            return self._declared[index]
+        widest = max(array_names, key=lambda n: _PRIORITY.get(n, 0)) if array_names else "f64"
+        # A fraction beside integer arrays is not rounded to an integer.
+        return "f64" if widest == "i32" and isinstance(value, float) else widest
+
+    def _shapes(self, handle, pointers, count):
+        """[(dtype name, shape)] of every output for these inputs."""
+        lib, result = _lib.lib, []
+        dtype, ndim, dims = ctypes.c_int(), ctypes.c_int(), (ctypes.c_int64 * _lib.MAX_DIMS)()
+        for i in range(count):
+            _lib.check(lib.uj_program_output_dtype(handle, _lib.FORWARD, pointers, i, ctypes.byref(dtype)))
+            _lib.check(lib.uj_program_shape(handle, _lib.FORWARD, pointers, None, i, ctypes.byref(ndim), dims))
+            result.append((_dtypes.name_of_value(dtype.value), tuple(dims[:ndim.value])))
+        return result
+
+    def _run_host(self, ctx, values, given_out):
+        arrays, names = [None] * len(values), [None] * len(values)
+        for i, value in enumerate(values):
+            if not _is_number(value):
+                arrays[i], names[i] = _host_array(value, f"input {self.inputs[i]!r}")
+        array_names = [n for n in names if n is not None]
+        for i, value in enumerate(values):
+            if arrays[i] is None:
+                names[i] = self._number_dtype(i, value, array_names)
+                arrays[i] = np.array(value, dtype=_dtypes.numpy_of_name(names[i]))
+        tensors = [_host_tensor(a, _dtypes.library_dtype(n, f"input {self.inputs[i]!r}"))
+                   for i, (a, n) in enumerate(zip(arrays, names))]
+        in_ptrs = _lib.tensor_pointers(tensors)
+        handle = self._program.handle
+        results, out_tensors = [], []
+        for i, (name, shape) in enumerate(self._shapes(handle, in_ptrs, len(self.outputs))):
+            what = f"out[{self.outputs[i]!r}]"
+            if i in given_out:
+                array, given_name = _out_array(given_out[i], what)
+                if given_name != name:
+                    raise TypeError(f"uopjit: {what} is {given_name}, but output {self.outputs[i]!r} is {name} "
+                                    f"for these inputs")
+                results.append(given_out[i] if isinstance(given_out[i], np.ndarray) else array)
+            else:
+                array = np.empty(shape, dtype=_dtypes.numpy_of_name(name))
+                results.append(array)
+            out_tensors.append(_host_tensor(array, _dtypes.library_dtype(name, what)))
+        out_ptrs = _lib.tensor_pointers(out_tensors)
+        _lib.check(_lib.lib.uj_program_run(ctx.handle, handle, _lib.FORWARD, in_ptrs, len(tensors), None, 0,
+                                           out_ptrs, len(out_tensors)))
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _run_gpu(self, ctx, values, given_out):
+        borrowed, names, numbers = [None] * len(values), [None] * len(values), []
+        for i, value in enumerate(values):
+            what = f"input {self.inputs[i]!r}"
+            if _is_number(value) or isinstance(value, np.generic):
+                numbers.append(i)
+            elif _gpu.is_gpu(value):
+                borrowed[i] = _gpu.borrow(value, what)
+                names[i] = borrowed[i].dtype_name
+            else:
+                raise ValueError(f"uopjit: {what} is in host memory ({type(value).__name__}) but other tensors of "
+                                 f"the call are on the GPU; move it to the GPU (or pass a number)")
+        device = _gpu_device()
+        waits = [(f"input {self.inputs[i]!r}", b) for i, b in enumerate(borrowed) if b is not None]
+        scalars = []  # uopjit's own GPU memory for the numbers, freed below
+        try:
+            array_names = [n for n in names if n is not None]
+            tensors = [None] * len(values)
+            for i in range(len(values)):
+                if borrowed[i] is not None:
+                    tensors[i] = _gpu_tensor(borrowed[i], _dtypes.library_dtype(names[i], f"input {self.inputs[i]!r}"))
+            for i in numbers:
+                value = values[i]
+                name = (_dtypes.name_of_numpy(value.dtype, f"input {self.inputs[i]!r}")
+                        if isinstance(value, np.generic) else self._number_dtype(i, value, array_names))
+                tensors[i] = _device_scalar(ctx, value, name, scalars)
+            in_ptrs = _lib.tensor_pointers(tensors)
+            handle = self._program.handle
+            allocate = _gpu.allocator_for([b.owner for b in borrowed if b is not None])
+            results, out_tensors = [], []
+            for i, (name, shape) in enumerate(self._shapes(handle, in_ptrs, len(self.outputs))):
+                what = f"out[{self.outputs[i]!r}]"
+                if i in given_out:
+                    g = _gpu.borrow(given_out[i], what)
+                    if g.readonly:
+                        raise ValueError(f"uopjit: {what} is read-only")
+                    if g.dtype_name != name:
+                        raise TypeError(f"uopjit: {what} is {g.dtype_name}, but output {self.outputs[i]!r} is "
+                                        f"{name} for these inputs")
+                    waits.append((what, g))
+                    results.append(given_out[i])
+                elif allocate is None:
+                    raise TypeError(f"uopjit: output {self.outputs[i]!r} of a GPU call needs out= when no input "
+                                    f"is a torch or CuPy array")
+                else:
+                    g = _gpu.borrow(allocate(shape, name), what)
+                    results.append(g.owner)
+                out_tensors.append(_gpu_tensor(g, _dtypes.library_dtype(name, what)))
+            _gpu.wait_for_producers(waits, driver(), device)
+            _lib.check(_lib.lib.uj_program_run(ctx.handle, handle, _lib.FORWARD, in_ptrs, len(tensors), None, 0,
+                                               _lib.tensor_pointers(out_tensors), len(out_tensors)))
+            _lib.check(_lib.lib.uj_ctx_synchronize(ctx.handle))
+        finally:
+            for t in scalars:
+                _lib.lib.uj_tensor_free(ctx.handle, ctypes.byref(t))
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def last_run(self):
+        """What served this thread's last call: {"engine": "c", "tier": "ready", ...}."""
+        ctx = _context.get(self._engine, self._threads)
+        info = _lib.RunInfo()
+        _lib.check(_lib.lib.uj_program_last_run(ctx.handle, self._program.handle, _lib.FORWARD, ctypes.byref(info)))
+        return {"engine": _lib.ENGINE_NAMES.get(info.engine, "?"), "tier": _lib.TIER_NAMES[info.tier],
+                "mir_ms": info.mir_ms, "c_ms": info.c_ms, "c_from_disk": bool(info.c_from_disk),
+                "c_error": info.c_error.decode(errors="replace")}
+
+
+def _device_scalar(ctx, value, name, keep):
+    """A 0-d tensor on the GPU holding value as dtype `name`."""
+    host = np.array(value, dtype=_dtypes.numpy_of_name(name))
+    dtype = _dtypes.library_dtype(name, "a number")
+    t = _lib.Tensor()
+    _lib.check(_lib.lib.uj_tensor_alloc(ctx.handle, _lib.CUDA, dtype, 0, None, ctypes.byref(t)))
+    keep.append(t)
+    _lib.check(_lib.lib.uj_tensor_copy(ctx.handle, ctypes.byref(t), ctypes.byref(_host_tensor(host, dtype))))
+    return t
+
+
+def _gpu_device():
+    """The device uopjit's contexts use: UOPJIT_CUDA_DEVICE, default 0 (the
+    library checks the variable's form; a malformed one fails the run)."""
+    import os
+    text = os.environ.get("UOPJIT_CUDA_DEVICE", "").strip()
+    return int(text) if text.isdigit() else 0
+
+
+_driver = None
+
+
+def driver():
+    """The CUDA driver seam (_cuda.Driver), made on the first GPU call."""
+    global _driver
+    if _driver is None:
+        from . import _cuda
+        _driver = _cuda.Driver()
+    return _driver
+
+
+_CACHE_SIZE = 256
+_cache = collections.OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def cached_kernel(source, engine, threads):
+    """The process's Kernel for (source, engine, threads), kept among the
+    _CACHE_SIZE most recently used."""
+    key = (source, engine, threads)
+    with _cache_lock:
+        kernel = _cache.get(key)
+        if kernel is not None:
+            _cache.move_to_end(key)
+            return kernel
+    kernel = Kernel(source, engine=engine, threads=threads)
+    with _cache_lock:
+        kernel = _cache.setdefault(key, kernel)
+        _cache.move_to_end(key)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return kernel
+
+
+def evaluate(source, *, out=None, engine="auto", threads=None, **values):
+    """Runs a program or bare expression once, as numexpr.evaluate does:
+
+        uopjit.evaluate("1/(1+exp(-x))", x=x)
+
+    Inputs not passed by name are taken from the caller's local, then global
+    variables. The compiled kernel is kept for the next call with the same
+    source (per process). Returns one array, or a tuple in program order."""
+    kernel = cached_kernel(source, engine, threads)
+    missing = [n for n in kernel.inputs if n not in values]
+    if missing:
+        frame = sys._getframe(1)
+        try:
+            for name in missing:
+                if name in frame.f_locals:
+                    values[name] = frame.f_locals[name]
+                elif name in frame.f_globals:
+                    values[name] = frame.f_globals[name]
+        finally:
+            del frame
+    return kernel(out=out, **values)
+
+
+def cache_clear():
+    """Empties evaluate's kernel cache."""
+    with _cache_lock:
+        _cache.clear()

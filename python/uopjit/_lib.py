@@ -1,0 +1,156 @@
+"""uopjit._lib: finds libuopjit.so, loads it with ctypes and declares the C API.
+
+The library is looked for, in order: the file UOPJIT_LIBRARY names (an error
+if it does not load: the user asked for that one); the copy installed next to
+this package (pip install builds and bundles it); the system's library path
+(libuopjit.so.MAJOR, as `make install` leaves it). The first that loads wins.
+
+It is a ctypes.CDLL, not a PyDLL: ctypes releases the GIL around every call
+into a CDLL, so a long uj_program_run lets other Python threads run.
+
+Every failing call is turned into uopjit.Error carrying the status's name and
+uj_last_error()'s text, read on the same thread right after the call (the
+library keeps the message per thread).
+"""
+import ctypes
+import ctypes.util
+import os
+
+# The ABI this package speaks: libuopjit.so.MAJOR. A different major has
+# other struct layouts or enum values, so it is refused rather than used.
+ABI_MAJOR = 0
+MAX_DIMS = 8
+
+FORWARD = 0
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class Error(RuntimeError):
+    """A failure reported by libuopjit: `status` is its status name
+    ("UJ_ERR_SHAPE"), the message uopjit's own text."""
+
+    def __init__(self, status, message):
+        super().__init__(f"{status}: {message}" if message else status)
+        self.status = status
+        self.message = message
+
+
+class Tensor(ctypes.Structure):
+    """uj_tensor_t: borrowed, contiguous row-major data."""
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("device", ctypes.c_int),
+                ("ndim", ctypes.c_int), ("dims", ctypes.c_int64 * MAX_DIMS)]
+
+
+class RunInfo(ctypes.Structure):
+    """uj_run_info_t: what served a program's last run."""
+    _fields_ = [("engine", ctypes.c_int), ("tier", ctypes.c_int), ("mir_ms", ctypes.c_double),
+                ("c_ms", ctypes.c_double), ("c_from_disk", ctypes.c_int), ("c_error", ctypes.c_char * 512)]
+
+
+CPU, CUDA = 0, 1
+TIER_NAMES = ("none", "waiting", "compiling", "ready", "failed")
+
+_TensorPtr = ctypes.POINTER(Tensor)
+_p = ctypes.c_void_p
+_int = ctypes.c_int
+_i64p = ctypes.POINTER(ctypes.c_int64)
+
+# name: (restype, argtypes). Status-returning functions return c_int.
+_SIGNATURES = {
+    "uj_status_str": (ctypes.c_char_p, [_int]),
+    "uj_last_error": (ctypes.c_char_p, []),
+    "uj_version": (ctypes.c_char_p, []),
+    "uj_dtype_size": (_int, [_int]),
+    "uj_dtype_name": (ctypes.c_char_p, [_int]),
+    "uj_engine_name": (ctypes.c_char_p, [_int]),
+    "uj_ctx_new": (_p, []),
+    "uj_ctx_free": (None, [_p]),
+    "uj_ctx_set_engine": (_int, [_p, _int]),
+    "uj_ctx_set_threads": (_int, [_p, _int]),
+    "uj_ctx_synchronize": (_int, [_p]),
+    "uj_engine_available": (_int, [_p, _int]),
+    "uj_tensor_alloc": (_int, [_p, _int, _int, _int, _i64p, _TensorPtr]),
+    "uj_tensor_free": (_int, [_p, _TensorPtr]),
+    "uj_tensor_copy": (_int, [_p, _TensorPtr, _TensorPtr]),
+    "uj_program_parse": (_int, [ctypes.c_char_p, ctypes.POINTER(_p)]),
+    "uj_program_free": (None, [_p]),
+    "uj_program_io_count": (_int, [_p, _int]),
+    "uj_program_io_name": (ctypes.c_char_p, [_p, _int, _int]),
+    "uj_program_input_dtype": (_int, [_p, _int, ctypes.POINTER(_int)]),
+    "uj_program_output_dtype": (_int, [_p, _int, ctypes.POINTER(_TensorPtr), _int, ctypes.POINTER(_int)]),
+    "uj_program_shape": (_int, [_p, _int, ctypes.POINTER(_TensorPtr), _i64p, _int, ctypes.POINTER(_int), _i64p]),
+    "uj_program_run": (_int, [_p, _p, _int, ctypes.POINTER(_TensorPtr), _int, _i64p, _int,
+                              ctypes.POINTER(_TensorPtr), _int]),
+    "uj_program_last_run": (_int, [_p, _p, _int, ctypes.POINTER(RunInfo)]),
+}
+
+
+def _candidates():
+    """(description, path or soname) in the order they are tried."""
+    names = sorted(n for n in os.listdir(_PACKAGE_DIR) if n.startswith("libuopjit.so"))
+    found = [("installed with the package", os.path.join(_PACKAGE_DIR, n)) for n in names]
+    system = ctypes.util.find_library("uopjit")
+    found.append(("the system's library path", system or f"libuopjit.so.{ABI_MAJOR}"))
+    return found
+
+
+def _load():
+    explicit = os.environ.get("UOPJIT_LIBRARY")
+    if explicit:
+        try:
+            return ctypes.CDLL(explicit), explicit
+        except OSError as e:
+            raise ImportError(f"uopjit: UOPJIT_LIBRARY={explicit!r} does not load: {e}") from None
+    tried = []
+    for where, path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append(f"{path} ({where}): {e}")
+    raise ImportError("uopjit: libuopjit.so not found; tried " + "; ".join(tried) +
+                      ". Build it (make in the repository) and set UOPJIT_LIBRARY to build/libuopjit.so, "
+                      "or reinstall the package from the repository (pip install ./python)")
+
+
+lib, path = _load()
+for _name, (_restype, _argtypes) in _SIGNATURES.items():
+    try:
+        _fn = getattr(lib, _name)
+    except AttributeError:
+        raise ImportError(f"uopjit: {path} has no {_name}: it is older than this package") from None
+    _fn.restype, _fn.argtypes = _restype, _argtypes
+
+version = lib.uj_version().decode()
+if int(version.split(".")[0]) != ABI_MAJOR:
+    raise ImportError(f"uopjit: {path} is version {version}; this package speaks libuopjit.so.{ABI_MAJOR}")
+
+
+def check(status):
+    """Raises Error for a non-zero uj_status_t, with this thread's message."""
+    if status != 0:
+        raise Error(lib.uj_status_str(status).decode(), lib.uj_last_error().decode(errors="replace"))
+
+
+def _names(name_fn, limit):
+    """Enum value by name, for every value the library names (it answers "?"
+    past the last): dtypes added to the library appear here unchanged."""
+    table = {}
+    for value in range(limit):
+        name = name_fn(value).decode()
+        if name != "?":
+            table[name] = value
+    return table
+
+
+DTYPES = _names(lib.uj_dtype_name, 32)
+ENGINES = _names(lib.uj_engine_name, 16)
+ENGINE_NAMES = {v: k for k, v in ENGINES.items()}
+
+
+def tensor_pointers(tensors):
+    """A C array of uj_tensor_t* for a list of Tensor structs."""
+    array = (_TensorPtr * max(len(tensors), 1))()
+    for i, t in enumerate(tensors):
+        array[i] = ctypes.pointer(t)
+    return array
