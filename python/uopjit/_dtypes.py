@@ -67,6 +67,17 @@ def numpy_of_name(name):
     raise TypeError(f"uopjit: no NumPy dtype for uopjit's {name}")
 
 
+def number_array(value, name):
+    """A 0-d array holding the number `value` as uopjit dtype `name`. Without
+    ml_dtypes a bf16 number is its bits, rounded to nearest even from f32."""
+    if name == "bf16" and BFLOAT16 is None:
+        if not np.isfinite(value):
+            return np.array(np.array(value, np.float32).view(np.uint32) >> 16, dtype=np.uint16)
+        bits = int(np.array(value, np.float32).view(np.uint32))
+        return np.array((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16, dtype=np.uint16)
+    return np.array(value, dtype=numpy_of_name(name))
+
+
 def name_of_value(value):
     """The library's name for the dtype value it reported."""
     for name, v in _lib.DTYPES.items():

@@ -236,7 +236,7 @@ class Kernel:
         for i, value in enumerate(values):
             if arrays[i] is None:
                 names[i] = self._number_dtype(i, value, array_names)
-                arrays[i] = np.array(value, dtype=_dtypes.numpy_of_name(names[i]))
+                arrays[i] = _dtypes.number_array(value, names[i])
         tensors = [_host_tensor(a, _dtypes.library_dtype(n, f"input {self.inputs[i]!r}"))
                    for i, (a, n) in enumerate(zip(arrays, names))]
         in_ptrs = _lib.tensor_pointers(tensors)
@@ -328,7 +328,7 @@ class Kernel:
 
 def _device_scalar(ctx, value, name, keep):
     """A 0-d tensor on the GPU holding value as dtype `name`."""
-    host = np.array(value, dtype=_dtypes.numpy_of_name(name))
+    host = _dtypes.number_array(value, name)
     dtype = _dtypes.library_dtype(name, "a number")
     t = _lib.Tensor()
     _lib.check(_lib.lib.uj_tensor_alloc(ctx.handle, _lib.CUDA, dtype, 0, None, ctypes.byref(t)))
