@@ -217,11 +217,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 # one-line result (BINARY.result) and prints that line when the binary ends;
 # tests/test_summary.sh then prints every failing binary's log in full and
 # the total "N passed, N failed, N skipped", and fails if anything did.
-# tests/test_install.sh, copied next to the binaries, is run the same way.
+# tests/test_install.sh and tests/test_python.sh (the Python package's
+# pytest suite), copied next to the binaries, are run the same way.
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
 # Tests keep compiled kernels in a cache of their own, not the user's.
-TESTS += $(BUILD)/tests/test_install
+TESTS += $(BUILD)/tests/test_install $(BUILD)/tests/test_python
 TEST_RESULTS = $(TESTS:=.result)
 # The binaries are only prerequisites of their results; keep them.
 .SECONDARY: $(TESTS)
@@ -235,6 +236,10 @@ LSAN_SETTING := $(BUILD)/tests/lsan_setting
 FORCE:
 
 $(BUILD)/tests/test_install: tests/test_install.sh
+	@mkdir -p $(dir $@)
+	cp $< $@
+	chmod +x $@
+$(BUILD)/tests/test_python: tests/test_python.sh
 	@mkdir -p $(dir $@)
 	cp $< $@
 	chmod +x $@
