@@ -79,16 +79,10 @@ class _Program:
 
 
 def _host_tensor(array, dtype_value):
-    t = _lib.Tensor()
-    t.data = array.ctypes.data
-    t.dtype = dtype_value
-    t.device = _lib.CPU
-    t.ndim = array.ndim
     if array.ndim > _lib.MAX_DIMS:
         raise ValueError(f"uopjit: an array of {array.ndim} axes; uopjit takes at most {_lib.MAX_DIMS}")
-    for i, d in enumerate(array.shape):
-        t.dims[i] = d
-    return t
+    return _lib.Tensor(array.__array_interface__["data"][0], dtype_value, _lib.CPU, array.ndim,
+                       _lib.Dims(*array.shape))
 
 
 def _gpu_tensor(g, dtype_value):
@@ -159,6 +153,7 @@ class Kernel:
         self.outputs = tuple(lib.uj_program_io_name(handle, 1, i).decode()
                              for i in range(lib.uj_program_io_count(handle, 1)))
         declared = ctypes.c_int()
+        self._known_shapes = {}  # input signature -> [(output dtype name, shape)]
         self._declared = tuple(_dtypes.name_of_value(declared.value)
                                if lib.uj_program_input_dtype(handle, i, ctypes.byref(declared)) else None
                                for i in range(len(self.inputs)))
@@ -217,14 +212,21 @@ class Kernel:
         # A fraction beside integer arrays is not rounded to an integer.
         return "f64" if widest == "i32" and isinstance(value, float) else widest
 
-    def _shapes(self, handle, pointers, count):
-        """[(dtype name, shape)] of every output for these inputs."""
+    def _shapes(self, handle, pointers, count, signature):
+        """[(dtype name, shape)] of every output for these inputs, kept per
+        signature (the inputs' dtypes and shapes) for the next calls."""
+        known = self._known_shapes.get(signature)
+        if known is not None:
+            return known
         lib, result = _lib.lib, []
         dtype, ndim, dims = ctypes.c_int(), ctypes.c_int(), (ctypes.c_int64 * _lib.MAX_DIMS)()
         for i in range(count):
             _lib.check(lib.uj_program_output_dtype(handle, _lib.FORWARD, pointers, i, ctypes.byref(dtype)))
             _lib.check(lib.uj_program_shape(handle, _lib.FORWARD, pointers, None, i, ctypes.byref(ndim), dims))
             result.append((_dtypes.name_of_value(dtype.value), tuple(dims[:ndim.value])))
+        if len(self._known_shapes) >= 64:
+            self._known_shapes.clear()
+        self._known_shapes[signature] = result
         return result
 
     def _run_host(self, ctx, values, given_out):
@@ -242,7 +244,8 @@ class Kernel:
         in_ptrs = _lib.tensor_pointers(tensors)
         handle = self._program.handle
         results, out_tensors = [], []
-        for i, (name, shape) in enumerate(self._shapes(handle, in_ptrs, len(self.outputs))):
+        signature = tuple((n, a.shape) for n, a in zip(names, arrays))
+        for i, (name, shape) in enumerate(self._shapes(handle, in_ptrs, len(self.outputs), signature)):
             what = f"out[{self.outputs[i]!r}]"
             if i in given_out:
                 array, given_name = _out_array(given_out[i], what)
@@ -289,7 +292,8 @@ class Kernel:
             handle = self._program.handle
             allocate = _gpu.allocator_for([b.owner for b in borrowed if b is not None])
             results, out_tensors = [], []
-            for i, (name, shape) in enumerate(self._shapes(handle, in_ptrs, len(self.outputs))):
+            signature = ("gpu",) + tuple((t.dtype, tuple(t.dims[:t.ndim])) for t in tensors)
+            for i, (name, shape) in enumerate(self._shapes(handle, in_ptrs, len(self.outputs), signature)):
                 what = f"out[{self.outputs[i]!r}]"
                 if i in given_out:
                     g = _gpu.borrow(given_out[i], what)

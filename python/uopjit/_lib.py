@@ -36,6 +36,9 @@ class Error(RuntimeError):
         self.message = message
 
 
+Dims = ctypes.c_int64 * MAX_DIMS
+
+
 class Tensor(ctypes.Structure):
     """uj_tensor_t: borrowed, contiguous row-major data."""
     _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("device", ctypes.c_int),
@@ -150,7 +153,4 @@ ENGINE_NAMES = {v: k for k, v in ENGINES.items()}
 
 def tensor_pointers(tensors):
     """A C array of uj_tensor_t* for a list of Tensor structs."""
-    array = (_TensorPtr * max(len(tensors), 1))()
-    for i, t in enumerate(tensors):
-        array[i] = ctypes.pointer(t)
-    return array
+    return (_TensorPtr * max(len(tensors), 1))(*map(ctypes.pointer, tensors))
