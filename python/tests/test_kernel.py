@@ -124,3 +124,15 @@ def test_every_cpu_engine(rng, engine):
     k = uopjit.Kernel(SIGMOID, engine=engine, threads=1)
     close(k(x=x, a=0.5, b=-1.0), 1 / (1 + np.exp(-(0.5 * x - 1.0))), 1e-13)
     assert k.last_run()["engine"] == engine
+
+
+def test_one_kernel_follows_changing_shapes_and_dtypes(rng):
+    k = uopjit.Kernel("y = x * 2 + b")
+    cases = [(rng.random(5, dtype=np.float32), 1.0, np.float32), (rng.random((3, 4)), rng.random(4), np.float64),
+             (rng.random(5, dtype=np.float32), np.float64(1.0), np.float64),  # a NumPy scalar keeps its dtype
+             (rng.random((2, 1)), rng.random(3), np.float64), (rng.random(5, dtype=np.float32), 1.0, np.float32)]
+    for x, b, dtype in cases:
+        y = k(x=x, b=b)
+        ref = x.astype(np.float64) * 2 + b
+        assert y.shape == ref.shape and y.dtype == dtype
+        np.testing.assert_allclose(y, ref, rtol=1e-6)
