@@ -24,6 +24,13 @@ same program on the C engine in the `uopjit run` tool (its median of
 numexpr runs on the same thread counts (numexpr.set_num_threads); NumPy's
 ufuncs use one thread and get 1-thread rows only.
 
+Memory pages: where transparent huge pages are granted on request
+(/sys/kernel/mm/transparent_hugepage/enabled: madvise), NumPy asks for them
+for its large arrays and `uopjit run`'s malloc'ed buffers get 4 KiB pages;
+at 2^24 elements that alone can make a kernel twice as fast on the Python
+side. --no-huge-pages turns NumPy's request off for a like-for-like
+comparison with the tool; the table's first line says which was used.
+
 Every runner's result is checked in float64 before it is timed: sigmoid and
 Adam (one step) by max |got - ref| / max(1, |ref|) <= 1e-5; softmax by
 max |got - ref| / |ref| <= gamma_n + 16u (n the row length, u = 2^-24).
@@ -34,7 +41,8 @@ sample as many back-to-back calls as fill 20 ms.
 Output: a table, with the ratios the Python package is held to (sigmoid:
 python c within 1.1x of c (uopjit run), at least 3x faster than numexpr on
 the same threads). --json FILE ('-': standard output) writes the rows as
-{"generator", "load_average", "measurements": [row, ...]} with each row in
+{"generator", "load_average", "numpy_huge_pages", "uopjit_version", "notes",
+"measurements": [row, ...]} with each row in
 the form of results.json's measurements (bench/results.schema.json):
 workload, runner, kind (jit | peer | baseline), shape, elements, dtype,
 threads, status (ok | mismatch | failed), samples (count), samples_ns (each
@@ -298,7 +306,8 @@ def median_of(rows, workload, runner, threads):
 def print_table(bench, out):
     args = bench.args
     print(f"bench/py_bench.py: uopjit {bench.uopjit.library_version} ({bench.uopjit.library_path}), "
-          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}", file=out)
+          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}, NumPy huge pages "
+          f"{'off' if args.no_huge_pages else 'as NumPy asks (madvise)'}", file=out)
     print(f"{'workload':9} {'shape':>10} {'threads':>7}  {'runner':24} {'median ms':>10} {'min ms':>8} "
           f"{'max ms':>8} {'max error':>10}  status", file=out)
     for r in bench.rows:
@@ -332,6 +341,9 @@ def main():
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--cli", default=os.path.join(ROOT, "build", "uopjit"), help="the uopjit tool")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON ('-': standard output)")
+    parser.add_argument("--no-huge-pages", action="store_true",
+                        help="stop NumPy asking for transparent huge pages (madvise) for its arrays, so that they "
+                             "get the pages the C side's malloc'ed buffers get")
     args = parser.parse_args()
     args.threads = [int(t) for t in args.threads.split(",")]
     workloads = args.workloads.split(",")
@@ -343,6 +355,8 @@ def main():
     except ImportError:
         print("bench/py_bench.py: no numpy in this python; nothing to compare")
         return 0
+    if args.no_huge_pages:
+        np.core.multiarray._set_madvise_hugepage(False)
     try:
         import numexpr as ne
     except ImportError:
@@ -357,6 +371,7 @@ def main():
     print_table(bench, table_out)
     if args.json:
         report = {"generator": "bench/py_bench.py", "load_average": list(os.getloadavg()),
+                  "numpy_huge_pages": not args.no_huge_pages,
                   "uopjit_version": bench.uopjit.library_version, "notes": bench.notes,
                   "measurements": bench.rows}
         if args.json == "-":
