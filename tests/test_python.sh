@@ -14,7 +14,7 @@
 # make test runs this from the source root as $(BUILD)/tests/test_python,
 # with UJ_TEST_SANFLAGS and UOPJIT_CACHE_DIR set.
 set -u
-build=$(dirname "$(dirname "$0")")
+build=$(cd "$(dirname "$(dirname "$0")")" && pwd)
 
 if [ -n "${UJ_TEST_SANFLAGS:-}" ]; then
   echo "skipped: a sanitizer build's libuopjit.so does not load into python"
