@@ -87,7 +87,15 @@ const char* uj_version(void);
 
 /* ---- tensors ------------------------------------------------------------ */
 
-typedef enum { UJ_F32, UJ_F64, UJ_I32 } uj_dtype_t;
+/* bf16 (bfloat16: 8 exponent bits, 7 mantissa bits) and f16 (IEEE binary16:
+ * 5 and 10) are storage dtypes: their elements are loaded and widened to
+ * f32, all arithmetic on them is f32 arithmetic, and a store rounds to the
+ * nearest value, ties to even (overflow gives +-inf, subnormals are kept
+ * exactly both ways, a NaN stays a NaN and comes back quiet). Values are
+ * narrowed only where they are stored in a bf16/f16 tensor or by uj_cast to
+ * bf16/f16, never in between. They come after the others so that the
+ * earlier numbers keep their meaning. */
+typedef enum { UJ_F32, UJ_F64, UJ_I32, UJ_BF16, UJ_F16 } uj_dtype_t;
 typedef enum { UJ_CPU, UJ_CUDA } uj_device_t;
 
 typedef struct {
@@ -98,9 +106,9 @@ typedef struct {
   int64_t dims[UJ_MAX_DIMS];
 } uj_tensor_t;
 
-/* Bytes per element of a dtype (4, 8 or 4); 0 for an unknown dtype. */
+/* Bytes per element of a dtype (4, 8, 4, 2 or 2); 0 for an unknown dtype. */
 int uj_dtype_size(uj_dtype_t dtype);
-/* "f32", "f64", "i32"; "?" for an unknown dtype. */
+/* "f32", "f64", "i32", "bf16", "f16"; "?" for an unknown dtype. */
 const char* uj_dtype_name(uj_dtype_t dtype);
 
 /* ---- context -------------------------------------------------------------- */
