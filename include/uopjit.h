@@ -110,6 +110,12 @@ typedef struct {
 int uj_dtype_size(uj_dtype_t dtype);
 /* "f32", "f64", "i32", "bf16", "f16"; "?" for an unknown dtype. */
 const char* uj_dtype_name(uj_dtype_t dtype);
+/* One bf16 or f16 element: the value of its 16 bits (exact), and x rounded
+ * to that dtype as a store rounds it (to nearest, ties to even; beyond the
+ * largest finite value +-inf; a NaN stays a NaN, made quiet). For another
+ * dtype uj_half_to_f64 gives NaN and uj_half_from_f64 0. */
+double uj_half_to_f64(uj_dtype_t dtype, uint16_t bits);
+uint16_t uj_half_from_f64(uj_dtype_t dtype, double x);
 
 /* ---- context -------------------------------------------------------------- */
 

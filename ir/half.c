@@ -24,7 +24,9 @@
  *               2^-24 grid, rounding by the bits shifted out; at most
  *               2^-25 (half the least subnormal, a tie to even 0) zero.
  *  f64 -> half: round to odd f32 first, then to the half: correct, where
- *               going through round-to-nearest f32 could round twice. */
+ *               going through round-to-nearest f32 could round twice.
+ * The public uj_half_to_f64 and uj_half_from_f64 are these too. */
+#include <math.h>
 #include <string.h>
 
 #include "ir.h"
@@ -87,6 +89,17 @@ float ir_f64_to_f32_odd(double x) {
   uint32_t u = bits_of(t);
   if ((back < 0 ? -back : back) > (x < 0 ? -x : x)) u -= 1u;
   return float_of(u | 1u);
+}
+
+double uj_half_to_f64(uj_dtype_t dtype, uint16_t bits) {
+  if (!ir_dtype_is_half(dtype)) return NAN;
+  return dtype == UJ_BF16 ? (double)ir_bf16_to_f32(bits) : (double)ir_f16_to_f32(bits);
+}
+
+uint16_t uj_half_from_f64(uj_dtype_t dtype, double x) {
+  if (!ir_dtype_is_half(dtype)) return 0;
+  float f = ir_f64_to_f32_odd(x);
+  return dtype == UJ_BF16 ? ir_f32_to_bf16(f) : ir_f32_to_f16(f);
 }
 
 double ir_round_to_half(uj_dtype_t d, double x) {
