@@ -582,7 +582,8 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
  *
  * Errors (checked before anything is written): UJ_ERR_INVALID for a NULL
  * ctx, desc or tensor, an unknown backend name, a stride < 1, a padding < 0,
- * a dtype other than f32/f64 or tensors of different dtypes or devices, or
+ * a dtype other than f32/f64 (bf16 and f16: UJ_ERR_UNSUPPORTED, no backend
+ * takes them) or tensors of different dtypes or devices, or
  * an output sharing memory with an input; UJ_ERR_SHAPE for a wrong rank or
  * size, naming the tensor, the axis, expected and got; UJ_ERR_UNSUPPORTED
  * when the chosen backend (or, for auto, every backend) cannot run it. */
