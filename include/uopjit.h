@@ -323,7 +323,9 @@ uj_io_t uj_reduce(uj_graph_t* g, uj_reduce_op_t op, int axis_count, const int* a
  * An index value out of range gives 0. */
 uj_io_t uj_select(uj_graph_t* g, int axis, uj_io_t x, uj_io_t index);
 /* Converts to dtype. Float to i32 truncates toward zero and saturates; NaN
- * gives 0. */
+ * gives 0. To bf16/f16 it rounds to nearest, ties to even (from f64 and
+ * i32 once, never through f32 first); the rounded value goes on as an f32,
+ * as every bf16/f16 value does. */
 uj_io_t uj_cast(uj_graph_t* g, uj_dtype_t dtype, uj_io_t x);
 /* Names the gradient of x, for the ingrads and outgrads of a backward pass. */
 uj_io_t uj_grad(uj_graph_t* g, uj_io_t x);
@@ -348,8 +350,9 @@ typedef struct {
  * names it); UJ_ERR_UNSUPPORTED for a program that lowers to more than 8192
  * operations (one per uop, constants included) or 16384 tensors, since the
  * compiler's passes cost grows with the square of a program's size (a
- * parsed program reports it where it is built, on first use). *out is set
- * only on success. */
+ * parsed program reports it where it is built, on first use), and for a
+ * backward pass that needs a bf16 or f16 value (cast it to f32 first).
+ * *out is set only on success. */
 uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_program_t** out);
 /* Builds a program from the expression language:
  *
@@ -366,8 +369,11 @@ uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_prog
  * assignment) unless it starts with '_'; a name read first and assigned
  * later (p = p - lr*m) is both, and the caller may pass one tensor for
  * both: the result is as if every read came before the write. `x: f64`
- * before x's first use fixes an input's dtype; otherwise inputs take their
- * tensors' dtypes (mixed dtypes promote to the wider). Operands broadcast
+ * (f32, f64, i32, bf16, f16) before x's first use fixes an input's dtype,
+ * and an assigned name with one is cast to it (`p: bf16; p = m`);
+ * otherwise inputs take their tensors' dtypes (mixed dtypes promote to the
+ * wider: i32 < bf16, f16 < f32 < f64, bf16 with f16 gives f32; all-bf16
+ * inputs give bf16 outputs). Operands broadcast
  * as in NumPy; 0-d inputs (scalars) go everywhere. The uop program is built
  * on first use for each combination of input ranks, dtypes and size-1
  * axes, and kept (the 8 most recently used); several threads may run one
