@@ -15,7 +15,9 @@
  *  - elementwise chains and mixed dtypes in the expression language
  *    (bf16 with f32 promotes to f32, all-bf16 stays bf16), and sums of bf16
  *    accumulated in f32;
- *  - what refuses them: the backward pass, a declared dtype mismatch. */
+ *  - tensors of the library (uj_tensor_alloc, uj_tensor_copy), the API's
+ *    conversions, and what refuses the dtypes: the backward pass, a
+ *    declared dtype mismatch. */
 #include "oracle.h"
 
 /* ---- running on every configuration, compared bit for bit ---------------------------- */
@@ -438,7 +440,7 @@ TEST(sum_of_half_in_f32) {
 
 /* ---- what refuses the half dtypes ------------------------------------------------------ */
 
-TEST(refusals) {
+TEST(tensors_api_conversions_and_refusals) {
   /* a backward pass through a bf16 value */
   uj_graph_t* g = uj_graph_new();
   uj_io_t x = uj_input(g, 1, UJ_BF16);
@@ -476,6 +478,23 @@ TEST(refusals) {
   uj_program_free(q);
   or_tensor_free(&h), or_tensor_free(&o);
   CHECK(uj_dtype_size(UJ_BF16) == 2 && uj_dtype_size(UJ_F16) == 2);
+  /* the library's own tensors: 2 bytes an element, copied bit for bit */
+  uj_ctx_t* c2 = uj_ctx_new();
+  int64_t three = 3;
+  uj_tensor_t a, b;
+  CHECK(uj_tensor_alloc(c2, UJ_CPU, UJ_F16, 1, &three, &a) == UJ_OK);
+  CHECK(uj_tensor_alloc(c2, UJ_CPU, UJ_F16, 1, &three, &b) == UJ_OK);
+  uint16_t bits[3] = {0x7bff, 0x0001, 0xfe00};
+  memcpy(a.data, bits, sizeof bits);
+  CHECK(uj_tensor_copy(c2, &b, &a) == UJ_OK && !memcmp(b.data, bits, sizeof bits));
+  b.dtype = UJ_BF16;
+  CHECK(uj_tensor_copy(c2, &b, &a) == UJ_ERR_INVALID);
+  b.dtype = UJ_F16;
+  uj_tensor_free(c2, &a), uj_tensor_free(c2, &b);
+  uj_ctx_free(c2);
+  /* the API's conversions are the stores' */
+  CHECK(uj_half_from_f64(UJ_F16, 65519.0) == 0x7bff && uj_half_from_f64(UJ_F16, 65520.0) == 0x7c00);
+  CHECK(uj_half_to_f64(UJ_BF16, 0x3f80) == 1.0 && isnan(uj_half_to_f64(UJ_F32, 0)));
   CHECK(!strcmp(uj_dtype_name(UJ_BF16), "bf16") && !strcmp(uj_dtype_name(UJ_F16), "f16"));
 }
 
