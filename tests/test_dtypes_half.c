@@ -14,7 +14,7 @@
  *  - casts between every pair of f32, f64, i32, bf16 and f16;
  *  - elementwise chains and mixed dtypes in the expression language
  *    (bf16 with f32 promotes to f32, all-bf16 stays bf16), and sums of bf16
- *    accumulated in f32;
+ *    accumulated in f32; an in-place update of bf16/f16 parameters;
  *  - tensors of the library (uj_tensor_alloc, uj_tensor_copy), the API's
  *    conversions, and what refuses the dtypes: the backward pass, a
  *    declared dtype mismatch. */
@@ -402,6 +402,43 @@ TEST(mixed_dtypes_promote) {
   free(ry), free(rz);
   or_tensor_free(&a), or_tensor_free(&b), or_tensor_free(&c), or_tensor_free(&y), or_tensor_free(&z);
   uj_program_free(p2);
+}
+
+/* An in-place update of bf16 parameters (one tensor passed as input p and
+ * as output p): every element read before it is rounded and written. */
+TEST(in_place_half_update) {
+  HARNESS_SEED(1910);
+  uint64_t st = 1910;
+  for (int h = 0; h < 2; h++) {
+    uj_dtype_t half = h ? UJ_F16 : UJ_BF16;
+    uj_program_t* p = parse("p = p - 0.5 * g * p");
+    int64_t n = 4099;
+    uj_tensor_t pt = or_tensor(half, 1, &n), g = or_tensor(half, 1, &n);
+    or_fill_real(&st, &pt, -3, 3);
+    or_fill_real(&st, &g, -1, 1);
+    uint16_t* start = malloc(sizeof(uint16_t) * (size_t)n);
+    memcpy(start, pt.data, sizeof(uint16_t) * (size_t)n);
+    const uj_tensor_t* in[] = {&pt, &g};
+    uj_tensor_t* out[] = {&pt};
+    for (int e = 0; e < OR_NENGINES; e++) {
+      memcpy(pt.data, start, sizeof(uint16_t) * (size_t)n);
+      uj_status_t s = or_run_staged(or_ctx(e), p, UJ_FORWARD, in, 2, NULL, 0, out, 1);
+      CHECK(s == UJ_OK);
+      int64_t bad = -1;
+      for (int64_t i = 0; i < n && bad < 0 && s == UJ_OK; i++) {
+        float pv = (float)hr_decode(half, start[i]), gv = (float)or_get(&g, i);
+        float step = 0.5f * gv;
+        step = step * pv;
+        if (((uint16_t*)pt.data)[i] != hr_encode(half, pv - step)) bad = i;
+      }
+      if (bad >= 0) fprintf(stderr, "  engine %s, %s: element %lld\n", or_configs[e].name, uj_dtype_name(half), (long long)bad);
+      CHECK(bad < 0);
+    }
+    OR_CUDA_COMPILE(p, UJ_FORWARD, in, 2, NULL, 0);
+    free(start);
+    or_tensor_free(&pt), or_tensor_free(&g);
+    uj_program_free(p);
+  }
 }
 
 /* sum of bf16 accumulates in f32: 1000 ones give 1000 (in bf16 steps the
