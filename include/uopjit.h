@@ -87,7 +87,15 @@ const char* uj_version(void);
 
 /* ---- tensors ------------------------------------------------------------ */
 
-typedef enum { UJ_F32, UJ_F64, UJ_I32 } uj_dtype_t;
+/* bf16 (bfloat16: 8 exponent bits, 7 mantissa bits) and f16 (IEEE binary16:
+ * 5 and 10) are storage dtypes: their elements are loaded and widened to
+ * f32, all arithmetic on them is f32 arithmetic, and a store rounds to the
+ * nearest value, ties to even (overflow gives +-inf, subnormals are kept
+ * exactly both ways, a NaN stays a NaN and comes back quiet). Values are
+ * narrowed only where they are stored in a bf16/f16 tensor or by uj_cast to
+ * bf16/f16, never in between. They come after the others so that the
+ * earlier numbers keep their meaning. */
+typedef enum { UJ_F32, UJ_F64, UJ_I32, UJ_BF16, UJ_F16 } uj_dtype_t;
 typedef enum { UJ_CPU, UJ_CUDA } uj_device_t;
 
 typedef struct {
@@ -98,10 +106,16 @@ typedef struct {
   int64_t dims[UJ_MAX_DIMS];
 } uj_tensor_t;
 
-/* Bytes per element of a dtype (4, 8 or 4); 0 for an unknown dtype. */
+/* Bytes per element of a dtype (4, 8, 4, 2 or 2); 0 for an unknown dtype. */
 int uj_dtype_size(uj_dtype_t dtype);
-/* "f32", "f64", "i32"; "?" for an unknown dtype. */
+/* "f32", "f64", "i32", "bf16", "f16"; "?" for an unknown dtype. */
 const char* uj_dtype_name(uj_dtype_t dtype);
+/* One bf16 or f16 element: the value of its 16 bits (exact), and x rounded
+ * to that dtype as a store rounds it (to nearest, ties to even; beyond the
+ * largest finite value +-inf; a NaN stays a NaN, made quiet). For another
+ * dtype uj_half_to_f64 gives NaN and uj_half_from_f64 0. */
+double uj_half_to_f64(uj_dtype_t dtype, uint16_t bits);
+uint16_t uj_half_from_f64(uj_dtype_t dtype, double x);
 
 /* ---- context -------------------------------------------------------------- */
 
@@ -309,7 +323,9 @@ uj_io_t uj_reduce(uj_graph_t* g, uj_reduce_op_t op, int axis_count, const int* a
  * An index value out of range gives 0. */
 uj_io_t uj_select(uj_graph_t* g, int axis, uj_io_t x, uj_io_t index);
 /* Converts to dtype. Float to i32 truncates toward zero and saturates; NaN
- * gives 0. */
+ * gives 0. To bf16/f16 it rounds to nearest, ties to even (from f64 and
+ * i32 once, never through f32 first); the rounded value goes on as an f32,
+ * as every bf16/f16 value does. */
 uj_io_t uj_cast(uj_graph_t* g, uj_dtype_t dtype, uj_io_t x);
 /* Names the gradient of x, for the ingrads and outgrads of a backward pass. */
 uj_io_t uj_grad(uj_graph_t* g, uj_io_t x);
@@ -334,8 +350,9 @@ typedef struct {
  * names it); UJ_ERR_UNSUPPORTED for a program that lowers to more than 8192
  * operations (one per uop, constants included) or 16384 tensors, since the
  * compiler's passes cost grows with the square of a program's size (a
- * parsed program reports it where it is built, on first use). *out is set
- * only on success. */
+ * parsed program reports it where it is built, on first use), and for a
+ * backward pass that needs a bf16 or f16 value (cast it to f32 first).
+ * *out is set only on success. */
 uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_program_t** out);
 /* Builds a program from the expression language:
  *
@@ -352,8 +369,11 @@ uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_prog
  * assignment) unless it starts with '_'; a name read first and assigned
  * later (p = p - lr*m) is both, and the caller may pass one tensor for
  * both: the result is as if every read came before the write. `x: f64`
- * before x's first use fixes an input's dtype; otherwise inputs take their
- * tensors' dtypes (mixed dtypes promote to the wider). Operands broadcast
+ * (f32, f64, i32, bf16, f16) before x's first use fixes an input's dtype,
+ * and an assigned name with one is cast to it (`p: bf16; p = m`);
+ * otherwise inputs take their tensors' dtypes (mixed dtypes promote to the
+ * wider: i32 < bf16, f16 < f32 < f64, bf16 with f16 gives f32; all-bf16
+ * inputs give bf16 outputs). Operands broadcast
  * as in NumPy; 0-d inputs (scalars) go everywhere. The uop program is built
  * on first use for each combination of input ranks, dtypes and size-1
  * axes, and kept (the 8 most recently used); several threads may run one
@@ -568,7 +588,8 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
  *
  * Errors (checked before anything is written): UJ_ERR_INVALID for a NULL
  * ctx, desc or tensor, an unknown backend name, a stride < 1, a padding < 0,
- * a dtype other than f32/f64 or tensors of different dtypes or devices, or
+ * a dtype other than f32/f64 (bf16 and f16: UJ_ERR_UNSUPPORTED, no backend
+ * takes them) or tensors of different dtypes or devices, or
  * an output sharing memory with an input; UJ_ERR_SHAPE for a wrong rank or
  * size, naming the tensor, the axis, expected and got; UJ_ERR_UNSUPPORTED
  * when the chosen backend (or, for auto, every backend) cannot run it. */

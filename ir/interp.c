@@ -17,7 +17,8 @@
  * 32 bits, and integer division and modulo round toward negative infinity
  * with x/0 == x%0 == 0. max/min ignore a NaN operand (like fmax/fmin), and
  * so do the max/min reductions. Float to i32 conversion truncates toward
- * zero, saturates, and maps NaN to 0. */
+ * zero, saturates, and maps NaN to 0. bf16 and f16 (ir/half.c) load as
+ * f32 and round when stored or cast to. */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -40,8 +41,11 @@ typedef struct {
   const ir_carried_t** decl;    /* by carried id: its declaration */
 } interp_t;
 
-static int is_float(uj_dtype_t dt) { return dt == UJ_F32 || dt == UJ_F64; }
-static double round_to(uj_dtype_t dt, double x) { return dt == UJ_F32 ? (double)(float)x : x; }
+static int is_float(uj_dtype_t dt) { return dt != UJ_I32; }
+/* A cast to bf16/f16 rounds to it (the value stays in a double, as f32's). */
+static double round_to(uj_dtype_t dt, double x) {
+  return dt == UJ_F32 ? (double)(float)x : ir_dtype_is_half(dt) ? ir_round_to_half(dt, x) : x;
+}
 static int64_t wrap_i32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
 
 static int64_t float_to_i32(double x) {
@@ -86,6 +90,8 @@ static value_t load(const interp_t* in, const ir_access_t* acc, int* oob) {
     case UJ_F32: r.f = ((const float*)data)[off]; break;
     case UJ_F64: r.f = ((const double*)data)[off]; break;
     case UJ_I32: r.i = ((const int32_t*)data)[off]; break;
+    case UJ_BF16: r.f = ir_bf16_to_f32(((const uint16_t*)data)[off]); break;
+    case UJ_F16: r.f = ir_f16_to_f32(((const uint16_t*)data)[off]); break;
   }
   return r;
 }
@@ -108,6 +114,9 @@ static void store(const interp_t* in, const ir_access_t* acc, int64_t off, value
       *p = (int32_t)(add ? wrap_i32((int64_t)*p + v.i) : v.i);
       break;
     }
+    /* the value is an f32 (ir_verify: no scatter-add into a half tensor) */
+    case UJ_BF16: ((uint16_t*)data)[off] = ir_f32_to_bf16((float)v.f); break;
+    case UJ_F16: ((uint16_t*)data)[off] = ir_f32_to_f16((float)v.f); break;
   }
 }
 

@@ -25,7 +25,10 @@ int ir_add_tensor(ir_func_t* f, uj_dtype_t dtype, int ndim, ir_role_t role, int 
     return -1;
   ir_tensor_t* t = &f->tensors[f->ntensors];
   memset(t, 0, sizeof *t);
-  t->dtype = dtype;
+  /* only inputs and outputs store bf16/f16: a temporary keeps f32, so what
+   * a program computes does not depend on which temporaries the passes
+   * remove (ir/half.c) */
+  t->dtype = role == IR_TENSOR_TEMP ? ir_dtype_compute(dtype) : dtype;
   t->ndim = ndim;
   t->role = role;
   t->io_index = io_index;
@@ -158,7 +161,7 @@ ir_expr_t* ir_ex_const(ir_func_t* f, uj_dtype_t dtype, double v) {
 }
 
 ir_expr_t* ir_ex_load(ir_func_t* f, const ir_access_t* acc) {
-  ir_expr_t* e = ex_new(f, IR_EX_LOAD, f->tensors[acc->tensor].dtype);
+  ir_expr_t* e = ex_new(f, IR_EX_LOAD, ir_dtype_compute(f->tensors[acc->tensor].dtype));
   if (e) e->access = *acc;
   return e;
 }

@@ -20,6 +20,36 @@ typedef struct ir_ix ir_ix_t;
 typedef struct ir_expr ir_expr_t;
 typedef struct ir_access ir_access_t;
 
+/* ---- dtypes (ir/half.c) ----------------------------------------------------------- */
+
+/* bf16 and f16 are storage dtypes. Only input and output tensors have them
+ * (a temporary or local asked for in one gets its compute dtype, f32); a
+ * load from one is an f32 expression (widened exactly), a store into one
+ * rounds the f32 value to nearest, ties to even. The one expression that
+ * may have a half dtype is a CAST to it: its value is the operand rounded
+ * to that format, carried as an f32, and only another CAST reads it. A
+ * scatter-add never targets a half tensor. */
+int ir_dtype_is_half(uj_dtype_t d);
+/* The dtype values of a tensor of dtype d are computed in: f32 for bf16
+ * and f16, d itself otherwise. */
+uj_dtype_t ir_dtype_compute(uj_dtype_t d);
+
+/* The conversions, bit for bit those of the generated code (jit/prelude.c
+ * prints the same algorithms, jit/mir/mir_half.c lowers them):
+ * widening is exact (a NaN comes back quiet); narrowing rounds to nearest,
+ * ties to even, overflows to +-inf and keeps a NaN a quiet NaN. */
+float ir_bf16_to_f32(uint16_t h);
+uint16_t ir_f32_to_bf16(float x);
+float ir_f16_to_f32(uint16_t h);
+uint16_t ir_f32_to_f16(float x);
+/* x rounded to f32 toward zero, with the last bit set when inexact
+ * ("round to odd"): rounding that again to bf16 or f16 (at least two bits
+ * narrower) gives x correctly rounded, which rounding to nearest twice
+ * would not. A NaN stays a NaN. */
+float ir_f64_to_f32_odd(double x);
+/* x rounded to half dtype d (bf16 or f16) and widened back. */
+double ir_round_to_half(uj_dtype_t d, double x);
+
 /* ---- index expressions ---------------------------------------------------------- */
 
 typedef enum {

@@ -125,6 +125,8 @@ static const char* dtype_name(uj_dtype_t d) {
     case UJ_F32: return "f32";
     case UJ_F64: return "f64";
     case UJ_I32: return "i32";
+    case UJ_BF16: return "bf16";
+    case UJ_F16: return "f16";
   }
   return "dtype?";
 }

@@ -211,7 +211,9 @@ static int forward_store(subst_t* S, ir_block_t* b, int k, int s) {
   ir_func_t* f = S->f;
   ir_loop_t* l = &b->loops[k];
   ir_stmt_t* st = &l->stmts[s];
-  if (st->kind != IR_ST_STORE || st->target.check_mask || f->tensors[st->target.tensor].role == IR_TENSOR_INPUT)
+  /* a bf16/f16 tensor holds the value rounded: forwarding V would skip that */
+  if (st->kind != IR_ST_STORE || st->target.check_mask || f->tensors[st->target.tensor].role == IR_TENSOR_INPUT ||
+      ir_dtype_is_half(f->tensors[st->target.tensor].dtype))
     return 1;
   if (!distinct_per_iteration(b, k, &st->target)) return 1;
   scan_t scan = {st->target.tensor, 0, NULL};

@@ -12,8 +12,11 @@
  *   - sizes and parameters: DIM names an existing tensor axis, PARAM a slot
  *     below nparams;
  *   - dtypes: binary operands and result agree, where's branches agree with
- *     the result, a load has its tensor's dtype, a carried read has the
- *     carried dtype (i32 for argmax/argmin), stored values match their target,
+ *     the result, a load has its tensor's compute dtype (f32 for bf16/f16), a
+ *     carried read has the carried dtype (i32 for argmax/argmin), stored
+ *     values match their target's compute dtype, only inputs and outputs
+ *     store bf16/f16 and nothing scatter-adds into them, a half-dtype value
+ *     is a cast read only by a cast (ir/half.c),
  *     float-only math is not applied to i32; ACCUM has arg_index exactly for
  *     the arg ops; every block has at least one loop.
  *
@@ -74,13 +77,17 @@ __attribute__((format(printf, 2, 3))) static int fail(verifier_t* v, const char*
   return 0;
 }
 
+/* The dtypes values are computed in; a tensor may also store bf16/f16. */
 static int dtype_valid(uj_dtype_t d) { return d == UJ_F32 || d == UJ_F64 || d == UJ_I32; }
+static int storage_valid(uj_dtype_t d) { return dtype_valid(d) || ir_dtype_is_half(d); }
 
 static const char* dtype_name(uj_dtype_t d) {
   switch (d) {
     case UJ_F32: return "f32";
     case UJ_F64: return "f64";
     case UJ_I32: return "i32";
+    case UJ_BF16: return "bf16";
+    case UJ_F16: return "f16";
   }
   return "an invalid dtype";
 }
@@ -163,14 +170,18 @@ static int unary_float_only(int op) {
 
 static int check_expr(verifier_t* v, const ir_expr_t* e) {
   if (!e) return fail(v, "missing value expression");
-  if (!dtype_valid(e->dtype)) return fail(v, "expression of kind %d has dtype %d", (int)e->kind, (int)e->dtype);
+  /* a half-dtype value is a cast to it, read only by another cast: every
+   * other reader below requires its operands' dtype to be its own, a
+   * compute dtype, and the where's condition is checked on its own */
+  if (!dtype_valid(e->dtype) && !(ir_dtype_is_half(e->dtype) && e->kind == IR_EX_CAST))
+    return fail(v, "expression of kind %d has dtype %d", (int)e->kind, (int)e->dtype);
   const ir_func_t* f = v->f;
   switch (e->kind) {
     case IR_EX_CONST: return 1;
     case IR_EX_LOAD: {
       if (!check_access(v, &e->access, "load")) return 0;
       uj_dtype_t td = f->tensors[e->access.tensor].dtype;
-      if (e->dtype != td)
+      if (e->dtype != ir_dtype_compute(td))
         return fail(v, "load of t%d has dtype %s, tensor has %s", e->access.tensor,
                     dtype_name(e->dtype), dtype_name(td));
       return 1;
@@ -203,6 +214,7 @@ static int check_expr(verifier_t* v, const ir_expr_t* e) {
       return 1;
     case IR_EX_WHERE:
       if (!check_expr(v, e->a) || !check_expr(v, e->b) || !check_expr(v, e->c)) return 0;
+      if (ir_dtype_is_half(e->a->dtype)) return fail(v, "where's condition has dtype %s", dtype_name(e->a->dtype));
       if (e->b->dtype != e->dtype || e->c->dtype != e->dtype)
         return fail(v, "where has dtype %s, branches have %s and %s", dtype_name(e->dtype),
                     dtype_name(e->b->dtype), dtype_name(e->c->dtype));
@@ -219,9 +231,11 @@ static int check_stmt(verifier_t* v, const ir_stmt_t* s) {
       const char* what = s->kind == IR_ST_STORE ? "store" : "scatter-add";
       if (!check_access(v, &s->target, what) || !check_expr(v, s->value)) return 0;
       uj_dtype_t td = v->f->tensors[s->target.tensor].dtype;
-      if (s->value->dtype != td)
+      if (s->value->dtype != ir_dtype_compute(td))
         return fail(v, "%s of a %s value into t%d of dtype %s", what, dtype_name(s->value->dtype),
                     s->target.tensor, dtype_name(td));
+      if (s->kind == IR_ST_SCATTER_ADD && ir_dtype_is_half(td))
+        return fail(v, "scatter-add into t%d of dtype %s", s->target.tensor, dtype_name(td));
       if (s->arg_index) return fail(v, "%s has an arg index", what);
       return 1;
     }
@@ -304,7 +318,9 @@ static int check_tensors_and_asserts(verifier_t* v) {
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* x = &f->tensors[t];
     locate(v, AT_TENSOR, t, 0);
-    if (!dtype_valid(x->dtype)) return fail(v, "dtype %d", (int)x->dtype);
+    if (!storage_valid(x->dtype)) return fail(v, "dtype %d", (int)x->dtype);
+    if (ir_dtype_is_half(x->dtype) && x->role == IR_TENSOR_TEMP)
+      return fail(v, "a temporary of dtype %s (only inputs and outputs store it)", dtype_name(x->dtype));
     if (x->ndim < 0 || x->ndim > UJ_MAX_DIMS) return fail(v, "rank %d outside [0, %d]", x->ndim, UJ_MAX_DIMS);
     if (x->role != IR_TENSOR_TEMP && x->role != IR_TENSOR_INPUT && x->role != IR_TENSOR_OUTPUT)
       return fail(v, "role %d", (int)x->role);

@@ -9,7 +9,9 @@
  * statement with run-time checked axes is guarded by `if (every checked
  * index is in range)`, evaluated innermost first so that an i32 index read
  * is itself checked before it is used: the interpreter's "an out-of-range
- * read skips the statement". */
+ * read skips the statement". A bf16/f16 element is a uint16_t, widened by
+ * the prelude's uj_bf16_to_f32/uj_f16_to_f32 where it is loaded and
+ * rounded by uj_f32_to_bf16/uj_f32_to_f16 where it is stored (ir/half.c). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,7 +47,14 @@ const char* jit_cx_extremum(uj_reduce_op_t op, uj_dtype_t dt) {
   return max ? "uj_fmax" : "uj_fmin";
 }
 
-const char* jit_cx_ctype(uj_dtype_t d) { return d == UJ_F32 ? "float" : d == UJ_F64 ? "double" : "int32_t"; }
+const char* jit_cx_ctype(uj_dtype_t d) {
+  return d == UJ_F32 ? "float" : d == UJ_F64 ? "double" : ir_dtype_is_half(d) ? "uint16_t" : "int32_t";
+}
+
+/* The prelude's function that widens an element of half dtype d, or that
+ * rounds an f32 to it. */
+static const char* half_widen(uj_dtype_t d) { return d == UJ_BF16 ? "uj_bf16_to_f32" : "uj_f16_to_f32"; }
+static const char* half_narrow(uj_dtype_t d) { return d == UJ_BF16 ? "uj_f32_to_bf16" : "uj_f32_to_f16"; }
 
 void jit_cx_indent(jit_cx_t* E, int depth) { rt_buf_printf(E->out, "%*s", 2 * depth + 2, ""); }
 
@@ -320,7 +329,13 @@ static void emit_binary(jit_cx_t* E, const ir_expr_t* e) {
 void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e) {
   switch (e->kind) {
     case IR_EX_CONST: jit_cx_const(E, e->dtype, e->value); return;
-    case IR_EX_LOAD: jit_cx_access(E, &e->access); return;
+    case IR_EX_LOAD: {
+      uj_dtype_t td = E->f->tensors[e->access.tensor].dtype;
+      if (ir_dtype_is_half(td)) rt_buf_printf(E->out, "%s(", half_widen(td));
+      jit_cx_access(E, &e->access);
+      if (ir_dtype_is_half(td)) rt_buf_printf(E->out, ")");
+      return;
+    }
     case IR_EX_CARRIED: {
       uj_reduce_op_t op = E->carried_op[e->carried];
       if (ir_reduce_is_arg(op)) rt_buf_printf(E->out, "uj_wrap(c%da)", e->carried);
@@ -340,7 +355,16 @@ void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e) {
       rt_buf_printf(E->out, "))");
       return;
     case IR_EX_CAST:
-      if (e->dtype == UJ_I32 && e->a->dtype != UJ_I32) call1(E, "uj_f2i", e->a);
+      if (ir_dtype_is_half(e->dtype)) {
+        /* rounded to the half and widened back: a half value is carried
+         * as f32; from f64 or i32 through f32 rounded to odd, so that it
+         * rounds once */
+        rt_buf_printf(E->out, "%s(%s(", half_widen(e->dtype), half_narrow(e->dtype));
+        if (e->a->dtype == UJ_F64) call1(E, "uj_f64_to_f32_odd", e->a);
+        else if (e->a->dtype == UJ_I32) call1(E, "uj_f64_to_f32_odd((double)", e->a), rt_buf_printf(E->out, ")");
+        else call1(E, "", e->a);
+        rt_buf_printf(E->out, "))");
+      } else if (e->dtype == UJ_I32 && e->a->dtype != UJ_I32) call1(E, "uj_f2i", e->a);
       else rt_buf_printf(E->out, "(%s)", jit_cx_ctype(e->dtype)), call1(E, "", e->a);
       return;
   }
@@ -454,6 +478,13 @@ void jit_cx_stmt(jit_cx_t* E, const ir_stmt_t* s, int depth) {
     rt_buf_printf(E->out, " = uj_wrap((uj_i64)");
     jit_cx_access(E, &s->target);
     rt_buf_printf(E->out, " + (uj_i64)");
+    jit_cx_expr(E, s->value);
+    rt_buf_printf(E->out, ");\n");
+    return;
+  }
+  uj_dtype_t td = E->f->tensors[s->target.tensor].dtype;
+  if (ir_dtype_is_half(td)) { /* a store (ir_verify: no scatter-add into a half) */
+    rt_buf_printf(E->out, " = %s(", half_narrow(td));
     jit_cx_expr(E, s->value);
     rt_buf_printf(E->out, ");\n");
     return;

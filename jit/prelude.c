@@ -4,9 +4,13 @@
  * x/0 == x%0 == 0 (and x / -1 without the trap of INT64_MIN / -1), i32
  * results wrapped to 32 bits, float to i32 conversion that truncates,
  * saturates and maps NaN to 0, max and min that ignore a NaN operand (the
- * first argument wins unless the second is better), and the f32 sigmoid.
+ * first argument wins unless the second is better), the f32 sigmoid, and
+ * the bf16 and f16 conversions (ir/half.c states them and why each is
+ * right; these are the same algorithms, line for line, tested against it
+ * on every bit pattern of the half formats).
  * Each emitter's prelude says only what differs: the headers or typedefs,
- * the qualifier macro UJ_INLINE, its infinities and its math functions
+ * the qualifier macro UJ_INLINE, the float bit casts UJ_F2U and UJ_U2F, its
+ * infinities and its math functions
  * (jit/c/c_emit.c, jit/cuda/cuda_emit.c). */
 #include "prelude.h"
 
@@ -38,4 +42,44 @@ const char jit_prelude_shared[] =
     "UJ_INLINE float uj_sigmoidf(float x) {\n"
     "  float e = UJ_EXPF(x < -80.0f ? x : -x);\n"
     "  return x < -80.0f ? e : 1.0f / (1.0f + e);\n"
+    "}\n"
+    /* bf16 and f16 storage: ir/half.c */
+    "UJ_INLINE float uj_bf16_to_f32(uint16_t h) {\n"
+    "  uint32_t u = (uint32_t)h << 16;\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) u |= 0x00400000u;\n"
+    "  return UJ_U2F(u);\n"
+    "}\n"
+    "UJ_INLINE uint16_t uj_f32_to_bf16(float x) {\n"
+    "  uint32_t u = UJ_F2U(x);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);\n"
+    "  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n"
+    "UJ_INLINE float uj_f16_to_f32(uint16_t h) {\n"
+    "  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n"
+    "  if (e == 0) u = UJ_F2U((float)m * 5.9604644775390625e-8f);\n"
+    "  else if (e == 31) u = 0x7f800000u | (m << 13) | (m ? 0x00400000u : 0u);\n"
+    "  else u = ((e + 112u) << 23) | (m << 13);\n"
+    "  return UJ_U2F(sign | u);\n"
+    "}\n"
+    "UJ_INLINE uint16_t uj_f32_to_f16(float x) {\n"
+    "  uint32_t u = UJ_F2U(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
+    "  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));\n"
+    "  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);\n"
+    "  if (a >= 0x38800000u) {\n"
+    "    a -= 0x38000000u;\n"
+    "    return (uint16_t)(sign | ((a + 0xfffu + ((a >> 13) & 1u)) >> 13));\n"
+    "  }\n"
+    "  if (a <= 0x33000000u) return (uint16_t)sign;\n"
+    "  uint32_t shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;\n"
+    "  uint32_t q = m >> shift, rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);\n"
+    "  if (rest > half || (rest == half && (q & 1u))) q++;\n"
+    "  return (uint16_t)(sign | q);\n"
+    "}\n"
+    "UJ_INLINE float uj_f64_to_f32_odd(double x) {\n"
+    "  float t = (float)x;\n"
+    "  double back = (double)t;\n"
+    "  if (back == x || x != x) return t;\n"
+    "  uint32_t u = UJ_F2U(t);\n"
+    "  if ((back < 0 ? -back : back) > (x < 0 ? -x : x)) u -= 1u;\n"
+    "  return UJ_U2F(u | 1u);\n"
     "}\n";

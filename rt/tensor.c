@@ -15,6 +15,8 @@ int uj_dtype_size(uj_dtype_t dtype) {
     case UJ_F32: return 4;
     case UJ_F64: return 8;
     case UJ_I32: return 4;
+    case UJ_BF16:
+    case UJ_F16: return 2;
   }
   return 0;
 }
@@ -24,6 +26,8 @@ const char* uj_dtype_name(uj_dtype_t dtype) {
     case UJ_F32: return "f32";
     case UJ_F64: return "f64";
     case UJ_I32: return "i32";
+    case UJ_BF16: return "bf16";
+    case UJ_F16: return "f16";
   }
   return "?";
 }

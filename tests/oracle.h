@@ -5,7 +5,9 @@
  *
  * Everything goes through the public API only. References are computed in
  * double from the values actually stored in the input buffers (so f32
- * rounding of the inputs is not counted as error). */
+ * rounding of the inputs is not counted as error). bf16 and f16 elements
+ * are read and written through tests/half_ref.h, the tests' own
+ * conversions. */
 #ifndef UJ_TESTS_ORACLE_H
 #define UJ_TESTS_ORACLE_H
 
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "../include/uopjit.h"
+#include "half_ref.h"
 #include "harness.h"
 
 /* The configurations every oracle test runs on: the reference interpreter,
@@ -137,7 +140,7 @@ static inline int64_t or_numel(int ndim, const int64_t* dims) {
   for (int i = 0; i < ndim; i++) n *= dims[i];
   return n;
 }
-static inline size_t or_dsize(uj_dtype_t dt) { return dt == UJ_F64 ? 8 : 4; }
+static inline size_t or_dsize(uj_dtype_t dt) { return dt == UJ_F64 ? 8 : hr_is_half(dt) ? 2 : 4; }
 
 /* A CPU tensor with its own buffer (at least one element, so data is never NULL). */
 static inline uj_tensor_t or_tensor(uj_dtype_t dt, int ndim, const int64_t* dims) {
@@ -161,6 +164,8 @@ static inline double or_get(const uj_tensor_t* t, int64_t i) {
   switch (t->dtype) {
     case UJ_F32: return ((const float*)t->data)[i];
     case UJ_F64: return ((const double*)t->data)[i];
+    case UJ_BF16:
+    case UJ_F16: return hr_decode(t->dtype, ((const uint16_t*)t->data)[i]);
     default: return ((const int32_t*)t->data)[i];
   }
 }
@@ -168,6 +173,8 @@ static inline void or_set(uj_tensor_t* t, int64_t i, double v) {
   switch (t->dtype) {
     case UJ_F32: ((float*)t->data)[i] = (float)v; break;
     case UJ_F64: ((double*)t->data)[i] = v; break;
+    case UJ_BF16:
+    case UJ_F16: ((uint16_t*)t->data)[i] = hr_encode(t->dtype, v); break;
     default: ((int32_t*)t->data)[i] = (int32_t)v; break;
   }
 }
@@ -416,10 +423,11 @@ static inline int64_t or_first_mismatch(const double* ref, const uj_tensor_t* go
 
 /* ---- reductions ------------------------------------------------------------------- */
 
-/* The unit roundoff of dt: 2^-24 (f32), 2^-53 (f64); 0 for i32, whose sums
- * are exact (or wrap, which no bound describes). */
+/* The unit roundoff of the sums of dt: 2^-24 (f32, and bf16 and f16,
+ * which are summed in f32), 2^-53 (f64); 0 for i32, whose sums are exact
+ * (or wrap, which no bound describes). */
 static inline double or_unit_roundoff(uj_dtype_t dt) {
-  return dt == UJ_F32 ? 0x1p-24 : dt == UJ_F64 ? 0x1p-53 : 0;
+  return dt == UJ_F32 || hr_is_half(dt) ? 0x1p-24 : dt == UJ_F64 ? 0x1p-53 : 0;
 }
 
 /* Higham's gamma_n = n u / (1 - n u) for dtype dt (Accuracy and Stability
@@ -700,6 +708,8 @@ static inline int64_t or_floordiv(int64_t a, int64_t b) {
 static inline int64_t or_floormod(int64_t a, int64_t b) { return b == 0 ? 0 : a - or_floordiv(a, b) * b; }
 
 /* The result of storing v into dt (f32 rounding; i32 already integral). */
-static inline double or_in_dtype(uj_dtype_t dt, double v) { return dt == UJ_F32 ? (double)(float)v : v; }
+static inline double or_in_dtype(uj_dtype_t dt, double v) {
+  return dt == UJ_F32 ? (double)(float)v : hr_is_half(dt) ? hr_round(dt, v) : v;
+}
 
 #endif

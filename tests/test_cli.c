@@ -455,6 +455,41 @@ TEST(dump_cuda_needs_no_gpu) {
   result_free(&r);
 }
 
+/* bf16 and f16 inputs: random values, --check against the f64 interpreter
+ * within a unit of the format, the CUDA source, and an AOT file that
+ * compiles without warnings. */
+TEST(half_dtypes_run_dump_and_aot) {
+  NEED_CLI();
+  static const char* const engines[] = {"interp", "c", "mir"};
+  static const char* const dtypes[] = {"bf16", "f16", "x=bf16"};
+  const char* program = "y = x * w + sigmoid(x) / 3; s = sum(x * w); p: bf16; p = w";
+  for (int d = 0; d < 3; d++)
+    for (int e = 0; e < 3; e++) {
+      result_t r = run_cli("run", "--check", "--engine", engines[e], "--dtype", dtypes[d], "--shape", "257", program, NULL);
+      if (r.status != 0 || !strstr(r.out, "check: ok")) result_show(program, &r);
+      CHECK(r.status == 0 && strstr(r.out, "check: ok") != NULL);
+      result_free(&r);
+    }
+  result_t r = run_cli("dump", "--cuda", "--dtype", "bf16", "y = x * 2", NULL);
+  CHECK(r.status == 0 && strstr(r.out, "uj_f32_to_bf16(") != NULL && strstr(r.out, "#include") == NULL);
+  result_free(&r);
+  r = run_cli("run", "--dtype", "f8", "y = x", NULL);
+  CHECK(r.status != 0 && strstr(r.err, "bf16") != NULL);
+  result_free(&r);
+  if (!have_cc()) return;
+  char c_path[PATH_MAX], o_path[PATH_MAX];
+  snprintf(c_path, sizeof c_path, "%s", temp_path("half.c"));
+  snprintf(o_path, sizeof o_path, "%s", temp_path("half.o"));
+  r = run_cli("aot", "--dtype", "f16", "y = x * w + 1; c: bf16; c = y", "-o", c_path, NULL);
+  CHECK(r.status == 0);
+  result_free(&r);
+  char* cc_argv[] = {"cc", "-O3", "-std=c11", "-Wall", "-Wextra", "-Werror", "-c", c_path, "-o", o_path, NULL};
+  r = run_program("cc", 1, cc_argv);
+  if (r.status != 0) result_show("cc", &r);
+  CHECK(r.status == 0);
+  result_free(&r);
+}
+
 TEST(run_and_info_on_cuda) {
   NEED_CLI();
   uj_ctx_t* ctx = uj_ctx_new();

@@ -77,7 +77,7 @@ TEST(per_input_spec_errors) {
       {{"y = x + b", "--shape", "x=4,,5"}, "got \"x=4,,5\""},
       {{"y = x + b", "--shape", "x=0"}, "got \"x=0\""},
       {{"y = x + b", "--shape", "x=1,2,3,4,5,6,7,8,9"}, "1 to 8 sizes"},
-      {{"y = x + b", "--dtype", "x=f16"}, "--dtype wants f32, f64, NAME=f32 or NAME=f64, got \"x=f16\""},
+      {{"y = x + b", "--dtype", "x=f8"}, "--dtype wants f32, f64, bf16 or f16, plain or as NAME=DTYPE, got \"x=f8\""},
       {{"y = x + b", "--scalar", "b,"}, "--scalar wants input names"},
       /* conflicting specs */
       {{"y = x + b", "--shape", "x=4", "--shape", "x=5"}, "conflicting --shape for input x: 4, then 5"},

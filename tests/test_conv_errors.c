@@ -148,6 +148,9 @@ TEST(wrong_ranks_dtypes_devices) {
   EXPECT(&f, forward(&f, &f.x, &f.w, &b, &f.y, NULL), UJ_ERR_SHAPE, "bias must have rank 1", NULL);
   x = f.x, x.dtype = UJ_I32;
   EXPECT(&f, forward(&f, &x, &f.w, NULL, &f.y, NULL), UJ_ERR_INVALID, "x has dtype i32", NULL);
+  x = f.x, x.dtype = UJ_BF16;
+  EXPECT(&f, forward(&f, &x, &f.w, NULL, &f.y, NULL), UJ_ERR_UNSUPPORTED, "x has dtype bf16",
+         "no convolution backend takes bf16 or f16");
   w = f.w, w.dtype = UJ_F64;
   EXPECT(&f, forward(&f, &f.x, &w, NULL, &f.y, NULL), UJ_ERR_INVALID, "w is f64 but x is f32", NULL);
   y = f.y, y.dtype = UJ_F64;

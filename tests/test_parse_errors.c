@@ -72,7 +72,7 @@ TEST(syntax_errors) {
       /* numbers */
       {"y = 1e999 * x", 1, 5, "number out of range"},
       /* dtype hints */
-      {"x: f16\ny = x", 1, 4, "expected a dtype (f32, f64 or i32), found 'f16'"},
+      {"x: f8\ny = x", 1, 4, "expected a dtype (f32, f64, i32, bf16 or f16), found 'f8'"},
       {"y = x\nx: f64", 2, 1, "must come before its first use"},
       {"y = 2\ny: f64\nz = y", 2, 1, "must come before its first use"},
   };

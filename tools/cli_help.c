@@ -90,9 +90,10 @@ static void print_env(FILE* out, unsigned groups) {
   "                        or 64,128 (default 1000000)\n"                                \
   "  --shape NAME=DIMS     the shape of input NAME, e.g. b=128 (a row vector beside\n"   \
   "                        x=64,128) or c=64,1 (a column); repeatable\n"                 \
-  "  --dtype f32|f64       the dtype of every input not named otherwise (default f32;\n" \
-  "                        an input the program declares, x: f64, keeps its own)\n"     \
-  "  --dtype NAME=f32|f64  the dtype of input NAME; repeatable\n"                        \
+  "  --dtype DTYPE         f32, f64, bf16 or f16: the dtype of every input not named\n" \
+  "                        otherwise (default f32; an input the program declares,\n"   \
+  "                        x: f64, keeps its own)\n"                                    \
+  "  --dtype NAME=DTYPE    the dtype of input NAME; repeatable\n"                        \
   "  --scalar NAME[,NAME]  those inputs are 0-d (scalars); repeatable\n"
 
 /* What the options of run, dump and aot have in common, after them. */

@@ -54,6 +54,8 @@ static int parse_dims(const char* text, int* ndim, int64_t* dims) {
 static int parse_dtype(const char* text, uj_dtype_t* dt) {
   if (!strcmp(text, "f32")) *dt = UJ_F32;
   else if (!strcmp(text, "f64")) *dt = UJ_F64;
+  else if (!strcmp(text, "bf16")) *dt = UJ_BF16;
+  else if (!strcmp(text, "f16")) *dt = UJ_F16;
   else return 0;
   return 1;
 }
@@ -179,7 +181,7 @@ int cli_inputs_option(const char* cmd, const char* option, const char* value, cl
     cli_input_spec_t* spec = spec_of(cmd, option, value, in, &rest);
     uj_dtype_t dt;
     if (!spec) return 2;
-    if (!parse_dtype(rest, &dt)) return cli_usage_error(cmd, "--dtype wants f32, f64, NAME=f32 or NAME=f64, got", value);
+    if (!parse_dtype(rest, &dt)) return cli_usage_error(cmd, "--dtype wants f32, f64, bf16 or f16, plain or as NAME=DTYPE, got", value);
     int rc = set_dtype(cmd, spec, dt);
     if (rc) return rc;
   }

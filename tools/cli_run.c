@@ -1,7 +1,8 @@
 /* tools/cli_run.c: `uopjit run`, an expression-language program on seeded
  * random inputs: the median time of a few runs, or (--check) every output
  * compared with the interpreter's in f64 on the same input values, each
- * element within 1e-5 (f32; 1e-12 in f64) of max(1, |ref|), plus, for an
+ * element within 1e-5 (f32; 1e-12 in f64; a unit of the format, 2^-7 or
+ * 2^-10, in bf16 or f16) of max(1, |ref|), plus, for an
  * output that reduces the inputs with sum or mean, the worst-case error of
  * a sum of that many terms in any order, gamma_n * sum|terms|, where
  * sum|terms| comes from the program's magnitude form (cli_magnitude.c). With
@@ -38,6 +39,8 @@ static double get(const uj_tensor_t* t, int64_t i) {
   switch (t->dtype) {
     case UJ_F64: return ((const double*)t->data)[i];
     case UJ_I32: return (double)((const int32_t*)t->data)[i];
+    case UJ_BF16:
+    case UJ_F16: return uj_half_to_f64(t->dtype, ((const uint16_t*)t->data)[i]);
     default: return (double)((const float*)t->data)[i];
   }
 }
@@ -47,6 +50,8 @@ static void set(uj_tensor_t* t, int64_t i, double v) {
   switch (t->dtype) {
     case UJ_F64: ((double*)t->data)[i] = v; break;
     case UJ_I32: ((int32_t*)t->data)[i] = (int32_t)v; break;
+    case UJ_BF16:
+    case UJ_F16: ((uint16_t*)t->data)[i] = uj_half_from_f64(t->dtype, v); break;
     default: ((float*)t->data)[i] = (float)v; break;
   }
 }
@@ -283,6 +288,11 @@ static bound_t output_bound(const run_t* r, int i, int program_reduces) {
   bound_t b;
   int is_f64 = r->io.out[i].dtype == UJ_F64;
   b.tol = is_f64 ? CHECK_TOL_F64 : CHECK_TOL_F32;
+  /* a bf16/f16 output is the f32 result rounded once more (sums are
+   * still f32 sums): one unit of the format, twice the rounding's worst
+   * case, covers that and the f32 error before it */
+  if (r->io.out[i].dtype == UJ_BF16) b.tol = 0x1p-7;
+  if (r->io.out[i].dtype == UJ_F16) b.tol = 0x1p-10;
   b.unit_roundoff = is_f64 ? 0x1p-53 : 0x1p-24;
   int64_t largest_input = 1, out = numel(&r->io.out[i]);
   for (int k = 0; k < r->io.nin; k++)

@@ -208,6 +208,14 @@ uj_status_t uop_build_backward(const uj_graph_t* g, const uj_program_desc_t* d, 
     else tensor_of[id] = t;
   }
   if (s == UJ_OK) s = analyse(&b, given_grad, want);
+  /* gradients would be summed and scattered into bf16/f16 tensors, where
+   * each step would round: not offered */
+  for (int n = 0; n < g->n && s == UJ_OK; n++)
+    if ((b.needed[n] || want[n] >= 0) && ir_dtype_is_half(g->nodes[n].dtype))
+      s = rt_error(UJ_ERR_UNSUPPORTED,
+                   "uj_program_new: the backward pass needs node %d, of dtype %s; it takes f32, f64 and i32 only "
+                   "(cast bf16 and f16 values to f32 first)",
+                   n, uj_dtype_name(g->nodes[n].dtype));
   for (int n = 0; n < g->n && s == UJ_OK; n++) {
     if (!b.needed[n] || tensor_of[n] >= 0) continue;
     const uop_node_t* node = &g->nodes[n];

@@ -36,7 +36,8 @@ void uop_access_at(const uop_nest_t* nest, int t, int ndim, ir_access_t* acc, ir
 
 ir_expr_t* uop_operand(uop_emit_t* E, int n, const uop_nest_t* nest, uj_dtype_t dtype) {
   const uop_node_t* node = &E->g->nodes[n];
-  if (node->kind == UOP_CONST) return ir_ex_const(E->f, dtype, node->value);
+  /* a bf16/f16 node's values are f32 until stored */
+  if (node->kind == UOP_CONST) return ir_ex_const(E->f, ir_dtype_compute(dtype), node->value);
   int t = E->tensor_of[n];
   ir_access_t acc;
   uop_access_at(nest, t, E->f->tensors[t].ndim, &acc, E->f);
@@ -60,7 +61,7 @@ uj_status_t uop_emit_fill(uop_emit_t* E, int t, double value) {
   uop_nest_t nest;
   uj_status_t s = uop_nest_over(E, t, &nest);
   if (s != UJ_OK) return s;
-  return uop_store(E, &nest, t, ir_ex_const(E->f, E->f->tensors[t].dtype, value));
+  return uop_store(E, &nest, t, ir_ex_const(E->f, ir_dtype_compute(E->f->tensors[t].dtype), value));
 }
 
 uj_status_t uop_elementwise_shape(uop_emit_t* E, int n) {

@@ -61,7 +61,7 @@ uj_dtype_t uop_dtype_with(const uj_graph_t* g, uj_io_t id, uj_io_t partner) {
   return n->dtype;
 }
 
-static int dtype_ok(uj_dtype_t d) { return d == UJ_F32 || d == UJ_F64 || d == UJ_I32; }
+static int dtype_ok(uj_dtype_t d) { return uj_dtype_size(d) != 0; }
 
 uj_io_t uj_input(uj_graph_t* g, int ndim, uj_dtype_t dtype) {
   if (!g) return rt_error(UJ_ERR_INVALID, "uj_input: the graph is NULL"), -1;

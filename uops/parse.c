@@ -392,8 +392,8 @@ static int parse_dtype_hint(parser_t* p, int id, const token_t* at) {
   static const struct {
     const char* name;
     uj_dtype_t dtype;
-  } dtypes[] = {{"f32", UJ_F32}, {"f64", UJ_F64}, {"i32", UJ_I32}};
-  for (size_t i = 0; i < 3; i++)
+  } dtypes[] = {{"f32", UJ_F32}, {"f64", UJ_F64}, {"i32", UJ_I32}, {"bf16", UJ_BF16}, {"f16", UJ_F16}};
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
     if (is_name(p, dtypes[i].name)) {
       if (p->assigned[id] || p->is_input[id])
         return fail(p, at->line, at->column, "a dtype hint for '%s' must come before its first use", p->pp->names[id]);
@@ -402,7 +402,7 @@ static int parse_dtype_hint(parser_t* p, int id, const token_t* at) {
       next(p);
       return 1;
     }
-  return expected(p, "a dtype (f32, f64 or i32)");
+  return expected(p, "a dtype (f32, f64, i32, bf16 or f16)");
 }
 
 static int parse_statement(parser_t* p) {

@@ -10,8 +10,10 @@
  * that must agree become the elementwise uop's run-time check, whose
  * message names both operands (by source text) and the axis.
  *
- * dtypes: an input takes its hint, else its tensor's dtype; mixed operands
- * promote (i32 < f32 < f64) with a cast; numbers adopt their partner's
+ * dtypes: an input takes its hint, else its tensor's dtype; an assigned
+ * name with a hint is cast to it (p: bf16; p = m rounds m); mixed operands
+ * promote with a cast (i32 < bf16, f16 < f32 < f64; bf16 with f16 gives
+ * f32: neither holds the other); numbers adopt their partner's
  * dtype; float-only functions cast i32 to f32 first. Arithmetic on numbers
  * alone is folded here, in double, into one number, so that (1 + 2) or
  * -0.1 keeps full precision next to an f64 tensor. */
@@ -63,7 +65,12 @@ static void label(build_t* b, uj_io_t id, const pn_node_t* n) {
   if (!b->g->nodes[id].label) b->g->nodes[id].label = rt_arena_strdup(&b->g->arena, text);
 }
 
-static int dtype_rank(uj_dtype_t d) { return d == UJ_F64 ? 2 : d == UJ_F32 ? 1 : 0; }
+/* The dtype of a and b combined. */
+static uj_dtype_t promoted(uj_dtype_t a, uj_dtype_t b) {
+  if (a == b || b == UJ_I32) return a;
+  if (a == UJ_I32) return b;
+  return a == UJ_F64 || b == UJ_F64 ? UJ_F64 : UJ_F32;
+}
 
 static val_t cast_to(build_t* b, const pn_node_t* n, val_t v, uj_dtype_t dt) {
   if (v.dtype == dt || v.is_const) return (val_t){v.id, v.ndim, v.ones, dt, v.is_const, v.number};
@@ -74,11 +81,11 @@ static val_t cast_to(build_t* b, const pn_node_t* n, val_t v, uj_dtype_t dt) {
 
 /* Brings the values to one dtype (the widest that is not a bare number). */
 static void promote(build_t* b, const pn_node_t* n, val_t* v, int count) {
-  int best = -1;
+  int any = 0;
+  uj_dtype_t dt = UJ_I32;
   for (int i = 0; i < count; i++)
-    if (!v[i].is_const && dtype_rank(v[i].dtype) > best) best = dtype_rank(v[i].dtype);
-  if (best < 0) return;
-  uj_dtype_t dt = best == 2 ? UJ_F64 : best == 1 ? UJ_F32 : UJ_I32;
+    if (!v[i].is_const) dt = any++ ? promoted(dt, v[i].dtype) : v[i].dtype;
+  if (!any) return;
   for (int i = 0; i < count; i++) v[i] = cast_to(b, n, v[i], dt);
 }
 
@@ -276,9 +283,16 @@ static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program
     b->cur[name] = (val_t){ins[i], sig->ndim[i], sig->ones[i], (uj_dtype_t)sig->dtype[i], 0, 0.0};
   }
   for (int i = 0; i < pp->nstmts && s == UJ_OK; i++) {
+    int name = pp->stmts[i].name;
     val_t v = eval(b, pp->stmts[i].value);
+    /* a declared name holds its dtype: `p: bf16` then `p = m` rounds m */
+    if (v.id >= 0 && pp->hinted[name] && (v.is_const || v.dtype != pp->hint[name])) {
+      uj_io_t id = uj_cast(b->g, pp->hint[name], v.id);
+      label(b, id, pp->stmts[i].value);
+      v = id < 0 ? bad() : at(b, pp->stmts[i].value, id, v.ndim, v.ones, pp->hint[name], 0);
+    }
     if (v.id < 0) s = strstr(uj_last_error(), "out of memory") ? UJ_ERR_OOM : UJ_ERR_SHAPE;
-    b->cur[pp->stmts[i].name] = v;
+    b->cur[name] = v;
   }
   for (int i = 0; i < pp->noutputs && s == UJ_OK; i++) outs[i] = b->cur[pp->output_name[i]].id;
   if (s == UJ_OK) {

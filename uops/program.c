@@ -233,18 +233,22 @@ uj_status_t uop_node_emit(uop_emit_t* E, int n) {
   }
 }
 
-/* An output that is an input or already another output gets its own copy. */
+/* An output that is an input or already another output, or whose dtype is
+ * bf16/f16, gets its own copy. */
 static uj_status_t bind_outputs(uop_emit_t* E, const uj_program_desc_t* d) {
   ir_func_t* f = E->f;
   for (int o = 0; o < d->output_count; o++) {
     int src = E->tensor_of[d->outputs[o]];
     ir_tensor_t* st = &f->tensors[src];
-    if (st->role == IR_TENSOR_TEMP) {
+    /* a bf16/f16 result is computed into an f32 temporary and rounded by
+     * the copy into the output, so readers of the temporary see f32 */
+    uj_dtype_t dtype = E->g->nodes[d->outputs[o]].dtype;
+    if (st->role == IR_TENSOR_TEMP && !ir_dtype_is_half(dtype)) {
       st->role = IR_TENSOR_OUTPUT;
       st->io_index = o;
       continue;
     }
-    int t = ir_add_tensor(f, st->dtype, st->ndim, IR_TENSOR_OUTPUT, o);
+    int t = ir_add_tensor(f, dtype, st->ndim, IR_TENSOR_OUTPUT, o);
     if (t < 0) return uop_oom();
     st = &f->tensors[src];
     memcpy(f->tensors[t].dims, st->dims, sizeof st->dims);

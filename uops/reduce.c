@@ -60,8 +60,9 @@ uj_status_t uop_emit_reduce(uop_emit_t* E, uj_reduce_op_t op, uint32_t axes, int
   ir_func_t* f = E->f;
   const ir_tensor_t* x = &f->tensors[xt];
   int ndim = x->ndim;
-  uj_dtype_t out_dtype = f->tensors[t].dtype;
-  uj_dtype_t xdt = x->dtype;
+  /* a bf16/f16 input is summed (compared, ...) in f32 */
+  uj_dtype_t out_dtype = ir_dtype_compute(f->tensors[t].dtype);
+  uj_dtype_t xdt = ir_dtype_compute(x->dtype);
   ir_block_t* b = ir_add_block(f);
   ir_ix_t* zero = ir_ix_const(f, 0);
   if (!b || !zero) return uop_oom();

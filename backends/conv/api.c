@@ -4,7 +4,8 @@
  * bk_conv_problem_t for the backends (conv.h).
  *
  * Checks, in the order a caller would fix them: the handles and desc, each
- * tensor on its own (rank 4, or 1 for a bias; dtype f32/f64; a known
+ * tensor on its own (rank 4, or 1 for a bias; dtype f32/f64, bf16 and f16
+ * refused as unsupported; a known
  * device; sizes >= 1 whose product fits; data present), then the tensors
  * against each other (one dtype, one device, the channel and filter counts
  * agreeing, the output sizes following from the inputs), then that no
@@ -40,6 +41,9 @@ static uj_status_t check_tensor(const char* fn, const char* name, const uj_tenso
                       axes[2], axes[3], t->ndim);
     return rt_error(UJ_ERR_SHAPE, "%s: %s must have rank 1 [K], got rank %d", fn, name, t->ndim);
   }
+  if (t->dtype == UJ_BF16 || t->dtype == UJ_F16)
+    return rt_error(UJ_ERR_UNSUPPORTED, "%s: %s has dtype %s; no convolution backend takes bf16 or f16 (convert to f32)",
+                    fn, name, uj_dtype_name(t->dtype));
   if (t->dtype != UJ_F32 && t->dtype != UJ_F64)
     return rt_error(UJ_ERR_INVALID, "%s: %s has dtype %s (%d); convolutions take f32 or f64", fn, name,
                     uj_dtype_name(t->dtype), (int)t->dtype);

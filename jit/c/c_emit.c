@@ -51,6 +51,8 @@ static const char prelude[] =
     "#define UJ_INLINE static inline\n"
     "#define UJ_EXPF uj_expf\n"
     "typedef union { float f; int32_t i; uint32_t u; } uj_bits;\n"
+    "#define UJ_F2U(x) (((uj_bits){.f = (x)}).u)\n"
+    "#define UJ_U2F(x) (((uj_bits){.u = (x)}).f)\n"
     /* Fused multiply-adds inside the math functions only: each polynomial
      * step and range reduction then rounds once instead of twice, which
      * keeps the errors README.md states (measured both ways) and takes

@@ -27,7 +27,8 @@
  *     path when every access is either "flat" (the tensor indexed by the
  *     loops in order, with the loops' ranges as its sizes, so that its
  *     offset is the flattened index itself) or loop-invariant and read-only,
- *     no check is needed and no loop index is used as a value.
+ *     no check is needed, no loop index is used as a value and no tensor is
+ *     bf16/f16 (those load and store one element at a time).
  * It assumes a verified IR and invalidates nothing. */
 #include <stdlib.h>
 
@@ -170,6 +171,10 @@ static void scan_vector_access(void* ctx, ir_access_t* acc, int is_write, int le
   (void)stmt;
   vector_scan_t* v = ctx;
   if (v->f->tensors[acc->tensor].local) return;
+  if (ir_dtype_is_half(v->f->tensors[acc->tensor].dtype)) { /* no 16-bit vector types in the prelude */
+    v->ok = 0;
+    return;
+  }
   if (jit_cu_access_flat(v->f, v->b, acc)) {
     int size = uj_dtype_size(v->f->tensors[acc->tensor].dtype);
     if (size > v->widest) v->widest = size;

@@ -7,7 +7,8 @@
  * with run-time checked axes branches past itself when an index is out of
  * range, checking an i32 index read before using it.
  *
- * Values live in MIR registers: f32 in F registers (MIR's float operations
+ * Values live in MIR registers (bf16 and f16 elements are widened to f32
+ * when loaded and rounded when stored, jit/mir/mir_half.c): f32 in F registers (MIR's float operations
  * round to f32 after each operation, as the interpreter does), f64 in D,
  * i32 sign-extended in I64 registers and re-wrapped (EXT32) after each
  * operation that can leave the 32-bit range. Index arithmetic is 64-bit.
@@ -361,8 +362,10 @@ static MIR_reg_t lower_binary(lower_t* L, const ir_expr_t* e) {
 }
 
 static MIR_reg_t lower_cast(lower_t* L, const ir_expr_t* e) {
-  uj_dtype_t to = e->dtype, from = e->a->dtype;
+  /* a bf16/f16 operand is an f32 register */
+  uj_dtype_t to = e->dtype, from = ir_dtype_compute(e->a->dtype);
   MIR_reg_t a = lower_expr(L, e->a);
+  if (ir_dtype_is_half(to)) return jit_mir_half_round(L, to, from, a);
   if (to == from) return a;
   if (to == UJ_I32) return saturate_i32(L, a, from);
   MIR_reg_t r = new_reg(L, reg_type(to));
@@ -391,6 +394,8 @@ static MIR_reg_t lower_expr(lower_t* L, const ir_expr_t* e) {
     case IR_EX_CONST: return constant(L, e->dtype, e->value);
     case IR_EX_LOAD:
       if (L->f->tensors[e->access.tensor].local) return local_reg(L, e->access.tensor);
+      if (ir_dtype_is_half(L->f->tensors[e->access.tensor].dtype))
+        return jit_mir_half_load(L, L->f->tensors[e->access.tensor].dtype, access_mem(L, &e->access));
       r = new_reg(L, reg_type(e->dtype));
       insn2(L, mov_code(e->dtype), R(r), access_mem(L, &e->access));
       return r;
@@ -495,6 +500,11 @@ static void lower_stmt(lower_t* L, const ir_stmt_t* s) {
       insn2(L, mov_code(d), R(local_reg(L, t)), R(v));
     } else {
       MIR_op_t mem = access_mem(L, &s->target);
+      if (ir_dtype_is_half(d)) { /* a store (ir_verify: no scatter-add into a half) */
+        jit_mir_half_store(L, d, mem, v);
+        if (skip) emit(L, skip);
+        return;
+      }
       if (s->kind == IR_ST_SCATTER_ADD) {
         MIR_reg_t old = new_reg(L, reg_type(d)), sum = new_reg(L, reg_type(d));
         insn2(L, mov_code(d), R(old), mem);

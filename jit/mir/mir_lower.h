@@ -68,8 +68,13 @@ static inline MIR_reg_t new_reg(lower_t* L, MIR_type_t type) {
   return MIR_new_func_reg(L->ctx, L->func, type, name);
 }
 
-static inline MIR_type_t reg_type(uj_dtype_t d) { return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I64; }
-static inline MIR_type_t mem_type(uj_dtype_t d) { return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I32; }
+/* A bf16/f16 value is held as an f32; its element in memory is 16 bits. */
+static inline MIR_type_t reg_type(uj_dtype_t d) {
+  return d == UJ_F32 || ir_dtype_is_half(d) ? MIR_T_F : d == UJ_F64 ? MIR_T_D : MIR_T_I64;
+}
+static inline MIR_type_t mem_type(uj_dtype_t d) {
+  return d == UJ_F32 ? MIR_T_F : d == UJ_F64 ? MIR_T_D : ir_dtype_is_half(d) ? MIR_T_U16 : MIR_T_I32;
+}
 static inline MIR_insn_code_t mov_code(uj_dtype_t d) { return d == UJ_F32 ? MIR_FMOV : d == UJ_F64 ? MIR_DMOV : MIR_MOV; }
 
 /* A register holding constant v of dtype d, loaded once at entry. */
@@ -132,6 +137,14 @@ static inline MIR_reg_t float_of(lower_t* L, MIR_reg_t u) {
   insn2(L, MIR_FMOV, R(x), MIR_new_mem_op(L->ctx, MIR_T_F, 0, slot, 0, 1));
   return x;
 }
+
+/* bf16/f16 (jit/mir/mir_half.c, the algorithms of ir/half.c): a load of
+ * the element at mem (of MIR_T_U16) widened to an f32 register; a store of
+ * f32 register x rounded to it; and a cast: x, of dtype from (a compute
+ * dtype), rounded to half dtype d and widened back. */
+MIR_reg_t jit_mir_half_load(lower_t* L, uj_dtype_t d, MIR_op_t mem);
+void jit_mir_half_store(lower_t* L, uj_dtype_t d, MIR_op_t mem, MIR_reg_t x);
+MIR_reg_t jit_mir_half_round(lower_t* L, uj_dtype_t d, uj_dtype_t from, MIR_reg_t x);
 
 /* One expression or statement, as jit/mir/mir_emit.c lowers them. */
 MIR_reg_t jit_mir_expr(lower_t* L, const ir_expr_t* e);
