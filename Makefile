@@ -354,6 +354,7 @@ $(BENCH_DIR)/aot_%.o: $(BENCH_DIR)/aot_%.c
 $(BENCH_OBJS): override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
 $(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o: override CFLAGS += -O3 -march=native -ffast-math
 $(BUILD)/obj/bench/stream.o: override CFLAGS += -O3 -march=native -fno-tree-loop-distribute-patterns
+$(BUILD)/obj/bench/groups_copy.o: override CFLAGS += -O3 -march=native -fno-tree-loop-distribute-patterns
 
 $(BENCH): $(BENCH_OBJS) $(BENCH_AOT_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -66,19 +66,6 @@ static uj_status_t check_all(uj_program_t* p, const uj_group_t* groups, int grou
   return UJ_OK;
 }
 
-/* 1 when every group has its arrays and tensors (the plan reads them);
- * the per-group checks say what is missing otherwise. */
-static int all_present(const uj_group_t* groups, int group_count, int input_count, int output_count) {
-  for (int g = 0; g < group_count; g++) {
-    if ((input_count && !groups[g].inputs) || (output_count && !groups[g].outputs)) return 0;
-    for (int i = 0; i < input_count; i++)
-      if (!groups[g].inputs[i]) return 0;
-    for (int o = 0; o < output_count; o++)
-      if (!groups[g].outputs[o]) return 0;
-  }
-  return 1;
-}
-
 static uj_status_t run_one_by_one(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
                                   int input_count, const int64_t* params, int param_count, int output_count) {
   for (int i = 0; i < group_count; i++) {
@@ -95,7 +82,7 @@ static uj_status_t run_one_by_one(uj_ctx_t* ctx, uj_program_t* p, const uj_group
 /* The CPU fast path through engine row e: *ran 0 when the row serves this
  * call without a compiled kernel (the interpreter, or tiered AUTO's pick
  * of it), for the caller to run the groups one by one. */
-static uj_status_t run_cpu(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* given, const groups_plan_t* plan,
+static uj_status_t run_cpu(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* given, groups_plan_t* plan,
                            const uj_group_t* groups, int group_count, const int64_t* params, int* ran) {
   *ran = 0;
   if (!e->get && !e->choose) return UJ_OK;
@@ -103,8 +90,7 @@ static uj_status_t run_cpu(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* g
   if (!js) return UJ_ERR_OOM;
   const ir_func_t* f = plan->f;
   ir_buffer_t buf[GROUPS_MAX_TENSORS];
-  int64_t total = 0;
-  for (int g = 0; g < group_count; g++) total += groups_numel(plan, &groups[g]);
+  int64_t total = plan->total;
   for (int t = 0; t < f->ntensors; t++) {
     buf[t] = (ir_buffer_t){{0}, 1, NULL};
     if (f->tensors[t].ndim == 1) buf[t].dims[0] = buf[t].numel = plan->t_kind[t] == GK_REDUCED ? 1 : total;
@@ -135,11 +121,7 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
     return rt_error(UJ_ERR_INVALID, "the program has %d outputs, got %d", uj_program_io_count(p, 1), output_count);
   groups_plan_t plan;
   int fast = 0;
-  uj_status_t s = UJ_OK;
-  if (all_present(groups, group_count, input_count, output_count))
-    s = groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast);
-  else
-    memset(&plan, 0, sizeof plan);
+  uj_status_t s = groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast);
   uj_device_t dev = fast ? (uj_device_t)groups[0].inputs[0]->device : UJ_CPU;
   const jit_engine_t* engine = NULL;
   if (s == UJ_OK && fast && (param_count != plan.flat->nparams || (param_count && !params))) fast = 0;
@@ -160,10 +142,9 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
 
 int jit_groups_fast(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
                     const int64_t* params) {
-  int nin = uj_program_io_count(p, 0), nout = uj_program_io_count(p, 1), fast = 0;
+  int fast = 0;
   groups_plan_t plan;
-  if (group_count < 1 || !all_present(groups, group_count, nin, nout) ||
-      groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast) != UJ_OK)
+  if (group_count < 1 || groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast) != UJ_OK)
     return 0;
   if (fast) fast = groups_check_fast(&plan, groups, group_count, groups[0].inputs[0]->device);
   groups_plan_release(&plan);

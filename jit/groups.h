@@ -50,6 +50,9 @@ typedef struct {
    * run as iteration 0 over a piece), 0 elementwise (run over [0, length)) */
   unsigned char block_reduces[GROUPS_MAX_TENSORS];
   int alias_safe[GROUPS_MAX_SLOTS][GROUPS_MAX_SLOTS]; /* [output][input]: may share memory exactly */
+  /* by group: its elements (groups_check_fast fills them), and their sum */
+  int64_t* numel;
+  int64_t total;
 } groups_plan_t;
 
 /* Whether the fast path serves p on these groups (*fast 1) and its plan;
@@ -61,19 +64,19 @@ uj_status_t groups_plan_make(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* g
                              const int64_t* params, groups_plan_t* plan, int* fast);
 void groups_plan_release(groups_plan_t* plan);
 
-/* The group's element count and shape: those of its first GROUP input. */
-int64_t groups_numel(const groups_plan_t* plan, const uj_group_t* g);
-
 /* Checks every group against the plan (device dev, the dtypes, ranks and
- * sizes it needs, data present): 1 when all pass; 0 names nothing (the
+ * sizes it needs, data present) and notes its elements in plan->numel
+ * (the group's shape is that of its first input that is not a scalar):
+ * 1 when all pass; 0 names nothing (the
  * caller's per-group check says what is wrong, or that the fast path's
  * stricter rules are what failed). Also 0 when an output of a group shares
  * memory with one of its inputs other than exactly (the per-group run copies
  * such an output aside). */
-int groups_check_fast(const groups_plan_t* plan, const uj_group_t* groups, int group_count, uj_device_t dev);
+int groups_check_fast(groups_plan_t* plan, const uj_group_t* groups, int group_count, uj_device_t dev);
 
 /* UJ_ERR_INVALID naming both when an output of one group overlaps a tensor
- * of another (sorted by address: linear in the tensors after a radix sort). */
+ * of another (sorted by address: linear in the tensors after a radix sort;
+ * a list the previous call verified is recognized without sorting). */
 uj_status_t groups_check_overlap(const uj_group_t* groups, int group_count, int input_count, int output_count);
 
 /* A piece: elements [begin, end) of group `group`. Pieces cut each group at
@@ -88,8 +91,8 @@ typedef struct {
 
 /* The pieces of all groups in order, and per group the index of its first
  * piece (first[group_count] = the count): malloc'ed, freed by the caller. */
-uj_status_t groups_pieces(const groups_plan_t* plan, const uj_group_t* groups, int group_count, int64_t piece,
-                          groups_piece_t** pieces, int64_t* npieces, int64_t** first);
+uj_status_t groups_pieces(const groups_plan_t* plan, int group_count, int64_t piece, groups_piece_t** pieces,
+                          int64_t* npieces, int64_t** first);
 
 /* Combines a group's per-piece partial results of one reduction (count of
  * them in the output's dtype, stride bytes apart, in piece order) into

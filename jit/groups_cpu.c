@@ -28,8 +28,8 @@ enum {
   MIN_TASK = 16384,         /* elements: about what pays for waking a thread (jit/blocks.c) */
 };
 
-uj_status_t groups_pieces(const groups_plan_t* plan, const uj_group_t* groups, int group_count, int64_t piece,
-                          groups_piece_t** pieces, int64_t* npieces, int64_t** first) {
+uj_status_t groups_pieces(const groups_plan_t* plan, int group_count, int64_t piece, groups_piece_t** pieces,
+                          int64_t* npieces, int64_t** first) {
   *pieces = NULL;
   *first = malloc(((size_t)group_count + 1) * sizeof **first);
   if (!*first)
@@ -37,7 +37,7 @@ uj_status_t groups_pieces(const groups_plan_t* plan, const uj_group_t* groups, i
                     ((size_t)group_count + 1) * sizeof **first);
   int64_t n = 0;
   for (int g = 0; g < group_count; g++) {
-    int64_t numel = groups_numel(plan, &groups[g]);
+    int64_t numel = plan->numel[g];
     (*first)[g] = n;
     n += numel ? (numel + piece - 1) / piece : plan->nred > 0;
   }
@@ -52,7 +52,7 @@ uj_status_t groups_pieces(const groups_plan_t* plan, const uj_group_t* groups, i
   }
   int64_t k = 0;
   for (int g = 0; g < group_count; g++) {
-    int64_t numel = groups_numel(plan, &groups[g]);
+    int64_t numel = plan->numel[g];
     if (!numel && plan->nred) (*pieces)[k++] = (groups_piece_t){g, 0, 0};
     for (int64_t b = 0; b < numel; b += piece)
       (*pieces)[k++] = (groups_piece_t){g, b, numel - b < piece ? numel : b + piece};
@@ -158,7 +158,7 @@ uj_status_t groups_cpu_run(jit_state_t* js, const jit_blocks_t* k, const groups_
                            const uj_group_t* groups, int group_count, const int64_t* params) {
   groups_piece_t* pieces;
   int64_t npieces, *first;
-  uj_status_t s = groups_pieces(plan, groups, group_count, GROUPS_PIECE, &pieces, &npieces, &first);
+  uj_status_t s = groups_pieces(plan, group_count, GROUPS_PIECE, &pieces, &npieces, &first);
   if (s != UJ_OK) return s;
   int64_t* task_first = malloc(((size_t)npieces + 1) * sizeof *task_first);
   size_t partial_bytes = (size_t)npieces * (size_t)plan->nred * PARTIAL_BYTES;

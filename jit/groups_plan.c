@@ -23,6 +23,7 @@
  * outputs of the group's shape have it (shape computed for sizes of 2 on
  * every axis), its reductions are all-ones (sum(x, axis=0) at rank 2 is not
  * a full reduction, and sends the call to the per-group path). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "groups.h"
@@ -180,17 +181,6 @@ static int rank_of_group(const groups_plan_t* plan, const uj_group_t* g) {
   return -1;
 }
 
-int64_t groups_numel(const groups_plan_t* plan, const uj_group_t* g) {
-  for (int i = 0; i < plan->nin; i++) {
-    if (plan->in_kind[i] != GK_GROUP) continue;
-    const uj_tensor_t* t = g->inputs[i];
-    int64_t n = 1;
-    for (int a = 0; a < t->ndim; a++) n *= t->dims[a];
-    return n;
-  }
-  return 0;
-}
-
 /* The program's build for groups of rank r agrees with the flat one (the
  * file's comment): fills plan->reduced_rank[r]. 0 when it does not. */
 static int rank_agrees(groups_plan_t* plan, uj_program_t* p, int r, const int64_t* params) {
@@ -221,11 +211,18 @@ static int rank_agrees(groups_plan_t* plan, uj_program_t* p, int r, const int64_
   return 1;
 }
 
-/* Slot kinds and dtypes from the groups: 0 when the groups disagree on a
- * dtype or a device, or no input is of the group's shape. */
+/* Slot kinds and dtypes from the groups: 0 when a group lacks a tensor,
+ * the groups disagree on a dtype or a device, or no input is of the
+ * group's shape. */
 static int slots_from_groups(groups_plan_t* plan, const uj_group_t* groups, int group_count) {
   int any_group = 0;
+  for (int g = 0; g < group_count; g++) {
+    if ((plan->nin && !groups[g].inputs) || !groups[g].outputs) return 0;
+    for (int o = 0; o < plan->nout; o++)
+      if (!groups[g].outputs[o]) return 0;
+  }
   for (int i = 0; i < plan->nin; i++) {
+    if (!groups[0].inputs[i]) return 0;
     const uj_tensor_t* first = groups[0].inputs[i];
     int scalar = 1;
     for (int g = 0; g < group_count; g++) {
@@ -283,11 +280,16 @@ uj_status_t groups_plan_make(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* g
           plan->t_kind[o] == GK_GROUP && plan->t_kind[i] == GK_GROUP)
         plan->alias_safe[plan->t_output[o]][plan->t_input[i]] =
             jit_memo_alias_safe(plan->flat, UJ_FORWARD, f, i, o);
+  if (!(plan->numel = malloc((size_t)group_count * sizeof *plan->numel)))
+    return rt_error(UJ_ERR_OOM, "out of memory for the sizes of %d groups (%zu bytes)", group_count,
+                    (size_t)group_count * sizeof *plan->numel);
   *fast = 1;
   return UJ_OK;
 }
 
 void groups_plan_release(groups_plan_t* plan) {
+  free(plan->numel);
+  plan->numel = NULL;
   pn_release(plan->held);
   plan->held = NULL;
   plan->flat = NULL;
