@@ -131,9 +131,13 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
   if (s == UJ_OK && fast) s = rt_ctx_settings_check(ctx, 1u << RT_SETTING_ENGINE);
   if (s == UJ_OK && fast) s = jit_engine_for_call(ctx, dev, &engine);
   if (s == UJ_OK && fast) s = rt_ctx_settings_check(ctx, engine->settings);
+  /* an engine for the other device: the per-group path says why it cannot run */
+  if (s == UJ_OK && fast && engine->device != dev) fast = 0;
   int ran = 0;
   if (s == UJ_OK && fast && dev == UJ_CPU)
     s = run_cpu(ctx, engine, p, &plan, groups, group_count, params, &ran);
+  else if (s == UJ_OK && fast && dev == UJ_CUDA)
+    s = jit_cuda_groups_run(ctx, &plan, groups, group_count, params, &ran);
   groups_plan_release(&plan);
   if (s == UJ_OK && !ran)
     s = run_one_by_one(ctx, p, groups, group_count, input_count, params, param_count, output_count);
