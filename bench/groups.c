@@ -194,16 +194,56 @@ static int step_call(void* arg) {
   return -1;
 }
 
-static double time_steps(uj_engine_t engine, int threads, uj_program_t* prog, param_set_t* s, int samples) {
+/* A context for engine e on `threads` threads, warmed by one step (its
+ * kernel compiled); NULL with a message when it cannot run. */
+static uj_ctx_t* warm_context(uj_engine_t e, int threads, step_arg_t* arg) {
   uj_ctx_t* ctx = uj_ctx_new();
-  if (!ctx || uj_ctx_set_engine(ctx, engine) != UJ_OK || uj_ctx_set_threads(ctx, threads) != UJ_OK) {
+  if (!ctx || uj_ctx_set_engine(ctx, e) != UJ_OK || uj_ctx_set_threads(ctx, threads) != UJ_OK) {
+    fprintf(stderr, "bench --groups: engine %s: %s\n", uj_engine_name(e), uj_last_error());
     uj_ctx_free(ctx);
-    return -1;
+    return NULL;
   }
-  step_arg_t arg = {ctx, prog, s, 1};
-  double ns = step_call(&arg) == 0 ? bench_time_calls(step_call, &arg, samples, 2e7) : -1;
-  uj_ctx_free(ctx);
-  return ns;
+  arg->ctx = ctx;
+  if (step_call(arg) != 0) {
+    uj_ctx_free(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* The traffic-matched copy over a set, as a call. */
+typedef struct {
+  param_set_t* s;
+  int threads;
+} copy_arg_t;
+
+static int copy_call(void* arg) {
+  copy_arg_t* c = arg;
+  groups_copy_ns(c->s->p, c->s->g, c->s->m, c->s->v, c->s->numel, c->s->count, c->threads, 1);
+  return 0;
+}
+
+/* Round-robin timing: each round calls every item once, so that they share
+ * the machine's state of the moment (it is noisy and shared); the median
+ * per item over the rounds, or -1 for an item whose call failed. */
+enum { MAX_ITEMS = 8, MAX_ROUNDS = 64 };
+typedef struct {
+  bench_call_fn call;
+  void* arg;
+  double ns[MAX_ROUNDS];
+  int failed;
+} timed_t;
+
+static void time_rounds(timed_t* items, int n, int rounds, double* medians) {
+  if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
+  for (int r = 0; r < rounds; r++)
+    for (int i = 0; i < n; i++) {
+      if (items[i].failed) continue;
+      double t0 = bench_now_ns();
+      items[i].failed = items[i].call(items[i].arg) != 0;
+      items[i].ns[r] = bench_now_ns() - t0;
+    }
+  for (int i = 0; i < n; i++) medians[i] = items[i].failed ? -1 : bench_median(items[i].ns, rounds);
 }
 
 /* ---- torch, through bench/groups_peers.py ---- */
@@ -278,6 +318,16 @@ static double total_elements(const param_set_t* s) {
   return n;
 }
 
+static void print_row(const char* who, int threads, double ns, double bytes, double limit, double foreach) {
+  if (ns < 0) {
+    printf("  %-22s %7d %10s\n", who, threads, "failed");
+    return;
+  }
+  char ratio[32] = "";
+  if (foreach > 0) snprintf(ratio, sizeof ratio, "%.2fx", foreach / ns);
+  printf("  %-22s %7d %10.2f %8.2f %10.0f%% %14s\n", who, threads, ns / 1e6, bytes / ns, 100.0 * limit / ns, ratio);
+}
+
 static void gpt2_section(int samples) {
   static shape_t shapes[148];
   int count = gpt2_small(shapes);
@@ -300,31 +350,33 @@ static void gpt2_section(int samples) {
          err >= 0 && err <= 1e-5 ? "ok" : "MISMATCH");
   printf("  %-22s %7s %10s %8s %11s %14s\n", "", "threads", "ms/step", "GB/s", "% of limit", "torch foreach/");
   for (int threads = 1; threads <= 2; threads++) {
-    double limit = groups_copy_ns(s.p, s.g, s.m, s.v, s.numel, s.count, threads, samples);
+    enum { NE = sizeof engines / sizeof *engines };
+    copy_arg_t copy = {&s, threads};
+    step_arg_t steps[NE];
+    uj_ctx_t* ctxs[NE];
+    timed_t items[NE + 1] = {{copy_call, &copy, {0}, 0}};
+    for (int e = 0; e < NE; e++) {
+      steps[e] = (step_arg_t){NULL, prog, &s, 1};
+      ctxs[e] = warm_context(engines[e], threads, &steps[e]);
+      items[e + 1] = (timed_t){step_call, &steps[e], {0}, ctxs[e] == NULL};
+    }
+    double ns[NE + 1];
+    time_rounds(items, NE + 1, samples, ns);
+    for (int e = 0; e < NE; e++) uj_ctx_free(ctxs[e]);
     double foreach = -1;
     for (int k = 0; k < ntorch; k++)
       if (!strcmp(trows[k].peer, "foreach") && trows[k].threads == threads && trows[k].ok) foreach = trows[k].ns;
-    printf("  %-22s %7d %10.2f %8.2f %10.0f%% %14s\n", "traffic limit (copy)", threads, limit / 1e6, bytes / limit,
-           100.0, "");
-    for (size_t e = 0; e < sizeof engines / sizeof *engines; e++) {
-      double ns = time_steps(engines[e], threads, prog, &s, samples);
-      if (ns < 0) {
-        printf("  %-22s %7d %10s\n", uj_engine_name(engines[e]), threads, "failed");
-        continue;
-      }
-      char ratio[32] = "";
-      if (foreach > 0) snprintf(ratio, sizeof ratio, "%.2fx", foreach / ns);
+    print_row("traffic limit (copy)", threads, ns[0], bytes, ns[0], -1);
+    for (int e = 0; e < NE; e++) {
       char who[32];
       snprintf(who, sizeof who, "uopjit %s", uj_engine_name(engines[e]));
-      printf("  %-22s %7d %10.2f %8.2f %10.0f%% %14s\n", who, threads, ns / 1e6, bytes / ns, 100.0 * limit / ns,
-             ratio);
+      print_row(who, threads, ns[e + 1], bytes, ns[0], foreach);
     }
     for (int k = 0; k < ntorch; k++)
       if (trows[k].threads == threads) {
         char who[64];
         snprintf(who, sizeof who, "torch AdamW %.15s%s", trows[k].peer, trows[k].ok ? "" : " (MISMATCH)");
-        printf("  %-22s %7d %10.2f %8.2f %10.0f%% %14s\n", who, threads, trows[k].ns / 1e6, bytes / trows[k].ns,
-               100.0 * limit / trows[k].ns, "");
+        print_row(who, threads, trows[k].ns, bytes, ns[0], -1);
       }
   }
   set_free(&s);
@@ -332,7 +384,7 @@ static void gpt2_section(int samples) {
 }
 
 static void many_small_section(int samples) {
-  enum { MANY = 10000 };
+  enum { MANY = 10000, NE = sizeof engines / sizeof *engines };
   static shape_t many[MANY];
   uint64_t state = 12345;
   int64_t total = 0;
@@ -343,9 +395,9 @@ static void many_small_section(int samples) {
   }
   shape_t one = {1, {total, 0}};
   uj_program_t* prog = NULL;
-  param_set_t s_many, s_one;
-  if (uj_program_parse(ADAMW_SOURCE, &prog) != UJ_OK || set_new(&s_many, many, MANY, prog, 8) != 0 ||
-      set_new(&s_one, &one, 1, prog, 9) != 0) {
+  param_set_t sets[2];
+  if (uj_program_parse(ADAMW_SOURCE, &prog) != UJ_OK || set_new(&sets[0], many, MANY, prog, 8) != 0 ||
+      set_new(&sets[1], &one, 1, prog, 9) != 0) {
     fprintf(stderr, "bench --groups: cannot set up the small tensors: %s\n", uj_last_error());
     uj_program_free(prog);
     return;
@@ -354,21 +406,33 @@ static void many_small_section(int samples) {
          (long long)total, (long long)total);
   printf("  %-22s %7s %12s %12s %10s\n", "", "threads", "many ms", "one ms", "many/one");
   for (int threads = 1; threads <= 2; threads++) {
-    double limit_many = groups_copy_ns(s_many.p, s_many.g, s_many.m, s_many.v, s_many.numel, MANY, threads, samples);
-    double limit_one = groups_copy_ns(s_one.p, s_one.g, s_one.m, s_one.v, s_one.numel, 1, threads, samples);
-    printf("  %-22s %7d %12.3f %12.3f %9.2fx\n", "traffic limit (copy)", threads, limit_many / 1e6, limit_one / 1e6,
-           limit_many / limit_one);
-    for (size_t e = 0; e < sizeof engines / sizeof *engines; e++) {
-      double ns_many = time_steps(engines[e], threads, prog, &s_many, samples);
-      double ns_one = time_steps(engines[e], threads, prog, &s_one, samples);
+    /* items: per set, the copy then each engine */
+    copy_arg_t copies[2] = {{&sets[0], threads}, {&sets[1], threads}};
+    step_arg_t steps[2][NE];
+    uj_ctx_t* ctxs[2][NE];
+    timed_t items[2 * (NE + 1)];
+    for (int k = 0; k < 2; k++) {
+      items[k * (NE + 1)] = (timed_t){copy_call, &copies[k], {0}, 0};
+      for (int e = 0; e < NE; e++) {
+        steps[k][e] = (step_arg_t){NULL, prog, &sets[k], 1};
+        ctxs[k][e] = warm_context(engines[e], threads, &steps[k][e]);
+        items[k * (NE + 1) + e + 1] = (timed_t){step_call, &steps[k][e], {0}, ctxs[k][e] == NULL};
+      }
+    }
+    double ns[2 * (NE + 1)];
+    time_rounds(items, 2 * (NE + 1), 3 * samples, ns);
+    for (int k = 0; k < 2; k++)
+      for (int e = 0; e < NE; e++) uj_ctx_free(ctxs[k][e]);
+    for (int e = 0; e <= NE; e++) {
       char who[32];
-      snprintf(who, sizeof who, "uopjit %s", uj_engine_name(engines[e]));
-      if (ns_many < 0 || ns_one < 0) printf("  %-22s %7d %12s\n", who, threads, "failed");
-      else printf("  %-22s %7d %12.3f %12.3f %9.2fx\n", who, threads, ns_many / 1e6, ns_one / 1e6, ns_many / ns_one);
+      snprintf(who, sizeof who, e ? "uopjit %s" : "traffic limit (copy)", e ? uj_engine_name(engines[e - 1]) : "");
+      double a = ns[e], b = ns[NE + 1 + e];
+      if (a < 0 || b < 0) printf("  %-22s %7d %12s\n", who, threads, "failed");
+      else printf("  %-22s %7d %12.3f %12.3f %9.2fx\n", who, threads, a / 1e6, b / 1e6, a / b);
     }
   }
-  set_free(&s_many);
-  set_free(&s_one);
+  set_free(&sets[0]);
+  set_free(&sets[1]);
   uj_program_free(prog);
 }
 
