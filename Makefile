@@ -315,7 +315,7 @@ uninstall:
 # threads of its own (calls pthread_create). A race
 # report makes the binary exit non-zero (TSan's status 66), which counts
 # as a failure.
-THREAD_TEST_SRCS := $(sort tests/test_threads.c tests/test_tier.c tests/test_chains.c $(shell grep -l pthread_create $(TEST_SRCS)))
+THREAD_TEST_SRCS := $(sort tests/test_threads.c tests/test_tier.c tests/test_chains.c tests/test_groups_fast.c $(shell grep -l pthread_create $(TEST_SRCS)))
 tsan:
 	@TSAN_OPTIONS="second_deadlock_stack=1" \
 	  $(MAKE) --no-print-directory BUILD=build/tsan TSAN=1 \
@@ -359,6 +359,7 @@ $(BENCH_DIR)/aot_%.o: $(BENCH_DIR)/aot_%.c
 $(BENCH_OBJS): override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
 $(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o: override CFLAGS += -O3 -march=native -ffast-math
 $(BUILD)/obj/bench/stream.o: override CFLAGS += -O3 -march=native -fno-tree-loop-distribute-patterns
+$(BUILD)/obj/bench/groups_copy.o: override CFLAGS += -O3 -march=native -fno-tree-loop-distribute-patterns
 
 $(BENCH): $(BENCH_OBJS) $(BENCH_AOT_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -166,6 +166,7 @@ static void usage(FILE* f) {
           "  python3 imports numpy (UOPJIT_BENCH_PYTHON chooses the interpreter).\n"
           "  --short  sizes 2^16 and 2^20, a quarter of the rows, fewer repetitions\n"
           "  --rows   only softmax and layernorm over the rows of a matrix, with their peers\n"
+          "  --groups [--short]  instead, an AdamW step over many tensors (groups.c)\n"
           "  --tier   instead, the tiered auto engine beside MIR and C: first call, per call\n"
           "           after 0.5 s of calls, a second process's first call (tier.c)\n"
           "  --conv [--threads N]  instead, the convolution backends on network layers (conv.c)\n"
@@ -180,6 +181,7 @@ int main(int argc, char** argv) {
   static rows_results_t rows;
   int rows_only = 0;
   if (argc > 1 && strcmp(argv[1], "--conv") == 0) return bench_conv_main(argc - 1, argv + 1);
+  if (argc > 1 && strcmp(argv[1], "--groups") == 0) return bench_groups(argc > 2 && !strcmp(argv[2], "--short"));
   if (argc > 1 && strncmp(argv[1], "--tier", 6) == 0) return bench_tier_main(argc, argv, &sigmoid);
   if ((argc == 2 || (argc == 3 && strcmp(argv[2], "--quick") == 0)) && strcmp(argv[1], "--gpu") == 0) {
     const program_spec_t* programs[] = {&sigmoid, &adam, &sumsq};

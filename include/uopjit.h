@@ -468,8 +468,21 @@ typedef struct {
  * per group (pointing at element i of a per-group array: per-layer learning
  * rates). An output that reduces every axis (sum(x*x)) is a per-group
  * result, written to that group's tensor. params are shared by all groups.
- * Groups must not share output memory with one another (an output may share
- * memory with an input of its own group, as in uj_program_run).
+ * An output of one group must not overlap any tensor of another group
+ * (UJ_ERR_INVALID naming both; an output may share memory with an input of
+ * its own group, as in uj_program_run).
+ *
+ * When every tensor of a group that is not 0-d has the group's shape, the
+ * dtypes agree between groups, and the program is elementwise with, at
+ * most, full reductions into outputs (an update, sum(p*p), amax(g)), the
+ * call is one pass over all the groups' elements: on the CPU split across
+ * the context's threads by elements, not by groups, through one compiled
+ * kernel for every size and number of groups; on CUDA one launch over a
+ * table of chunks. A full reduction adds the partial results of pieces of
+ * 32768 elements in order (the same bits for any number of threads, within
+ * rounding of one run of that group). Other programs and groups (broadcasting
+ * within a group, a reduction over one axis, the interpreter) run group by
+ * group through uj_program_run.
  *
  * Every group is checked before anything is written: a failing call names
  * the group ("group 3: ...") and writes nothing. group_count 0 does

@@ -150,6 +150,12 @@ static void run_range(void* ctx, int64_t begin, int64_t end) {
   else j->fn(j->buf, j->dims, j->params, begin, end);
 }
 
+void jit_block_call(const jit_blocks_t* k, int block, void* const* data, const int64_t* dims, const int64_t* params,
+                    int64_t begin, int64_t end) {
+  range_job_t job = {k->fns[block], k->strips[block].finish ? &k->strips[block] : NULL, data, dims, params};
+  if ((job.fn || job.strips) && end > begin) run_range(&job, begin, end);
+}
+
 /* The iterations of loops 1..depth of b for one iteration of its
  * outermost loop, roughly: their extents with the outer loops at their
  * first iteration (the outermost at `row`). */

@@ -1,13 +1,28 @@
-/* jit/groups.c: multi-tensor execution (uj_program_run_groups). A call
- * first checks every group as uj_program_run would (the inputs through
- * uj_program_shape, each output's dtype, rank and sizes against what the
- * program gives for that group), so that a bad group fails the call before
- * any group is written; then it runs the groups in order, each through
- * uj_program_run, which shares the program's compiled kernels between
- * groups of the same build. */
+/* jit/groups.c: multi-tensor execution (uj_program_run_groups).
+ *
+ * A call checks every group before anything is written. When the program
+ * and the groups fit the fast path (jit/groups_plan.c: the program's flat
+ * build is elementwise with full reductions, every group's tensors share
+ * the group's shape, the dtypes agree between groups), the checks are a
+ * few compares per tensor (jit/groups_check.c) and the whole list runs as
+ * one pass over its elements: on the CPU one threaded pass through the
+ * flat build's compiled kernel (jit/groups_cpu.c), on CUDA one launch over
+ * a table of chunks (jit/cuda/cuda_groups.c). The kernel is the program's
+ * one build for every size, group count and scalar value, so nothing
+ * compiles after the first call.
+ *
+ * Otherwise (another kind of program, broadcasting between a group's
+ * tensors, dtypes that differ between groups, an output sharing part of an
+ * input, the interpreter) each group is checked as uj_program_run would
+ * check it and the groups run one by one through uj_program_run, which
+ * shares the program's compiled kernels between groups of the same build.
+ * Either way outputs of different groups must not overlap one another or
+ * another group's inputs (checked on every call: sorted by address). */
 #include <string.h>
 
-#include "../rt/rt.h"
+#include "../rt/cuda.h"
+#include "groups.h"
+#include "memo.h"
 
 static uj_status_t check_group(uj_program_t* p, const uj_group_t* g, int input_count, const int64_t* params,
                                int output_count) {
@@ -39,11 +54,8 @@ static uj_status_t check_group(uj_program_t* p, const uj_group_t* g, int input_c
   return UJ_OK;
 }
 
-uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
-                                  int input_count, const int64_t* params, int param_count, int output_count) {
-  if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run_groups: ctx and p must not be NULL");
-  if (group_count < 0) return rt_error(UJ_ERR_INVALID, "group_count is %d, below 0", group_count);
-  if (group_count && !groups) return rt_error(UJ_ERR_INVALID, "groups is NULL for %d groups", group_count);
+static uj_status_t check_all(uj_program_t* p, const uj_group_t* groups, int group_count, int input_count,
+                             const int64_t* params, int output_count) {
   for (int i = 0; i < group_count; i++) {
     uj_status_t s = check_group(p, &groups[i], input_count, params, output_count);
     if (s != UJ_OK) {
@@ -51,6 +63,11 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
       return s;
     }
   }
+  return UJ_OK;
+}
+
+static uj_status_t run_one_by_one(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
+                                  int input_count, const int64_t* params, int param_count, int output_count) {
   for (int i = 0; i < group_count; i++) {
     uj_status_t s = uj_program_run(ctx, p, UJ_FORWARD, groups[i].inputs, input_count, params, param_count,
                                    groups[i].outputs, output_count);
@@ -60,4 +77,80 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
     }
   }
   return UJ_OK;
+}
+
+/* The CPU fast path through engine row e: *ran 0 when the row serves this
+ * call without a compiled kernel (the interpreter, or tiered AUTO's pick
+ * of it), for the caller to run the groups one by one. */
+static uj_status_t run_cpu(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* given, groups_plan_t* plan,
+                           const uj_group_t* groups, int group_count, const int64_t* params, int* ran) {
+  *ran = 0;
+  if (!e->get && !e->choose) return UJ_OK;
+  jit_state_t* js = jit_state(ctx);
+  if (!js) return UJ_ERR_OOM;
+  const ir_func_t* f = plan->f;
+  ir_buffer_t buf[GROUPS_MAX_TENSORS];
+  int64_t total = plan->total;
+  for (int t = 0; t < f->ntensors; t++) {
+    buf[t] = (ir_buffer_t){{0}, 1, NULL};
+    if (f->tensors[t].ndim == 1) buf[t].dims[0] = buf[t].numel = plan->t_kind[t] == GK_REDUCED ? 1 : total;
+  }
+  jit_served_t served;
+  uj_status_t s = jit_memo_kernel(ctx, e, plan->flat, UJ_FORWARD, f, params, buf, js, &served);
+  if (s != UJ_OK || !served.kernel) return s;
+  s = groups_cpu_run(js, jit_blocks_of(served.kernel), plan, groups, group_count, params);
+  jit_cache_release(js->cache, served.kernel);
+  served.kernel = NULL;
+  if (s != UJ_OK) return s;
+  *ran = 1;
+  if (served.after_run) e->after_run(ctx, js, f, params, &served);
+  jit_memo_note_run(given, UJ_FORWARD, js->id, &served);
+  if (plan->flat != given) jit_memo_note_run(plan->flat, UJ_FORWARD, js->id, &served);
+  return UJ_OK;
+}
+
+uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
+                                  int input_count, const int64_t* params, int param_count, int output_count) {
+  if (!ctx || !p) return rt_error(UJ_ERR_INVALID, "uj_program_run_groups: ctx and p must not be NULL");
+  if (group_count < 0) return rt_error(UJ_ERR_INVALID, "group_count is %d, below 0", group_count);
+  if (group_count && !groups) return rt_error(UJ_ERR_INVALID, "groups is NULL for %d groups", group_count);
+  if (group_count == 0) return UJ_OK;
+  if (input_count != uj_program_io_count(p, 0))
+    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", uj_program_io_count(p, 0), input_count);
+  if (output_count != uj_program_io_count(p, 1))
+    return rt_error(UJ_ERR_INVALID, "the program has %d outputs, got %d", uj_program_io_count(p, 1), output_count);
+  groups_plan_t plan;
+  int fast = 0;
+  uj_status_t s = groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast);
+  uj_device_t dev = fast ? (uj_device_t)groups[0].inputs[0]->device : UJ_CPU;
+  const jit_engine_t* engine = NULL;
+  if (s == UJ_OK && fast && (param_count != plan.flat->nparams || (param_count && !params))) fast = 0;
+  if (s == UJ_OK && fast) fast = groups_check_fast(&plan, groups, group_count, dev);
+  if (s == UJ_OK && !fast) s = check_all(p, groups, group_count, input_count, params, output_count);
+  if (s == UJ_OK) s = groups_check_overlap(groups, group_count, input_count, output_count);
+  if (s == UJ_OK && fast) s = rt_ctx_settings_check(ctx, 1u << RT_SETTING_ENGINE);
+  if (s == UJ_OK && fast) s = jit_engine_for_call(ctx, dev, &engine);
+  if (s == UJ_OK && fast) s = rt_ctx_settings_check(ctx, engine->settings);
+  /* an engine for the other device: the per-group path says why it cannot run */
+  if (s == UJ_OK && fast && engine->device != dev) fast = 0;
+  int ran = 0;
+  if (s == UJ_OK && fast && dev == UJ_CPU)
+    s = run_cpu(ctx, engine, p, &plan, groups, group_count, params, &ran);
+  else if (s == UJ_OK && fast && dev == UJ_CUDA)
+    s = jit_cuda_groups_run(ctx, &plan, groups, group_count, params, &ran);
+  groups_plan_release(&plan);
+  if (s == UJ_OK && !ran)
+    s = run_one_by_one(ctx, p, groups, group_count, input_count, params, param_count, output_count);
+  return s;
+}
+
+int jit_groups_fast(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
+                    const int64_t* params) {
+  int fast = 0;
+  groups_plan_t plan;
+  if (group_count < 1 || groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast) != UJ_OK)
+    return 0;
+  if (fast) fast = groups_check_fast(&plan, groups, group_count, groups[0].inputs[0]->device);
+  groups_plan_release(&plan);
+  return fast;
 }

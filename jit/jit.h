@@ -116,6 +116,13 @@ jit_state_t* jit_state(uj_ctx_t* ctx);
 uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
                            const int64_t* params);
 
+/* Runs iterations [begin, end) of block `block`'s outermost loop with the
+ * kernel on the calling thread, in strips when the block is compiled so;
+ * nothing for a block without code or an empty range (multi-tensor
+ * execution, jit/groups_cpu.c, calls it once per piece of a group). */
+void jit_block_call(const jit_blocks_t* k, int block, void* const* data, const int64_t* dims, const int64_t* params,
+                    int64_t begin, int64_t end);
+
 /* ---- the C engine (jit/c/c.c) ---- */
 
 /* 1 when a working C compiler is on the PATH (or UOPJIT_CC): the disk

@@ -568,7 +568,7 @@ uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module
   base.param_fmt = "p%d";
   base.carried_op = ops;
   rt_buf_t module = {0};
-  rt_buf_printf(&module, "%s%s", prelude, jit_prelude_shared);
+  jit_cu_prelude(&module);
   uj_status_t s = UJ_OK;
   for (int b = 0; b < f->nblocks && s == UJ_OK; b++) {
     jit_cu_plan_t plan;
@@ -588,6 +588,8 @@ uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module
   if (s != UJ_OK) jit_cu_module_release(out);
   return s;
 }
+
+void jit_cu_prelude(rt_buf_t* out) { rt_buf_printf(out, "%s%s", prelude, jit_prelude_shared); }
 
 void jit_cu_module_release(jit_cu_module_t* m) {
   for (int b = 0; m->kernels && b < m->nblocks; b++) {

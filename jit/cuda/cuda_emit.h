@@ -73,4 +73,8 @@ typedef struct {
 uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module_t* out);
 void jit_cu_module_release(jit_cu_module_t* m);
 
+/* Appends what every module's source starts with: the types, special
+ * values and helpers its kernels use (jit/cuda/cuda_groups.c's kernels too). */
+void jit_cu_prelude(rt_buf_t* out);
+
 #endif

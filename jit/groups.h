@@ -1,0 +1,146 @@
+/* jit/groups.h: the parts of multi-tensor execution (uj_program_run_groups,
+ * jit/groups.c). A call that the fast path serves runs the program's flat
+ * build: the specialization for rank-1 inputs (scalars stay 0-d), whose
+ * loop IR is elementwise over one index i (every tensor of the group's
+ * shape is read and written at [i]) with, at most, full reductions stored
+ * straight into outputs. Any group's tensors then run as one flat range of
+ * elements, cut into pieces; jit/groups_plan.c decides whether a program
+ * and a list of groups qualify and how each tensor of the flat build is
+ * bound per group; jit/groups_check.c checks the groups and their memory;
+ * jit/groups_cpu.c runs the pieces on the thread pool; jit/cuda/cuda_groups.c
+ * runs them in one CUDA launch over a table of chunks. */
+#ifndef UJ_JIT_GROUPS_H
+#define UJ_JIT_GROUPS_H
+
+#include "../uops/parse.h"
+#include "engine.h"
+
+enum {
+  GROUPS_MAX_SLOTS = 32,     /* inputs and outputs of a program the fast path takes */
+  GROUPS_MAX_TENSORS = 128,  /* tensors of its flat build (bindings live on the stack) */
+  GROUPS_PIECE = 32768       /* elements of a piece: a group is cut at multiples of it */
+};
+
+typedef enum {
+  GK_NONE,    /* a temporary of the flat build that holds no memory */
+  GK_SCALAR,  /* a 0-d input: shared by all groups, or one per group */
+  GK_GROUP,   /* of the group's shape: read or written at [i] */
+  GK_REDUCED  /* an output holding a full reduction of the group's elements */
+} groups_kind_t;
+
+typedef struct {
+  uj_program_t* flat;   /* the program whose build runs (the parsed program's rank-1 specialization) */
+  pn_special_t* held;   /* holds flat for a parsed program; NULL otherwise */
+  const ir_func_t* f;   /* flat's optimized forward function */
+  int nin, nout;
+  unsigned char in_kind[GROUPS_MAX_SLOTS], out_kind[GROUPS_MAX_SLOTS];
+  uj_dtype_t in_dtype[GROUPS_MAX_SLOTS], out_dtype[GROUPS_MAX_SLOTS];
+  /* the ranks of a REDUCED output by the rank of the group's shape (its
+   * sizes are all 1); -1 where no group of that rank was seen */
+  signed char reduced_rank[UJ_MAX_DIMS + 1][GROUPS_MAX_SLOTS];
+  int nred;                              /* REDUCED outputs */
+  int red_slot[GROUPS_MAX_SLOTS];        /* by reduction: its output slot */
+  uj_reduce_op_t red_op[GROUPS_MAX_SLOTS];
+  /* by tensor of f: kind, and the input or output slot it is bound to */
+  unsigned char t_kind[GROUPS_MAX_TENSORS];
+  signed char t_input[GROUPS_MAX_TENSORS];  /* input slot, or -1 */
+  signed char t_output[GROUPS_MAX_TENSORS]; /* output slot, or -1 */
+  signed char t_red[GROUPS_MAX_TENSORS];    /* REDUCED: its reduction index */
+  /* by block of f: 1 for a full reduction (loops [0,1) then the elements:
+   * run as iteration 0 over a piece), 0 elementwise (run over [0, length)) */
+  unsigned char block_reduces[GROUPS_MAX_TENSORS];
+  int alias_safe[GROUPS_MAX_SLOTS][GROUPS_MAX_SLOTS]; /* [output][input]: may share memory exactly */
+  /* by group: its elements (groups_check_fast fills them), and their sum */
+  int64_t* numel;
+  int64_t total;
+} groups_plan_t;
+
+/* Whether the fast path serves p on these groups (*fast 1) and its plan;
+ * *fast 0 when not (the program's flat build is not elementwise, a group's
+ * tensors differ in shape, dtypes differ between groups, ...): the caller
+ * runs the groups one by one. Errors only for out of memory. Release the
+ * plan with groups_plan_release whatever *fast says. */
+uj_status_t groups_plan_make(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
+                             const int64_t* params, groups_plan_t* plan, int* fast);
+void groups_plan_release(groups_plan_t* plan);
+
+/* Checks every group against the plan (device dev, the dtypes, ranks and
+ * sizes it needs, data present) and notes its elements in plan->numel
+ * (the group's shape is that of its first input that is not a scalar):
+ * 1 when all pass; 0 names nothing (the
+ * caller's per-group check says what is wrong, or that the fast path's
+ * stricter rules are what failed). Also 0 when an output of a group shares
+ * memory with one of its inputs other than exactly (the per-group run copies
+ * such an output aside). */
+int groups_check_fast(groups_plan_t* plan, const uj_group_t* groups, int group_count, uj_device_t dev);
+
+/* UJ_ERR_INVALID naming both when an output of one group overlaps a tensor
+ * of another (sorted by address: linear in the tensors after a radix sort;
+ * a list the previous call verified is recognized without sorting). */
+uj_status_t groups_check_overlap(const uj_group_t* groups, int group_count, int input_count, int output_count);
+
+/* A piece: elements [begin, end) of group `group`. Pieces cut each group at
+ * multiples of GROUPS_PIECE, whatever the threads, so that per-piece
+ * partial reductions combine the same way on any machine. A group with no
+ * elements has one empty piece when the plan reduces (its outputs get the
+ * reduction's identity). */
+typedef struct {
+  int group;
+  int64_t begin, end;
+} groups_piece_t;
+
+/* The pieces of all groups in order, and per group the index of its first
+ * piece (first[group_count] = the count): malloc'ed, freed by the caller. */
+uj_status_t groups_pieces(const groups_plan_t* plan, int group_count, int64_t piece, groups_piece_t** pieces,
+                          int64_t* npieces, int64_t** first);
+
+/* Combines a group's per-piece partial results of one reduction (count of
+ * them in the output's dtype, stride bytes apart, in piece order) into
+ * *out, as the kernels accumulate: in the dtype, max and min ignoring NaN. */
+void groups_combine(uj_dtype_t dtype, uj_reduce_op_t op, const void* partials, int64_t stride, int64_t count,
+                    void* out);
+
+/* The CPU fast path: every piece through the kernel's blocks on the pool. */
+uj_status_t groups_cpu_run(jit_state_t* js, const jit_blocks_t* k, const groups_plan_t* plan,
+                           const uj_group_t* groups, int group_count, const int64_t* params);
+
+/* ---- CUDA (jit/cuda/cuda_groups.c) ---- */
+
+enum { GROUPS_CUDA_CHUNK = 8192 }; /* elements of a chunk: one CUDA block of 256 threads */
+
+/* The table a launch reads (host memory, one allocation, uploaded whole):
+ * per chunk its group, first element and length; per group the data
+ * pointers of its inputs then its outputs; per group its first chunk
+ * (first[group_count] = nchunks). Chunks are groups_pieces of `chunk`. */
+typedef struct {
+  int64_t nchunks;
+  int nslots;       /* pointers per group */
+  int64_t* chunks;  /* 3 per chunk */
+  void** ptrs;      /* nslots per group */
+  int64_t* first;
+  void* host;       /* chunks, then ptrs, then first */
+  size_t bytes;
+} groups_table_t;
+uj_status_t groups_table_make(const groups_plan_t* plan, const uj_group_t* groups, int group_count, int64_t chunk,
+                              groups_table_t* out);
+void groups_table_release(groups_table_t* t);
+/* The CUDA C of the plan's kernels (uj_groups, and uj_groups_combine when
+ * it reduces); params given: folded in. Malloc'ed. */
+uj_status_t jit_cuda_groups_source(const groups_plan_t* plan, const int64_t* params, char** source);
+/* Compiles them with NVRTC for `arch` ("sm_90") without a device, into the
+ * disk cache (*reused = 1 when a verified cubin was there). */
+uj_status_t jit_cuda_groups_compile_for(uj_ctx_t* ctx, const groups_plan_t* plan, const int64_t* params,
+                                        const char* arch, int* reused);
+/* The CUDA fast path: the table uploaded, one launch over its chunks (and
+ * one to combine reductions), queued on the context's stream. *ran 1 once
+ * queued. */
+uj_status_t jit_cuda_groups_run(uj_ctx_t* ctx, const groups_plan_t* plan, const uj_group_t* groups, int group_count,
+                                const int64_t* params, int* ran);
+
+/* 1 when uj_program_run_groups would take the fast path for these groups
+ * on a compiling engine (for tests: the per-group path gives the same
+ * results, only slower). */
+int jit_groups_fast(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
+                    const int64_t* params);
+
+#endif
