@@ -58,6 +58,9 @@ static uj_status_t split_sections(const char* text, section_t sections[SECTION_C
       return rt_error(UJ_ERR_PARSE,
                       "updater line %d: unknown section %.*s (expected [defaults], [scalars], [update] or [apply])", line,
                       (int)(end - s), s);
+    if (current == -2 && marker >= 0)
+      return rt_error(UJ_ERR_PARSE, "updater line %d: [%s] follows statements that are in no section", line,
+                      section_names[marker]);
     if (marker >= 0) {
       if (start[marker]) return rt_error(UJ_ERR_PARSE, "updater line %d: a second [%s] section", line, section_names[marker]);
       if (current >= 0) stop[current] = s;
@@ -67,9 +70,6 @@ static uj_status_t split_sections(const char* text, section_t sections[SECTION_C
     } else if (current < 0 && !blank_or_comment(s, end)) {
       current = -2; /* a statement before any section line */
     }
-    if (current == -2 && marker >= 0)
-      return rt_error(UJ_ERR_PARSE, "updater line %d: [%s] follows statements that are in no section", line,
-                      section_names[marker]);
     s = *end ? end + 1 : end;
   }
   if (current == -2 || current == -1) { /* no section line: the whole text is [update] */

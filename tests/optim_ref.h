@@ -43,6 +43,16 @@ static inline const char* ref_state_names(const char* u) {
 
 static inline double coupled_grad(double gs, double g, double wd, double p) { return F(gs * g + wd * p); }
 
+/* An engine's new value `got` against the reference `ref`, `before` being
+ * the value the step started from: a few roundings of the new value plus a
+ * relative error tol of the change the step made. Both NaN, or the same
+ * infinity, agree. */
+static inline int ref_agrees(double got, double ref, double before, double tol) {
+  if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got);
+  if (isinf(ref) || isinf(got)) return got == ref;
+  return fabs(got - ref) <= 8 * 0x1p-24 * fabs(ref) + tol * fabs(ref - before);
+}
+
 static inline double ref_sign(double c) { return c != c ? c : (double)((c > 0) - (c < 0)); }
 
 /* One step of updater u on one group of n elements. gs: the gradient factor. */

@@ -47,12 +47,6 @@ static double hparam_value(const ref_hparams_t* h, const char* name, int* known)
   return *known = 0, 0;
 }
 
-static int agrees(double got, double ref, double before, double tol) {
-  if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got);
-  if (isinf(ref) || isinf(got)) return got == ref;
-  return fabs(got - ref) <= 8 * 0x1p-24 * fabs(ref) + tol * fabs(ref - before);
-}
-
 static void make_groups(uint64_t* rng, group_t* gr, int nstate) {
   for (int i = 0; i < NGROUPS; i++) {
     int64_t dims[2];
@@ -139,12 +133,12 @@ static int64_t check_updater(const char* name, int slot, uint64_t seed) {
           double b1 = F(base.b1), a = b1 * old_s[i][0][e], b = (1 - b1) * rg[i][e];
           tie = fabs(a + b) < 1e-6 * (fabs(a) + fabs(b));
         }
-        if (!tie && !agrees(got, rp[i][e], old_p[i][e], tol) && bad++ < 5)
+        if (!tie && !ref_agrees(got, rp[i][e], old_p[i][e], tol) && bad++ < 5)
           fprintf(stderr, "  %s on %s, step %d, group %d, p[%lld]: %.9g, reference %.17g (before %.9g)\n", name,
                   or_configs[slot].name, step, i, (long long)e, got, rp[i][e], old_p[i][e]);
         for (int k = 0; k < nstate; k++) {
           double gs = or_get(&gr[i].state[k], e);
-          if (!agrees(gs, rs[i][k][e], old_s[i][k][e], tol) && bad++ < 5)
+          if (!ref_agrees(gs, rs[i][k][e], old_s[i][k][e], tol) && bad++ < 5)
             fprintf(stderr, "  %s on %s, step %d, group %d, %s[%lld]: %.9g, reference %.17g\n", name,
                     or_configs[slot].name, step, i, uj_optim_state_name(opt, k), (long long)e, gs, rs[i][k][e]);
         }
