@@ -671,7 +671,8 @@ typedef struct uj_optim uj_optim_t;
 
 /* One parameter group: the parameter (updated in place), its gradient, and
  * the updater's state tensors in uj_optim_state_name order (NULL when the
- * updater has none). All f32 host tensors of the parameter's shape. */
+ * updater has none). All host tensors of the parameter's shape and dtype: f32 (f64 computes in f64,
+ * for references). */
 typedef struct {
   uj_tensor_t* param;
   const uj_tensor_t* grad;

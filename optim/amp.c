@@ -37,7 +37,10 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
   uj_status_t s = optim_grad_program(program);
   if (s != UJ_OK) return s;
   int G = group_count;
-  float* cells = calloc((size_t)2 * G + 1, sizeof(float));
+  /* the sums take the gradients' dtype (f32, or f64 for a reference) */
+  uj_dtype_t dtype = G ? grads[0]->dtype : UJ_F32;
+  size_t cell = (size_t)uj_dtype_size(dtype);
+  char* cells = calloc((size_t)2 * G + 1, cell);
   uj_tensor_t* outs = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t));
   const uj_tensor_t** in = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t*));
   uj_tensor_t** out = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t*));
@@ -48,10 +51,11 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
   }
   float inv = (float)inv_scale;
   uj_tensor_t inv_tensor = {&inv, UJ_F32, UJ_CPU, 0, {0}};
+  if (dtype == UJ_F64) inv_tensor = (uj_tensor_t){&inv_scale, UJ_F64, UJ_CPU, 0, {0}};
   for (int i = 0; i < G; i++) {
     for (int k = 0; k < 2; k++) {
       uj_tensor_t* o = &outs[2 * i + k];
-      *o = (uj_tensor_t){&cells[2 * i + k], UJ_F32, UJ_CPU, grads[i]->ndim, {0}};
+      *o = (uj_tensor_t){cells + (size_t)(2 * i + k) * cell, dtype, UJ_CPU, grads[i]->ndim, {0}};
       for (int a = 0; a < o->ndim; a++) o->dims[a] = 1;
       out[2 * i + k] = o;
     }
@@ -63,8 +67,9 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
   double total = 0;
   int all_finite = 1;
   for (int i = 0; i < G && s == UJ_OK; i++) {
-    all_finite &= cells[2 * i] == 0.0f;
-    total += (double)cells[2 * i + 1];
+    double bad = dtype == UJ_F64 ? ((double*)cells)[2 * i] : ((float*)cells)[2 * i];
+    all_finite &= bad == 0.0;
+    total += dtype == UJ_F64 ? ((double*)cells)[2 * i + 1] : ((float*)cells)[2 * i + 1];
   }
   /* a sum of squares can overflow f32 for finite gradients; that is no
    * reason to skip, but the norm is then infinite and clips to 0 */

@@ -216,24 +216,26 @@ static int same_shape(const uj_tensor_t* a, const uj_tensor_t* b) {
   return 1;
 }
 
-static uj_status_t check_tensor(const uj_tensor_t* t, const uj_tensor_t* param, const char* what) {
+static uj_status_t check_tensor(const uj_tensor_t* t, const uj_tensor_t* param, uj_dtype_t dtype, const char* what) {
   if (!t) return rt_error(UJ_ERR_INVALID, "%s is NULL", what);
-  if (t->dtype != UJ_F32) return rt_error(UJ_ERR_INVALID, "%s has dtype %s, expected f32", what, uj_dtype_name(t->dtype));
+  if (t->dtype != dtype)
+    return rt_error(UJ_ERR_INVALID, "%s has dtype %s, expected %s", what, uj_dtype_name(t->dtype), uj_dtype_name(dtype));
   if (t->device != UJ_CPU) return rt_error(UJ_ERR_UNSUPPORTED, "%s is on the GPU: optimizer steps take host tensors", what);
   if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS) return rt_error(UJ_ERR_INVALID, "%s has rank %d", what, t->ndim);
   if (param && !same_shape(t, param)) return rt_error(UJ_ERR_SHAPE, "%s's shape differs from the parameter's", what);
   return UJ_OK;
 }
 
-static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g) {
-  uj_status_t s = check_tensor(g->param, NULL, "the parameter");
-  if (s == UJ_OK) s = check_tensor(g->grad, g->param, "the gradient g");
+/* dtype: the first group's parameter's, f32 or f64 (checked by the caller). */
+static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g, uj_dtype_t dtype) {
+  uj_status_t s = check_tensor(g->param, NULL, dtype, "the parameter");
+  if (s == UJ_OK) s = check_tensor(g->grad, g->param, dtype, "the gradient g");
   if (s == UJ_OK && opt->spec.state_count && !g->state)
     s = rt_error(UJ_ERR_INVALID, "state is NULL: updater %s needs %d state tensors", opt->name, opt->spec.state_count);
   for (int k = 0; k < opt->spec.state_count && s == UJ_OK; k++) {
     char what[96];
     snprintf(what, sizeof what, "state %s", opt->spec.states[k]);
-    s = check_tensor(g->state[k], g->param, what);
+    s = check_tensor(g->state[k], g->param, dtype, what);
   }
   return s;
 }
@@ -302,9 +304,10 @@ static uj_status_t scalar_values(uj_optim_t* opt, int G, int64_t t, double gscal
 /* Everything a step's passes bind, made once per step. */
 typedef struct {
   int G;
-  float* scalar_cells; /* [scalar][group] */
+  uj_dtype_t dtype;    /* the parameters': scalars and sums take it */
+  void* scalar_cells;  /* [scalar][group] */
   uj_tensor_t* scalar_tensors;
-  float* sum_cells; /* [sum][group] */
+  void* sum_cells; /* [sum][group] */
   uj_tensor_t* sum_outputs; /* rank of the group's parameter, sizes 1 */
   uj_tensor_t* sum_inputs;  /* 0-d views of the same cells */
   const uj_tensor_t** in;
@@ -328,9 +331,11 @@ static uj_status_t bindings_make(const uj_optim_t* opt, const uj_optim_group_t* 
   size_t sg = (size_t)sp->scalar_count * G + 1, ug = (size_t)sp->sum_count * G + 1;
   memset(b, 0, sizeof *b);
   b->G = G;
-  b->scalar_cells = calloc(sg, sizeof(float));
+  b->dtype = groups[0].param->dtype;
+  size_t cell = (size_t)uj_dtype_size(b->dtype);
+  b->scalar_cells = calloc(sg, cell);
   b->scalar_tensors = calloc(sg, sizeof(uj_tensor_t));
-  b->sum_cells = calloc(ug, sizeof(float));
+  b->sum_cells = calloc(ug, cell);
   b->sum_outputs = calloc(ug, sizeof(uj_tensor_t));
   b->sum_inputs = calloc(ug, sizeof(uj_tensor_t));
   b->in = calloc((size_t)G * max_in + 1, sizeof(uj_tensor_t*));
@@ -344,16 +349,19 @@ static uj_status_t bindings_make(const uj_optim_t* opt, const uj_optim_group_t* 
   for (int k = 0; k < sp->scalar_count; k++)
     for (int i = 0; i < (varies[k] ? G : 1); i++) {
       size_t at = (size_t)k * G + i;
-      b->scalar_cells[at] = (float)values[at];
-      b->scalar_tensors[at] = (uj_tensor_t){&b->scalar_cells[at], UJ_F32, UJ_CPU, 0, {0}};
+      void* c = (char*)b->scalar_cells + at * cell;
+      if (b->dtype == UJ_F64) *(double*)c = values[at];
+      else *(float*)c = (float)values[at];
+      b->scalar_tensors[at] = (uj_tensor_t){c, b->dtype, UJ_CPU, 0, {0}};
     }
   for (int k = 0; k < sp->sum_count; k++)
     for (int i = 0; i < G; i++) {
       size_t at = (size_t)k * G + i;
       uj_tensor_t* o = &b->sum_outputs[at];
-      *o = (uj_tensor_t){&b->sum_cells[at], UJ_F32, UJ_CPU, groups[i].param->ndim, {0}};
+      void* c = (char*)b->sum_cells + at * cell;
+      *o = (uj_tensor_t){c, b->dtype, UJ_CPU, groups[i].param->ndim, {0}};
       for (int a = 0; a < o->ndim; a++) o->dims[a] = 1;
-      b->sum_inputs[at] = (uj_tensor_t){&b->sum_cells[at], UJ_F32, UJ_CPU, 0, {0}};
+      b->sum_inputs[at] = (uj_tensor_t){c, b->dtype, UJ_CPU, 0, {0}};
     }
   return UJ_OK;
 }
@@ -392,8 +400,11 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
   if (!ctx || !opt) return rt_error(UJ_ERR_INVALID, "uj_optim_step: ctx and opt must not be NULL");
   if (group_count < 0) return rt_error(UJ_ERR_INVALID, "group_count is %d, below 0", group_count);
   if (group_count && !groups) return rt_error(UJ_ERR_INVALID, "groups is NULL for %d groups", group_count);
+  uj_dtype_t dtype = group_count && groups[0].param ? groups[0].param->dtype : UJ_F32;
+  if (dtype != UJ_F32 && dtype != UJ_F64)
+    return rt_error(UJ_ERR_INVALID, "group 0: the parameter has dtype %s, expected f32 (or f64)", uj_dtype_name(dtype));
   for (int i = 0; i < group_count; i++) {
-    uj_status_t s = check_group(opt, &groups[i]);
+    uj_status_t s = check_group(opt, &groups[i], dtype);
     if (s != UJ_OK) {
       rt_error_prefix("group %d: ", i);
       return s;
