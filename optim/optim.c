@@ -307,9 +307,12 @@ typedef struct {
   uj_dtype_t dtype;    /* the parameters': scalars and sums take it */
   void* scalar_cells;  /* [scalar][group] */
   uj_tensor_t* scalar_tensors;
-  void* sum_cells; /* [sum][group] */
+  double* scalar_wide_cells; /* the same in f64, for inputs a pass declares f64 */
+  uj_tensor_t* scalar_wide_tensors;
+  double* sum_cells;        /* [sum][group], 8 bytes each, used as the output's dtype */
   uj_tensor_t* sum_outputs; /* rank of the group's parameter, sizes 1 */
-  uj_tensor_t* sum_inputs;  /* 0-d views of the same cells */
+  void* sum_input_cells;    /* the sums in the parameters' dtype, for later passes */
+  uj_tensor_t* sum_inputs;  /* 0-d */
   const uj_tensor_t** in;
   uj_tensor_t** out;
   uj_group_t* groups;
@@ -317,6 +320,7 @@ typedef struct {
 
 static void bindings_release(bindings_t* b) {
   free(b->scalar_cells), free(b->scalar_tensors), free(b->sum_cells), free(b->sum_outputs), free(b->sum_inputs);
+  free(b->scalar_wide_cells), free(b->scalar_wide_tensors), free(b->sum_input_cells);
   free(b->in), free(b->out), free(b->groups);
 }
 
@@ -335,13 +339,17 @@ static uj_status_t bindings_make(const uj_optim_t* opt, const uj_optim_group_t* 
   size_t cell = (size_t)uj_dtype_size(b->dtype);
   b->scalar_cells = calloc(sg, cell);
   b->scalar_tensors = calloc(sg, sizeof(uj_tensor_t));
-  b->sum_cells = calloc(ug, cell);
+  b->sum_cells = calloc(ug, sizeof(double));
+  b->sum_input_cells = calloc(ug, cell);
+  b->scalar_wide_cells = calloc(sg, sizeof(double));
+  b->scalar_wide_tensors = calloc(sg, sizeof(uj_tensor_t));
   b->sum_outputs = calloc(ug, sizeof(uj_tensor_t));
   b->sum_inputs = calloc(ug, sizeof(uj_tensor_t));
   b->in = calloc((size_t)G * max_in + 1, sizeof(uj_tensor_t*));
   b->out = calloc((size_t)G * max_out + 1, sizeof(uj_tensor_t*));
   b->groups = calloc((size_t)G + 1, sizeof(uj_group_t));
-  if (!b->scalar_cells || !b->scalar_tensors || !b->sum_cells || !b->sum_outputs || !b->sum_inputs || !b->in ||
+  if (!b->scalar_cells || !b->scalar_tensors || !b->sum_cells || !b->sum_input_cells || !b->scalar_wide_cells ||
+      !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->in ||
       !b->out || !b->groups) {
     bindings_release(b);
     return rt_error(UJ_ERR_OOM, "out of memory binding %d groups", G);
@@ -353,28 +361,30 @@ static uj_status_t bindings_make(const uj_optim_t* opt, const uj_optim_group_t* 
       if (b->dtype == UJ_F64) *(double*)c = values[at];
       else *(float*)c = (float)values[at];
       b->scalar_tensors[at] = (uj_tensor_t){c, b->dtype, UJ_CPU, 0, {0}};
+      b->scalar_wide_cells[at] = values[at];
+      b->scalar_wide_tensors[at] = (uj_tensor_t){&b->scalar_wide_cells[at], UJ_F64, UJ_CPU, 0, {0}};
     }
   for (int k = 0; k < sp->sum_count; k++)
     for (int i = 0; i < G; i++) {
       size_t at = (size_t)k * G + i;
       uj_tensor_t* o = &b->sum_outputs[at];
-      void* c = (char*)b->sum_cells + at * cell;
-      *o = (uj_tensor_t){c, b->dtype, UJ_CPU, groups[i].param->ndim, {0}};
+      uj_dtype_t dtype = sp->sum_wide[k] ? UJ_F64 : b->dtype;
+      *o = (uj_tensor_t){&b->sum_cells[at], dtype, UJ_CPU, groups[i].param->ndim, {0}};
       for (int a = 0; a < o->ndim; a++) o->dims[a] = 1;
-      b->sum_inputs[at] = (uj_tensor_t){c, b->dtype, UJ_CPU, 0, {0}};
+      b->sum_inputs[at] = (uj_tensor_t){(char*)b->sum_input_cells + at * cell, b->dtype, UJ_CPU, 0, {0}};
     }
   return UJ_OK;
 }
 
 static uj_tensor_t* slot_tensor(const uj_optim_group_t* g, bindings_t* b, optim_slot_t slot, int i, const int* varies,
-                                int is_output) {
+                                int is_output, int wide) {
+  size_t at = (size_t)slot.index * b->G + (slot.role == OPTIM_SCALAR && !varies[slot.index] ? 0 : i);
   switch (slot.role) {
     case OPTIM_PARAM: return g->param;
     case OPTIM_GRAD: return (uj_tensor_t*)g->grad; /* only ever an input */
     case OPTIM_STATE: return g->state[slot.index];
-    case OPTIM_SCALAR: return &b->scalar_tensors[(size_t)slot.index * b->G + (varies[slot.index] ? i : 0)];
-    case OPTIM_SUM:
-      return is_output ? &b->sum_outputs[(size_t)slot.index * b->G + i] : &b->sum_inputs[(size_t)slot.index * b->G + i];
+    case OPTIM_SCALAR: return wide ? &b->scalar_wide_tensors[at] : &b->scalar_tensors[at];
+    case OPTIM_SUM: return is_output ? &b->sum_outputs[at] : &b->sum_inputs[at];
   }
   return NULL;
 }
@@ -385,13 +395,29 @@ static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, const u
   for (int i = 0; i < b->G; i++) {
     const uj_tensor_t** in = b->in + (size_t)i * pass->input_count;
     uj_tensor_t** out = b->out + (size_t)i * pass->output_count;
-    for (int j = 0; j < pass->input_count; j++) in[j] = slot_tensor(&groups[i], b, pass->inputs[j], i, varies, 0);
-    for (int o = 0; o < pass->output_count; o++) out[o] = slot_tensor(&groups[i], b, pass->outputs[o], i, varies, 1);
+    for (int j = 0; j < pass->input_count; j++) {
+      uj_dtype_t declared = UJ_F32;
+      int wide = uj_program_input_dtype(pass->program, j, &declared) && declared == UJ_F64;
+      in[j] = slot_tensor(&groups[i], b, pass->inputs[j], i, varies, 0, wide);
+    }
+    for (int o = 0; o < pass->output_count; o++) out[o] = slot_tensor(&groups[i], b, pass->outputs[o], i, varies, 1, 0);
     b->groups[i] = (uj_group_t){in, out};
   }
   uj_status_t s = uj_program_run_groups(ctx, pass->program, b->groups, b->G, pass->input_count, NULL, 0,
                                         pass->output_count);
   if (s != UJ_OK) rt_error_prefix("updater %s, [%s]: ", opt->name, k == 0 ? "update" : "apply");
+  /* the sums as later passes read them: in the parameters' dtype */
+  for (int o = 0; o < pass->output_count && s == UJ_OK; o++) {
+    if (pass->outputs[o].role != OPTIM_SUM) continue;
+    for (int i = 0; i < b->G; i++) {
+      size_t at = (size_t)pass->outputs[o].index * b->G + i;
+      float narrow;
+      memcpy(&narrow, &b->sum_cells[at], sizeof narrow);
+      double v = b->sum_outputs[at].dtype == UJ_F64 ? b->sum_cells[at] : (double)narrow;
+      if (b->dtype == UJ_F64) ((double*)b->sum_input_cells)[at] = v;
+      else ((float*)b->sum_input_cells)[at] = (float)v;
+    }
+  }
   return s;
 }
 
@@ -457,14 +483,16 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
 
 static uj_status_t compile_pass(uj_ctx_t* ctx, const uj_optim_t* opt, const optim_pass_t* pass, int rank,
                                 const char* arch, int* kernels) {
-  static float cell[4];
+  static double cell[4];
   uj_tensor_t probe[64];
   const uj_tensor_t* in[64];
   if (pass->input_count > 64) return rt_error(UJ_ERR_UNSUPPORTED, "a pass of over 64 inputs");
   for (int j = 0; j < pass->input_count; j++) {
     optim_role_t role = pass->inputs[j].role;
     int tensor = role == OPTIM_PARAM || role == OPTIM_GRAD || role == OPTIM_STATE;
-    probe[j] = (uj_tensor_t){cell, UJ_F32, UJ_CPU, tensor ? rank : 0, {2, 2}};
+    uj_dtype_t dtype = UJ_F32;
+    uj_program_input_dtype(pass->program, j, &dtype);
+    probe[j] = (uj_tensor_t){cell, dtype, UJ_CPU, tensor ? rank : 0, {2, 2}};
     in[j] = &probe[j];
   }
   int n = 0;

@@ -71,6 +71,7 @@ typedef struct {
   optim_scalar_t* scalar_list;
   int scalar_count;
   char** sums;
+  int* sum_wide; /* 1: the sum is f64 for f32 tensors (its terms read a scalar declared f64) */
   int sum_count;
 } optim_spec_t;
 

@@ -193,25 +193,30 @@ static int written_by_pass(const uj_program_t* const* programs, int count, const
 /* Whether output `o` of pass program q reduces every axis: its shape when
  * the tensors (p, g and whatever a pass writes) have 2 elements. */
 static uj_status_t output_is_sum(uj_program_t* q, const uj_program_t* const* passes, int pass_count, int o,
-                                 int* is_sum) {
+                                 int* is_sum, int* wide) {
   int n = uj_program_io_count(q, 0);
   uj_tensor_t* probe = calloc((size_t)n + 1, sizeof(uj_tensor_t));
   const uj_tensor_t** ptrs = calloc((size_t)n + 1, sizeof(uj_tensor_t*));
-  static float storage[2];
+  static double storage[2];
   if (!probe || !ptrs) {
     free(probe), free(ptrs);
     return rt_error(UJ_ERR_OOM, "out of memory probing an updater's outputs");
   }
   for (int i = 0; i < n; i++) {
     const char* name = uj_program_io_name(q, 0, i);
+    uj_dtype_t declared = UJ_F32;
+    uj_program_input_dtype(q, i, &declared);
     int tensor = strcmp(name, "p") == 0 || strcmp(name, "g") == 0 || written_by_pass(passes, pass_count, name);
-    probe[i] = (uj_tensor_t){storage, UJ_F32, UJ_CPU, tensor ? 1 : 0, {2}};
+    probe[i] = (uj_tensor_t){storage, declared, UJ_CPU, tensor ? 1 : 0, {2}};
     ptrs[i] = &probe[i];
   }
   int ndim = 0;
   int64_t dims[UJ_MAX_DIMS];
+  uj_dtype_t dtype = UJ_F32;
   uj_status_t s = uj_program_shape(q, UJ_FORWARD, ptrs, NULL, o, &ndim, dims);
+  if (s == UJ_OK) s = uj_program_output_dtype(q, UJ_FORWARD, ptrs, o, &dtype);
   free(probe), free(ptrs);
+  *wide = dtype == UJ_F64;
   if (s != UJ_OK) return s;
   if (ndim == 0)
     return rt_error(UJ_ERR_INVALID, "updater output %s reads no tensor: assign it in [scalars]", uj_program_io_name(q, 1, o));
@@ -238,13 +243,16 @@ static uj_status_t classify_pass(optim_spec_t* spec, int k, const char* section)
       pass->outputs[o] = (optim_slot_t){OPTIM_PARAM, 0};
       continue;
     }
-    int is_sum = 0;
-    if ((s = output_is_sum(pass->program, programs, spec->pass_count, o, &is_sum)) != UJ_OK) break;
+    int is_sum = 0, wide = 0;
+    if ((s = output_is_sum(pass->program, programs, spec->pass_count, o, &is_sum, &wide)) != UJ_OK) break;
     if (is_sum) {
       if (find_name(spec->states, spec->state_count, name) >= 0)
         return rt_error(UJ_ERR_INVALID, "updater [%s]: %s is a per-group sum here and a tensor elsewhere", section, name);
       pass->outputs[o].role = OPTIM_SUM;
       s = add_name(&spec->sums, &spec->sum_count, name, &pass->outputs[o].index);
+      int* grown = s == UJ_OK ? realloc(spec->sum_wide, sizeof(int) * (size_t)spec->sum_count) : NULL;
+      if (s == UJ_OK && !grown) return rt_error(UJ_ERR_OOM, "out of memory naming %s", name);
+      if (grown) spec->sum_wide = grown, grown[pass->outputs[o].index] = wide;
     } else {
       if (find_name(spec->sums, spec->sum_count, name) >= 0)
         return rt_error(UJ_ERR_INVALID, "updater [%s]: %s is a tensor here and a per-group sum elsewhere", section, name);
@@ -377,7 +385,7 @@ void optim_spec_release(optim_spec_t* spec) {
   for (int i = 0; i < spec->state_count; i++) free(spec->states[i]);
   free(spec->states);
   for (int i = 0; i < spec->sum_count; i++) free(spec->sums[i]);
-  free(spec->sums);
+  free(spec->sums), free(spec->sum_wide);
   for (int i = 0; i < spec->scalar_count; i++) free(spec->scalar_list[i].name);
   free(spec->scalar_list);
   memset(spec, 0, sizeof *spec);
