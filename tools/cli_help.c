@@ -253,6 +253,9 @@ static const struct {
      "  --max-grad-norm X     clip the gradients by their global norm\n"
      "  --dtype f32           the parameters' dtype (f32 only in this build)\n"
      "  --engine auto|interp|mir|c\n"
+     "  --reference interp|mir|c\n"
+     "                        the engine of the f64 reference (default interp; c is\n"
+     "                        far faster for GPT-2's 124M elements)\n"
      "  --seed S              (default 1)\n",
      ENV_ENGINE | ENV_THREADS | ENV_CACHE | ENV_CACHE_MEMORY | ENV_CACHE_DISK | ENV_MIR_LEVEL | ENV_CC | ENV_TIER},
 };

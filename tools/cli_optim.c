@@ -1,7 +1,8 @@
 /* tools/cli_optim.c: `uopjit optim`, an optimizer step over many parameter
  * tensors (uj_optim_step) on seeded random values: the median step time, or
  * (--check) every step compared with the same updater run on the
- * interpreter in f64.
+ * interpreter in f64 (or, for many elements, --reference c: the C engine in
+ * f64, which is no part of the f32 kernels it checks either).
  *
  * Parameters start uniform in [-1, 1), state at zero, and every step draws
  * new gradients in [-1, 1) (times --grad-scale). The check is per step: the
@@ -49,6 +50,7 @@ typedef struct {
   int check;
   uj_engine_t engine;
   int engine_given;
+  uj_engine_t reference; /* the f64 reference's engine: interp unless --reference */
   uint64_t seed;
   double grad_scale, max_norm;
   const char* scalar_names[MAX_SCALARS];
@@ -164,7 +166,7 @@ static int parse_double(const char* text, double* out) {
 
 static int parse_options(int argc, char** argv, optim_options_t* o) {
   memset(o, 0, sizeof *o);
-  o->size_min = 1, o->size_max = 65536, o->seed = 1;
+  o->size_min = 1, o->size_max = 65536, o->seed = 1, o->reference = UJ_ENGINE_INTERP;
   int steps_given = 0;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -193,6 +195,9 @@ static int parse_options(int argc, char** argv, optim_options_t* o) {
     } else if (strcmp(a, "--engine") == 0) {
       if (!cli_parse_engine(v, &o->engine)) return cli_usage_error(CMD, cli_engine_usage(), v);
       o->engine_given = 1;
+    } else if (strcmp(a, "--reference") == 0) {
+      if (!cli_parse_engine(v, &o->reference) || o->reference == UJ_ENGINE_CUDA || o->reference == UJ_ENGINE_AUTO)
+        return cli_usage_error(CMD, "--reference wants interp, mir or c, got", v);
     } else if (strcmp(a, "--seed") == 0) {
       char* end;
       o->seed = strtoull(v, &end, 10);
@@ -405,8 +410,8 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
     rc = make_optimizer(o, 0, &c.ref);
     c.ctx = uj_ctx_new();
     c.before = calloc((size_t)count * (ns + 1), sizeof(float*));
-    if (!rc && (!c.ctx || !c.before || uj_ctx_set_engine(c.ctx, UJ_ENGINE_INTERP) != UJ_OK))
-      rc = cli_out_of_memory("the reference", 0);
+    if (!rc && (!c.ctx || !c.before)) rc = cli_out_of_memory("the reference", 0);
+    if (!rc && uj_ctx_set_engine(c.ctx, o->reference) != UJ_OK) rc = cli_engine_unavailable(o->reference);
     for (int i = 0; !rc && i < count; i++)
       for (int k = 0; k <= ns && !rc; k++)
         if (!(c.before[i * (ns + 1) + k] = malloc(sizeof(float) * (size_t)shapes[i].n)))
@@ -430,8 +435,9 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
   for (int i = 0; i < count; i++) elements += shapes[i].n;
   const char* engine_name = uj_engine_name(engine_given ? engine : uj_ctx_engine(ctx));
   if (!rc && o->check) {
-    printf("%s: check: ok max_rel_err=%.3g (%s, %d groups, %lld elements, %d steps)\n", engine_name, c.max_rel_err,
-           uj_optim_name(opt), count, (long long)elements, o->steps);
+    printf("%s: check: ok max_rel_err=%.3g (%s, %d groups, %lld elements, %d steps; f64 reference on %s)\n",
+           engine_name, c.max_rel_err, uj_optim_name(opt), count, (long long)elements, o->steps,
+           uj_engine_name(o->reference));
   } else if (!rc && times) {
     /* the first step compiles: the median of the others */
     int n = o->steps > 1 ? o->steps - 1 : 1;
