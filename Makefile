@@ -112,9 +112,9 @@ endif
 
 # ---- sources and outputs ---------------------------------------------------------
 
-# find, not wildcard, so that new files and subdirectories (backends/conv/)
+# find, not wildcard, so that new files and subdirectories (backends/conv/, optim/)
 # are picked up without touching this file; backends/ may not exist yet.
-LIB_SRCS := $(sort $(shell find rt ir uops jit backends -name '*.c' 2>/dev/null))
+LIB_SRCS := $(sort $(shell find rt ir uops jit backends optim -name '*.c' 2>/dev/null))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # Every object of the library in one archive: what the CLI, the tests and
 # the bench link, since they call internal functions too.

@@ -219,6 +219,46 @@ static const struct {
      "  --repeat N, --seed S  (default 5 and 1)\n"
      "  --check               compare with the ref backend in f64 instead of timing\n",
      ENV_ALL & ~ENV_DEBUG},
+    {"optim", "an optimizer step over many tensors: timing or --check",
+     "usage: uopjit optim --updater NAME|TEXT [options]\n"
+     "       uopjit optim --check NAME [options]\n"
+     "\n"
+     "Steps an updater over parameter groups (uj_optim_step): parameters in [-1, 1),\n"
+     "state at zero, new gradients in [-1, 1) each step. Prints the median step time\n"
+     "(the first step, which compiles, apart) and GB/s of the bytes a step must move\n"
+     "(p, g and the state read, p and the state written). --check instead compares\n"
+     "every step with the same updater on the interpreter in f64, from the values\n"
+     "the step started from: an element agrees when |got - ref| <= 8u|ref| +\n"
+     "1e-4 (|ref - before| + the mean such change of that tensor in that group)\n"
+     "(u = 2^-24); max_rel_err is the largest |got - ref| /\n"
+     "max(1, |ref|). It prints, per engine (every CPU engine\n"
+     "unless --engine names one), \"ENGINE: check: ok max_rel_err=...\" or the\n"
+     "first failing step, group and element (exit status 1).\n"
+     "\n"
+     "Built-in updaters: sgd sgd_momentum adam adam_amsgrad adamw adamw_amsgrad\n"
+     "adagrad rmsprop rmsprop_centered rmsprop_momentum rmsprop_centered_momentum\n"
+     "lion lamb. Any other --updater is an updater text (README, \"Optimizers\").\n"
+     "\n"
+     "options:\n"
+     "  --updater NAME|TEXT   a built-in updater or an updater text (--source TEXT too)\n"
+     "  --check [NAME]        check against f64 instead of timing; NAME: the updater\n"
+     "  --groups 37|gpt2|N    N groups of random ranks and sizes (default 37), or GPT-2\n"
+     "                        small's 148 parameter shapes (124M elements)\n"
+     "  --tensors N           the same as --groups N\n"
+     "  --sizes MIN..MAX      elements per random group (default 1..65536)\n"
+     "  --shapes-file FILE    one shape per line: 768 or 768,2304\n"
+     "  --steps K             (default 3 with --check, else 10)\n"
+     "  --scalar NAME=VALUE   a hyperparameter, e.g. lr=3e-4; repeatable\n"
+     "  --grad-scale S        gradients carry a loss scale S: unscaled in the update,\n"
+     "                        a step with a non-finite gradient skipped\n"
+     "  --max-grad-norm X     clip the gradients by their global norm\n"
+     "  --dtype f32           the parameters' dtype (f32 only in this build)\n"
+     "  --engine auto|interp|mir|c\n"
+     "  --reference interp|mir|c\n"
+     "                        the engine of the f64 reference (default interp; c is\n"
+     "                        far faster for GPT-2's 124M elements)\n"
+     "  --seed S              (default 1)\n",
+     ENV_ENGINE | ENV_THREADS | ENV_CACHE | ENV_CACHE_MEMORY | ENV_CACHE_DISK | ENV_MIR_LEVEL | ENV_CC | ENV_TIER},
 };
 enum { HELP_ENTRY_COUNT = sizeof help_entries / sizeof help_entries[0] };
 

@@ -33,7 +33,7 @@ typedef struct {
 
 static const command_t commands[] = {
     {"info", cli_cmd_info}, {"demo", cli_cmd_demo},   {"run", cli_cmd_run},   {"dump", cli_cmd_dump},
-    {"aot", cli_cmd_aot},   {"cache", cli_cmd_cache}, {"conv", cli_cmd_conv},
+    {"aot", cli_cmd_aot},   {"cache", cli_cmd_cache}, {"conv", cli_cmd_conv},   {"optim", cli_cmd_optim},
 };
 
 /* `uopjit help [CMD]` (`uopjit help --help` is the general help too). */

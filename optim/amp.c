@@ -1,0 +1,80 @@
+/* optim/amp.c: the pass over the gradients that mixed precision needs
+ * before an update, made in one multi-tensor call over all groups:
+ *
+ *   bad = sum(g*0)                   0 when every element is finite: inf*0
+ *                                    and NaN*0 are NaN, and a NaN term
+ *                                    makes the sum NaN
+ *   n = sum((g*inv)*(g*inv))         the squared norm of the unscaled
+ *                                    gradient (unscaled first, so that the
+ *                                    squares of a loss-scaled gradient do
+ *                                    not overflow)
+ *
+ * The per-group sums are added in f64 here. A step that finds a non-finite
+ * gradient writes nothing (optim/optim.c); otherwise the unscaling and the
+ * clip coefficient go into the update as one scalar, gscale, so the
+ * gradients are read once more and never written. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../rt/rt.h"
+#include "optim.h"
+
+#define GRAD_PASS_SOURCE "bad = sum(g*0); n = sum((g*inv)*(g*inv))"
+
+uj_status_t optim_grad_program(uj_program_t** program) {
+  if (*program) return UJ_OK;
+  return uj_program_parse(GRAD_PASS_SOURCE, program);
+}
+
+double optim_clip_coefficient(double norm, double max_norm) {
+  if (max_norm <= 0) return 1.0;
+  double c = max_norm / (norm + 1e-6);
+  return c < 1.0 ? c : 1.0;
+}
+
+uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tensor_t* const* grads, int group_count,
+                            double inv_scale, int* finite, double* norm) {
+  uj_status_t s = optim_grad_program(program);
+  if (s != UJ_OK) return s;
+  int G = group_count;
+  /* the sums take the gradients' dtype (f32, or f64 for a reference) */
+  uj_dtype_t dtype = G ? grads[0]->dtype : UJ_F32;
+  size_t cell = (size_t)uj_dtype_size(dtype);
+  char* cells = calloc((size_t)2 * G + 1, cell);
+  uj_tensor_t* outs = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t));
+  const uj_tensor_t** in = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t*));
+  uj_tensor_t** out = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t*));
+  uj_group_t* groups = calloc((size_t)G + 1, sizeof(uj_group_t));
+  if (!cells || !outs || !in || !out || !groups) {
+    free(cells), free(outs), free(in), free(out), free(groups);
+    return rt_error(UJ_ERR_OOM, "out of memory for the gradient pass over %d groups", G);
+  }
+  float inv = (float)inv_scale;
+  uj_tensor_t inv_tensor = {&inv, UJ_F32, UJ_CPU, 0, {0}};
+  if (dtype == UJ_F64) inv_tensor = (uj_tensor_t){&inv_scale, UJ_F64, UJ_CPU, 0, {0}};
+  for (int i = 0; i < G; i++) {
+    for (int k = 0; k < 2; k++) {
+      uj_tensor_t* o = &outs[2 * i + k];
+      *o = (uj_tensor_t){cells + (size_t)(2 * i + k) * cell, dtype, UJ_CPU, grads[i]->ndim, {0}};
+      for (int a = 0; a < o->ndim; a++) o->dims[a] = 1;
+      out[2 * i + k] = o;
+    }
+    in[2 * i] = grads[i], in[2 * i + 1] = &inv_tensor;
+    groups[i] = (uj_group_t){&in[2 * i], &out[2 * i]};
+  }
+  s = uj_program_run_groups(ctx, *program, groups, G, 2, NULL, 0, 2);
+  if (s != UJ_OK) rt_error_prefix("the gradient pass: ");
+  double total = 0;
+  int all_finite = 1;
+  for (int i = 0; i < G && s == UJ_OK; i++) {
+    double bad = dtype == UJ_F64 ? ((double*)cells)[2 * i] : ((float*)cells)[2 * i];
+    all_finite &= bad == 0.0;
+    total += dtype == UJ_F64 ? ((double*)cells)[2 * i + 1] : ((float*)cells)[2 * i + 1];
+  }
+  /* a sum of squares can overflow f32 for finite gradients; that is no
+   * reason to skip, but the norm is then infinite and clips to 0 */
+  *finite = all_finite;
+  *norm = sqrt(total);
+  free(cells), free(outs), free(in), free(out), free(groups);
+  return s;
+}

@@ -1,0 +1,524 @@
+/* optim/optim.c: the optimizer API (include/uopjit.h, "optimizers"). An
+ * optimizer is a parsed updater (optim/spec.c) plus the values of its
+ * hyperparameters and its step count. A step:
+ *   1. checks every group (shapes, dtypes, hyperparameter values) before
+ *      anything is written;
+ *   2. with a loss scale or a clip norm set, makes the gradient pass
+ *      (optim/amp.c) and stops, writing nothing, when a gradient is not
+ *      finite; else gscale = clip coefficient / loss scale;
+ *   3. computes the step scalars: [scalars] run in f64 on 0-d tensors, once,
+ *      or once per group when it reads a per-group hyperparameter;
+ *   4. runs each pass over all groups in one uj_program_run_groups call,
+ *      scalars as 0-d f32 tensors (one tensor for all groups when shared, so
+ *      that the multi-tensor execution sees one value), per-group sums as
+ *      small tensors the optimizer owns.
+ * Scalars are run-time inputs, so nothing recompiles as t, the learning rate
+ * or the groups change. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rt/rt.h"
+#include "optim.h"
+
+struct uj_optim {
+  char* name;
+  optim_spec_t spec;
+  /* per scalar of the spec: a shared value, or per-group values */
+  double* value;
+  int* has_value;
+  double** per_group;
+  int* per_group_count;
+  int64_t step;
+  double grad_scale, max_norm;
+  uj_ctx_t* host_ctx; /* the interpreter, for [scalars] */
+  uj_program_t* grad_program;
+};
+
+int uj_optim_builtin_count(void) { return optim_builtin_count(); }
+
+const char* uj_optim_builtin_name(int i) {
+  const optim_builtin_t* b = optim_builtin_at(i);
+  return b ? b->name : NULL;
+}
+
+const char* uj_optim_builtin_text(const char* name) {
+  const optim_builtin_t* b = optim_builtin_find(name);
+  return b ? b->text : NULL;
+}
+
+void uj_optim_free(uj_optim_t* opt) {
+  if (!opt) return;
+  for (int i = 0; i < opt->spec.scalar_count; i++) free(opt->per_group ? opt->per_group[i] : NULL);
+  free(opt->per_group), free(opt->per_group_count), free(opt->value), free(opt->has_value);
+  optim_spec_release(&opt->spec);
+  uj_program_free(opt->grad_program);
+  uj_ctx_free(opt->host_ctx);
+  free(opt->name);
+  free(opt);
+}
+
+uj_status_t uj_optim_new_source(const char* name, const char* text, uj_optim_t** out) {
+  if (!out) return rt_error(UJ_ERR_INVALID, "uj_optim_new_source: out is NULL");
+  *out = NULL;
+  if (!name || !text) return rt_error(UJ_ERR_INVALID, "uj_optim_new_source: name and text must not be NULL");
+  uj_optim_t* opt = calloc(1, sizeof *opt);
+  if (!opt) return rt_error(UJ_ERR_OOM, "out of memory making optimizer %s", name);
+  uj_status_t s = optim_spec_parse(text, &opt->spec);
+  if (s != UJ_OK) {
+    rt_error_prefix("updater %s: ", name);
+    free(opt);
+    return s;
+  }
+  int n = opt->spec.scalar_count;
+  opt->name = strdup(name);
+  opt->value = calloc((size_t)n + 1, sizeof(double));
+  opt->has_value = calloc((size_t)n + 1, sizeof(int));
+  opt->per_group = calloc((size_t)n + 1, sizeof(double*));
+  opt->per_group_count = calloc((size_t)n + 1, sizeof(int));
+  opt->host_ctx = uj_ctx_new();
+  if (!opt->name || !opt->value || !opt->has_value || !opt->per_group || !opt->per_group_count || !opt->host_ctx) {
+    uj_optim_free(opt);
+    return rt_error(UJ_ERR_OOM, "out of memory making optimizer %s", name);
+  }
+  if ((s = uj_ctx_set_engine(opt->host_ctx, UJ_ENGINE_INTERP)) != UJ_OK) {
+    uj_optim_free(opt);
+    return s;
+  }
+  for (int i = 0; i < n; i++) {
+    opt->value[i] = opt->spec.scalar_list[i].default_value;
+    opt->has_value[i] = opt->spec.scalar_list[i].has_default;
+  }
+  *out = opt;
+  return UJ_OK;
+}
+
+uj_status_t uj_optim_new(const char* name, uj_optim_t** out) {
+  if (!out) return rt_error(UJ_ERR_INVALID, "uj_optim_new: out is NULL");
+  *out = NULL;
+  const optim_builtin_t* b = optim_builtin_find(name);
+  if (!b) {
+    rt_buf_t known = {0};
+    for (int i = 0; i < optim_builtin_count(); i++) rt_buf_printf(&known, "%s%s", i ? ", " : "", optim_builtin_at(i)->name);
+    char* list = rt_buf_take(&known);
+    uj_status_t s = rt_error(UJ_ERR_INVALID, "unknown updater \"%s\"; the built-in ones are %s", name ? name : "(null)",
+                             list ? list : "");
+    free(list);
+    return s;
+  }
+  return uj_optim_new_source(b->name, b->text, out);
+}
+
+const char* uj_optim_name(const uj_optim_t* opt) { return opt ? opt->name : NULL; }
+const char* uj_optim_text(const uj_optim_t* opt) { return opt ? opt->spec.text : NULL; }
+int uj_optim_state_count(const uj_optim_t* opt) { return opt ? opt->spec.state_count : -1; }
+
+const char* uj_optim_state_name(const uj_optim_t* opt, int i) {
+  return opt && i >= 0 && i < opt->spec.state_count ? opt->spec.states[i] : NULL;
+}
+
+/* The index in the spec's scalars of hyperparameter i, or -1. */
+static int hparam_scalar(const uj_optim_t* opt, int i) {
+  for (int k = 0, seen = 0; opt && k < opt->spec.scalar_count; k++)
+    if (opt->spec.scalar_list[k].kind == OPTIM_HPARAM && seen++ == i) return k;
+  return -1;
+}
+
+int uj_optim_hparam_count(const uj_optim_t* opt) {
+  if (!opt) return -1;
+  int n = 0;
+  while (hparam_scalar(opt, n) >= 0) n++;
+  return n;
+}
+
+const char* uj_optim_hparam_name(const uj_optim_t* opt, int i) {
+  int k = i >= 0 ? hparam_scalar(opt, i) : -1;
+  return k >= 0 ? opt->spec.scalar_list[k].name : NULL;
+}
+
+static uj_status_t find_hparam(const uj_optim_t* opt, const char* name, int* index) {
+  if (!opt || !name) return rt_error(UJ_ERR_INVALID, "the optimizer and the hyperparameter's name must not be NULL");
+  int k = optim_spec_scalar(&opt->spec, name);
+  if (k >= 0 && opt->spec.scalar_list[k].kind == OPTIM_HPARAM) return *index = k, UJ_OK;
+  rt_buf_t known = {0};
+  for (int i = 0; uj_optim_hparam_name(opt, i); i++) rt_buf_printf(&known, "%s%s", i ? ", " : "", uj_optim_hparam_name(opt, i));
+  char* list = rt_buf_take(&known);
+  uj_status_t s = rt_error(UJ_ERR_INVALID, "updater %s has no hyperparameter \"%s\"; it has %s", opt->name, name,
+                           list && *list ? list : "none");
+  free(list);
+  return s;
+}
+
+uj_status_t uj_optim_set(uj_optim_t* opt, const char* name, double value) {
+  int k;
+  uj_status_t s = find_hparam(opt, name, &k);
+  if (s != UJ_OK) return s;
+  free(opt->per_group[k]);
+  opt->per_group[k] = NULL, opt->per_group_count[k] = 0;
+  opt->value[k] = value, opt->has_value[k] = 1;
+  return UJ_OK;
+}
+
+uj_status_t uj_optim_set_per_group(uj_optim_t* opt, const char* name, const double* values, int count) {
+  int k;
+  uj_status_t s = find_hparam(opt, name, &k);
+  if (s != UJ_OK) return s;
+  if (count < 1 || !values) return rt_error(UJ_ERR_INVALID, "%s: %d per-group values (NULL or fewer than 1)", name, count);
+  double* copy = malloc(sizeof(double) * (size_t)count);
+  if (!copy) return rt_error(UJ_ERR_OOM, "out of memory keeping %d values of %s", count, name);
+  memcpy(copy, values, sizeof(double) * (size_t)count);
+  free(opt->per_group[k]);
+  opt->per_group[k] = copy, opt->per_group_count[k] = count;
+  return UJ_OK;
+}
+
+uj_status_t uj_optim_get(const uj_optim_t* opt, const char* name, double* value) {
+  int k;
+  uj_status_t s = find_hparam(opt, name, &k);
+  if (s != UJ_OK) return s;
+  if (opt->per_group[k]) return rt_error(UJ_ERR_INVALID, "%s has one value per group", name);
+  if (!opt->has_value[k]) return rt_error(UJ_ERR_INVALID, "%s has no value: it has no default and was not set", name);
+  if (value) *value = opt->value[k];
+  return UJ_OK;
+}
+
+int64_t uj_optim_step_count(const uj_optim_t* opt) { return opt ? opt->step : -1; }
+
+uj_status_t uj_optim_set_step_count(uj_optim_t* opt, int64_t count) {
+  if (!opt) return rt_error(UJ_ERR_INVALID, "uj_optim_set_step_count: opt is NULL");
+  if (count < 0) return rt_error(UJ_ERR_INVALID, "the step count is %lld, below 0", (long long)count);
+  opt->step = count;
+  return UJ_OK;
+}
+
+uj_status_t uj_optim_set_grad_scale(uj_optim_t* opt, double scale) {
+  if (!opt) return rt_error(UJ_ERR_INVALID, "uj_optim_set_grad_scale: opt is NULL");
+  if (!(scale >= 0) || !isfinite(scale)) return rt_error(UJ_ERR_INVALID, "the loss scale is %g: expected a finite value >= 0", scale);
+  opt->grad_scale = scale;
+  return UJ_OK;
+}
+
+uj_status_t uj_optim_set_max_grad_norm(uj_optim_t* opt, double max_norm) {
+  if (!opt) return rt_error(UJ_ERR_INVALID, "uj_optim_set_max_grad_norm: opt is NULL");
+  if (!(max_norm >= 0) || !isfinite(max_norm))
+    return rt_error(UJ_ERR_INVALID, "the clip norm is %g: expected a finite value >= 0", max_norm);
+  opt->max_norm = max_norm;
+  return UJ_OK;
+}
+
+/* ---- a step -------------------------------------------------------------------------- */
+
+static int same_shape(const uj_tensor_t* a, const uj_tensor_t* b) {
+  if (a->ndim != b->ndim) return 0;
+  for (int k = 0; k < a->ndim; k++)
+    if (a->dims[k] != b->dims[k]) return 0;
+  return 1;
+}
+
+static uj_status_t check_tensor(const uj_tensor_t* t, const uj_tensor_t* param, uj_dtype_t dtype, const char* what) {
+  if (!t) return rt_error(UJ_ERR_INVALID, "%s is NULL", what);
+  if (t->dtype != dtype)
+    return rt_error(UJ_ERR_INVALID, "%s has dtype %s, expected %s", what, uj_dtype_name(t->dtype), uj_dtype_name(dtype));
+  if (t->device != UJ_CPU) return rt_error(UJ_ERR_UNSUPPORTED, "%s is on the GPU: optimizer steps take host tensors", what);
+  if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS) return rt_error(UJ_ERR_INVALID, "%s has rank %d", what, t->ndim);
+  if (param && !same_shape(t, param)) return rt_error(UJ_ERR_SHAPE, "%s's shape differs from the parameter's", what);
+  return UJ_OK;
+}
+
+/* dtype: the first group's parameter's, f32 or f64 (checked by the caller). */
+static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g, uj_dtype_t dtype) {
+  uj_status_t s = check_tensor(g->param, NULL, dtype, "the parameter");
+  if (s == UJ_OK) s = check_tensor(g->grad, g->param, dtype, "the gradient g");
+  if (s == UJ_OK && opt->spec.state_count && !g->state)
+    s = rt_error(UJ_ERR_INVALID, "state is NULL: updater %s needs %d state tensors", opt->name, opt->spec.state_count);
+  for (int k = 0; k < opt->spec.state_count && s == UJ_OK; k++) {
+    char what[96];
+    snprintf(what, sizeof what, "state %s", opt->spec.states[k]);
+    s = check_tensor(g->state[k], g->param, dtype, what);
+  }
+  return s;
+}
+
+static uj_status_t check_values(const uj_optim_t* opt, int group_count) {
+  for (int k = 0; k < opt->spec.scalar_count; k++) {
+    if (opt->spec.scalar_list[k].kind != OPTIM_HPARAM) continue;
+    const char* name = opt->spec.scalar_list[k].name;
+    if (opt->per_group[k] && opt->per_group_count[k] != group_count)
+      return rt_error(UJ_ERR_INVALID, "%s has %d per-group values, the step has %d groups", name, opt->per_group_count[k],
+                      group_count);
+    if (!opt->per_group[k] && !opt->has_value[k])
+      return rt_error(UJ_ERR_INVALID, "hyperparameter %s has no value: set it with uj_optim_set", name);
+  }
+  return UJ_OK;
+}
+
+/* Fills values[k*G + i] for every scalar k and group i (shared scalars: at
+ * i = 0 only, per_group[k] = 0). */
+static uj_status_t scalar_values(uj_optim_t* opt, int G, int64_t t, double gscale, double* values, int* varies) {
+  const optim_spec_t* sp = &opt->spec;
+  int per_group_scalars = 0;
+  for (int k = 0; k < sp->scalar_count; k++) {
+    varies[k] = opt->per_group[k] != NULL;
+    for (int i = 0; i < (varies[k] ? G : 1); i++) {
+      double v = 0;
+      switch (sp->scalar_list[k].kind) {
+        case OPTIM_HPARAM: v = varies[k] ? opt->per_group[k][i] : opt->value[k]; break;
+        case OPTIM_STEP: v = (double)t; break;
+        case OPTIM_GSCALE: v = gscale; break;
+        case OPTIM_DERIVED: break;
+      }
+      values[(size_t)k * G + i] = v;
+    }
+  }
+  if (!sp->scalars) return UJ_OK;
+  for (int i = 0; i < sp->scalars_input_count; i++) per_group_scalars |= varies[sp->scalars_inputs[i].index];
+  for (int o = 0; o < sp->scalars_output_count; o++) varies[sp->scalars_outputs[o].index] = per_group_scalars;
+  int nin = sp->scalars_input_count, nout = sp->scalars_output_count;
+  uj_tensor_t* tensors = calloc((size_t)(nin + nout) + 1, sizeof(uj_tensor_t));
+  void** ptrs = calloc((size_t)(nin + nout) + 1, sizeof(void*));
+  double* cells = calloc((size_t)(nin + nout) + 1, sizeof(double));
+  if (!tensors || !ptrs || !cells) {
+    free(tensors), free(ptrs), free(cells);
+    return rt_error(UJ_ERR_OOM, "out of memory computing the step scalars");
+  }
+  for (int j = 0; j < nin + nout; j++) {
+    tensors[j] = (uj_tensor_t){&cells[j], UJ_F64, UJ_CPU, 0, {0}};
+    ptrs[j] = &tensors[j];
+  }
+  uj_status_t s = UJ_OK;
+  for (int i = 0; i < (per_group_scalars ? G : 1) && s == UJ_OK; i++) {
+    for (int j = 0; j < nin; j++) {
+      int k = sp->scalars_inputs[j].index;
+      cells[j] = values[(size_t)k * G + (varies[k] ? i : 0)];
+    }
+    s = uj_program_run(opt->host_ctx, sp->scalars, UJ_FORWARD, (const uj_tensor_t* const*)ptrs, nin, NULL, 0,
+                       (uj_tensor_t* const*)(ptrs + nin), nout);
+    for (int o = 0; o < nout && s == UJ_OK; o++) values[(size_t)sp->scalars_outputs[o].index * G + i] = cells[nin + o];
+  }
+  if (s != UJ_OK) rt_error_prefix("updater %s, [scalars]: ", opt->name);
+  free(tensors), free(ptrs), free(cells);
+  return s;
+}
+
+/* Everything a step's passes bind, made once per step. */
+typedef struct {
+  int G;
+  uj_dtype_t dtype;    /* the parameters': scalars and sums take it */
+  void* scalar_cells;  /* [scalar][group] */
+  uj_tensor_t* scalar_tensors;
+  double* scalar_wide_cells; /* the same in f64, for inputs a pass declares f64 */
+  uj_tensor_t* scalar_wide_tensors;
+  double* sum_cells;        /* [sum][group], 8 bytes each, used as the output's dtype */
+  uj_tensor_t* sum_outputs; /* rank of the group's parameter, sizes 1 */
+  void* sum_input_cells;    /* the sums in the parameters' dtype, for later passes */
+  uj_tensor_t* sum_inputs;  /* 0-d */
+  const uj_tensor_t** in;
+  uj_tensor_t** out;
+  uj_group_t* groups;
+} bindings_t;
+
+static void bindings_release(bindings_t* b) {
+  free(b->scalar_cells), free(b->scalar_tensors), free(b->sum_cells), free(b->sum_outputs), free(b->sum_inputs);
+  free(b->scalar_wide_cells), free(b->scalar_wide_tensors), free(b->sum_input_cells);
+  free(b->in), free(b->out), free(b->groups);
+}
+
+static uj_status_t bindings_make(const uj_optim_t* opt, const uj_optim_group_t* groups, int G, const double* values,
+                                 const int* varies, bindings_t* b) {
+  const optim_spec_t* sp = &opt->spec;
+  int max_in = 0, max_out = 0;
+  for (int k = 0; k < sp->pass_count; k++) {
+    if (sp->passes[k].input_count > max_in) max_in = sp->passes[k].input_count;
+    if (sp->passes[k].output_count > max_out) max_out = sp->passes[k].output_count;
+  }
+  size_t sg = (size_t)sp->scalar_count * G + 1, ug = (size_t)sp->sum_count * G + 1;
+  memset(b, 0, sizeof *b);
+  b->G = G;
+  b->dtype = groups[0].param->dtype;
+  size_t cell = (size_t)uj_dtype_size(b->dtype);
+  b->scalar_cells = calloc(sg, cell);
+  b->scalar_tensors = calloc(sg, sizeof(uj_tensor_t));
+  b->sum_cells = calloc(ug, sizeof(double));
+  b->sum_input_cells = calloc(ug, cell);
+  b->scalar_wide_cells = calloc(sg, sizeof(double));
+  b->scalar_wide_tensors = calloc(sg, sizeof(uj_tensor_t));
+  b->sum_outputs = calloc(ug, sizeof(uj_tensor_t));
+  b->sum_inputs = calloc(ug, sizeof(uj_tensor_t));
+  b->in = calloc((size_t)G * max_in + 1, sizeof(uj_tensor_t*));
+  b->out = calloc((size_t)G * max_out + 1, sizeof(uj_tensor_t*));
+  b->groups = calloc((size_t)G + 1, sizeof(uj_group_t));
+  if (!b->scalar_cells || !b->scalar_tensors || !b->sum_cells || !b->sum_input_cells || !b->scalar_wide_cells ||
+      !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->in ||
+      !b->out || !b->groups) {
+    bindings_release(b);
+    return rt_error(UJ_ERR_OOM, "out of memory binding %d groups", G);
+  }
+  for (int k = 0; k < sp->scalar_count; k++)
+    for (int i = 0; i < (varies[k] ? G : 1); i++) {
+      size_t at = (size_t)k * G + i;
+      void* c = (char*)b->scalar_cells + at * cell;
+      if (b->dtype == UJ_F64) *(double*)c = values[at];
+      else *(float*)c = (float)values[at];
+      b->scalar_tensors[at] = (uj_tensor_t){c, b->dtype, UJ_CPU, 0, {0}};
+      b->scalar_wide_cells[at] = values[at];
+      b->scalar_wide_tensors[at] = (uj_tensor_t){&b->scalar_wide_cells[at], UJ_F64, UJ_CPU, 0, {0}};
+    }
+  for (int k = 0; k < sp->sum_count; k++)
+    for (int i = 0; i < G; i++) {
+      size_t at = (size_t)k * G + i;
+      uj_tensor_t* o = &b->sum_outputs[at];
+      uj_dtype_t dtype = sp->sum_wide[k] ? UJ_F64 : b->dtype;
+      *o = (uj_tensor_t){&b->sum_cells[at], dtype, UJ_CPU, groups[i].param->ndim, {0}};
+      for (int a = 0; a < o->ndim; a++) o->dims[a] = 1;
+      b->sum_inputs[at] = (uj_tensor_t){(char*)b->sum_input_cells + at * cell, b->dtype, UJ_CPU, 0, {0}};
+    }
+  return UJ_OK;
+}
+
+static uj_tensor_t* slot_tensor(const uj_optim_group_t* g, bindings_t* b, optim_slot_t slot, int i, const int* varies,
+                                int is_output, int wide) {
+  size_t at = (size_t)slot.index * b->G + (slot.role == OPTIM_SCALAR && !varies[slot.index] ? 0 : i);
+  switch (slot.role) {
+    case OPTIM_PARAM: return g->param;
+    case OPTIM_GRAD: return (uj_tensor_t*)g->grad; /* only ever an input */
+    case OPTIM_STATE: return g->state[slot.index];
+    case OPTIM_SCALAR: return wide ? &b->scalar_wide_tensors[at] : &b->scalar_tensors[at];
+    case OPTIM_SUM: return is_output ? &b->sum_outputs[at] : &b->sum_inputs[at];
+  }
+  return NULL;
+}
+
+static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, const uj_optim_group_t* groups, bindings_t* b,
+                            const int* varies) {
+  const optim_pass_t* pass = &opt->spec.passes[k];
+  for (int i = 0; i < b->G; i++) {
+    const uj_tensor_t** in = b->in + (size_t)i * pass->input_count;
+    uj_tensor_t** out = b->out + (size_t)i * pass->output_count;
+    for (int j = 0; j < pass->input_count; j++) {
+      uj_dtype_t declared = UJ_F32;
+      int wide = uj_program_input_dtype(pass->program, j, &declared) && declared == UJ_F64;
+      in[j] = slot_tensor(&groups[i], b, pass->inputs[j], i, varies, 0, wide);
+    }
+    for (int o = 0; o < pass->output_count; o++) out[o] = slot_tensor(&groups[i], b, pass->outputs[o], i, varies, 1, 0);
+    b->groups[i] = (uj_group_t){in, out};
+  }
+  uj_status_t s = uj_program_run_groups(ctx, pass->program, b->groups, b->G, pass->input_count, NULL, 0,
+                                        pass->output_count);
+  if (s != UJ_OK) rt_error_prefix("updater %s, [%s]: ", opt->name, k == 0 ? "update" : "apply");
+  /* the sums as later passes read them: in the parameters' dtype */
+  for (int o = 0; o < pass->output_count && s == UJ_OK; o++) {
+    if (pass->outputs[o].role != OPTIM_SUM) continue;
+    for (int i = 0; i < b->G; i++) {
+      size_t at = (size_t)pass->outputs[o].index * b->G + i;
+      float narrow;
+      memcpy(&narrow, &b->sum_cells[at], sizeof narrow);
+      double v = b->sum_outputs[at].dtype == UJ_F64 ? b->sum_cells[at] : (double)narrow;
+      if (b->dtype == UJ_F64) ((double*)b->sum_input_cells)[at] = v;
+      else ((float*)b->sum_input_cells)[at] = (float)v;
+    }
+  }
+  return s;
+}
+
+uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t* groups, int group_count,
+                          uj_optim_report_t* report) {
+  if (!ctx || !opt) return rt_error(UJ_ERR_INVALID, "uj_optim_step: ctx and opt must not be NULL");
+  if (group_count < 0) return rt_error(UJ_ERR_INVALID, "group_count is %d, below 0", group_count);
+  if (group_count && !groups) return rt_error(UJ_ERR_INVALID, "groups is NULL for %d groups", group_count);
+  uj_dtype_t dtype = group_count && groups[0].param ? groups[0].param->dtype : UJ_F32;
+  if (dtype != UJ_F32 && dtype != UJ_F64)
+    return rt_error(UJ_ERR_INVALID, "group 0: the parameter has dtype %s, expected f32 (or f64)", uj_dtype_name(dtype));
+  for (int i = 0; i < group_count; i++) {
+    uj_status_t s = check_group(opt, &groups[i], dtype);
+    if (s != UJ_OK) {
+      rt_error_prefix("group %d: ", i);
+      return s;
+    }
+  }
+  uj_status_t s = check_values(opt, group_count);
+  if (s != UJ_OK) return s;
+  uj_optim_report_t r = {0, -1, 1, opt->step};
+  int G = group_count;
+  if (opt->grad_scale > 0 || opt->max_norm > 0) {
+    double inv = opt->grad_scale > 0 ? 1.0 / opt->grad_scale : 1.0;
+    const uj_tensor_t** grads = calloc((size_t)G + 1, sizeof(uj_tensor_t*));
+    if (!grads) return rt_error(UJ_ERR_OOM, "out of memory listing %d gradients", G);
+    for (int i = 0; i < G; i++) grads[i] = groups[i].grad;
+    int finite = 1;
+    s = optim_grad_pass(ctx, &opt->grad_program, grads, G, inv, &finite, &r.grad_norm);
+    free(grads);
+    if (s != UJ_OK) return s;
+    if (!finite) {
+      r.skipped = 1;
+      if (report) *report = r;
+      return UJ_OK;
+    }
+    r.gscale = inv * optim_clip_coefficient(r.grad_norm, opt->max_norm);
+  }
+  int64_t t = opt->step + 1;
+  int S = opt->spec.scalar_count;
+  double* values = calloc((size_t)S * G + 1, sizeof(double));
+  int* varies = calloc((size_t)S + 1, sizeof(int));
+  if (!values || !varies) {
+    free(values), free(varies);
+    return rt_error(UJ_ERR_OOM, "out of memory for the step scalars of %d groups", G);
+  }
+  bindings_t b;
+  s = G ? scalar_values(opt, G, t, r.gscale, values, varies) : UJ_OK;
+  if (s == UJ_OK && G) s = bindings_make(opt, groups, G, values, varies, &b);
+  if (s == UJ_OK && G) {
+    for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++) s = run_pass(ctx, opt, k, groups, &b, varies);
+    bindings_release(&b);
+  }
+  free(values), free(varies);
+  if (s != UJ_OK) return s;
+  opt->step = t;
+  r.t = t;
+  if (report) *report = r;
+  return UJ_OK;
+}
+
+/* ---- CUDA kernels without a GPU ----------------------------------------------------------- */
+
+static uj_status_t compile_pass(uj_ctx_t* ctx, const uj_optim_t* opt, const optim_pass_t* pass, int rank,
+                                const char* arch, int* kernels) {
+  static double cell[4];
+  uj_tensor_t probe[64];
+  const uj_tensor_t* in[64];
+  if (pass->input_count > 64) return rt_error(UJ_ERR_UNSUPPORTED, "a pass of over 64 inputs");
+  for (int j = 0; j < pass->input_count; j++) {
+    optim_role_t role = pass->inputs[j].role;
+    int tensor = role == OPTIM_PARAM || role == OPTIM_GRAD || role == OPTIM_STATE;
+    uj_dtype_t dtype = UJ_F32;
+    uj_program_input_dtype(pass->program, j, &dtype);
+    probe[j] = (uj_tensor_t){cell, dtype, UJ_CPU, tensor ? rank : 0, {2, 2}};
+    in[j] = &probe[j];
+  }
+  int n = 0;
+  uj_status_t s = uj_program_compile_cuda(ctx, pass->program, UJ_FORWARD, in, pass->input_count, NULL, 0, arch, &n, NULL);
+  if (s != UJ_OK) rt_error_prefix("updater %s, rank %d: ", opt->name, rank);
+  *kernels += n;
+  return s;
+}
+
+uj_status_t uj_optim_compile_cuda(uj_ctx_t* ctx, uj_optim_t* opt, const char* arch, int* kernels) {
+  if (!ctx || !opt) return rt_error(UJ_ERR_INVALID, "uj_optim_compile_cuda: ctx and opt must not be NULL");
+  int n = 0;
+  uj_status_t s = UJ_OK;
+  for (int rank = 1; rank <= 2 && s == UJ_OK; rank++)
+    for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++)
+      s = compile_pass(ctx, opt, &opt->spec.passes[k], rank, arch, &n);
+  for (int rank = 1; rank <= 2 && s == UJ_OK; rank++) {
+    static float cell[4];
+    uj_tensor_t g = {cell, UJ_F32, UJ_CPU, rank, {2, 2}}, inv = {cell, UJ_F32, UJ_CPU, 0, {0}};
+    const uj_tensor_t* in[] = {&g, &inv};
+    int m = 0;
+    if ((s = optim_grad_program(&opt->grad_program)) != UJ_OK) break;
+    s = uj_program_compile_cuda(ctx, opt->grad_program, UJ_FORWARD, in, 2, NULL, 0, arch, &m, NULL);
+    if (s != UJ_OK) rt_error_prefix("the gradient pass, rank %d: ", rank);
+    n += m;
+  }
+  if (kernels) *kernels = n;
+  return s;
+}

@@ -1,0 +1,103 @@
+/* optim/optim.h: what the files of the optimizer library share. An updater's
+ * text (optim/updaters.c) is read by optim/spec.c into a spec: its programs
+ * and the role of every name they use. optim/optim.c runs a spec over
+ * parameter groups (uj_optim_step); optim/amp.c is the pass over the
+ * gradients that finds non-finite values and the global norm. */
+#ifndef UJ_OPTIM_OPTIM_H
+#define UJ_OPTIM_OPTIM_H
+
+#include "../include/uopjit.h"
+
+/* ---- built-in updaters (updaters.c) -------------------------------------------- */
+
+typedef struct {
+  const char* name;
+  const char* text; /* in the updater text format */
+} optim_builtin_t;
+
+int optim_builtin_count(void);
+const optim_builtin_t* optim_builtin_at(int i);
+const optim_builtin_t* optim_builtin_find(const char* name);
+
+/* ---- a parsed updater (spec.c) ---------------------------------------------------- */
+
+/* What a name in a program stands for. */
+typedef enum {
+  OPTIM_PARAM,  /* p: the parameter tensor */
+  OPTIM_GRAD,   /* g: the gradient, read only */
+  OPTIM_STATE,  /* a tensor of p's shape per group: the caller's (m, v, a bf16 copy) */
+  OPTIM_SCALAR, /* a 0-d value: a hyperparameter, t, gscale or a [scalars] output */
+  OPTIM_SUM     /* a per-group sum an [update] pass writes and [apply] reads */
+} optim_role_t;
+
+typedef struct {
+  optim_role_t role;
+  int index; /* into the spec's states, scalars or sums */
+} optim_slot_t;
+
+typedef struct {
+  uj_program_t* program;
+  int input_count, output_count;
+  optim_slot_t* inputs;
+  optim_slot_t* outputs;
+} optim_pass_t;
+
+typedef enum {
+  OPTIM_HPARAM,  /* set by the caller, or its default */
+  OPTIM_STEP,    /* t */
+  OPTIM_GSCALE,  /* gscale */
+  OPTIM_DERIVED  /* an output of [scalars] */
+} optim_scalar_kind_t;
+
+typedef struct {
+  char* name;
+  optim_scalar_kind_t kind;
+  int has_default;
+  double default_value;
+} optim_scalar_t;
+
+#define OPTIM_MAX_PASSES 2
+
+typedef struct {
+  char* text;                   /* the updater text, as given */
+  uj_program_t* scalars;        /* [scalars], or NULL */
+  optim_slot_t* scalars_inputs; /* every one an OPTIM_SCALAR */
+  optim_slot_t* scalars_outputs;
+  int scalars_input_count, scalars_output_count;
+  optim_pass_t passes[OPTIM_MAX_PASSES]; /* [update], then [apply] */
+  int pass_count;
+  char** states;
+  int state_count;
+  optim_scalar_t* scalar_list;
+  int scalar_count;
+  char** sums;
+  int* sum_wide; /* 1: the sum is f64 for f32 tensors (its terms read a scalar declared f64) */
+  int sum_count;
+} optim_spec_t;
+
+/* Reads an updater text into *spec (zeroed first). Errors: UJ_ERR_PARSE
+ * naming the section and line, or the program's own message; UJ_ERR_INVALID
+ * for names in roles they cannot have (g assigned, p never written, a sum
+ * read before the pass that makes it, a default for a name no program
+ * reads). On failure *spec holds nothing to free. */
+uj_status_t optim_spec_parse(const char* text, optim_spec_t* spec);
+void optim_spec_release(optim_spec_t* spec);
+/* The index of scalar `name`, or -1. */
+int optim_spec_scalar(const optim_spec_t* spec, const char* name);
+
+/* ---- the gradient pass (amp.c) ------------------------------------------------------ */
+
+/* One pass over every group's gradient g (groups[i] is the gradient of
+ * group i), scaled by inv_scale: *finite = 0 when any element is NaN or
+ * infinite, and *norm the 2-norm of all scaled gradients together (the
+ * per-group sums of squares added in f64). program is made on first use
+ * and kept by the caller (*program, freed with uj_program_free). */
+uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tensor_t* const* grads, int group_count,
+                            double inv_scale, int* finite, double* norm);
+/* Makes the gradient pass's program into *program when it is NULL. */
+uj_status_t optim_grad_program(uj_program_t** program);
+/* The clip coefficient torch.nn.utils.clip_grad_norm_ applies:
+ * min(1, max_norm / (norm + 1e-6)); 1 when max_norm is 0 (no clipping). */
+double optim_clip_coefficient(double norm, double max_norm);
+
+#endif
