@@ -328,7 +328,8 @@ int runner_open(runner_t* r, runner_kind_t kind, int threads, const program_text
   r->threads = threads;
   if (kind == RUNNER_AOT) return aot_find(text->spec->name) != NULL;
   if (kind == RUNNER_UNFUSED) return text->spec->unfused != NULL;
-  if (kind == RUNNER_HAND) return text->spec->hand != NULL;
+  /* a row program (shapes in its .args) has its hand-written kernel in rows.c */
+  if (kind == RUNNER_HAND) return text->spec->hand != NULL || text->nshapes > 0;
   if (kind == RUNNER_PEER) return 0; /* measured by cpu_peers.py, not here */
   /* the context's thread pool is sized from UOPJIT_THREADS when its JIT
    * state is created, which the first engine query does */
