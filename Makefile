@@ -335,6 +335,7 @@ BENCH_OBJS := $(filter $(BUILD)/obj/bench/%,$(CLI_OBJS))
 BENCH_NATIVE_FLAGS := $(if $(filter 1,$(DEBUG)),,-O3) -march=native
 
 $(BENCH_OBJS): override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
+$(BUILD)/obj/bench/suite.o: override CFLAGS += $(if $(MIR_ARCHIVE),-DBENCH_MIR_LIBRARY='"$(MIR_ARCHIVE)"')
 $(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o $(BUILD)/obj/bench/hand.o: \
   override CFLAGS += $(BENCH_NATIVE_FLAGS) -ffast-math
 $(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o: \

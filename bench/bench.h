@@ -240,6 +240,11 @@ void runner_close(runner_t* r);
 int runner_run(runner_t* r, workspace_t* ws);
 /* Keeps the current outputs as the reference. */
 void workspace_keep_reference(workspace_t* ws);
+/* The reference from the program run in f64 on the interpreter, from the
+ * initial values widened, rounded to f32: exact enough to judge any order
+ * of a long f32 sum (an f32 interpreter's sequential sum of 2^26 terms is
+ * off by tens of percent). 0, or -1 with a message. */
+int workspace_reference_f64(workspace_t* ws);
 /* The largest relative error of the outputs against the reference
  * (INFINITY for a NaN). */
 double workspace_max_error(const workspace_t* ws);
@@ -401,6 +406,24 @@ int bench_tier_main(int argc, char** argv, const program_spec_t* sigmoid);
 /* ---- conv.c: `bench --conv`, the convolution backends on network layers ---- */
 
 int bench_conv_main(int argc, char** argv);
+
+/* One backend's figures on one layer, for the suite. */
+typedef struct {
+  const char* backend; /* ref, cpu_direct, cpu_winograd */
+  int no_key;          /* cpu_winograd transforming its filter in every call */
+  int ok;              /* ran, and agreed with ref */
+  double ms;           /* median (ref: see note) */
+  double worst;        /* largest |got - ref| / bound (ref: 0) */
+  const char* note;    /* how it was timed, or why it has no time */
+  double flops;
+  int64_t outputs;     /* elements of y */
+  const char* engine;  /* ref: the JIT engine it ran on; else NULL */
+} bench_conv_row_t;
+enum { BENCH_CONV_LAYERS = 4, BENCH_CONV_ROWS = 4 };
+/* Layer `layer` (0: 56x56x64 .. 3: 7x7x512) at `batch` on `threads`, every
+ * backend checked against ref, then timed, as in the tables; shape gets
+ * the layer's name. 0, or -1 on bad arguments or no memory. */
+int bench_conv_layer(int layer, int batch, int threads, bench_conv_row_t* rows, char* shape, size_t shape_size);
 /* The GPU rows of bench --conv (bench/conv_gpu.c): 0, or 1 when a row failed. */
 int bench_conv_gpu(void);
 

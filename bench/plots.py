@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/plots.py RESULTS_JSON OUT_DIR: the plots of `uopjit bench`.
 
-Reads results.json (bench/results.schema.json) and writes four PNGs into
+Reads results.json (bench/results.schema.json) and writes five PNGs into
 OUT_DIR with matplotlib (Agg, no display needed):
 
   time_per_element.png  per workload, ns per element against size, log-log,
@@ -15,6 +15,8 @@ OUT_DIR with matplotlib (Agg, no display needed):
                         dispatch and time to first result, log scale
   memory_limit.png      per workload at its largest size, each runner's
                         share of its traffic-matched copy kernel, in %
+  conv3x3.png           per 3x3 layer, each convolution backend's GFLOP/s
+                        on the most threads measured
 
 Every figure carries the machine in a caption. Prints one line naming the
 files; exits 3 with a message when matplotlib cannot be imported (the
@@ -215,6 +217,40 @@ def memory_limit(plt, data, path):
     return True
 
 
+def conv3x3(plt, data, path):
+    top = max(data["run"]["threads"])
+    rows = [r for r in data["measurements"] if r["workload"] == "conv3x3" and r["threads"] == top]
+    shapes = sorted({r["shape"] for r in rows}, key=lambda sh: -int(sh.split("x")[0]))
+    runners = []
+    for r in rows:
+        if r["runner"] not in runners:
+            runners.append(r["runner"])
+    if not shapes or not any(ok(r) for r in rows):
+        return False
+    fig, ax = plt.subplots(figsize=(9, 4.6))
+    width = 0.8 / len(runners)
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:olive"]
+    for k, runner in enumerate(runners):
+        vals = []
+        for sh in shapes:
+            r = [x for x in rows if x["shape"] == sh and x["runner"] == runner and ok(x)]
+            vals.append(r[0]["flops"] / r[0]["median_ns"] if r and r[0]["flops"] else float("nan"))
+        label = runner + (" (uops on the JIT engine)" if runner == "ref" else "")
+        ax.bar([i + (k - (len(runners) - 1) / 2) * width for i in range(len(shapes))], vals, width, label=label,
+               color=colors[k % len(colors)])
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels([sh.replace(", ", "\n") for sh in shapes], fontsize=8)
+    ax.set_ylabel("GFLOP/s (median; higher is better)")
+    ax.set_title(f"3x3 convolutions, f32 NHWC, stride 1, on {top} thread(s)")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    caption(fig, data)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
 def main():
     if len(sys.argv) != 3:
         print("usage: plots.py RESULTS_JSON OUT_DIR")
@@ -230,7 +266,8 @@ def main():
         data = json.load(f)
     made = []
     for name, draw in (("time_per_element.png", time_per_element), ("jit_vs_aot.png", jit_vs_aot),
-                       ("compile_latency.png", compile_latency), ("memory_limit.png", memory_limit)):
+                       ("compile_latency.png", compile_latency), ("memory_limit.png", memory_limit),
+                       ("conv3x3.png", conv3x3)):
         path = os.path.join(sys.argv[2], name)
         if draw(plt, data, path):
             made.append(path)

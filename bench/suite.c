@@ -8,12 +8,14 @@
  *   each workload at each size on every runner, checked before timed, with
  *     its traffic-matched copy kernel: sigmoid, gelu, adam, sumsq (1-D),
  *     softmax and layernorm (rows of 1024), the AdamW step over a model's
- *     tensors (suite_adamw.c); the peers through bench/cpu_peers.py;
+ *     tensors (suite_adamw.c), the 3x3 convolutions' backends (conv.c); the
+ *     peers through bench/cpu_peers.py;
  *
  * then writes the report directory (suite_write.c). The kernel cache is a
  * private directory for the run, removed afterwards; the AOT kernels are
  * built at the start (aot.c). A progress line per workload goes to stderr,
  * overwritten in place on a terminal. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,7 @@ suite_row_t* suite_add_row(suite_t* s, const char* workload, const char* runner,
   snprintf(row->status, sizeof row->status, "failed");
   row->elements = elements;
   row->threads = threads;
+  row->bytes = row->flops = NAN;
   return row;
 }
 
@@ -119,10 +122,12 @@ static void read_machine(suite_t* s) {
     snprintf(command, sizeof command, "'%s' --version 2>/dev/null", cc && *cc ? cc : "cc");
     first_line_of(command, s->compiler, sizeof s->compiler);
   }
-#ifdef UJ_MIR_COMMIT
-  snprintf(s->mir, sizeof s->mir, "%s", UJ_MIR_COMMIT);
+  /* MIR's install records no commit; the Makefile names the library it
+   * linked (BENCH_MIR_LIBRARY) */
+#ifdef BENCH_MIR_LIBRARY
+  snprintf(s->mir, sizeof s->mir, "available, %s (its install records no commit)", BENCH_MIR_LIBRARY);
 #else
-  snprintf(s->mir, sizeof s->mir, "unknown commit");
+  snprintf(s->mir, sizeof s->mir, "available");
 #endif
   uj_ctx_t* ctx = uj_ctx_new();
   if (!ctx || !uj_engine_available(ctx, UJ_ENGINE_MIR)) snprintf(s->mir, sizeof s->mir, "not available");
@@ -217,7 +222,7 @@ static int parse_options(suite_t* s, int argc, char** argv) {
     s->nsizes = s->quick ? 3 : 9;
     memcpy(s->sizes_log2, sizes, (size_t)s->nsizes * sizeof(int));
   }
-  s->samples = s->quick ? 3 : 7;
+  s->samples = s->quick ? 3 : 5;
   s->min_sample_ns = s->quick ? 2e6 : 10e6;
   return 0;
 }
@@ -269,6 +274,10 @@ static int run_suite(suite_t* s, const char* cache_root) {
   if (suite_wants(s, "adamw")) {
     progress("adamw: one step over a model's tensors");
     failed |= suite_measure_adamw(s);
+  }
+  if (suite_wants(s, "conv3x3")) {
+    progress("conv3x3: the convolution backends");
+    failed |= suite_measure_conv(s);
   }
   char workloads[128], sizes[512], threads[64] = "";
   join_workloads(s, workloads, sizeof workloads);

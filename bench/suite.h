@@ -39,7 +39,9 @@ typedef struct {
   char status[16];   /* ok, mismatch, failed, unavailable */
   bench_timing_t timing;
   double max_error;
-  double bytes; /* per call: each array the workload reads counted once, each it writes once */
+  double bytes; /* per call: each array the workload reads counted once, each it writes once; NAN: not memory-bound */
+  double flops; /* per call, where the workload counts them (convolutions); else NAN */
+  int median_only; /* the figure came with its median alone (peers, convolutions): no min, max or sample count */
 } suite_row_t;
 
 typedef struct {
@@ -87,6 +89,7 @@ int suite_wants(const suite_t* s, const char* workload);
 int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n);
 int suite_measure_rows(suite_t* s, const char* name, int64_t n, int64_t cols);
 int suite_measure_adamw(suite_t* s);
+int suite_measure_conv(suite_t* s);
 void suite_add_peers(suite_t* s, const peer_results_t* peers);
 void suite_measure_compile(suite_t* s, const program_spec_t* spec, int64_t first_result_n, const char* cache_root);
 

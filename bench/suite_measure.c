@@ -3,7 +3,8 @@
  * the workload's traffic-matched copy kernel (traffic.c) timed beside it on
  * each thread count, as the memory limit its rows are a fraction of.
  *
- *   1-D programs   reference: the interpreter; jit rows on 1..N threads,
+ *   1-D programs   reference: the program in f64 on the interpreter,
+ *                  rounded to f32; jit rows on 1..N threads,
  *                  aot, hand and unfused on one (they are single-threaded)
  *   row programs   reference: the program in f64 (rows.c's error bound)
  *   AdamW step     every tensor of a model (GPT-2 small; a scaled-down one
@@ -85,11 +86,7 @@ int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n) {
     program_text_free(&text);
     return 1;
   }
-  int failed = 0;
-  runner_t reference;
-  if (runner_open(&reference, RUNNER_INTERP, 1, &text) != 1 || runner_run(&reference, &ws) != 0) failed = 1;
-  else workspace_keep_reference(&ws);
-  runner_close(&reference);
+  int failed = workspace_reference_f64(&ws) != 0;
 
   traffic_t traffic = {.n = n};
   double bytes = 0;
@@ -186,8 +183,41 @@ void suite_add_peers(suite_t* s, const peer_results_t* peers) {
     row->max_error = p->max_error;
     snprintf(row->status, sizeof row->status, "%s", p->checked_ok ? "ok" : "mismatch");
     /* the helper reports medians only */
-    row->timing = (bench_timing_t){0, p->ns_per_call, p->ns_per_call, p->ns_per_call};
+    row->timing = (bench_timing_t){0, p->ns_per_call, NAN, NAN};
+    row->median_only = 1;
   }
+}
+
+/* ---- convolutions ------------------------------------------------------------------------ */
+
+/* The 3x3 layers at batch 1 (--quick: the last, 7x7x512), every backend on
+ * each thread count, from bench_conv_layer: ref is the convolution built of
+ * uops and run on the JIT engine; cpu_direct and cpu_winograd are the
+ * library's hand-written backends. Compute-bound: no copy limit. */
+int suite_measure_conv(suite_t* s) {
+  int failed = 0;
+  for (int layer = s->quick ? BENCH_CONV_LAYERS - 1 : 0; layer < BENCH_CONV_LAYERS; layer++)
+    for (int t = 0; t < s->nthreads; t++) {
+      bench_conv_row_t rows[BENCH_CONV_ROWS];
+      char shape[40];
+      if (bench_conv_layer(layer, 1, s->threads[t], rows, shape, sizeof shape) != 0) return 1;
+      for (int k = 0; k < BENCH_CONV_ROWS; k++) {
+        char runner[24];
+        snprintf(runner, sizeof runner, "%s%s", rows[k].backend, rows[k].no_key ? " (no key)" : "");
+        suite_row_t* row = suite_add_row(s, "conv3x3", runner, rows[k].engine ? "jit" : "baseline", rows[k].outputs,
+                                         s->threads[t]);
+        if (!row) return 1;
+        snprintf(row->shape, sizeof row->shape, "%s", shape);
+        row->flops = rows[k].flops;
+        row->max_error = rows[k].worst;
+        row->median_only = 1;
+        row->timing = (bench_timing_t){0, rows[k].ms * 1e6, NAN, NAN};
+        const char* status = rows[k].ok ? "ok" : strcmp(rows[k].note, "MISMATCH") == 0 ? "mismatch" : "failed";
+        snprintf(row->status, sizeof row->status, "%s", status);
+        if (!rows[k].ok) failed = 1;
+      }
+    }
+  return failed;
 }
 
 /* ---- compile latency ------------------------------------------------------------------------- */

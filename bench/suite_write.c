@@ -9,9 +9,10 @@
  *                 workload, with the derived figures:
  *                   ns/element = median ns per call / elements
  *                   GB/s       = bytes per call / median ns per call
- *                   % of limit = the copy kernel's median / this median at
- *                                the same size and threads (single-threaded
- *                                runners: against one thread)
+ *                   % of limit = the copy kernel's fastest sample / this
+ *                                row's at the same size and threads
+ *                                (single-threaded runners: against one
+ *                                thread; peers: medians, all they report)
  *                   x aot      = this median / the AOT kernel's
  *
  * The summary (also printed by `uopjit bench`) takes each workload at its
@@ -56,10 +57,14 @@ static const suite_row_t* limit_of(const suite_t* s, const suite_row_t* row) {
 
 static int timed(const suite_row_t* row) { return row && !strcmp(row->status, "ok") && row->timing.median_ns > 0; }
 
+/* The fastest samples of the two, the ones least disturbed by whatever
+ * else the machine runs (as STREAM reports its best); medians for a row
+ * that came with its median alone. */
 static double percent_of_limit(const suite_t* s, const suite_row_t* row) {
   const suite_row_t* limit = limit_of(s, row);
   if (!timed(row) || !timed(limit) || !strcmp(row->kind, "limit")) return NAN;
-  return 100.0 * limit->timing.median_ns / row->timing.median_ns;
+  if (row->median_only) return 100.0 * limit->timing.median_ns / row->timing.median_ns;
+  return 100.0 * limit->timing.min_ns / row->timing.min_ns;
 }
 
 static const suite_row_t* find(const suite_t* s, const char* workload, const char* runner, int64_t elements,
@@ -143,17 +148,19 @@ static int write_json(const suite_t* s, const char* path) {
     json_string(f, row->shape);
     fprintf(f, ", \"elements\": %lld, \"dtype\": \"f32\", \"threads\": %d, \"status\": \"%s\", \"samples\": %d",
             (long long)row->elements, row->threads, row->status, row->timing.samples);
-    int ok = timed(row);
+    int ok = timed(row), spread = ok && !row->median_only;
     fprintf(f, ", \"median_ns\": ");
     json_number(f, ok ? row->timing.median_ns : NAN);
     fprintf(f, ", \"min_ns\": ");
-    json_number(f, ok ? row->timing.min_ns : NAN);
+    json_number(f, spread ? row->timing.min_ns : NAN);
     fprintf(f, ", \"max_ns\": ");
-    json_number(f, ok ? row->timing.max_ns : NAN);
+    json_number(f, spread ? row->timing.max_ns : NAN);
     fprintf(f, ", \"max_error\": ");
     json_number(f, strcmp(row->kind, "limit") ? row->max_error : NAN);
     fprintf(f, ", \"bytes\": ");
     json_number(f, row->bytes);
+    fprintf(f, ", \"flops\": ");
+    json_number(f, row->flops);
     fprintf(f, ", \"percent_of_limit\": ");
     json_number(f, percent_of_limit(s, row));
     fprintf(f, "}");
@@ -208,7 +215,7 @@ static int64_t largest(const suite_t* s, const char* workload) {
   return n;
 }
 
-static const char* const workloads[] = {"sigmoid", "gelu", "adam", "sumsq", "softmax", "layernorm", "adamw"};
+static const char* const workloads[] = {"sigmoid", "gelu", "adam", "sumsq", "softmax", "layernorm", "adamw", "conv3x3"};
 enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
 
 /* The fastest peer at this size and threads, or NULL. */
@@ -243,7 +250,7 @@ static void summary_table(FILE* f, const suite_t* s) {
     fprintf(f, "|\n");
   }
   fprintf(f, "\nns per element (median), at each workload's largest size; c / aot on one thread; "
-             "%% of limit: the traffic-matched copy kernel's time over C's.\n");
+             "%% of limit: the traffic-matched copy kernel's time over C's (fastest samples).\n");
 }
 
 void suite_print_summary(const suite_t* s) {
@@ -263,11 +270,12 @@ static void workload_table(FILE* f, const suite_t* s, const char* workload) {
     fprintf(f, "| %s | %s%s | %d | %s ", row->shape, row->runner, !strcmp(row->kind, "limit") ? " (traffic-matched)" : "",
             row->threads, row->status);
     cell(f, "| %.3f ", per_element(row));
-    if (timed(row))
+    if (timed(row) && !row->median_only)
       fprintf(f, "| %.3f..%.3f ", row->timing.min_ns / (double)row->elements, row->timing.max_ns / (double)row->elements);
     else
       fprintf(f, "| - ");
-    cell(f, "| %.2f ", timed(row) ? row->bytes / row->timing.median_ns : NAN);
+    if (row->flops == row->flops) cell(f, "| %.1f GFLOP/s ", timed(row) ? row->flops / row->timing.median_ns : NAN);
+    else cell(f, "| %.2f ", timed(row) ? row->bytes / row->timing.median_ns : NAN);
     cell(f, "| %.0f%% ", percent_of_limit(s, row));
     cell(f, "| %.2f ", strcmp(row->kind, "limit") ? versus_aot(s, row) : NAN);
     if (strcmp(row->kind, "limit")) fprintf(f, "| %.1e |\n", row->max_error);
@@ -310,7 +318,13 @@ static int write_markdown(const suite_t* s, const char* path) {
   fprintf(f, "\ncold: parse and first run in a new context with an empty disk cache; disk-cache hit: the same in "
              "another new context on the filled cache (C only); dispatch: per call with the kernel in memory; first "
              "result: parse and first run at the size given, cold. Medians.\n");
-  fprintf(f, "\n## Throughput\n\nChecked before timed; times are medians of %d samples per call.\n", s->samples);
+  fprintf(f, "\n## Throughput\n\nChecked before timed; times are medians of %d samples per call (peers and "
+             "convolutions: the median their own timing reports). GB/s counts each array read once and each written "
+             "once; conv3x3 gives GFLOP/s instead (ref: the convolution built of uops on the JIT engine; cpu_direct, "
+             "cpu_winograd: the library's hand-written backends; max error in units of the bound of bench/conv.c). "
+             "The AOT kernels are compiled with cc -O3 -march=native, without -ffast-math or -fno-math-errno, as a "
+             "user would.\n",
+          s->samples);
   for (int w = 0; w < NWORKLOADS; w++)
     if (largest(s, workloads[w])) workload_table(f, s, workloads[w]);
   return fclose(f) == 0 ? 0 : -1;

@@ -278,6 +278,54 @@ void workspace_keep_reference(workspace_t* ws) {
     memcpy(ws->reference[o], ws->outputs[o].data, (size_t)ws->output_numel[o] * sizeof(float));
 }
 
+int workspace_reference_f64(workspace_t* ws) {
+  const char* name = ws->text->spec->name;
+  uj_tensor_t wide_in[BENCH_MAX_IO], wide_out[BENCH_MAX_IO];
+  const uj_tensor_t* inputs[BENCH_MAX_IO];
+  uj_tensor_t* outputs[BENCH_MAX_IO];
+  int status = 0;
+  for (int i = 0; i < ws->ninputs; i++) {
+    wide_in[i] = ws->inputs[i];
+    wide_in[i].dtype = UJ_F64;
+    double* data = malloc((size_t)ws->input_numel[i] * sizeof(double));
+    wide_in[i].data = data;
+    inputs[i] = &wide_in[i];
+    if (!data) {
+      status = -1;
+      continue;
+    }
+    for (int64_t k = 0; k < ws->input_numel[i]; k++) data[k] = ws->pristine[i][k];
+  }
+  for (int o = 0; o < ws->noutputs; o++) {
+    wide_out[o] = ws->outputs[o];
+    wide_out[o].dtype = UJ_F64;
+    int alias = ws->output_alias[o];
+    wide_out[o].data = alias >= 0 ? wide_in[alias].data : malloc((size_t)ws->output_numel[o] * sizeof(double));
+    outputs[o] = &wide_out[o];
+    if (!wide_out[o].data) status = -1;
+  }
+  if (status) fprintf(stderr, "bench: out of memory for %s's f64 reference\n", name);
+  uj_ctx_t* ctx = status ? NULL : uj_ctx_new();
+  uj_program_t* program = NULL;
+  if (!status && (!ctx || uj_ctx_set_engine(ctx, UJ_ENGINE_INTERP) != UJ_OK ||
+                  uj_program_parse(ws->text->source, &program) != UJ_OK ||
+                  uj_program_run(ctx, program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs, ws->noutputs) !=
+                      UJ_OK)) {
+    fprintf(stderr, "bench: %s in f64 on the interpreter: %s\n", name, uj_last_error());
+    status = -1;
+  }
+  for (int o = 0; o < ws->noutputs && !status; o++) {
+    const double* wide = wide_out[o].data;
+    for (int64_t k = 0; k < ws->output_numel[o]; k++) ws->reference[o][k] = (float)wide[k];
+  }
+  uj_program_free(program);
+  uj_ctx_free(ctx);
+  for (int o = 0; o < ws->noutputs; o++)
+    if (ws->output_alias[o] < 0) free(wide_out[o].data);
+  for (int i = 0; i < ws->ninputs; i++) free(wide_in[i].data);
+  return status;
+}
+
 double workspace_max_error(const workspace_t* ws) {
   double worst = 0;
   for (int o = 0; o < ws->noutputs; o++) {
