@@ -12,10 +12,11 @@
  * The loop takes eight elements at a time: every input's lanes loaded and
  * XORed, then stored to every output, so the inputs of an element are all
  * read before an in-place output overwrites one. On several
- * threads the elements are split into one contiguous part per thread, run
+ * threads the elements are taken in chunks (an eighth of a thread's share)
  * by threads kept between calls.
  * The Makefile compiles this file with -O3 -march=native. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,11 +109,21 @@ static struct {
   const traffic_t* job; /* NULL: stop */
 } pool;
 
-/* Thread `index`'s part of the elements, in whole blocks. */
+/* The next chunk of the current job; threads take chunks until none is
+ * left, so that a thread the machine holds back (another process on its
+ * core) leaves its share to the others rather than making every call wait
+ * for it, as the JIT engines' pool does. */
+static _Atomic int64_t next_chunk;
+
 static void run_share(const traffic_t* t, int index, int threads) {
-  int64_t per = (t->n / threads + BLOCK - 1) / BLOCK * BLOCK;
-  int64_t begin = per * index, end = begin + per < t->n ? begin + per : t->n;
-  if (begin < t->n) copy_part(t, begin, end);
+  (void)index;
+  int64_t chunk = t->n / (8 * threads);
+  chunk = chunk < 16 * BLOCK ? 16 * BLOCK : chunk / BLOCK * BLOCK;
+  for (;;) {
+    int64_t begin = atomic_fetch_add(&next_chunk, chunk);
+    if (begin >= t->n) return;
+    copy_part(t, begin, begin + chunk < t->n ? begin + chunk : t->n);
+  }
 }
 
 static void* pool_main(void* arg) {
@@ -162,6 +173,7 @@ int traffic_copy(const traffic_t* t) {
     return 0;
   }
   pool_resize(threads);
+  atomic_store(&next_chunk, 0);
   pool.job = t;
   pthread_barrier_wait(&pool.start);
   run_share(t, 0, threads);
