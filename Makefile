@@ -6,9 +6,10 @@
 #                   under -jN), a line for each as it ends, then the total
 #   make debug      the same tests built with ASan + UBSan under build/debug/
 #   make tsan       the tests that start threads, built with ThreadSanitizer under build/tsan/
-#   make run        the CLI's demo, the sigmoid and Adam chains checked, and a short bench
-#   make bench      bench/: every CPU engine against AOT C and an unfused baseline,
-#                   then the convolution backends on network layers (bench --conv)
+#   make run        the CLI's demo, the sigmoid and Adam chains checked, and the quick bench
+#   make bench      `uopjit bench`: every CPU engine against AOT C, hand-written C and
+#                   the peers, as a report in build/bench-report; then the convolution
+#                   backends on network layers (uopjit bench --conv)
 #   make fuzz       libFuzzer targets (clang, ASan + UBSan), each run FUZZ_SECONDS
 #   make install    the header, both libraries, the CLI and uopjit.pc under
 #                   PREFIX (default /usr/local), below DESTDIR if set; make uninstall
@@ -135,7 +136,8 @@ SONAME := libuopjit.so.$(VERSION_MAJOR)
 LIB_SO_FILE := $(BUILD)/libuopjit.so.$(VERSION)
 LIB_SO_LINKS := $(BUILD)/$(SONAME) $(BUILD)/libuopjit.so
 
-CLI_SRCS := $(sort $(wildcard tools/*.c))
+# The bench's code (bench/*.c) is part of the tool: `uopjit bench`.
+CLI_SRCS := $(sort $(wildcard tools/*.c) $(wildcard bench/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI := $(BUILD)/uopjit
 
@@ -323,53 +325,34 @@ tsan:
 
 # ---- bench -------------------------------------------------------------------------
 
-# bench/ is a program, not a test. For each program bench/<name>.uj, with its
-# `uopjit` options (--scalar ..., --shape ...) in bench/<name>.args, it times every CPU
-# engine against the AOT C that `uopjit aot` writes for it and an unfused
-# baseline. The AOT C is compiled as a user would, with plain gcc -O3
-# -march=native (no -fno-math-errno: a sqrtf that may set errno keeps such a
-# loop scalar, which the C engine's own flags avoid), each
-# file's two entry points renamed (aot_<name>_run, aot_<name>_output_dims) so
-# that they live in one binary; the bench reads the same .uj and .args at run time for
-# the JIT engines, so they are the one source of truth.
-BENCH_PROGRAMS := $(sort $(basename $(notdir $(wildcard bench/*.uj))))
-BENCH_DIR := $(BUILD)/bench
-BENCH := $(BENCH_DIR)/bench
-BENCH_AOT_OBJS := $(BENCH_PROGRAMS:%=$(BENCH_DIR)/aot_%.o)
-BENCH_SRCS := $(sort $(wildcard bench/*.c))
-BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
-# Keep the generated C (make would delete it as an intermediate) for reading.
-.SECONDARY: $(BENCH_AOT_OBJS:.o=.c)
+# bench/ is the code of `uopjit bench` (tools/cli_bench.c), linked into the
+# CLI. The workloads are bench/<name>.uj with their `uopjit aot` options in
+# bench/<name>.args, read at run time; the AOT kernels are built then too
+# (bench/aot.c: `uopjit aot`, then $(CC) -O3 -march=native), since the CLI
+# cannot contain its own output. Where the figures depend on the code gcc
+# makes, the flags are those of the comparison: the unfused loops, the
+# hand-written kernels and the row kernels with -O3 -march=native
+# -ffast-math (SIMD as NumPy's ufuncs, see bench/baseline.c), STREAM and the
+# traffic-matched copy kernel with -O3 -march=native, the copy loop kept a
+# loop rather than turned into memcpy. Those objects are called only by
+# `uopjit bench`: the rest of the tool runs on any CPU of the architecture.
+BENCH_OBJS := $(filter $(BUILD)/obj/bench/%,$(CLI_OBJS))
+BENCH_NATIVE_FLAGS := $(if $(filter 1,$(DEBUG)),,-O3) -march=native
 
-$(BENCH_DIR)/aot_%.c: bench/%.uj bench/%.args $(CLI)
-	@mkdir -p $(dir $@)
-	$(CLI) aot "$$(cat $<)" $$(cat bench/$*.args) -o $@
-
-BENCH_AOT_CFLAGS := -O3 -march=native
-
-$(BENCH_DIR)/aot_%.o: $(BENCH_DIR)/aot_%.c
-	$(CC) $(BENCH_AOT_CFLAGS) -std=c11 -c $< -o $@ \
-	  -Duopjit_kernel_run=aot_$*_run -Duopjit_kernel_output_dims=aot_$*_output_dims
-
-# The driver builds with the library's flags. Where the figures depend on the
-# code gcc makes, the flags are those of the comparison: the unfused loops
-# and the hand-written row kernels with -O3 -march=native -ffast-math (SIMD
-# as NumPy's ufuncs, see bench/baseline.c and bench/rows_baseline.c), STREAM with -O3 -march=native and its copy loop kept a
-# loop rather than turned into memcpy.
 $(BENCH_OBJS): override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
-$(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o: override CFLAGS += -O3 -march=native -ffast-math
-$(BUILD)/obj/bench/stream.o: override CFLAGS += -O3 -march=native -fno-tree-loop-distribute-patterns
-$(BUILD)/obj/bench/groups_copy.o: override CFLAGS += -O3 -march=native -fno-tree-loop-distribute-patterns
+$(BUILD)/obj/bench/suite.o: override CFLAGS += $(if $(MIR_ARCHIVE),-DBENCH_MIR_LIBRARY='"$(MIR_ARCHIVE)"')
+$(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o $(BUILD)/obj/bench/hand.o: \
+  override CFLAGS += $(BENCH_NATIVE_FLAGS) -ffast-math
+$(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o $(BUILD)/obj/bench/groups_copy.o: \
+  override CFLAGS += $(BENCH_NATIVE_FLAGS) -fno-tree-loop-distribute-patterns
 
-$(BENCH): $(BENCH_OBJS) $(BENCH_AOT_OBJS) $(LIB_A)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJS) $(BENCH_AOT_OBJS) $(LIB_A) $(LIBS)
+# tests/test_bench_report.c validates the suite's JSON with bench/'s scripts.
+$(BUILD)/obj/tests/test_bench_report.o: override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
 
--include $(BENCH_OBJS:.o=.d)
-
-bench: all $(BENCH)
-	$(BENCH)
-	$(BENCH) --conv
+# The full suite into build/bench-report, then the convolution backends.
+bench: all
+	$(CLI) bench --out $(BUILD)/bench-report
+	$(CLI) bench --conv
 
 # ---- fuzz --------------------------------------------------------------------------
 
@@ -419,14 +402,15 @@ fuzz: $(FUZZ_BINS)
 	done
 
 # The demo, then two fused chains through the expression language checked
-# against the interpreter in f64, then the short bench.
+# against the interpreter in f64, then the quick bench (its summary and
+# where its report and plots are come last).
 SIGMOID := '1/(1+exp(-(a*x+b)))'
 ADAM := 'm = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p - lr*m/(sqrt(v)+eps)'
-run: all $(BENCH)
+run: all
 	$(CLI) demo
 	$(CLI) run --check $(SIGMOID) --scalar a,b
 	$(CLI) run --check $(ADAM) --scalar b1,b2,lr,eps
-	$(BENCH) --short
+	$(CLI) bench --quick --out $(BUILD)/bench-quick
 
 
 clean:

@@ -1,4 +1,6 @@
-/* bench/bench.c: the benchmark's driver (make bench; make run uses --short).
+/* bench/bench.c: the text tables of the benchmark, `uopjit bench --short`,
+ * `--rows`, `--tables`, `--tier`, `--conv`, `--gpu` (tools/cli_bench.c;
+ * the report directory is bench/suite.c's).
  *
  * In one run it measures, in this order: STREAM copy and triad on 1 and 2
  * threads; for each program its compile times on the JIT engines; then for
@@ -27,15 +29,13 @@
 
 #include "bench.h"
 
-static const program_spec_t sigmoid = {"sigmoid", 8, 1e-5, 0, aot_sigmoid_run, aot_sigmoid_output_dims,
-                                       &unfused_sigmoid};
-static const program_spec_t adam = {"adam", 28, 1e-5, 0, aot_adam_run, aot_adam_output_dims, &unfused_adam};
+static const program_spec_t sigmoid = {"sigmoid", 8, 1e-5, 0, &unfused_sigmoid, &hand_fused_sigmoid};
+static const program_spec_t adam = {"adam", 28, 1e-5, 0, &unfused_adam, &hand_fused_adam};
 /* An f32 sum of n terms depends on the order of its additions, by an error
  * that grows with n: the unfused baseline adds pairwise (accurate to about
  * 1e-7), the interpreter in sequence, which is off by about 1e-4 at 2^20
  * and 1e-2 at 2^24 on these inputs. A lost chunk of the sum still fails. */
-static const program_spec_t sumsq = {"sumsq", 4, 1e-5, 1e-9, aot_sumsq_run, aot_sumsq_output_dims,
-                                     &unfused_sumsq};
+static const program_spec_t sumsq = {"sumsq", 4, 1e-5, 1e-9, &unfused_sumsq, &hand_fused_sumsq};
 
 static int show_progress;
 
@@ -159,7 +159,7 @@ static void measure_size(bench_results_t* res, int program, const program_text_t
 
 static void usage(FILE* f) {
   fprintf(f,
-          "usage: bench [--short] [--rows]\n"
+          "usage: uopjit bench --tables | --short | --rows | --tier | --conv | --gpu\n"
           "  Times the programs in %s/*.uj on the interpreter, MIR and C JIT engines,\n"
           "  their AOT C and an unfused or hand-written baseline, with compile times and\n"
           "  STREAM bandwidth, and numpy, numexpr and torch through cpu_peers.py when a\n"
@@ -175,7 +175,7 @@ static void usage(FILE* f) {
           BENCH_SOURCE_DIR);
 }
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   static bench_results_t res; /* large: static rather than on the stack */
   static peer_results_t peers;
   static rows_results_t rows;
@@ -209,6 +209,9 @@ int main(int argc, char** argv) {
   res.sizes[1] = (int64_t)1 << (res.short_run ? 20 : 24);
   res.nsizes = 2;
   int64_t largest = res.sizes[1];
+  char largest_text[24];
+  snprintf(largest_text, sizeof largest_text, "%lld", (long long)largest);
+  int samples = res.short_run ? 3 : 7;
   res.compile_repetitions = res.short_run ? 3 : 7;
   res.large_samples = res.short_run ? 3 : 7;
   res.small_samples = res.short_run ? 5 : 11;
@@ -226,13 +229,21 @@ int main(int argc, char** argv) {
   setenv("UOPJIT_CACHE_DIR", run_cache, 1);
   unsetenv("UOPJIT_ENGINE");
   unsetenv("UOPJIT_CACHE");
+  progress("AOT kernels (uopjit aot, then the system compiler)");
+  char* aot_dir = bench_make_dir(cache_root, "aot");
+  char aot_note[1024] = "";
+  static const char* const aot_names[] = {"sigmoid", "adam", "sumsq", "softmax", "layernorm"};
+  if (aot_dir) aot_build(aot_names, 5, aot_dir, aot_note, sizeof aot_note);
+  if (*aot_note) fprintf(stderr, "bench: %s\n", aot_note);
+  if (aot_dir) bench_remove_dir(aot_dir);
+  free(aot_dir);
 
   int64_t matrix_rows = 1, matrix_cols = 1;
   int have_rows = rows_matrix_shape(res.short_run, &matrix_rows, &matrix_cols) == 0;
   int status = !have_rows;
   if (rows_only) {
     progress("peers (cpu_peers.py)");
-    if (have_rows) peers_measure("softmax,layernorm", largest, matrix_rows, matrix_cols, res.short_run, &peers);
+    if (have_rows) peers_measure("softmax,layernorm", largest_text, matrix_rows, matrix_cols, samples, "1,2", &peers);
     progress("row programs");
     if (have_rows && rows_measure(&peers, res.short_run, &rows) != 0) status = 1;
     if (show_progress) fprintf(stderr, "\r\033[K");
@@ -248,8 +259,8 @@ int main(int argc, char** argv) {
     res.stream_ok[t - 1] = stream_measure(t, res.stream_length, res.stream_repetitions, &res.stream[t - 1]) == 0;
   }
   progress("peers (cpu_peers.py)");
-  peers_measure(have_rows ? "sigmoid,adam,softmax,layernorm" : "sigmoid,adam", largest, matrix_rows, matrix_cols,
-                res.short_run, &peers);
+  peers_measure(have_rows ? "sigmoid,adam,softmax,layernorm" : "sigmoid,adam", largest_text, matrix_rows, matrix_cols,
+                samples, "1,2", &peers);
   for (int p = 0; p < res.nprograms; p++) {
     program_text_t text;
     if (program_text_load(res.programs[p], &text) != 0) {

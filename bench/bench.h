@@ -1,12 +1,15 @@
 /* bench/bench.h: what the parts of the benchmark program share.
  *
- * The benchmark (make bench; make run runs it with --short) times three
+ * The benchmark is `uopjit bench` (tools/cli_bench.c): the suite that writes a
+ * report directory (suite.h), or the text tables of bench.c (--tables,
+ * --short, --rows, ...). The tables time three
  * 1-D programs of the expression language, kept in bench/<name>.uj with their
  * CLI options in bench/<name>.args, on every CPU engine:
  *
  *   interp, mir, c   through the public API (uj_program_run), 1 and 2 threads
- *   aot              the C that `uopjit aot` wrote at build time, compiled
- *                    with gcc -O3 -march=native into this binary (1 thread)
+ *   aot              the C that `uopjit aot` writes for it, compiled with the
+ *                    system compiler at -O3 -march=native and loaded at run
+ *                    time (aot.c; 1 thread)
  *   unfused          plain C loops, one pass per op writing a temporary
  *                    array, as NumPy evaluates an expression (1 thread)
  *   numpy, numexpr,  the peers, through bench/cpu_peers.py (peers.c runs it
@@ -57,31 +60,37 @@ typedef int (*bench_call_fn)(void* arg);
  * many calls as fill about min_sample_ns (a call slower than that is a
  * sample of its own); a negative value when a call failed. */
 double bench_time_calls(bench_call_fn call, void* arg, int samples, double min_sample_ns);
+/* The samples of one timing, per call. */
+typedef struct {
+  int samples;
+  double median_ns, min_ns, max_ns;
+} bench_timing_t;
+/* bench_time_calls with every figure: 0, or -1 when a call failed. */
+int bench_time_stats(bench_call_fn call, void* arg, int samples, double min_sample_ns, bench_timing_t* out);
 /* Fills data[0..count) with values uniform in [0.5, 1.5) from a 64-bit
  * xorshift state (never 0), which it advances. */
 void bench_fill_uniform(float* data, int64_t count, uint64_t* state);
 
-/* ---- the AOT kernels (build/bench/aot_<name>.o, names renamed) ---------------------- */
+/* ---- aot.c: the AOT kernels, built and loaded at run time ---------------------------- */
 
 typedef int (*aot_run_fn)(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
                           const int64_t* params);
 typedef int (*aot_dims_fn)(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
 
-int aot_sigmoid_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
-                    const int64_t* params);
-int aot_sigmoid_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
-int aot_adam_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
-                 const int64_t* params);
-int aot_adam_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
-int aot_sumsq_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
-                  const int64_t* params);
-int aot_sumsq_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
-int aot_softmax_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
-                    const int64_t* params);
-int aot_softmax_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
-int aot_layernorm_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,
-                      const int64_t* params);
-int aot_layernorm_output_dims(const int64_t* const* input_dims, const int64_t* params, int output, int64_t* dims);
+/* One program's AOT kernel: `uopjit aot` C compiled into a shared object. */
+typedef struct {
+  char name[32];
+  aot_run_fn run;
+  aot_dims_fn dims;
+} aot_kernel_t;
+
+/* For each program bench/<name>.uj: writes `uopjit aot` C for it (with its
+ * .args) into dir, compiles it as a user would ($CC, else cc, -O3
+ * -march=native -shared) and loads it. A program that fails is left out and
+ * named in note (the compiler's messages go to stderr). The number loaded. */
+int aot_build(const char* const* names, int count, const char* dir, char* note, size_t note_size);
+/* The loaded kernel of a program, or NULL. */
+const aot_kernel_t* aot_find(const char* name);
 
 /* ---- baseline.c ---------------------------------------------------------------------- */
 
@@ -96,6 +105,27 @@ typedef struct {
 } unfused_baseline_t;
 
 extern const unfused_baseline_t unfused_sigmoid, unfused_adam, unfused_sumsq;
+
+/* ---- hand.c: the hand-written fused loops (same calling convention) ---- */
+
+extern const unfused_baseline_t hand_fused_sigmoid, hand_fused_gelu, hand_fused_adam, hand_fused_sumsq;
+/* AdamW on one tensor in place; hyper = b1, b2, lr, eps, wd. */
+void hand_adamw_step(float* m, const float* g, float* v, float* p, int64_t n, const float* hyper);
+
+/* ---- traffic.c: the traffic-matched copy kernel ---- */
+
+/* Arrays of n 4-byte elements: each read array is read once, each written
+ * array written once (a written array may be a read one: in place). */
+typedef struct {
+  const void* reads[BENCH_MAX_IO];
+  int nreads;
+  void* writes[BENCH_MAX_IO];
+  int nwrites;
+  int64_t n;
+  int threads;
+} traffic_t;
+/* One pass of the copy kernel: 0, or -1 without a read array. */
+int traffic_copy(const traffic_t* t);
 
 /* ---- stream.c ------------------------------------------------------------------------ */
 
@@ -119,9 +149,8 @@ typedef struct {
   /* the largest |got - ref| / max(1, |ref|) that passes at size n:
    * max(tolerance, n * tolerance_per_element) */
   double tolerance, tolerance_per_element;
-  aot_run_fn aot_run;
-  aot_dims_fn aot_dims;
-  const unfused_baseline_t* unfused;
+  const unfused_baseline_t* unfused; /* NULL: none */
+  const unfused_baseline_t* hand;    /* the hand-written fused loop; NULL: none */
 } program_spec_t;
 
 /* An input's shape from `--shape NAME=D0,D1,...` in the .args, or the
@@ -168,6 +197,7 @@ typedef struct {
   float* reference[BENCH_MAX_IO]; /* the interpreter's outputs from the initial values */
   float* scratch[UNFUSED_SCRATCH];
   float* unfused_tensors[BENCH_MAX_IO]; /* the unfused baseline's tensors, by its names */
+  float* hand_tensors[BENCH_MAX_IO];    /* the hand-written loop's */
   int aot_dims_agree;                   /* the AOT kernel infers the outputs' shapes as the library does */
 } workspace_t;
 
@@ -181,7 +211,16 @@ void workspace_reset(workspace_t* ws);
 
 /* hand: a hand-written fused kernel (the row programs, bench/rows_baseline.c);
  * peer: a row measured by bench/cpu_peers.py (numpy, numexpr, torch). */
-typedef enum { RUNNER_INTERP, RUNNER_MIR, RUNNER_C, RUNNER_AOT, RUNNER_UNFUSED, RUNNER_HAND, RUNNER_PEER } runner_kind_t;
+typedef enum {
+  RUNNER_INTERP,
+  RUNNER_MIR,
+  RUNNER_C,
+  RUNNER_AOT,
+  RUNNER_UNFUSED,
+  RUNNER_HAND,
+  RUNNER_PEER,
+  RUNNER_AUTO /* the tiered auto engine, timed once its top tier serves */
+} runner_kind_t;
 
 /* One way of running a workspace's program. */
 typedef struct {
@@ -201,6 +240,11 @@ void runner_close(runner_t* r);
 int runner_run(runner_t* r, workspace_t* ws);
 /* Keeps the current outputs as the reference. */
 void workspace_keep_reference(workspace_t* ws);
+/* The reference from the program run in f64 on the interpreter, from the
+ * initial values widened, rounded to f32: exact enough to judge any order
+ * of a long f32 sum (an f32 interpreter's sequential sum of 2^26 terms is
+ * off by tens of percent). 0, or -1 with a message. */
+int workspace_reference_f64(workspace_t* ws);
 /* The largest relative error of the outputs against the reference
  * (INFINITY for a NaN). */
 double workspace_max_error(const workspace_t* ws);
@@ -209,6 +253,16 @@ double workspace_tolerance(const workspace_t* ws);
 /* Median nanoseconds per call over `samples` samples, each of as many calls
  * as fit in about min_sample_ns; a negative value on a failed run. */
 double runner_time_ns(runner_t* r, workspace_t* ws, int samples, double min_sample_ns);
+/* A runner and its workspace, as one bench_call_fn argument (runner_call). */
+typedef struct {
+  runner_t* runner;
+  workspace_t* ws;
+} runner_call_t;
+int runner_call(void* arg);
+/* For the auto engine: calls `call` until the C tier serves the runner's
+ * program (or the tiering failed, or 5 s passed), so that what is timed is
+ * the steady state; does nothing for another runner. */
+void runner_warm_auto(runner_t* r, bench_call_fn call, void* arg);
 
 /* ---- compile.c ------------------------------------------------------------------------ */
 
@@ -271,7 +325,7 @@ void report_print(const bench_results_t* results);
 
 /* ---- peers.c: bench/cpu_peers.py's numpy, numexpr and torch rows, in this run ---- */
 
-#define PEERS_MAX_ROWS 48
+#define PEERS_MAX_ROWS 1024
 
 /* One peer measurement; workload is a program's name (sigmoid, adam, softmax, layernorm). */
 typedef struct {
@@ -292,11 +346,13 @@ typedef struct {
 } peer_results_t;
 
 /* Runs cpu_peers.py (when a python3 imports numpy) on `workloads` (a
- * comma-separated list of sigmoid, adam, softmax, layernorm): the 1-D ones
- * at `elements`, the row ones on rows x cols, on 1 and 2 threads. Never
- * fails the bench: a helper that cannot run leaves a note. */
-void peers_measure(const char* workloads, int64_t elements, int64_t rows, int64_t cols, int short_run,
-                   peer_results_t* out);
+ * comma-separated list of sigmoid, gelu, adam, sumsq, softmax, layernorm):
+ * the 1-D ones at each of `elements` (comma-separated counts), the row ones
+ * on rows x cols (rows <= 0: elements / cols at each size), on each of
+ * `threads` (comma-separated). Never fails the bench: a helper that cannot
+ * run leaves a note. */
+void peers_measure(const char* workloads, const char* elements, int64_t rows, int64_t cols, int samples,
+                   const char* threads, peer_results_t* out);
 /* The peer rows of one workload and size, in the helper's order: the index
  * of the next one at or after `from`, or -1. */
 int peers_find(const peer_results_t* peers, const char* workload, int64_t elements, int from);
@@ -331,6 +387,18 @@ int rows_matrix_shape(int short_run, int64_t* rows, int64_t* cols);
 int rows_measure(const peer_results_t* peers, int short_run, rows_results_t* out);
 void rows_print(const rows_results_t* results, const peer_results_t* peers);
 
+/* One row program on one rows x cols matrix (w and b of cols), with its f64
+ * reference made: for the suite, which sweeps the size. */
+typedef struct row_case row_case_t;
+int row_case_new(const char* name, int64_t rows, int64_t cols, row_case_t** out);
+void row_case_free(row_case_t* c);
+/* Opens a runner, checks its result, then times it (bench_time_stats). */
+row_status_t row_case_measure(row_case_t* c, runner_kind_t kind, int threads, int samples, double min_sample_ns,
+                              bench_timing_t* timing, double* max_error);
+/* The copy kernel of the row program's traffic: x read, y written (w and b,
+ * one row, stay in cache). */
+void row_case_traffic(const row_case_t* c, int threads, traffic_t* t);
+
 /* ---- tier.c: `bench --tier`, the tiered auto engine against MIR and C over time ---- */
 
 int bench_tier_main(int argc, char** argv, const program_spec_t* sigmoid);
@@ -338,6 +406,24 @@ int bench_tier_main(int argc, char** argv, const program_spec_t* sigmoid);
 /* ---- conv.c: `bench --conv`, the convolution backends on network layers ---- */
 
 int bench_conv_main(int argc, char** argv);
+
+/* One backend's figures on one layer, for the suite. */
+typedef struct {
+  const char* backend; /* ref, cpu_direct, cpu_winograd */
+  int no_key;          /* cpu_winograd transforming its filter in every call */
+  int ok;              /* ran, and agreed with ref */
+  double ms;           /* median (ref: see note) */
+  double worst;        /* largest |got - ref| / bound (ref: 0) */
+  const char* note;    /* how it was timed, or why it has no time */
+  double flops;
+  int64_t outputs;     /* elements of y */
+  const char* engine;  /* ref: the JIT engine it ran on; else NULL */
+} bench_conv_row_t;
+enum { BENCH_CONV_LAYERS = 4, BENCH_CONV_ROWS = 4 };
+/* Layer `layer` (0: 56x56x64 .. 3: 7x7x512) at `batch` on `threads`, every
+ * backend checked against ref, then timed, as in the tables; shape gets
+ * the layer's name. 0, or -1 on bad arguments or no memory. */
+int bench_conv_layer(int layer, int batch, int threads, bench_conv_row_t* rows, char* shape, size_t shape_size);
 /* The GPU rows of bench --conv (bench/conv_gpu.c): 0, or 1 when a row failed. */
 int bench_conv_gpu(void);
 

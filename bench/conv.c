@@ -24,7 +24,10 @@
  * Each table closes with the targets: cpu_winograd at least 2.5x
  * cpu_direct on every layer (all have 64 channels or more), cpu_direct at
  * least 5x ref on the MIR engine; each with the rows that meet it. The GPU
- * rows (cudnn, cuda_winograd) follow, from bench/conv_gpu.c. */
+ * rows (cudnn, cuda_winograd) follow, from bench/conv_gpu.c.
+ *
+ * bench_conv_layer measures one layer the same way for `uopjit bench`'s
+ * report (bench/suite_measure.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,6 +265,26 @@ static int conv_table(int threads) {
          ref_met == ref_rows && ref_rows ? "met" : "NOT met");
   uj_ctx_free(ctx);
   return status;
+}
+
+int bench_conv_layer(int layer, int batch, int threads, bench_conv_row_t* rows, char* shape, size_t shape_size) {
+  if (layer < 0 || layer >= NLAYERS || batch < 1 || threads < 1) return -1;
+  char value[16];
+  snprintf(value, sizeof value, "%d", threads);
+  setenv("UOPJIT_THREADS", value, 1); /* read when the context's pool is made */
+  uj_ctx_t* ctx = uj_ctx_new();
+  if (!ctx) return -1;
+  cell_t cells[NROWS];
+  measure(ctx, &layers[layer], batch, cells);
+  const layer_t* l = &layers[layer];
+  snprintf(shape, shape_size, "%dx%dx%d->%d, batch %d", l->hw, l->hw, l->channels, l->channels, batch);
+  for (int k = 0; k < NROWS; k++)
+    rows[k] = (bench_conv_row_t){row_backend[k], k == ROW_WINOGRAD_NO_KEY, cells[k].ok, cells[k].ms, cells[k].worst,
+                                 cells[k].note, 2.0 * batch * l->hw * l->hw * 9.0 * l->channels * l->channels,
+                                 (int64_t)batch * l->hw * l->hw * l->channels,
+                                 k == ROW_REF ? uj_engine_name(uj_ctx_engine(ctx)) : NULL};
+  uj_ctx_free(ctx);
+  return 0;
 }
 
 int bench_conv_main(int argc, char** argv) {

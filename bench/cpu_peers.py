@@ -10,12 +10,17 @@ fastest plain form of its library:
              p = p - lr*m/(sqrt(v)+eps), in place: numpy (out=), numexpr (three
              evaluates in place), torch (the in-place ops of torch.optim.Adam's
              single-tensor step: mul_, add_, addcmul_, addcdiv_)
+  gelu       y = 0.5*x*(1+tanh(0.7978845608*(x+0.044715*x^3))): numpy (out=),
+             numexpr (one evaluate), torch (gelu, approximate="tanh")
+  sumsq      s = sum(x*x): numpy (np.dot(x, x)), numexpr (sum(x*x)), torch (dot)
   softmax    over the rows of a matrix: numpy (max, subtract, exp, sum, divide,
              out=), torch.softmax(x, -1, out=y)
   layernorm  over the rows, w and b of one row, eps 1e-5: numpy (mean,
              subtract, square, mean, sqrt, divide, multiply, add, out=),
              torch.nn.functional.layer_norm
 
+at each size of --elements (a row program on rows x --cols, rows =
+elements / cols, or the one --rows x --cols matrix when --rows is given),
 on 1 and 2 threads (torch.set_num_threads, numexpr.set_num_threads; numpy's
 ufuncs use one thread, so numpy has 1-thread rows only). Inputs are f32,
 uniform in [0.5, 1.5); lr, b1, b2, eps are 1e-3, 0.9, 0.999, 1e-8 as bench
@@ -44,7 +49,7 @@ import statistics
 import sys
 import time
 
-BYTES_PER_ELEMENT = {"sigmoid": 8, "adam": 28, "softmax": 8, "layernorm": 8}
+BYTES_PER_ELEMENT = {"sigmoid": 8, "gelu": 8, "adam": 28, "sumsq": 4, "softmax": 8, "layernorm": 8}
 U = 2.0 ** -24
 
 
@@ -85,6 +90,64 @@ class Peers:
         self.rows.append((workload, elements, peer, threads, ns, err, ok))
 
     # ---- 1-D programs ----
+
+    def gelu(self, ne, torch):
+        np, n = self.np, self.args.elements
+        x = self.uniform(n)
+        w = x.astype(np.float64)
+        ref = 0.5 * w * (1 + np.tanh(0.7978845608 * (w + 0.044715 * w * w * w)))
+        y, t = np.empty_like(x), np.empty_like(x)
+        c, k = np.float32(0.7978845608), np.float32(0.044715)
+        # numexpr takes a bare literal as f64, which would not cast back into y
+        consts = {"x": x, "c": c, "k": k, "h": np.float32(0.5), "one": np.float32(1)}
+
+        def numpy_call():
+            np.multiply(x, x, out=t)
+            np.multiply(t, x, out=t)
+            np.multiply(t, k, out=t)
+            np.add(t, x, out=t)
+            np.multiply(t, c, out=t)
+            np.tanh(t, out=t)
+            np.add(t, np.float32(1), out=t)
+            np.multiply(t, x, out=t)
+            np.multiply(t, np.float32(0.5), out=y)
+
+        numpy_call()
+        self.add("gelu", n, "numpy", 1, self.relative_to_one(y, ref), 1e-5, numpy_call)
+        for threads in self.args.threads:
+            if ne:
+                ne.set_num_threads(threads)
+                call = lambda: ne.evaluate("h*x*(one+tanh(c*(x+k*x*x*x)))", local_dict=consts, out=y)
+                call()
+                self.add("gelu", n, "numexpr", threads, self.relative_to_one(y, ref), 1e-5, call)
+            if torch:
+                torch.set_num_threads(threads)
+                tx = torch.from_numpy(x)
+                call = lambda: torch.nn.functional.gelu(tx, approximate="tanh")
+                got = call().numpy()
+                self.add("gelu", n, "torch", threads, self.relative_to_one(got, ref), 1e-5, call)
+
+    def sumsq(self, ne, torch):
+        np, n = self.np, self.args.elements
+        x = self.uniform(n)
+        ref = float(np.dot(x.astype(np.float64), x.astype(np.float64)))
+        tolerance = max(1e-5, n * 1e-9)
+
+        def error(got):
+            return abs(float(got) - ref) / max(1.0, abs(ref))
+
+        call = lambda: np.dot(x, x)
+        self.add("sumsq", n, "numpy", 1, error(call()), tolerance, call)
+        for threads in self.args.threads:
+            if ne:
+                ne.set_num_threads(threads)
+                call = lambda: ne.evaluate("sum(x*x)", local_dict={"x": x})
+                self.add("sumsq", n, "numexpr", threads, error(call()), tolerance, call)
+            if torch:
+                torch.set_num_threads(threads)
+                tx = torch.from_numpy(x)
+                call = lambda: torch.dot(tx, tx)
+                self.add("sumsq", n, "torch", threads, error(call().item()), tolerance, call)
 
     def sigmoid(self, ne, torch):
         np, n = self.np, self.args.elements
@@ -260,17 +323,18 @@ def print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description="numpy, numexpr and torch on bench's workloads")
     parser.add_argument("--tsv", action="store_true", help="the lines bench reads instead of a table")
-    parser.add_argument("--elements", type=int, default=1 << 24, help="size of sigmoid and adam (default 2^24)")
-    parser.add_argument("--rows", type=int, default=4096)
+    parser.add_argument("--elements", default=str(1 << 24), help="sizes, comma-separated (default 2^24)")
+    parser.add_argument("--rows", type=int, default=None, help="the row programs' rows (default: elements / cols)")
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--samples", type=int, default=7)
     parser.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
-    parser.add_argument("--workloads", default="sigmoid,adam,softmax,layernorm")
+    parser.add_argument("--workloads", default="sigmoid,gelu,adam,sumsq,softmax,layernorm")
     args = parser.parse_args()
+    sizes = [int(e) for e in args.elements.split(",") if e]
     args.threads = [int(t) for t in args.threads.split(",") if t]
     workloads = [w for w in args.workloads.split(",") if w]
     unknown = [w for w in workloads if w not in BYTES_PER_ELEMENT]
-    if unknown or args.elements < 1 or args.rows < 1 or args.cols < 1 or args.samples < 1 or not args.threads:
+    if unknown or not sizes or min(sizes) < 1 or (args.rows is not None and args.rows < 1) or args.cols < 1 or args.samples < 1 or not args.threads:
         parser.error(f"unknown workloads {unknown}" if unknown else "sizes, samples and threads must be >= 1")
 
     def note(text):
@@ -295,11 +359,16 @@ def main():
     note(f"{', '.join(versions)} (python {sys.version.split()[0]})" + (f"; not importable: {', '.join(missing)}" if missing else ""))
 
     peers = Peers(args, np)
-    for workload in workloads:
-        if workload in ("softmax", "layernorm"):
-            getattr(peers, workload)(torch)
-        else:
-            getattr(peers, workload)(ne, torch)
+    fixed_rows = args.rows
+    for size in sizes:
+        args.elements = size
+        args.rows = fixed_rows if fixed_rows is not None else size // args.cols
+        for workload in workloads:
+            if workload in ("softmax", "layernorm"):
+                if args.rows >= 1 and (fixed_rows is None or size == sizes[-1]):
+                    getattr(peers, workload)(torch)
+            else:
+                getattr(peers, workload)(ne, torch)
     if args.tsv:
         for workload, elements, peer, threads, ns, err, ok in peers.rows:
             print(f"row\t{workload}\t{elements}\t{peer}\t{threads}\t{ns:.1f}\t{err:.3e}\t{'ok' if ok else 'MISMATCH'}")

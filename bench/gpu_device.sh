@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/gpu_device.sh [OUT] [STAGES]: the GPU verification in one go, on a
 # machine with an NVIDIA GPU, from a clean tree: build, every test, then
-# the GPU numbers (bench --gpu and its PyTorch peers, bench/gpu_peers.py).
+# the GPU numbers (uopjit bench --gpu and its PyTorch peers, bench/gpu_peers.py).
 #
 # A GPU is often lent for minutes, so this prints only what matters to
 # stdout (the machine, failing tests, the summary, the tables) and keeps the
@@ -10,7 +10,7 @@
 # peers' table), peers.json, sanitizer.txt.
 # STAGES (default "tests bench peers sanitize") picks stages; for a short
 # lease, "gputests" runs only the tests that exercise the GPU and
-# "benchquick" runs `bench --gpu --quick` (2^24 only).
+# "benchquick" runs `uopjit bench --gpu --quick` (2^24 only).
 #
 # MIR: MIR_DIR when it links (mk/mir_probe.sh), else /usr/local, else built
 # from the tarball MIR_TARBALL (default .dev/mir-a8ab7c31.tar.gz) under /tmp.
@@ -73,7 +73,7 @@ echo "cuDNN: ${cudnn_lib:-none}"
 section build
 make_args="-j$jobs CUDA_DIR=$cuda_dir ${mir:+MIR_DIR=$mir REQUIRE_MIR=1}"
 # shellcheck disable=SC2086
-if ! make $make_args all build/bench/bench >>"$out/build.log" 2>&1; then
+if ! make $make_args all >>"$out/build.log" 2>&1; then
   tail -n 30 "$out/build.log"
   exit 1
 fi
@@ -100,12 +100,12 @@ if want gputests; then
 fi
 if want benchquick; then
   section "bench --gpu --quick"
-  timeout 120 build/bench/bench --gpu --quick >"$out/bench.txt" 2>&1 || status=1
+  timeout 120 build/uopjit bench --gpu --quick >"$out/bench.txt" 2>&1 || status=1
   cat "$out/bench.txt"
 fi
 if want bench; then
   section "bench --gpu"
-  timeout 150 build/bench/bench --gpu >"$out/bench.txt" 2>&1 || status=1
+  timeout 150 build/uopjit bench --gpu >"$out/bench.txt" 2>&1 || status=1
   cat "$out/bench.txt"
 fi
 if want peers; then

@@ -56,8 +56,8 @@ static int parse_row(char** f, peer_row_t* row) {
   return 0;
 }
 
-void peers_measure(const char* workloads, int64_t elements, int64_t rows, int64_t cols, int short_run,
-                   peer_results_t* out) {
+void peers_measure(const char* workloads, const char* elements, int64_t rows, int64_t cols, int samples,
+                   const char* threads, peer_results_t* out) {
   memset(out, 0, sizeof *out);
   const char* python = find_python();
   if (!python) {
@@ -69,13 +69,16 @@ void peers_measure(const char* workloads, int64_t elements, int64_t rows, int64_
     return;
   }
   char command[8400];
+  char rows_option[64] = "";
+  if (rows > 0) snprintf(rows_option, sizeof rows_option, "--rows %lld", (long long)rows);
   if (strchr(BENCH_SOURCE_DIR, '\'') || strspn(workloads, "abcdefghijklmnopqrstuvwxyz,") != strlen(workloads) ||
+      strspn(elements, "0123456789,") != strlen(elements) || strspn(threads, "0123456789,") != strlen(threads) ||
       snprintf(command, sizeof command,
-               "'%s' '%s/cpu_peers.py' --tsv --workloads %s --elements %lld --rows %lld --cols %lld --samples %d "
-               "--threads 1,%d",
-               python, BENCH_SOURCE_DIR, workloads, (long long)elements, (long long)rows, (long long)cols,
-               short_run ? 3 : 7, BENCH_THREAD_COUNTS) >= (int)sizeof command) {
-    snprintf(out->note, sizeof out->note, "skipped: the path of bench/ or the workload list cannot be put in a command line");
+               "'%s' '%s/cpu_peers.py' --tsv --workloads %s --elements %s %s --cols %lld --samples %d --threads %s",
+               python, BENCH_SOURCE_DIR, workloads, elements, rows_option, (long long)cols, samples,
+               threads) >= (int)sizeof command) {
+    snprintf(out->note, sizeof out->note,
+             "skipped: the path of bench/, the workloads, sizes or threads cannot be put in a command line");
     return;
   }
   fflush(stdout);

@@ -68,8 +68,8 @@ static void layernorm_error_scale(const double* x, const double* w, const double
 }
 
 static const row_program_t row_programs[] = {
-    {{"softmax", 8, 0, 0, aot_softmax_run, aot_softmax_output_dims, NULL}, hand_softmax_rows, softmax_error_scale},
-    {{"layernorm", 8, 0, 0, aot_layernorm_run, aot_layernorm_output_dims, NULL}, hand_layernorm_rows,
+    {{"softmax", 8, 0, 0, NULL, NULL}, hand_softmax_rows, softmax_error_scale},
+    {{"layernorm", 8, 0, 0, NULL, NULL}, hand_layernorm_rows,
      layernorm_error_scale},
 };
 enum { NPROGRAMS = sizeof row_programs / sizeof row_programs[0] };
@@ -80,6 +80,7 @@ typedef struct {
   const row_program_t* program;
   const program_text_t* text;
   int64_t rows, cols;
+  int64_t cols_wanted; /* > 0: every input's last axis gets this size instead of the .args' */
   int ninputs;
   uj_tensor_t inputs[BENCH_MAX_IO];
   uj_tensor_t output;
@@ -124,6 +125,7 @@ static int make_tensors(row_workspace_t* ws, uj_program_t* program) {
     *t = (uj_tensor_t){NULL, UJ_F32, UJ_CPU, shape.ndim, {0}};
     memcpy(t->dims, shape.dims, sizeof shape.dims);
     if (t->ndim == 2) t->dims[0] = ws->rows;
+    if (ws->cols_wanted > 0 && t->ndim > 0) t->dims[t->ndim - 1] = ws->cols_wanted;
     if (!(t->data = malloc((size_t)tensor_numel(t) * sizeof(float)))) {
       fprintf(stderr, "bench: out of memory for %s's input '%s'\n", name, input);
       return -1;
@@ -207,11 +209,12 @@ static int make_reference(row_workspace_t* ws) {
 }
 
 static int row_workspace_new(const row_program_t* program, const program_text_t* text, int64_t rows,
-                             row_workspace_t* ws) {
+                             int64_t cols_wanted, row_workspace_t* ws) {
   memset(ws, 0, sizeof *ws);
   ws->program = program;
   ws->text = text;
   ws->rows = rows;
+  ws->cols_wanted = cols_wanted;
   uj_program_t* parsed;
   if (uj_program_parse(text->source, &parsed) != UJ_OK) {
     fprintf(stderr, "bench: %s.uj: %s\n", program->spec.name, uj_last_error());
@@ -260,6 +263,7 @@ static int row_call(void* arg) {
   switch (call->runner->kind) {
     case RUNNER_MIR:
     case RUNNER_C:
+    case RUNNER_AUTO:
       if (uj_program_run(call->runner->ctx, call->runner->program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs,
                          1) == UJ_OK)
         return 0;
@@ -271,11 +275,16 @@ static int row_call(void* arg) {
       const int64_t* dims[BENCH_MAX_IO];
       for (int i = 0; i < ws->ninputs; i++) data[i] = ws->inputs[i].data, dims[i] = ws->inputs[i].dims;
       int64_t out_dims[UJ_MAX_DIMS];
-      if (spec->aot_dims(dims, NULL, 0, out_dims) != 2 || out_dims[0] != ws->rows || out_dims[1] != ws->cols) {
+      const aot_kernel_t* kernel = aot_find(spec->name);
+      if (!kernel) {
+        fprintf(stderr, "bench: %s: no AOT kernel was built\n", spec->name);
+        return -1;
+      }
+      if (kernel->dims(dims, NULL, 0, out_dims) != 2 || out_dims[0] != ws->rows || out_dims[1] != ws->cols) {
         fprintf(stderr, "bench: %s: the AOT kernel sizes its output differently from the library\n", spec->name);
         return -1;
       }
-      int status = spec->aot_run(data, dims, out, NULL);
+      int status = kernel->run(data, dims, out, NULL);
       if (status == 0) return 0;
       fprintf(stderr, "bench: %s: the AOT kernel returned %d\n", spec->name, status);
       return -1;
@@ -350,7 +359,7 @@ int rows_measure(const peer_results_t* peers, int short_run, rows_results_t* res
       status = 1;
       continue;
     }
-    if (row_workspace_new(&row_programs[p], &text, res->rows, &ws) != 0) {
+    if (row_workspace_new(&row_programs[p], &text, res->rows, 0, &ws) != 0) {
       add_result(res, p, RUNNER_INTERP, 1);
       status = 1;
     } else {
@@ -372,6 +381,69 @@ int rows_measure(const peer_results_t* peers, int short_run, rows_results_t* res
   for (int r = 0; r < res->nresults; r++)
     if (res->results[r].status == ROW_MISMATCH || res->results[r].status == ROW_FAILED) status = 1;
   return status;
+}
+
+/* ---- one shape at a time, for the suite (suite.c) ------------------------------------------- */
+
+struct row_case {
+  program_text_t text;
+  row_workspace_t ws;
+};
+
+int row_case_new(const char* name, int64_t rows, int64_t cols, row_case_t** out) {
+  *out = NULL;
+  const row_program_t* program = NULL;
+  for (int p = 0; p < NPROGRAMS; p++)
+    if (strcmp(row_programs[p].spec.name, name) == 0) program = &row_programs[p];
+  row_case_t* c = program ? calloc(1, sizeof *c) : NULL;
+  if (!c) {
+    fprintf(stderr, "bench: %s: %s\n", name, program ? "out of memory" : "not a row program");
+    return -1;
+  }
+  if (program_text_load(&program->spec, &c->text) != 0) {
+    free(c);
+    return -1;
+  }
+  if (row_workspace_new(program, &c->text, rows, cols, &c->ws) != 0) {
+    program_text_free(&c->text);
+    free(c);
+    return -1;
+  }
+  *out = c;
+  return 0;
+}
+
+void row_case_free(row_case_t* c) {
+  if (!c) return;
+  row_workspace_free(&c->ws);
+  program_text_free(&c->text);
+  free(c);
+}
+
+row_status_t row_case_measure(row_case_t* c, runner_kind_t kind, int threads, int samples, double min_sample_ns,
+                              bench_timing_t* timing, double* max_error) {
+  row_workspace_t* ws = &c->ws;
+  runner_t runner;
+  int opened = runner_open(&runner, kind, threads, ws->text);
+  if (opened <= 0) return opened == 0 ? ROW_UNAVAILABLE : ROW_FAILED;
+  float* y = ws->output.data;
+  for (int64_t k = 0; k < ws->rows * ws->cols; k++) y[k] = NAN;
+  row_call_t call = {&runner, ws};
+  row_status_t status = ROW_FAILED;
+  if (row_call(&call) == 0) {
+    *max_error = row_max_error(ws);
+    status = *max_error <= row_tolerance(ws->cols) ? ROW_OK : ROW_MISMATCH;
+  }
+  if (status == ROW_OK && kind == RUNNER_AUTO) runner_warm_auto(&runner, row_call, &call);
+  if (status == ROW_OK && bench_time_stats(row_call, &call, samples, min_sample_ns, timing) != 0) status = ROW_FAILED;
+  runner_close(&runner);
+  return status;
+}
+
+void row_case_traffic(const row_case_t* c, int threads, traffic_t* t) {
+  *t = (traffic_t){.nreads = 1, .nwrites = 1, .n = c->ws.rows * c->ws.cols, .threads = threads};
+  t->reads[0] = c->ws.x;
+  t->writes[0] = c->ws.output.data;
 }
 
 /* ---- the table -------------------------------------------------------------------------------- */

@@ -180,7 +180,7 @@ static int child_main(int argc, char** argv, const program_spec_t* sigmoid) {
 static int run_child(const char* self, const char* engine, int threads, double warm_seconds, double threshold_ns,
                      tier_child_t* out) {
   char command[4400];
-  if (strchr(self, '\'') || snprintf(command, sizeof command, "'%s' --tier-child %s %d %g %.0f", self, engine, threads,
+  if (strchr(self, '\'') || snprintf(command, sizeof command, "'%s' bench --tier-child %s %d %g %.0f", self, engine, threads,
                                      warm_seconds, threshold_ns) >= (int)sizeof command)
     return -1;
   fflush(stdout);

@@ -102,7 +102,7 @@ void bench_remove_dir(const char* dir) {
   rmdir(dir);
 }
 
-double bench_time_calls(bench_call_fn call, void* arg, int samples, double min_sample_ns) {
+int bench_time_stats(bench_call_fn call, void* arg, int samples, double min_sample_ns, bench_timing_t* out) {
   enum { MAX_SAMPLES = 64 };
   if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
   if (samples < 1) samples = 1;
@@ -119,7 +119,16 @@ double bench_time_calls(bench_call_fn call, void* arg, int samples, double min_s
       if (call(arg) != 0) return -1;
     per_call[s] = (bench_now_ns() - start) / (double)calls;
   }
-  return bench_median(per_call, samples);
+  out->samples = samples;
+  out->median_ns = bench_median(per_call, samples);
+  out->min_ns = out->max_ns = per_call[0];
+  for (int s = 1; s < samples; s++) out->min_ns = fmin(out->min_ns, per_call[s]), out->max_ns = fmax(out->max_ns, per_call[s]);
+  return 0;
+}
+
+double bench_time_calls(bench_call_fn call, void* arg, int samples, double min_sample_ns) {
+  bench_timing_t timing;
+  return bench_time_stats(call, arg, samples, min_sample_ns, &timing) == 0 ? timing.median_ns : -1;
 }
 
 void bench_fill_uniform(float* data, int64_t count, uint64_t* state) {

@@ -132,7 +132,7 @@ int bench_named_scalar(const char* name, float* value) {
   static const struct {
     const char* name;
     float value;
-  } known[] = {{"lr", 1e-3f}, {"b1", 0.9f}, {"b2", 0.999f}, {"eps", 1e-8f}};
+  } known[] = {{"lr", 1e-3f}, {"b1", 0.9f}, {"b2", 0.999f}, {"eps", 1e-8f}, {"wd", 1e-2f}};
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (strcmp(known[i].name, name) == 0) return *value = known[i].value, 1;
   return 0;
@@ -150,18 +150,17 @@ static int64_t numel(const uj_tensor_t* t) {
   return count;
 }
 
-/* Points the unfused baseline's names at the workspace's tensors. */
-static int bind_unfused(workspace_t* ws, const uj_program_t* program) {
-  const unfused_baseline_t* base = ws->text->spec->unfused;
-  for (int k = 0; k < base->count; k++) {
-    ws->unfused_tensors[k] = NULL;
-    for (int i = 0; i < ws->ninputs && !ws->unfused_tensors[k]; i++)
-      if (strcmp(uj_program_io_name(program, 0, i), base->names[k]) == 0) ws->unfused_tensors[k] = ws->inputs[i].data;
-    for (int o = 0; o < ws->noutputs && !ws->unfused_tensors[k]; o++)
-      if (strcmp(uj_program_io_name(program, 1, o), base->names[k]) == 0) ws->unfused_tensors[k] = ws->outputs[o].data;
-    if (!ws->unfused_tensors[k]) {
-      fprintf(stderr, "bench: %s.uj has no tensor '%s', which the unfused baseline in bench/baseline.c uses\n",
-              ws->text->spec->name, base->names[k]);
+/* Points a baseline's names at the workspace's tensors (none for NULL). */
+static int bind_baseline(workspace_t* ws, const uj_program_t* program, const unfused_baseline_t* base, float** tensors) {
+  for (int k = 0; base && k < base->count; k++) {
+    tensors[k] = NULL;
+    for (int i = 0; i < ws->ninputs && !tensors[k]; i++)
+      if (strcmp(uj_program_io_name(program, 0, i), base->names[k]) == 0) tensors[k] = ws->inputs[i].data;
+    for (int o = 0; o < ws->noutputs && !tensors[k]; o++)
+      if (strcmp(uj_program_io_name(program, 1, o), base->names[k]) == 0) tensors[k] = ws->outputs[o].data;
+    if (!tensors[k]) {
+      fprintf(stderr, "bench: %s.uj has no tensor '%s', which its baseline in bench/ uses\n", ws->text->spec->name,
+              base->names[k]);
       return -1;
     }
   }
@@ -170,11 +169,13 @@ static int bind_unfused(workspace_t* ws, const uj_program_t* program) {
 
 /* Whether the AOT kernel sizes every output as the library does. */
 static int aot_dims_agree(const workspace_t* ws) {
+  const aot_kernel_t* kernel = aot_find(ws->text->spec->name);
+  if (!kernel) return 0;
   const int64_t* input_dims[BENCH_MAX_IO];
   for (int i = 0; i < ws->ninputs; i++) input_dims[i] = ws->inputs[i].dims;
   for (int o = 0; o < ws->noutputs; o++) {
     int64_t dims[UJ_MAX_DIMS];
-    int rank = ws->text->spec->aot_dims(input_dims, NULL, o, dims);
+    int rank = kernel->dims(input_dims, NULL, o, dims);
     if (rank != ws->outputs[o].ndim) return 0;
     for (int d = 0; d < rank; d++)
       if (dims[d] != ws->outputs[o].dims[d]) return 0;
@@ -243,7 +244,8 @@ int workspace_new(const program_text_t* text, int64_t n, workspace_t* ws) {
     if (!(ws->scratch[s] = alloc_floats(n))) status = -1;
     else memset(ws->scratch[s], 0, (size_t)n * sizeof(float)); /* fault the pages in now */
   }
-  if (!status) status = bind_unfused(ws, program);
+  if (!status) status = bind_baseline(ws, program, text->spec->unfused, ws->unfused_tensors);
+  if (!status) status = bind_baseline(ws, program, text->spec->hand, ws->hand_tensors);
   if (!status) ws->aot_dims_agree = aot_dims_agree(ws);
   uj_program_free(program);
   if (status) workspace_free(ws);
@@ -276,6 +278,54 @@ void workspace_keep_reference(workspace_t* ws) {
     memcpy(ws->reference[o], ws->outputs[o].data, (size_t)ws->output_numel[o] * sizeof(float));
 }
 
+int workspace_reference_f64(workspace_t* ws) {
+  const char* name = ws->text->spec->name;
+  uj_tensor_t wide_in[BENCH_MAX_IO], wide_out[BENCH_MAX_IO];
+  const uj_tensor_t* inputs[BENCH_MAX_IO];
+  uj_tensor_t* outputs[BENCH_MAX_IO];
+  int status = 0;
+  for (int i = 0; i < ws->ninputs; i++) {
+    wide_in[i] = ws->inputs[i];
+    wide_in[i].dtype = UJ_F64;
+    double* data = malloc((size_t)ws->input_numel[i] * sizeof(double));
+    wide_in[i].data = data;
+    inputs[i] = &wide_in[i];
+    if (!data) {
+      status = -1;
+      continue;
+    }
+    for (int64_t k = 0; k < ws->input_numel[i]; k++) data[k] = ws->pristine[i][k];
+  }
+  for (int o = 0; o < ws->noutputs; o++) {
+    wide_out[o] = ws->outputs[o];
+    wide_out[o].dtype = UJ_F64;
+    int alias = ws->output_alias[o];
+    wide_out[o].data = alias >= 0 ? wide_in[alias].data : malloc((size_t)ws->output_numel[o] * sizeof(double));
+    outputs[o] = &wide_out[o];
+    if (!wide_out[o].data) status = -1;
+  }
+  if (status) fprintf(stderr, "bench: out of memory for %s's f64 reference\n", name);
+  uj_ctx_t* ctx = status ? NULL : uj_ctx_new();
+  uj_program_t* program = NULL;
+  if (!status && (!ctx || uj_ctx_set_engine(ctx, UJ_ENGINE_INTERP) != UJ_OK ||
+                  uj_program_parse(ws->text->source, &program) != UJ_OK ||
+                  uj_program_run(ctx, program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs, ws->noutputs) !=
+                      UJ_OK)) {
+    fprintf(stderr, "bench: %s in f64 on the interpreter: %s\n", name, uj_last_error());
+    status = -1;
+  }
+  for (int o = 0; o < ws->noutputs && !status; o++) {
+    const double* wide = wide_out[o].data;
+    for (int64_t k = 0; k < ws->output_numel[o]; k++) ws->reference[o][k] = (float)wide[k];
+  }
+  uj_program_free(program);
+  uj_ctx_free(ctx);
+  for (int o = 0; o < ws->noutputs; o++)
+    if (ws->output_alias[o] < 0) free(wide_out[o].data);
+  for (int i = 0; i < ws->ninputs; i++) free(wide_in[i].data);
+  return status;
+}
+
 double workspace_max_error(const workspace_t* ws) {
   double worst = 0;
   for (int o = 0; o < ws->noutputs; o++) {
@@ -306,19 +356,28 @@ const char* runner_name(runner_kind_t kind) {
     case RUNNER_UNFUSED: return "unfused";
     case RUNNER_HAND: return "hand";
     case RUNNER_PEER: return "peer";
+    case RUNNER_AUTO: return "auto";
   }
   return "?";
 }
 
 static uj_engine_t runner_engine(runner_kind_t kind) {
-  return kind == RUNNER_MIR ? UJ_ENGINE_MIR : kind == RUNNER_C ? UJ_ENGINE_C : UJ_ENGINE_INTERP;
+  switch (kind) {
+    case RUNNER_MIR: return UJ_ENGINE_MIR;
+    case RUNNER_C: return UJ_ENGINE_C;
+    case RUNNER_AUTO: return UJ_ENGINE_AUTO;
+    default: return UJ_ENGINE_INTERP;
+  }
 }
 
 int runner_open(runner_t* r, runner_kind_t kind, int threads, const program_text_t* text) {
   memset(r, 0, sizeof *r);
   r->kind = kind;
   r->threads = threads;
-  if (kind == RUNNER_AOT || kind == RUNNER_UNFUSED || kind == RUNNER_HAND) return 1;
+  if (kind == RUNNER_AOT) return aot_find(text->spec->name) != NULL;
+  if (kind == RUNNER_UNFUSED) return text->spec->unfused != NULL;
+  /* a row program (shapes in its .args) has its hand-written kernel in rows.c */
+  if (kind == RUNNER_HAND) return text->spec->hand != NULL || text->nshapes > 0;
   if (kind == RUNNER_PEER) return 0; /* measured by cpu_peers.py, not here */
   /* the context's thread pool is sized from UOPJIT_THREADS when its JIT
    * state is created, which the first engine query does */
@@ -354,7 +413,8 @@ int runner_run(runner_t* r, workspace_t* ws) {
   switch (r->kind) {
     case RUNNER_INTERP:
     case RUNNER_MIR:
-    case RUNNER_C: {
+    case RUNNER_C:
+    case RUNNER_AUTO: {
       const uj_tensor_t* inputs[BENCH_MAX_IO];
       uj_tensor_t* outputs[BENCH_MAX_IO];
       for (int i = 0; i < ws->ninputs; i++) inputs[i] = &ws->inputs[i];
@@ -375,26 +435,20 @@ int runner_run(runner_t* r, workspace_t* ws) {
       const int64_t* input_dims[BENCH_MAX_IO];
       for (int i = 0; i < ws->ninputs; i++) inputs[i] = ws->inputs[i].data, input_dims[i] = ws->inputs[i].dims;
       for (int o = 0; o < ws->noutputs; o++) outputs[o] = ws->outputs[o].data;
-      int status = spec->aot_run(inputs, input_dims, outputs, NULL);
+      int status = aot_find(spec->name)->run(inputs, input_dims, outputs, NULL);
       if (status == 0) return 0;
       fprintf(stderr, "bench: %s: the AOT kernel returned %d\n", spec->name, status);
       return -1;
     }
     case RUNNER_UNFUSED: spec->unfused->run(ws->unfused_tensors, ws->n, ws->scratch); return 0;
-    case RUNNER_HAND:
-    case RUNNER_PEER: break; /* the row programs' and the peers' own (rows.c, peers.c) */
+    case RUNNER_HAND: spec->hand->run(ws->hand_tensors, ws->n, ws->scratch); return 0;
+    case RUNNER_PEER: break; /* the peers' own (peers.c) */
   }
   fprintf(stderr, "bench: %s: the %s runner does not run 1-D programs\n", spec->name, runner_name(r->kind));
   return -1;
 }
 
-/* A runner and its workspace, as one bench_time_calls argument. */
-typedef struct {
-  runner_t* runner;
-  workspace_t* ws;
-} runner_call_t;
-
-static int runner_call(void* arg) {
+int runner_call(void* arg) {
   runner_call_t* call = arg;
   return runner_run(call->runner, call->ws);
 }
@@ -402,4 +456,15 @@ static int runner_call(void* arg) {
 double runner_time_ns(runner_t* r, workspace_t* ws, int samples, double min_sample_ns) {
   runner_call_t call = {r, ws};
   return bench_time_calls(runner_call, &call, samples, min_sample_ns);
+}
+
+void runner_warm_auto(runner_t* r, bench_call_fn call, void* arg) {
+  if (r->kind != RUNNER_AUTO) return;
+  double start = bench_now_ns();
+  while (bench_now_ns() - start < 5e9) {
+    uj_run_info_t info;
+    if (uj_program_last_run(r->ctx, r->program, UJ_FORWARD, &info) != UJ_OK) return;
+    if (info.tier == UJ_TIER_READY || info.tier == UJ_TIER_FAILED || info.tier == UJ_TIER_NONE) return;
+    if (call(arg) != 0) return;
+  }
 }

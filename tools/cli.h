@@ -25,6 +25,7 @@ int cli_cmd_aot(int argc, char** argv);   /* cli_aot.c */
 int cli_cmd_cache(int argc, char** argv); /* cli_cache.c */
 int cli_cmd_conv(int argc, char** argv);  /* cli_conv.c */
 int cli_cmd_optim(int argc, char** argv); /* cli_optim.c */
+int cli_cmd_bench(int argc, char** argv); /* cli_bench.c, running bench/suite.c */
 
 /* ---- help (cli_help.c) ------------------------------------------------------------------ */
 

@@ -259,6 +259,37 @@ static const struct {
      "                        far faster for GPT-2's 124M elements)\n"
      "  --seed S              (default 1)\n",
      ENV_ENGINE | ENV_THREADS | ENV_CACHE | ENV_CACHE_MEMORY | ENV_CACHE_DISK | ENV_MIR_LEVEL | ENV_CC | ENV_TIER},
+    {"bench", "the benchmark suite: JIT against AOT, baselines and peers, as a report",
+     "usage: uopjit bench [--quick] [--out DIR] [--filter W,...] [--threads N,...]\n"
+     "                    [--sizes E,...] [--engines LIST] [--no-plots]\n"
+     "       uopjit bench --short | --rows | --tables | --tier | --conv | --gpu [--quick]\n"
+     "\n"
+     "Times the workloads (sigmoid, gelu, adam, sumsq, softmax and layernorm over rows\n"
+     "of 1024, adamw: one step over GPT-2 small's tensors) on every JIT engine, their\n"
+     "`uopjit aot` C compiled with $CC (else cc) -O3, hand-written C and numpy,\n"
+     "numexpr and torch (bench/cpu_peers.py, when a python imports numpy), each\n"
+     "checked before it is timed, beside a copy kernel with the workload's memory\n"
+     "traffic, STREAM and each engine's compile latency. Writes DIR/results.json\n"
+     "(schema: bench/results.schema.json), DIR/report.md and PNG plots\n"
+     "(bench/plots.py, matplotlib), then prints the summary.\n"
+     "\n"
+     "options:\n"
+     "  --quick           sizes 2^10, 2^16, 2^20, a small model, fewer samples\n"
+     "  --out DIR         the report directory (default bench-report, or\n"
+     "                    bench-report-quick with --quick)\n"
+     "  --filter W,...    only workloads whose names contain one of these\n"
+     "  --threads N,...   thread counts of the JIT engines (default 1 and the cores)\n"
+     "  --sizes E,...     sizes 2^E (default 10,12,...,26)\n"
+     "  --engines LIST    among mir, c, auto, cuda, aot, hand, unfused, peers\n"
+     "  --no-plots        no PNGs\n"
+     "The second form prints the earlier text tables (bench/bench.c): --short, --rows\n"
+     "and --tables (all of them), --tier (the tiered engine over time), --conv (the\n"
+     "convolution backends), --gpu (the GPU section).\n"
+     "\n"
+     "UOPJIT_BENCH_PYTHON: the Python for the peers and the plots (default: python3\n"
+     "or /usr/bin/python3, whichever imports numpy; /usr/bin/python3 for the plots).\n"
+     "CC: the compiler of the AOT kernels (default cc).\n",
+     ENV_THREADS | ENV_CC},
 };
 enum { HELP_ENTRY_COUNT = sizeof help_entries / sizeof help_entries[0] };
 

@@ -16,6 +16,8 @@
  *   uopjit cache   the on-disk kernel cache: stats, list, clear
  *   uopjit conv    one 2-D convolution on a chosen or automatic backend:
  *                  timing, or (--check) a comparison with the reference in f64
+ *   uopjit bench   the benchmark suite: JIT engines against AOT C, hand-written
+ *                  C and the Python peers, written as a report directory
  *
  * `uopjit --help`, `uopjit help CMD` and `uopjit CMD --help` print help to
  * stdout and exit 0; `uopjit --version` the version. A new command is a new
@@ -33,7 +35,8 @@ typedef struct {
 
 static const command_t commands[] = {
     {"info", cli_cmd_info}, {"demo", cli_cmd_demo},   {"run", cli_cmd_run},   {"dump", cli_cmd_dump},
-    {"aot", cli_cmd_aot},   {"cache", cli_cmd_cache}, {"conv", cli_cmd_conv},   {"optim", cli_cmd_optim},
+    {"aot", cli_cmd_aot},   {"cache", cli_cmd_cache}, {"conv", cli_cmd_conv}, {"optim", cli_cmd_optim},
+    {"bench", cli_cmd_bench},
 };
 
 /* `uopjit help [CMD]` (`uopjit help --help` is the general help too). */
