@@ -279,6 +279,9 @@ int ir_reduce_is_arg(uj_reduce_op_t op);
 int ir_reduce_is_arithmetic(uj_reduce_op_t op);
 /* 1 for max and argmax (a greater value wins), 0 for the others. */
 int ir_reduce_keeps_greater(uj_reduce_op_t op);
+/* 1 when the node itself (not its operands) is a transcendental call: exp,
+ * log, tanh, sigmoid, sin, cos or pow, each many times the cost of an add. */
+int ir_expr_op_is_transcendental(const ir_expr_t* e);
 
 /* One iteration of loop k of a block, its index already set: reset each of
  * the loop's carried variables to its identity, then (optional hook) the
