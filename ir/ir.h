@@ -415,6 +415,7 @@ uj_status_t ir_pass_scalars(ir_func_t* f);
 uj_status_t ir_pass_fuse(ir_func_t* f);
 uj_status_t ir_pass_subst(ir_func_t* f);
 uj_status_t ir_pass_cse(ir_func_t* f);
+uj_status_t ir_pass_into_output(ir_func_t* f);
 uj_status_t ir_pass_recompute(ir_func_t* f);
 uj_status_t ir_pass_bounds(ir_func_t* f);
 

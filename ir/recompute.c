@@ -36,7 +36,11 @@
  * by V with X's loops renamed to the reader's indices, and dce then drops
  * the store and T's memory. Softmax: keeping moves 4 + 4 bytes per element
  * (write e, read e), recomputing 4 (read x): e is recomputed. A value of two
- * streamed inputs read once (a * b) is kept: 8 bytes either way.
+ * streamed inputs read once (a * b) is kept: 8 bytes either way. (Softmax
+ * usually does not get here: ir/into_output.c, which runs first, stores a
+ * value with a transcendental call in the output its reader writes, so
+ * that exp runs once per element; what it leaves, such as a softmax whose
+ * output may be written over an input, is recomputed here.)
  *
  * Runs after fuse and subst (so that the consumers fusion could serve have
  * been served, and V is the forwarded expression), before dce. Invalidates
