@@ -9,7 +9,9 @@
  * the CPU the exp, not memory, is the cost: 4096x4096 f32 on the C engine,
  * one thread, y = exp(x) takes 14.1 ms against 10.8 for y = x / 3. Here A
  * stores e into y itself and B divides y in place: x is read once, y written
- * once, one exp per element, and no memory beyond the output.
+ * once, one exp per element, and no memory beyond the output. Softmax
+ * there went from 23.3-24.3 ms to 20.7-21.6 (three runs each, alternated);
+ * layernorm's code is unchanged.
  *
  * The rule. A temporary T (not a local, not no-alloc) is replaced by an
  * output O when
