@@ -264,19 +264,29 @@ static void traffic_row(uj_ctx_t* ctx, const program_spec_t* spec, int64_t n, in
 static int model_rows(uj_ctx_t* ctx, const program_spec_t* const* programs, int nprograms, int samples, double copy) {
   const int64_t r = 8192, c = 8192;
   const double bytes = 8.0 * (double)(r * c);
-  const gpu_case_t cases[] = {
-      {"softmax", "8192x8192", "_e = exp(x - amax(x, -1)); y = _e / sum(_e, -1)", 1, {{"x", 2, {r, c}, 0, 0}}, bytes,
-       1e-5},
-      {"layernorm", "8192x8192",
-       "_d = x - mean(x, -1); y = _d * rsqrt(mean(_d * _d, -1) + 1e-5) * w + b",
-       3,
-       {{"x", 2, {r, c}, 0, 0}, {"w", 1, {c}, 0, 0}, {"b", 1, {c}, 0, 0}},
-       bytes,
-       1e-4},
-  };
+  /* the CPU bench's row programs (bench/softmax.uj, bench/layernorm.uj), at the GPU's size */
+  static const struct {
+    const char* name;
+    double tolerance;
+  } rows[] = {{"softmax", 1e-5}, {"layernorm", 1e-4}};
   int status = 0;
-  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-    if (gpu_case_row(ctx, &cases[k], copy, samples) < 0) status = 1;
+  for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.uj", BENCH_SOURCE_DIR, rows[k].name);
+    char* source = bench_read_file(path);
+    if (!source) {
+      status = 1;
+      continue;
+    }
+    gpu_case_t row = {rows[k].name,
+                      "8192x8192",
+                      source,
+                      3,
+                      {{"x", 2, {r, c}, 0, 0}, {"w", 1, {c}, 0, 0}, {"b", 1, {c}, 0, 0}},
+                      bytes,
+                      rows[k].tolerance};
+    if (gpu_case_row(ctx, &row, copy, samples) < 0) status = 1;
+    free(source);
   }
   for (int p = 0; p < nprograms; p++) {
     if (strcmp(programs[p]->name, "adam") != 0) continue;

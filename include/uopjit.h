@@ -431,6 +431,33 @@ typedef struct {
  * UJ_TIER_NONE). UJ_ERR_INVALID for a NULL argument or an unknown pass. */
 uj_status_t uj_program_last_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_run_info_t* out);
 
+/* ---- multi-tensor execution ------------------------------------------------ */
+
+/* One group of tensors for uj_program_run_groups: group i holds parameter
+ * i's tensors (p, g, m, v, ...), in the program's input and output order,
+ * as uj_program_run takes them. */
+typedef struct {
+  const uj_tensor_t* const* inputs;
+  uj_tensor_t* const* outputs;
+} uj_group_t;
+
+/* Runs the forward pass of p on every group, with the results of calling
+ * uj_program_run once per group in order (groups may differ in size and,
+ * for a parsed program, in the ranks of their tensors). A scalar is a 0-d
+ * tensor in each group: the same one in every group to share it, or one
+ * per group (pointing at element i of a per-group array: per-layer learning
+ * rates). An output that reduces every axis (sum(x*x)) is a per-group
+ * result, written to that group's tensor. params are shared by all groups.
+ * Groups must not share output memory with one another (an output may share
+ * memory with an input of its own group, as in uj_program_run).
+ *
+ * Every group is checked before anything is written: a failing call names
+ * the group ("group 3: ...") and writes nothing. group_count 0 does
+ * nothing. Errors as uj_program_run's, and UJ_ERR_INVALID for a NULL
+ * groups with group_count > 0 or a negative count. */
+uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
+                                  int input_count, const int64_t* params, int param_count, int output_count);
+
 typedef enum { UJ_DUMP_IR_RAW, UJ_DUMP_IR, UJ_DUMP_C, UJ_DUMP_MIR, UJ_DUMP_CUDA, UJ_DUMP_C_AOT } uj_dump_t;
 /* A printable form of the program: the loop IR as emitted (IR_RAW) or after
  * the passes (IR); every block starts with a line beginning with "block".

@@ -105,3 +105,10 @@ ir_hash_t ir_hash(const ir_func_t* f) {
   if (f) ir_print_stream(f, NULL, IR_PRINT_CANONICAL, write_to_hash, &s);
   return hash_result(&s);
 }
+
+ir_hash_t ir_hash_params(const ir_func_t* f, const int64_t* params) {
+  hash_state_t s;
+  hash_init(&s);
+  if (f) ir_print_stream(f, params, IR_PRINT_CANONICAL, write_to_hash, &s);
+  return hash_result(&s);
+}

@@ -322,6 +322,9 @@ typedef struct {
 /* 128-bit hash (ir/hash.c) of the canonical text: equal for equal IR,
  * different when anything but a name changes. */
 ir_hash_t ir_hash(const ir_func_t* f);
+/* The hash of the canonical text with params folded in, as ir_print(f,
+ * params, IR_PRINT_CANONICAL) writes it: one kernel of f per value. */
+ir_hash_t ir_hash_params(const ir_func_t* f, const int64_t* params);
 ir_hash_t ir_hash_bytes(const void* data, size_t n);
 
 /* Checks the structural invariants (ids, ranks, scopes, dtypes). UJ_OK or

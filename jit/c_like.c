@@ -259,13 +259,19 @@ static void emit_unary(jit_cx_t* E, const ir_expr_t* e) {
       call1(E, fn(E, dt, FN_SQRT), e->a);
       rt_buf_printf(E->out, ")");
       return;
-    case UJ_UNARY_RECIP: call1(E, f32 ? "1.0f / " : "1.0 / ", e->a); return;
+    /* bracketed whole, like every other value printed here: an operand of
+     * a division printed after `/` must not split (a / (1.0 / (z))) */
+    case UJ_UNARY_RECIP:
+      rt_buf_printf(E->out, "(");
+      call1(E, f32 ? "1.0f / " : "1.0 / ", e->a);
+      rt_buf_printf(E->out, ")");
+      return;
     case UJ_UNARY_SIN: call1(E, fn(E, dt, FN_SIN), e->a); return;
     case UJ_UNARY_COS: call1(E, fn(E, dt, FN_COS), e->a); return;
     case UJ_UNARY_TANH: call1(E, fn(E, dt, FN_TANH), e->a); return;
     case UJ_UNARY_SIGMOID:
       if (f32) call1(E, "uj_sigmoidf", e->a);
-      else call1(E, "1.0 / (1.0 + exp(-", e->a), rt_buf_printf(E->out, "))");
+      else call1(E, "(1.0 / (1.0 + exp(-", e->a), rt_buf_printf(E->out, ")))");
       return;
     case UJ_UNARY_FLOOR: call1(E, fn(E, dt, FN_FLOOR), e->a); return;
   }

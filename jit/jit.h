@@ -118,8 +118,13 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
 
 /* ---- the C engine (jit/c/c.c) ---- */
 
-/* 1 when a working C compiler is on the PATH (or UOPJIT_CC). */
+/* 1 when a working C compiler is on the PATH (or UOPJIT_CC): the disk
+ * cache's remembered answer, else `cc --version` run once per state. */
 int jit_c_available(jit_state_t* js);
+/* What jit_c_available would say, where that is known without running
+ * the compiler or waiting for another thread's probe: the answer, the
+ * remembered one (asked once per state), or -1. */
+int jit_c_known(jit_state_t* js);
 /* UJ_OK when it is; else UJ_ERR_UNSUPPORTED naming the compiler tried
  * (UOPJIT_CC's value when it is set). */
 uj_status_t jit_c_check(jit_state_t* js);
@@ -130,13 +135,14 @@ uj_status_t jit_c_check(jit_state_t* js);
 uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out);
 /* jit_c_get serializing its compile on `lock` rather than the state's
  * (jit/tier.c's background compiles: the calls of the context, which take
- * the state's lock to probe, never wait for them). */
+ * the state's lock for their own compiles, never wait for them). It probes
+ * the compiler first when no one has. */
 uj_status_t jit_c_build(jit_state_t* js, const ir_func_t* f, const int64_t* params, pthread_mutex_t* lock,
                         jit_cache_entry_t** out);
 /* The compiled kernel for f from the memory cache, or (disk set) a verified
- * shared object in the disk cache, never compiled: *out NULL on a miss. The
- * hash of the kernel's key goes to *key_hash in either case. */
-uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk, ir_hash_t* key_hash,
+ * shared object in the disk cache, never compiled: *out NULL on a miss.
+ * The key names the compiler: call it once jit_c_known says 1. */
+uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk,
                        jit_cache_entry_t** out);
 
 /* ---- the MIR engine (jit/mir/mir.c, lowering in jit/mir/mir_emit.c) ---- */

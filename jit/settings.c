@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "jit.h"
+#include "tier.h"
 
 /* The context's JIT state if it has one yet; never makes it. */
 static jit_state_t* existing_state(uj_ctx_t* ctx) { return __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE); }
@@ -51,7 +52,9 @@ uj_status_t uj_ctx_set_cache_dir(uj_ctx_t* ctx, const char* path) {
   next.cache_off = !path;
   jit_state_t* js = existing_state(ctx);
   if (js) {
+    jit_tier_pause(js); /* a background compile reads the directory's name */
     uj_status_t s = jit_disk_set_dir(js->cache, &next);
+    jit_tier_resume(js);
     if (s != UJ_OK) return s;
   }
   ctx->set = next;

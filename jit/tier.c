@@ -13,6 +13,23 @@
  * cache starts on C. A failed C compile leaves MIR serving for good and is
  * kept for uj_program_last_run; the run itself succeeds.
  *
+ * The compiler probe. The C kernel's key names the compiler (its first
+ * line of --version), so nothing can be looked up in the C engine's caches
+ * before the compiler has answered. The answer is remembered in the disk
+ * cache (jit/c/c.c): a tiered call reads that (a stat and a small file,
+ * once per state) and, with it, looks for the C kernel at once. With none
+ * remembered (a fresh cache directory), running `cc --version` would cost
+ * the first call several milliseconds more than MIR's whole compile, so
+ * the call does not: it serves MIR, and the background worker probes
+ * before it compiles (jit_c_build does both). Until the probe answers,
+ * every tiered call takes the answer as unknown without waiting (the
+ * probe has a lock of its own, which the caller only tries). A probe that
+ * finds no working compiler fails the record like a failed compile: MIR
+ * serves, uj_program_last_run reports why; a kernel new to the state after
+ * that is failed at once with the same reason. Tiering then stays on for
+ * the state (the query keeps its report); only a state whose compiler is
+ * known missing before its first tiered call is not tiered at all.
+ *
  * Without MIR the quick tier is the interpreter, which is far slower: on
  * the sigmoid chain, 300 to 480 ns an element (2^20 and 2^16 elements, 2
  * loaded cores) against a C compile of 100 to 600 ms on the same machine.
@@ -27,7 +44,11 @@
  * elements interpreting the sigmoid chain already takes as long as the
  * compile, and longer programs cross over sooner.
  *
- * Algorithm. Each kernel has a record, found by its C key's hash: its
+ * Algorithm. Each kernel has a record, found by the hash of its canonical
+ * IR with its $params folded in (ir_hash_params), not by its C key's hash:
+ * the rest of the C key (emitter, compiler, flags, CPU) is the same for
+ * every kernel of a JIT state, so the two name the same kernels, and the
+ * IR's hash is known before the compiler has answered. The record holds its
  * state (waiting for its call count, compiling, ready, failed), its call
  * count, both tiers' compile times, the MIR kernel's cache serial, and the
  * error of a failed compile. The program's memo (jit/memo.c) names the
@@ -45,15 +66,19 @@
  * again). A queued record owns a copy of the function and params, so the
  * program may be freed meanwhile. Each worker compiles through
  * jit_c_build under a lock of its own, never the state's lock, which the
- * caller's thread takes to probe: the caller never waits for a background
- * compile. The compiler runs as a child process that jit/c/c.c waits for
+ * caller's thread takes for its MIR compiles: the caller never waits for a
+ * background compile (nor probe). The compiler runs as a child process that jit/c/c.c waits for
  * (no zombie), and the disk cache stores through a temporary file renamed
  * into place (no half-written entry). Freeing the context drops the
  * queued compiles and joins the workers, each of which finishes the
  * compile it is running first. At process exit the threads stop where
- * they are; a compiler child then running is re-parented and reaped by
- * init, and a store cut short leaves only a temporary file, which the
- * disk cache removes later.
+ * they are: a compile under way is lost (the next process compiles the
+ * kernel again). Its compiler child, re-parented, is reaped by init; its
+ * working folder under TMPDIR (uopjit-cc-*) stays; a store cut short
+ * leaves only a temporary file, which the disk cache removes later. A
+ * program that wants its kernels kept frees its context before exiting.
+ * A change of the cache directory (uj_ctx_set_cache_dir) pauses the
+ * workers (jit_tier_pause): a compile reads the directory's name.
  *
  * The records are bounded too (JIT_TIER_RECORDS): past that the oldest
  * record not queued or compiling is dropped; its kernel then starts over
@@ -84,12 +109,13 @@ enum {
 
 typedef struct tier_record tier_record_t;
 struct tier_record {
-  ir_hash_t key;           /* the C kernel's key hash; key.lo is the record's id */
+  ir_hash_t key;           /* ir_hash_params of the kernel; key.lo is the record's id */
   uint64_t mir_serial;     /* the MIR kernel that serves meanwhile (its cache serial), 0 none */
   uj_tier_state_t state;
   int64_t calls;           /* calls served while waiting */
   double mir_ms, c_ms;     /* -1: not measured */
   int from_disk;
+  int reloads;             /* ready, then gone from the memory cache with no disk cache to find it in */
   char* error;             /* UJ_TIER_FAILED: the compile's message */
   ir_func_t* func;         /* queued or compiling: what to compile, owned */
   int64_t* params;
@@ -100,13 +126,16 @@ struct tier_record {
 typedef struct {
   jit_state_t* js;
   pthread_mutex_t lock;
-  pthread_cond_t work;     /* a compile was queued, or stop */
+  pthread_cond_t work;     /* a compile was queued, or stop, or the pause ended */
+  pthread_cond_t quiet;    /* running dropped to 0 */
   tier_record_t* by_key[JIT_TIER_BUCKETS];
   tier_record_t* by_serial[JIT_TIER_BUCKETS];
   tier_record_t *oldest, *newest;
   int nrecords;
   tier_record_t *queue_head, *queue_tail;
   int queued, idle, nworkers;
+  int running; /* compiles under way */
+  int paused;  /* jit_tier_pause calls not yet resumed: no compile starts */
   int stop;
   pthread_t workers[JIT_TIER_WORKERS];
 } jit_tier_t;
@@ -220,7 +249,7 @@ static void* worker_main(void* arg) {
   pthread_mutex_lock(&t->lock);
   while (!t->stop) {
     tier_record_t* r = t->queue_head;
-    if (!r) {
+    if (!r || t->paused) {
       t->idle++;
       pthread_cond_wait(&t->work, &t->lock);
       t->idle--;
@@ -231,6 +260,7 @@ static void* worker_main(void* arg) {
     t->queued--;
     ir_func_t* f = r->func;
     int64_t* params = r->params;
+    t->running++;
     pthread_mutex_unlock(&t->lock);
 
     double start = now_ms();
@@ -240,6 +270,7 @@ static void* worker_main(void* arg) {
     jit_cache_release(t->js->cache, kernel); /* the memory cache keeps it for the caller */
 
     pthread_mutex_lock(&t->lock);
+    if (--t->running == 0) pthread_cond_broadcast(&t->quiet);
     /* the record stayed while compiling: add_record never drops one */
     r->func = NULL;
     r->params = NULL;
@@ -312,6 +343,7 @@ static void tier_free(void* p) {
   for (int i = 0; i < t->nworkers; i++) pthread_join(t->workers[i], NULL);
   while (t->oldest) drop_record(t, t->oldest);
   pthread_cond_destroy(&t->work);
+  pthread_cond_destroy(&t->quiet);
   pthread_mutex_destroy(&t->lock);
   free(t);
 }
@@ -329,6 +361,7 @@ static jit_tier_t* tier_of(jit_state_t* js) {
   t->js = js;
   pthread_mutex_init(&t->lock, NULL);
   pthread_cond_init(&t->work, NULL);
+  pthread_cond_init(&t->quiet, NULL);
   __atomic_store_n(&js->tier_free, tier_free, __ATOMIC_RELAXED); /* the same value from every racer */
   void* expected = NULL;
   if (!__atomic_compare_exchange_n(&js->tier, &expected, t, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -338,10 +371,27 @@ static jit_tier_t* tier_of(jit_state_t* js) {
   return t;
 }
 
+void jit_tier_pause(jit_state_t* js) {
+  jit_tier_t* t = js ? __atomic_load_n(&js->tier, __ATOMIC_ACQUIRE) : NULL;
+  if (!t) return;
+  pthread_mutex_lock(&t->lock);
+  t->paused++;
+  while (t->running) pthread_cond_wait(&t->quiet, &t->lock);
+  pthread_mutex_unlock(&t->lock);
+}
+
+void jit_tier_resume(jit_state_t* js) {
+  jit_tier_t* t = js ? __atomic_load_n(&js->tier, __ATOMIC_ACQUIRE) : NULL;
+  if (!t) return;
+  pthread_mutex_lock(&t->lock);
+  if (t->paused > 0 && --t->paused == 0) pthread_cond_broadcast(&t->work);
+  pthread_mutex_unlock(&t->lock);
+}
+
 int jit_tier_applies(uj_ctx_t* ctx) {
   if (ctx->set.tier_calls <= 0) return 0;
   jit_state_t* js = jit_state(ctx);
-  return js && jit_c_available(js);
+  return js && (jit_c_known(js) != 0 || __atomic_load_n(&js->tier, __ATOMIC_ACQUIRE));
 }
 
 /* ---- serving a call ------------------------------------------------------------------------ */
@@ -357,11 +407,20 @@ static void serve_c(jit_cache_entry_t* kernel, ir_hash_t key, jit_served_t* out)
   *out = (jit_served_t){kernel, &jit_engine_c, 1, key.lo, 0};
 }
 
+/* Why C cannot serve, once the probe has found no compiler: jit_c_check's
+ * sentence, into why (the error is cleared: the run succeeds). */
+static void no_compiler_reason(jit_state_t* js, char* why, size_t cap) {
+  jit_c_check(js);
+  snprintf(why, cap, "%s", uj_last_error());
+  rt_error_clear();
+}
+
 /* The quick tier for r's kernel: MIR (its compile time noted), else the
  * interpreter (no kernel). start: the call reached the count. */
-static uj_status_t serve_quick(uj_ctx_t* ctx, jit_state_t* js, jit_tier_t* t, tier_record_t* r, const ir_func_t* f,
-                               const int64_t* params, int start, jit_served_t* out) {
-  *out = (jit_served_t){NULL, &jit_engine_interp, 0, r->key.lo, start};
+static uj_status_t serve_quick(uj_ctx_t* ctx, jit_state_t* js, jit_tier_t* t, tier_record_t* r, ir_hash_t key,
+                               const ir_func_t* f, const int64_t* params, int start, jit_served_t* out) {
+  /* r is only compared, never read, outside t->lock: it may be dropped meanwhile */
+  *out = (jit_served_t){NULL, &jit_engine_interp, 0, key.lo, start};
   if (!jit_engine_mir.available(ctx)) return UJ_OK;
   double begin = now_ms();
   uj_status_t s = jit_engine_mir.get(ctx, js, f, params, &out->kernel);
@@ -405,17 +464,21 @@ static uj_status_t compile_here(jit_state_t* js, jit_tier_t* t, tier_record_t* r
 /* jit_engine_t.choose: the C kernel when the memory or disk cache has it,
  * else the quick tier (or, without MIR, a compile waited for). Fails only
  * where the quick tier itself fails: a C compile's failure is recorded,
- * never returned. */
+ * never returned. The caches are asked only once the compiler's answer is
+ * known (or remembered): the C key names the compiler. */
 static uj_status_t tier_choose(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
                                const ir_buffer_t* buf, jit_served_t* out) {
   *out = (jit_served_t){NULL, &jit_engine_interp, 0, 0, 0};
   jit_tier_t* t = tier_of(js);
   if (!t) return UJ_ERR_OOM;
-  ir_hash_t key;
+  ir_hash_t key = ir_hash_params(f, params);
+  int compiler = jit_c_known(js); /* -1: the background worker will probe */
   jit_cache_entry_t* c_kernel = NULL;
+  uj_status_t s;
   /* the memory cache first: cheap, and what a ready compile left */
-  uj_status_t s = jit_c_find(js, f, params, 0, &key, &c_kernel);
-  if (s != UJ_OK) return s;
+  if (compiler == 1 && (s = jit_c_find(js, f, params, 0, &c_kernel)) != UJ_OK) return s;
+  char why[512] = "";
+  if (compiler == 0) no_compiler_reason(js, why, sizeof why);
   pthread_mutex_lock(&t->lock);
   tier_record_t* r = find_by_key(t, key);
   int fresh = !r;
@@ -425,22 +488,27 @@ static uj_status_t tier_choose(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* 
     return rt_error(UJ_ERR_OOM, "out of memory recording a kernel's tiering (%zu bytes)", sizeof *r);
   }
   if (c_kernel && r->state != UJ_TIER_COMPILING) r->state = UJ_TIER_READY;
+  if (compiler == 0 && r->state == UJ_TIER_WAITING) fail_record(r, why);
   uj_tier_state_t state = r->state;
   pthread_mutex_unlock(&t->lock);
 
-  if (!c_kernel && (fresh || state == UJ_TIER_READY)) {
+  if (compiler == 1 && !c_kernel && (fresh || state == UJ_TIER_READY)) {
     /* new here, or ready but evicted from memory since: the disk cache */
     double start = now_ms();
-    s = jit_c_find(js, f, params, 1, &key, &c_kernel);
+    s = jit_c_find(js, f, params, 1, &c_kernel);
     double ms = now_ms() - start;
+    int disk = jit_disk_enabled(js->cache); /* before t->lock: it takes the cache's */
     pthread_mutex_lock(&t->lock);
     if (find_by_key(t, key) == r) {
       if (c_kernel && fresh) {
         r->c_ms = ms;
         r->from_disk = 1;
       }
-      if (c_kernel) r->state = UJ_TIER_READY;
-      else if (r->state == UJ_TIER_READY) r->state = UJ_TIER_WAITING, r->calls = 0; /* gone: compile again */
+      if (c_kernel && r->state != UJ_TIER_COMPILING) r->state = UJ_TIER_READY;
+      else if (!c_kernel && r->state == UJ_TIER_READY && !disk && ++r->reloads > 2)
+        fail_record(r, "the C kernel does not stay in the memory cache (its limit) and there is no disk cache to "
+                       "find it in again: MIR serves rather than compile it over and over");
+      else if (!c_kernel && r->state == UJ_TIER_READY) r->state = UJ_TIER_WAITING, r->calls = 0; /* gone: compile again */
       state = r->state;
     }
     pthread_mutex_unlock(&t->lock);
@@ -457,7 +525,7 @@ static uj_status_t tier_choose(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* 
   pthread_mutex_lock(&t->lock);
   int start = find_by_key(t, key) == r && count_call(ctx, r);
   pthread_mutex_unlock(&t->lock);
-  return serve_quick(ctx, js, t, r, f, params, start, out);
+  return serve_quick(ctx, js, t, r, key, f, params, start, out);
 }
 
 /* jit_engine_t.still: a memo hit on the quick tier's MIR kernel of cache

@@ -15,8 +15,15 @@
 extern const jit_engine_t jit_engine_tiered;
 
 /* 1 when a call of ctx on host tensors is tiered: tiering on
- * (uj_ctx_set_tier) and a working C compiler (probed once per state).
- * The caller has checked that ctx's engine is AUTO. */
+ * (uj_ctx_set_tier), and a C compiler not known to be missing or a state
+ * that tiers already (jit_c_known: this never runs the compiler). The
+ * caller has checked that ctx's engine is AUTO. */
+/* Holds the background compiles: returns once none is running, and none
+ * starts until the matching jit_tier_resume. Around a change the compiles
+ * must not see half done (the disk cache's directory). No-ops without
+ * tiering state. */
+void jit_tier_pause(jit_state_t* js);
+void jit_tier_resume(jit_state_t* js);
 int jit_tier_applies(uj_ctx_t* ctx);
 
 #endif

@@ -690,4 +690,16 @@ static inline uj_program_t* or_conv_program(or_conv_kind_t kind, uj_dtype_t dt) 
   return p;
 }
 
+/* Floor division and modulo as the IR defines them for i32 (x / 0 == 0, x % 0 == 0). */
+static inline int64_t or_floordiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t q = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+static inline int64_t or_floormod(int64_t a, int64_t b) { return b == 0 ? 0 : a - or_floordiv(a, b) * b; }
+
+/* The result of storing v into dt (f32 rounding; i32 already integral). */
+static inline double or_in_dtype(uj_dtype_t dt, double v) { return dt == UJ_F32 ? (double)(float)v : v; }
+
 #endif

@@ -15,13 +15,6 @@
 
 static double tol_for(uj_dtype_t dt) { return dt == UJ_F64 ? OR_TOL_F64 : dt == UJ_F32 ? OR_TOL_F32 : 0; }
 
-static int64_t floordiv64(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-
 static void fill(uint64_t* st, uj_tensor_t* t) {
   if (t->dtype == UJ_I32) or_fill_int(st, t, -100, 100);
   else or_fill_real(st, t, -2.0, 2.0);
@@ -58,7 +51,7 @@ static const char chain_src[] =
 
 static double chain_y(uj_dtype_t dt, double x, double a, double b) {
   if (dt == UJ_I32)
-    return (double)(floordiv64((int64_t)(x * a + b), (int64_t)(fabs(a) + 1)) - (int64_t)(x * x * 3));
+    return (double)(or_floordiv((int64_t)(x * a + b), (int64_t)(fabs(a) + 1)) - (int64_t)(x * x * 3));
   return (x * a + b) / (fabs(a) + 1) - x * x * 3;
 }
 static double chain_z(double x, double a, double b) {

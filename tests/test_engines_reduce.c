@@ -35,13 +35,6 @@ static const rd_kind_t kinds[] = {
 
 static int is_arg(uj_reduce_op_t op) { return op == UJ_REDUCE_ARGMAX || op == UJ_REDUCE_ARGMIN; }
 
-static int64_t floordiv64(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-
 /* The reduction of x (rank nd) for kind k, in double: out has x's shape
  * with the reduced axes set to 1; abs_sum (may be NULL) gets sum|x| per
  * output element. */
@@ -92,7 +85,7 @@ static void ref_reduce(const rd_kind_t* k, const uj_tensor_t* x, double* out, do
     for (int64_t o = 0; o < no; o++) out[o] = isinf(out[o]) ? (out[o] < 0 ? INT32_MIN : INT32_MAX) : out[o];
   if (k->op == UJ_REDUCE_MEAN)
     for (int64_t o = 0; o < no; o++)
-      out[o] = x->dtype == UJ_I32 ? (double)floordiv64((int64_t)out[o], count) : out[o] / (double)count;
+      out[o] = x->dtype == UJ_I32 ? (double)or_floordiv((int64_t)out[o], count) : out[o] / (double)count;
   free(best);
   free(seen);
   if (count_out) *count_out = count;

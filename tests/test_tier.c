@@ -12,7 +12,14 @@
  *   bad UOPJIT_TIER are refused;
  * - a failing compiler (UOPJIT_CC naming a script that answers --version
  *   and fails every compile): every run succeeds on MIR and the query
- *   reports the failure with the compiler's message;
+ *   reports the failure with the compiler's message; a script that fails
+ *   --version too: the same, the reason naming the compiler, and a kernel
+ *   new to the context after that is failed at its first call;
+ * - the compiler probe on a fresh cache is not the first call's: a script
+ *   whose --version waits for a gate file, which the test creates only
+ *   after some calls have run on MIR (the script notes when it gave up
+ *   waiting instead, which is what a probe on the calling thread makes it
+ *   do); then C takes over;
  * - freeing a context with compiles queued and running: nothing is left
  *   behind: no child process (waitpid finds none, so none is a zombie), no
  *   compile directory under TMPDIR, no temporary or half entry in the cache;
@@ -274,6 +281,53 @@ TEST(failed_compile_leaves_mir_serving_and_is_reported) {
   remove_tree(dir);
 }
 
+/* A shell script at path with this body, made executable. */
+static int write_script(const char* path, const char* body) {
+  FILE* fp = fopen(path, "w");
+  if (!fp) return 0;
+  fputs(body, fp);
+  fclose(fp);
+  return chmod(path, 0700) == 0;
+}
+
+TEST(failed_probe_leaves_mir_serving_and_is_reported) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  char dir[64], cache[64], cc[128];
+  make_dir(dir, sizeof dir, "cc");
+  make_dir(cache, sizeof cache, "cache");
+  snprintf(cc, sizeof cc, "%s/no-cc", dir);
+  CHECK(write_script(cc, "#!/bin/sh\necho 'no-cc: not a compiler' >&2\nexit 1\n"));
+  static sigmoid_t s, later;
+  CHECK(sigmoid_new(&s, 3));
+  CHECK(sigmoid_new(&later, 4));
+  static float later_ref[N];
+  CHECK(reference(UJ_ENGINE_MIR, &s, mir_ref));
+  CHECK(reference(UJ_ENGINE_MIR, &later, later_ref));
+  setenv("UOPJIT_CC", cc, 1);
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, cache); /* a fresh cache: no remembered answer */
+  run_until(ctx, &s, UJ_TIER_FAILED, mir_ref, mir_ref);
+  uj_run_info_t info = last_run(ctx, &s);
+  CHECK(info.engine == UJ_ENGINE_MIR && info.tier == UJ_TIER_FAILED);
+  CHECK(strstr(info.c_error, "is not a working C compiler") != NULL);
+  CHECK(strstr(info.c_error, "no-cc") != NULL);
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK); /* MIR for good, still reported */
+  info = last_run(ctx, &s);
+  CHECK(info.engine == UJ_ENGINE_MIR && info.tier == UJ_TIER_FAILED);
+  CHECK(memcmp(s.y, mir_ref, sizeof s.y) == 0);
+  /* the compiler is known missing now: a new kernel fails at once */
+  CHECK(sigmoid_run(ctx, &later, later.y) == UJ_OK);
+  info = last_run(ctx, &later);
+  CHECK(info.engine == UJ_ENGINE_MIR && info.tier == UJ_TIER_FAILED);
+  CHECK(strstr(info.c_error, "is not a working C compiler") != NULL);
+  CHECK(memcmp(later.y, later_ref, sizeof later.y) == 0);
+  uj_ctx_free(ctx);
+  unsetenv("UOPJIT_CC");
+  uj_program_free(s.p);
+  uj_program_free(later.p);
+  remove_tree(dir);
+  remove_tree(cache);
+}
+
 /* Lines in a file (0 when it does not exist). */
 static int file_lines(const char* path) {
   FILE* fp = fopen(path, "r");
@@ -321,6 +375,51 @@ TEST(compiler_probe_is_remembered_until_the_compiler_changes) {
   remove_tree(cache);
 }
 
+/* On a fresh cache the compiler has no remembered answer: the first call
+ * serves MIR without running the probe, which the background worker runs
+ * before its compile. The script's --version waits (30 s at most) for a
+ * gate file that the test creates only after calls have returned. */
+TEST(first_call_does_not_wait_for_the_compiler_probe) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  char dir[64], cache[64], cc[128], gate[128], late[128], body[1024];
+  make_dir(dir, sizeof dir, "cc");
+  make_dir(cache, sizeof cache, "cache");
+  snprintf(cc, sizeof cc, "%s/gated-cc", dir);
+  snprintf(gate, sizeof gate, "%s/gate", dir);
+  snprintf(late, sizeof late, "%s/late", dir);
+  snprintf(body, sizeof body,
+           "#!/bin/sh\nif [ \"$1\" = --version ]; then\n  i=0\n"
+           "  while [ ! -e '%s' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n"
+           "  [ -e '%s' ] || echo 'answered before the gate opened' >> '%s'\nfi\nexec cc \"$@\"\n",
+           gate, gate, late);
+  CHECK(write_script(cc, body));
+  static sigmoid_t s;
+  CHECK(sigmoid_new(&s, 5));
+  CHECK(reference(UJ_ENGINE_MIR, &s, mir_ref));
+  CHECK(reference(UJ_ENGINE_C, &s, c_ref));
+  setenv("UOPJIT_CC", cc, 1);
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, cache);
+  for (int call = 0; call < 3; call++) {
+    CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+    uj_run_info_t info = last_run(ctx, &s);
+    CHECK(info.engine == UJ_ENGINE_MIR && info.tier == UJ_TIER_COMPILING);
+    CHECK(memcmp(s.y, mir_ref, sizeof s.y) == 0);
+  }
+  FILE* fp = fopen(gate, "w");
+  CHECK(fp != NULL);
+  if (fp) fclose(fp);
+  run_until(ctx, &s, UJ_TIER_READY, mir_ref, c_ref);
+  CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  CHECK(last_run(ctx, &s).engine == UJ_ENGINE_C);
+  CHECK(memcmp(s.y, c_ref, sizeof s.y) == 0);
+  CHECK(file_lines(late) == 0);
+  uj_ctx_free(ctx);
+  unsetenv("UOPJIT_CC");
+  uj_program_free(s.p);
+  remove_tree(dir);
+  remove_tree(cache);
+}
+
 /* Entries in dir whose names contain `part`. */
 static int count_named(const char* dir, const char* part) {
   DIR* d = opendir(dir);
@@ -355,6 +454,70 @@ TEST(freeing_a_context_with_compiles_in_flight_is_clean) {
   for (int k = 0; k < KERNELS; k++) uj_program_free(s[k].p);
   remove_tree(cache);
   remove_tree(tmp);
+}
+
+/* A successful tiered call leaves no error message behind: the disk
+ * cache's misses (no remembered compiler answer, no C kernel yet) are no
+ * failures. A sentinel error from a refused setting may stay or go, but
+ * nothing of the cache's may replace it. */
+TEST(successful_tiered_calls_leave_no_error) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  char cache[64];
+  make_dir(cache, sizeof cache, "error");
+  static sigmoid_t s;
+  CHECK(sigmoid_new(&s, 31));
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, cache);
+  CHECK(ctx != NULL);
+  CHECK(ctx && uj_ctx_set_mir_level(ctx, 99) == UJ_ERR_INVALID); /* the sentinel */
+  CHECK(ctx && sigmoid_run(ctx, &s, s.y) == UJ_OK);
+  CHECK(strstr(uj_last_error(), "cache") == NULL);
+  if (strstr(uj_last_error(), "cache")) printf("  left behind: %s\n", uj_last_error());
+  uj_ctx_free(ctx);
+  uj_program_free(s.p);
+  remove_tree(cache);
+}
+
+/* Changing the cache directory while background compiles run: the workers
+ * pause for it (a compile reads the directory's name; ThreadSanitizer saw
+ * that read race the setter's free before). */
+TEST(cache_dir_changes_while_compiles_run) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  char a[64], b[64];
+  make_dir(a, sizeof a, "dir-a");
+  make_dir(b, sizeof b, "dir-b");
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, a);
+  CHECK(ctx != NULL);
+  static sigmoid_t s;
+  for (int i = 0; ctx && i < 4; i++) {
+    CHECK(sigmoid_new(&s, 40 + i));
+    CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK); /* queues the C compile */
+    CHECK(uj_ctx_set_cache_dir(ctx, i % 2 ? a : b) == UJ_OK);
+    CHECK(sigmoid_run(ctx, &s, s.y) == UJ_OK);
+    uj_program_free(s.p);
+  }
+  uj_ctx_free(ctx);
+  remove_tree(a);
+  remove_tree(b);
+}
+
+/* No disk cache and a memory cache that keeps no C kernel: a ready kernel
+ * is gone by the next call and cannot be found again; after a few tries
+ * the kernel is given up on (MIR serves, the query says why) rather than
+ * compiled on every other call for good. */
+TEST(no_cache_to_keep_c_gives_up_on_c) {
+  SKIP_IF(!have_tiers(), "needs both MIR and a C compiler");
+  static sigmoid_t s;
+  static float mir_ref[N], c_ref[N];
+  CHECK(sigmoid_new(&s, 50));
+  CHECK(reference(UJ_ENGINE_MIR, &s, mir_ref));
+  CHECK(reference(UJ_ENGINE_C, &s, c_ref));
+  uj_ctx_t* ctx = ctx_on(UJ_ENGINE_AUTO, NULL);
+  CHECK(ctx && uj_ctx_set_memory_cache_limit(ctx, 0) == UJ_OK);
+  if (ctx) run_until(ctx, &s, UJ_TIER_FAILED, mir_ref, c_ref);
+  uj_run_info_t info = last_run(ctx, &s);
+  CHECK(info.tier == UJ_TIER_FAILED && strstr(info.c_error, "memory cache") != NULL);
+  uj_ctx_free(ctx);
+  uj_program_free(s.p);
 }
 
 int main(int argc, char** argv) {

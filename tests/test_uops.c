@@ -3,12 +3,12 @@
  * the passes off: every unary op and every binary op in f32 and f64 (also
  * with a 0-d second operand), the i32 ops (floor division, division by zero,
  * comparisons, neg/abs/floor, 32-bit wraparound), NaN operands (max/min
- * ignore them like fmax/fmin), casts between f32, f64 and i32 (truncation,
- * NaN, saturation), uj_const adopting its partner's dtype (also as the first
- * operand, 1 - x), where, 0-d inputs and outputs, reindex index arithmetic
+ * ignore them like fmax/fmin), each compound op as a divisor, where, 0-d
+ * inputs and outputs, reindex index arithmetic
  * (floor division and modulo, min/max, leading minus, $params, out-of-range
  * reads) and transposes. Graph shapes (diamonds, shared and repeated
- * outputs) are in test_uops_graph.c, reductions in test_uops_reduce.c,
+ * outputs) are in test_uops_graph.c, casts and constants in
+ * test_uops_casts.c, reductions in test_uops_reduce.c,
  * convolution in test_uops_conv.c. Shapes are random (fixed seeds). */
 #include "oracle.h"
 
@@ -41,24 +41,13 @@ static double ref_unary(uj_unary_op_t op, double x) {
   return NAN;
 }
 
-/* Floor division with x / 0 == 0. */
-static int64_t floordiv(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-static int64_t floormod(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  return a - floordiv(a, b) * b;
-}
 
 static double ref_binary(uj_binary_op_t op, double a, double b, uj_dtype_t dt) {
   switch (op) {
     case UJ_BINARY_ADD: return a + b;
     case UJ_BINARY_SUB: return a - b;
     case UJ_BINARY_MUL: return a * b;
-    case UJ_BINARY_DIV: return dt == UJ_I32 ? (double)floordiv((int64_t)a, (int64_t)b) : a / b;
+    case UJ_BINARY_DIV: return dt == UJ_I32 ? (double)or_floordiv((int64_t)a, (int64_t)b) : a / b;
     case UJ_BINARY_POW: return pow(a, b);
     case UJ_BINARY_MAX: return a > b ? a : b;
     case UJ_BINARY_MIN: return a < b ? a : b;
@@ -72,8 +61,6 @@ static double ref_binary(uj_binary_op_t op, double a, double b, uj_dtype_t dt) {
   return NAN;
 }
 
-/* The result of storing v into dt (f32 rounding; i32 already integral). */
-static double in_dtype(uj_dtype_t dt, double v) { return dt == UJ_F32 ? (double)(float)v : v; }
 
 /* ---- unary ------------------------------------------------------------------------ */
 
@@ -132,6 +119,47 @@ TEST(unary_i32) {
   unary_case(UJ_UNARY_FLOOR, UJ_I32, &st);
 }
 
+/* Each op as the divisor, c / op(x): the engines that print C must bracket
+ * an op's whole value (f64 sigmoid was printed `1.0 / (1.0 + exp(-x))` and
+ * recip `1.0 / x`, so `c / op(x)` divided c by 1.0 and then by the rest). */
+static void divisor_case(uj_unary_op_t op, uj_dtype_t dt, uint64_t* st) {
+  double tol = dt == UJ_F32 ? OR_TOL_F32 : OR_TOL_F64;
+  int64_t dims[1] = {harness_int(st, 1, 40)};
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t c = uj_input(g, 1, dt), x = uj_input(g, 1, dt);
+  uj_io_t y = uj_binary(g, UJ_BINARY_DIV, c, uj_unary(g, op, x));
+  CHECK(y >= 0);
+  uj_io_t ins[] = {c, x};
+  uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 1, &y);
+  uj_graph_free(g);
+  uj_tensor_t tc = or_tensor(dt, 1, dims), tx = or_tensor(dt, 1, dims), ty = or_tensor(dt, 1, dims);
+  double* ref = or_alloc_ref(dims[0]);
+  for (int64_t i = 0; i < dims[0]; i++) {
+    or_set(&tc, i, harness_real(st, 0.5, 2.0));
+    or_set(&tx, i, harness_real(st, 0.25, 4.0)); /* positive: every op below is defined and away from 0 */
+    ref[i] = or_get(&tc, i) / ref_unary(op, or_get(&tx, i));
+  }
+  const uj_tensor_t* in[] = {&tc, &tx};
+  uj_tensor_t* out[] = {&ty};
+  const double* refs[] = {ref};
+  if (OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 1, tol))
+    fprintf(stderr, "  (c / %s(x), %s)\n", unary_name(op), uj_dtype_name(dt));
+  free(ref);
+  or_tensor_free(&tc), or_tensor_free(&tx), or_tensor_free(&ty);
+  uj_program_free(p);
+}
+
+TEST(unary_as_divisor) {
+  HARNESS_SEED(204);
+  uint64_t st = 204;
+  static const uj_unary_op_t ops[] = {UJ_UNARY_RECIP, UJ_UNARY_SIGMOID, UJ_UNARY_RSQRT, UJ_UNARY_SQRT,
+                                      UJ_UNARY_EXP, UJ_UNARY_TANH};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+    divisor_case(ops[k], UJ_F32, &st);
+    divisor_case(ops[k], UJ_F64, &st);
+  }
+}
+
 /* Extreme arguments: exp overflows to inf and underflows to 0, sigmoid and
  * tanh saturate, log(0) is -inf, sqrt of 0 is 0. */
 TEST(unary_extremes) {
@@ -153,7 +181,7 @@ TEST(unary_extremes) {
         double v = vals[i];
         if (ops[o] == UJ_UNARY_LOG || ops[o] == UJ_UNARY_SQRT) v = fabs(v);
         or_set(&tx, i, v);
-        ref[i] = in_dtype(dt, ref_unary(ops[o], or_get(&tx, i)));
+        ref[i] = or_in_dtype(dt, ref_unary(ops[o], or_get(&tx, i)));
       }
       if (OR_RUN_CHECK1(p, &tx, &ty, ref, d ? OR_TOL_F64 : OR_TOL_F32))
         fprintf(stderr, "  (op %s, %s)\n", unary_name(ops[o]), uj_dtype_name(dt));
@@ -259,7 +287,7 @@ TEST(i32_floor_division_table) {
   for (int64_t i = 0; i < n; i++) {
     or_set(&ta, i, a[i]);
     or_set(&tb, i, b[i]);
-    ref[i] = (double)floordiv(a[i], b[i]);
+    ref[i] = (double)or_floordiv(a[i], b[i]);
   }
   CHECK(ref[0] == 3 && ref[1] == -4 && ref[2] == -4 && ref[3] == 3 && ref[7] == 0);
   const uj_tensor_t* in[] = {&ta, &tb};
@@ -334,7 +362,7 @@ TEST(i32_wraparound) {
     int64_t x = av[i], y = bv[i];
     r[0][i] = (int32_t)(uint32_t)(uint64_t)(x + y);
     r[1][i] = (int32_t)(uint32_t)(uint64_t)(x * y);
-    r[2][i] = (int32_t)(uint32_t)(uint64_t)floordiv(x, y);
+    r[2][i] = (int32_t)(uint32_t)(uint64_t)or_floordiv(x, y);
     r[3][i] = (int32_t)(uint32_t)(uint64_t)(-x);
     r[4][i] = (int32_t)(uint32_t)(uint64_t)(x < 0 ? -x : x);
   }
@@ -347,208 +375,6 @@ TEST(i32_wraparound) {
   or_tensor_free(&ta);
   or_tensor_free(&tb);
   uj_program_free(p);
-}
-
-/* ---- casts ------------------------------------------------------------------------- */
-
-static double ref_to_i32(double v) {
-  if (isnan(v)) return 0;
-  if (v >= 2147483647.0) return 2147483647.0;
-  if (v <= -2147483648.0) return -2147483648.0;
-  return trunc(v);
-}
-
-static void cast_values(uj_dtype_t from, uj_dtype_t to, const double* vals, int64_t n) {
-  uj_graph_t* g = uj_graph_new();
-  uj_io_t x = uj_input(g, 1, from);
-  uj_io_t y = uj_cast(g, to, x);
-  CHECK(y >= 0);
-  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
-  uj_graph_free(g);
-  uj_tensor_t tx = or_tensor(from, 1, &n), ty = or_tensor(to, 1, &n);
-  double* ref = or_alloc_ref(n);
-  for (int64_t i = 0; i < n; i++) {
-    if (from == UJ_I32)
-      ((int32_t*)tx.data)[i] = (int32_t)vals[i];
-    else
-      or_set(&tx, i, vals[i]);
-    double v = or_get(&tx, i);
-    ref[i] = to == UJ_I32 ? ref_to_i32(v) : in_dtype(to, v);
-  }
-  if (OR_RUN_CHECK1(p, &tx, &ty, ref, 0))
-    fprintf(stderr, "  (cast %s -> %s)\n", uj_dtype_name(from), uj_dtype_name(to));
-  free(ref);
-  or_tensor_free(&tx);
-  or_tensor_free(&ty);
-  uj_program_free(p);
-}
-
-TEST(cast_float_to_i32) {
-  static const double v[] = {-2.7, -2.5, -0.5, -0.0, 0.5, 2.5, 2.7, 123456.9, -123456.9,
-                             NAN, -NAN, 3e9, -3e9, INFINITY, -INFINITY, 1e10, -1e10,
-                             2147483520.0, -2147483648.0, 2147483647.9, -2147483648.9};
-  int64_t n = (int64_t)(sizeof v / sizeof v[0]);
-  cast_values(UJ_F32, UJ_I32, v, n);
-  cast_values(UJ_F64, UJ_I32, v, n);
-}
-
-TEST(cast_between_floats_and_from_i32) {
-  static const double f[] = {0.1, -0.1, 1e-3, 3.14159265358979, 1e39, -1e39, 1e-50, NAN, INFINITY, 0.0};
-  cast_values(UJ_F64, UJ_F32, f, 10);
-  cast_values(UJ_F32, UJ_F64, f, 10);
-  cast_values(UJ_F32, UJ_F32, f, 10);
-  cast_values(UJ_F64, UJ_F64, f, 10);
-  static const double i[] = {0, 1, -1, 16777217, -16777217, 2147483647, -2147483648.0, 123456789};
-  cast_values(UJ_I32, UJ_F32, i, 8);
-  cast_values(UJ_I32, UJ_F64, i, 8);
-  cast_values(UJ_I32, UJ_I32, i, 8);
-}
-
-/* Random round trips through every pair of dtypes. */
-TEST(cast_random_pairs) {
-  HARNESS_SEED(221);
-  uint64_t st = 221;
-  for (int from = UJ_F32; from <= UJ_I32; from++)
-    for (int to = UJ_F32; to <= UJ_I32; to++) {
-      double v[40];
-      for (int i = 0; i < 40; i++)
-        v[i] = from == UJ_I32 ? (double)harness_int(&st, -100000000, 100000000)
-                              : harness_real(&st, -1e6, 1e6);
-      cast_values((uj_dtype_t)from, (uj_dtype_t)to, v, 40);
-    }
-}
-
-/* ---- constants ---------------------------------------------------------------------- */
-
-/* x op const, with the constant taking x's dtype: f64 arithmetic stays
- * f64, i32 arithmetic stays integral. */
-TEST(const_adopts_dtype) {
-  HARNESS_SEED(231);
-  uint64_t st = 231;
-  for (int d = UJ_F32; d <= UJ_I32; d++) {
-    uj_dtype_t dt = (uj_dtype_t)d;
-    uj_graph_t* g = uj_graph_new();
-    uj_io_t x = uj_input(g, 2, dt);
-    /* y = (x * 3 + (-2)) > 4 ? x - 0.5 : 0.25 (i32: x - 0, 0 for the constants that
-     * are not integers are avoided). */
-    uj_io_t t = uj_binary(g, UJ_BINARY_MUL, x, uj_const(g, 3.0));
-    t = uj_binary(g, UJ_BINARY_ADD, t, uj_const(g, -2.0));
-    uj_io_t c = uj_binary(g, UJ_BINARY_GT, t, uj_const(g, 4.0));
-    uj_io_t a = uj_binary(g, UJ_BINARY_SUB, x, uj_const(g, dt == UJ_I32 ? 7.0 : 0.5));
-    uj_io_t y = uj_where(g, c, a, uj_const(g, dt == UJ_I32 ? -9.0 : 0.25));
-    CHECK(y >= 0);
-    uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
-    uj_graph_free(g);
-    int64_t dims[2] = {harness_int(&st, 1, 6), harness_int(&st, 1, 6)};
-    uj_tensor_t tx = or_tensor(dt, 2, dims), ty = or_tensor(dt, 2, dims);
-    if (dt == UJ_I32)
-      or_fill_int(&st, &tx, -20, 20);
-    else
-      or_fill_real(&st, &tx, -5, 5);
-    int64_t n = or_tnumel(&tx);
-    double* ref = or_alloc_ref(n);
-    for (int64_t i = 0; i < n; i++) {
-      double v = or_get(&tx, i);
-      double tt = in_dtype(dt, in_dtype(dt, v * 3.0) - 2.0);
-      ref[i] = tt > 4.0 ? in_dtype(dt, v - (dt == UJ_I32 ? 7.0 : 0.5)) : (dt == UJ_I32 ? -9.0 : 0.25);
-    }
-    OR_RUN_CHECK1(p, &tx, &ty, ref, dt == UJ_F32 ? OR_TOL_F32 : dt == UJ_F64 ? OR_TOL_F64 : 0);
-    free(ref);
-    or_tensor_free(&tx);
-    or_tensor_free(&ty);
-    uj_program_free(p);
-  }
-}
-
-/* A constant combined with an f64 operand keeps the double value it was
- * given (0.1 is not rounded through f32). */
-TEST(const_f64_precision) {
-  uj_graph_t* g = uj_graph_new();
-  uj_io_t x = uj_input(g, 1, UJ_F64);
-  uj_io_t y = uj_binary(g, UJ_BINARY_ADD, x, uj_const(g, 0.1));
-  uj_program_t* p = OR_PROGRAM(g, 1, &x, 0, NULL, 1, &y);
-  uj_graph_free(g);
-  int64_t n = 3;
-  uj_tensor_t tx = or_tensor(UJ_F64, 1, &n), ty = or_tensor(UJ_F64, 1, &n);
-  double ref[3];
-  for (int i = 0; i < 3; i++) or_set(&tx, i, i * 1.25), ref[i] = i * 1.25 + 0.1;
-  OR_RUN_CHECK1(p, &tx, &ty, ref, 1e-15);
-  or_tensor_free(&tx);
-  or_tensor_free(&ty);
-  uj_program_free(p);
-}
-
-/* A constant alone is a 0-d f32 output. */
-TEST(const_as_output) {
-  uj_graph_t* g = uj_graph_new();
-  uj_io_t c = uj_const(g, 2.5);
-  CHECK(c >= 0);
-  uj_program_t* p = OR_PROGRAM(g, 0, NULL, 0, NULL, 1, &c);
-  uj_graph_free(g);
-  uj_tensor_t ty = or_tensor(UJ_F32, 0, NULL);
-  uj_tensor_t* out[] = {&ty};
-  double ref[1] = {2.5};
-  const double* refs[] = {ref};
-  OR_RUN_CHECK(p, NULL, 0, NULL, 0, out, refs, 1, 0);
-  or_tensor_free(&ty);
-  uj_program_free(p);
-}
-
-/* A constant as the first operand takes the other side's dtype and the
- * result takes the shape of the non-0-d operand: 1 - x, 7 / x (i32: floor
- * division, x = 0 gives 0), 0 < x, max(0, x), and where(x > 0, 2, x). A 0-d
- * input as the first operand broadcasts the same way: s - x. */
-TEST(const_first_operand) {
-  HARNESS_SEED(232);
-  uint64_t st = 232;
-  for (int d = UJ_F32; d <= UJ_I32; d++) {
-    uj_dtype_t dt = (uj_dtype_t)d;
-    uj_graph_t* g = uj_graph_new();
-    uj_io_t x = uj_input(g, 2, dt), s = uj_input(g, 0, dt);
-    uj_io_t o[6];
-    o[0] = uj_binary(g, UJ_BINARY_SUB, uj_const(g, 1.0), x);
-    o[1] = uj_binary(g, UJ_BINARY_DIV, uj_const(g, 7.0), x);
-    o[2] = uj_binary(g, UJ_BINARY_LT, uj_const(g, 0.0), x);
-    o[3] = uj_binary(g, UJ_BINARY_MAX, uj_const(g, 0.0), x);
-    o[4] = uj_where(g, uj_binary(g, UJ_BINARY_GT, x, uj_const(g, 0.0)), uj_const(g, 2.0), x);
-    o[5] = uj_binary(g, UJ_BINARY_SUB, s, x);
-    for (int k = 0; k < 6; k++) CHECK(o[k] >= 0);
-    uj_io_t ins[] = {x, s};
-    uj_program_t* p = OR_PROGRAM(g, 2, ins, 0, NULL, 6, o);
-    uj_graph_free(g);
-    for (int it = 0; it < 5 && p; it++) {
-      int64_t dims[2] = {harness_int(&st, 1, 6), harness_int(&st, 1, 6)};
-      uj_tensor_t tx = or_tensor(dt, 2, dims), ts = or_tensor(dt, 0, NULL);
-      int64_t n = or_tnumel(&tx);
-      for (int64_t i = 0; i < n; i++) {
-        double v = dt == UJ_I32 ? (double)harness_int(&st, -5, 5) : harness_real(&st, 0.25, 4.0);
-        if (dt != UJ_I32 && harness_int(&st, 0, 1)) v = -v;
-        or_set(&tx, i, v);
-      }
-      or_set(&ts, 0, dt == UJ_I32 ? 3.0 : 0.75);
-      uj_tensor_t t[6];
-      double* r[6];
-      for (int k = 0; k < 6; k++) t[k] = or_tensor(dt, 2, dims), r[k] = or_alloc_ref(n);
-      for (int64_t i = 0; i < n; i++) {
-        double v = or_get(&tx, i);
-        r[0][i] = 1.0 - v;
-        r[1][i] = dt == UJ_I32 ? (double)floordiv(7, (int64_t)v) : 7.0 / v;
-        r[2][i] = 0.0 < v;
-        r[3][i] = v > 0 ? v : 0;
-        r[4][i] = v > 0 ? 2.0 : v;
-        r[5][i] = or_get(&ts, 0) - v;
-      }
-      const uj_tensor_t* in[] = {&tx, &ts};
-      uj_tensor_t* out[] = {&t[0], &t[1], &t[2], &t[3], &t[4], &t[5]};
-      const double* refs[] = {r[0], r[1], r[2], r[3], r[4], r[5]};
-      if (OR_RUN_CHECK(p, in, 2, NULL, 0, out, refs, 6, dt == UJ_F32 ? OR_TOL_F32 : dt == UJ_F64 ? OR_TOL_F64 : 0))
-        fprintf(stderr, "  (%s)\n", uj_dtype_name(dt));
-      for (int k = 0; k < 6; k++) or_tensor_free(&t[k]), free(r[k]);
-      or_tensor_free(&tx);
-      or_tensor_free(&ts);
-    }
-    uj_program_free(p);
-  }
 }
 
 /* ---- where ------------------------------------------------------------------------ */
@@ -682,13 +508,13 @@ TEST(reindex_index_arithmetic) {
       for (int64_t i = 0; i < m; i++) {
         int64_t j = 0;
         switch (k) {
-          case 0: j = floormod(i - 2, n); break;
-          case 1: j = floordiv(i - 1, 2); break;
+          case 0: j = or_floormod(i - 2, n); break;
+          case 1: j = or_floordiv(i - 1, 2); break;
           case 2: j = n - 1 - i; break;
           case 3: j = i - 1 < 0 ? 0 : i - 1 > n - 1 ? n - 1 : i - 1; break;
           case 4: j = i + shift; break;
           case 5: j = i; break;
-          case 6: j = i - 2 * floordiv(i, 2); break;
+          case 6: j = i - 2 * or_floordiv(i, 2); break;
         }
         r[k][i] = j >= 0 && j < n ? or_get(&tx, j) : 0;
       }

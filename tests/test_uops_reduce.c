@@ -15,13 +15,6 @@ static const char* reduce_name(uj_reduce_op_t op) {
   return (int)op >= 0 && (int)op < 7 ? n[op] : "?";
 }
 
-static int64_t floordiv(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-
 /* The reference reduction of x over the axes flagged in red[]; out has x's
  * shape with those axes set to 1. */
 static void ref_reduce(uj_reduce_op_t op, const uj_tensor_t* x, const int* red, double* out) {
@@ -69,7 +62,7 @@ static void ref_reduce(uj_reduce_op_t op, const uj_tensor_t* x, const int* red, 
   }
   if (op == UJ_REDUCE_MEAN)
     for (int64_t o = 0; o < no; o++)
-      out[o] = x->dtype == UJ_I32 ? (double)floordiv((int64_t)out[o], count) : out[o] / (double)count;
+      out[o] = x->dtype == UJ_I32 ? (double)or_floordiv((int64_t)out[o], count) : out[o] / (double)count;
   free(best);
   free(seen);
 }

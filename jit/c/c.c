@@ -164,22 +164,29 @@ static char* cpu_identity(void) {
   return rt_buf_take(&b);
 }
 
-/* The C engine's slot of the JIT state: what the probe found. */
+/* The C engine's slot of the JIT state: what the probe found. The probe
+ * has a lock of its own, not the state's: a tiered call's MIR compile
+ * takes the state's lock, and must not wait for a background probe. */
 typedef struct {
-  int probe;          /* C compiler: -1 not yet asked, 0 absent, 1 present */
+  pthread_mutex_t probe_lock;
+  int probe;          /* C compiler: -1 not yet known, 0 absent, 1 present */
+  int recalled;       /* 1: the disk cache was asked for a remembered answer */
   char* identity;     /* the compiler's first line of --version */
   char* cpu_identity; /* the CPU's model and feature flags */
 } c_state_t;
 
 static void* c_state_new(void) {
   c_state_t* st = calloc(1, sizeof *st);
-  if (st) st->probe = -1;
+  if (!st) return NULL;
+  pthread_mutex_init(&st->probe_lock, NULL);
+  st->probe = -1;
   return st;
 }
 
 static void c_state_free(void* p) {
   c_state_t* st = p;
   if (!st) return;
+  pthread_mutex_destroy(&st->probe_lock);
   free(st->identity);
   free(st->cpu_identity);
   free(st);
@@ -188,8 +195,10 @@ static void c_state_free(void* p) {
 static c_state_t* c_state(jit_state_t* js) { return jit_engine_state(js, UJ_ENGINE_C); }
 
 /* The probe's answer is remembered in the disk cache, so that a new
- * process does not run the compiler before its first call (a tiered first
- * call would wait for it: the C kernel's disk key names the compiler). The
+ * process knows the compiler without running it: a tiered first call reads
+ * the answer and finds the C kernel in the disk cache at once (the key
+ * names the compiler; with no answer, jit/tier.c serves MIR and probes in
+ * the background). The
  * entry's key names the compiler binary as found on PATH and what changes
  * when it is replaced (device, inode, size, modification time); the entry
  * holds its first line of --version. 0 when the compiler is not found as a
@@ -220,8 +229,10 @@ static char* remembered_identity(jit_state_t* js, const char* key) {
   char* bytes = NULL;
   size_t size = 0;
   if (!jit_disk_enabled(js->cache) ||
-      jit_disk_load_bytes(js->cache, ir_hash_bytes(key, strlen(key)), key, "ccid", &bytes, &size) != UJ_OK)
+      jit_disk_load_bytes(js->cache, ir_hash_bytes(key, strlen(key)), key, "ccid", &bytes, &size) != UJ_OK) {
+    rt_error_clear(); /* a miss: the compiler is asked; no error of the caller's */
     return NULL;
+  }
   if (size == 0 || memchr(bytes, '\n', size) || memchr(bytes, 0, size)) { /* one line, as written */
     free(bytes);
     return NULL;
@@ -241,37 +252,66 @@ static void remember_identity(jit_state_t* js, const char* key, const char* iden
   jit_disk_store(js->cache, ir_hash_bytes(key, strlen(key)), key, "ccid", identity, strlen(identity), NULL, 0);
 }
 
+/* The answer is published once (st->probe_lock held): the identities are
+ * written before it (release) and never change after, so that a reader
+ * who sees it (acquire) needs no lock. */
+static void publish(c_state_t* st, int found) {
+  if (found && !(st->cpu_identity = cpu_identity())) found = 0;
+  __atomic_store_n(&st->probe, found, __ATOMIC_RELEASE);
+}
+
+/* The disk cache's remembered answer, asked once per state (st->probe_lock
+ * held): published when there is one. A stat of the compiler's file and
+ * the read of a small entry, no process. */
+static void recall(jit_state_t* js, c_state_t* st) {
+  if (st->recalled) return;
+  char probe_key[PATH_MAX + 256];
+  if (compiler_probe_key(probe_key, sizeof probe_key) && (st->identity = remembered_identity(js, probe_key)))
+    publish(st, 1);
+  __atomic_store_n(&st->recalled, 1, __ATOMIC_RELEASE);
+}
+
 /* Once the probe has answered, the answer is read without the lock: every
- * tiered call asks (jit/tier.c), while a compile on the caller's thread
- * holds the lock for a hundred milliseconds; the identities it publishes
- * are written before it (release) and never change after. */
+ * tiered call asks (jit/tier.c). */
 int jit_c_available(jit_state_t* js) {
   c_state_t* st = c_state(js);
   int known = __atomic_load_n(&st->probe, __ATOMIC_ACQUIRE);
   if (known >= 0) return known;
-  pthread_mutex_lock(&js->lock);
+  pthread_mutex_lock(&st->probe_lock);
+  recall(js, st);
   if (st->probe < 0) {
     char probe_key[PATH_MAX + 256];
     int keyed = compiler_probe_key(probe_key, sizeof probe_key);
-    int found = keyed && (st->identity = remembered_identity(js, probe_key)) != NULL;
-    if (!found) {
-      char dir[4000];
-      if (make_temp_dir(dir, sizeof dir, "probe")) {
-        char log[4200];
-        snprintf(log, sizeof log, "%s/version", dir);
-        char* argv[] = {(char*)compiler(), "--version", NULL};
-        found = run_command(argv, log) == 0 && (st->identity = first_line(log)) != NULL;
-        unlink(log);
-        rmdir(dir);
-      }
-      if (found && keyed) remember_identity(js, probe_key, st->identity);
+    int found = 0;
+    char dir[4000];
+    if (make_temp_dir(dir, sizeof dir, "probe")) {
+      char log[4200];
+      snprintf(log, sizeof log, "%s/version", dir);
+      char* argv[] = {(char*)compiler(), "--version", NULL};
+      found = run_command(argv, log) == 0 && (st->identity = first_line(log)) != NULL;
+      unlink(log);
+      rmdir(dir);
     }
-    if (found && !(st->cpu_identity = cpu_identity())) found = 0;
-    __atomic_store_n(&st->probe, found, __ATOMIC_RELEASE);
+    if (found && keyed) remember_identity(js, probe_key, st->identity);
+    publish(st, found);
   }
   int ok = st->probe;
-  pthread_mutex_unlock(&js->lock);
+  pthread_mutex_unlock(&st->probe_lock);
   return ok;
+}
+
+/* Never runs the compiler, and never waits for a probe under way on
+ * another thread (that probe holds the lock: the answer is not known yet).
+ * Once the remembered answer has been asked for, a call costs two loads. */
+int jit_c_known(jit_state_t* js) {
+  c_state_t* st = c_state(js);
+  int known = __atomic_load_n(&st->probe, __ATOMIC_ACQUIRE);
+  if (known >= 0 || __atomic_load_n(&st->recalled, __ATOMIC_ACQUIRE)) return known;
+  if (pthread_mutex_trylock(&st->probe_lock) != 0) return -1;
+  recall(js, st);
+  known = st->probe;
+  pthread_mutex_unlock(&st->probe_lock);
+  return known;
 }
 
 /* Why the engine cannot run, as a sentence (UJ_ERR_UNSUPPORTED). */
@@ -608,7 +648,7 @@ uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params
   return jit_c_build(js, f, params, &js->lock, out);
 }
 
-uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk, ir_hash_t* key_hash,
+uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk,
                        jit_cache_entry_t** out) {
   *out = NULL;
   uj_status_t usable = jit_c_check(js);
@@ -616,17 +656,18 @@ uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* param
   char* key = key_text(js, f, params);
   if (!key) return rt_error(UJ_ERR_OOM, "engine c: out of memory printing the kernel's key text");
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
-  *key_hash = h;
   uj_status_t s = UJ_OK;
   char* bytes = NULL;
   size_t size = 0;
-  if (!(*out = jit_cache_acquire(js->cache, h, key)) && disk &&
-      jit_disk_load_bytes(js->cache, h, key, "so", &bytes, &size) == UJ_OK) {
-    c_kernel_t* k = NULL;
-    /* a verified entry that will not load is a miss here: a compile replaces it */
-    if (load_image(bytes, size, f, &k) == UJ_OK)
-      s = jit_cache_insert(js->cache, h, key, k, kernel_free, kernel_bytes(k), out);
-    free(bytes);
+  if (!(*out = jit_cache_acquire(js->cache, h, key)) && disk) {
+    if (jit_disk_load_bytes(js->cache, h, key, "so", &bytes, &size) == UJ_OK) {
+      c_kernel_t* k = NULL;
+      /* a verified entry that will not load is a miss here: a compile replaces it */
+      if (load_image(bytes, size, f, &k) == UJ_OK)
+        s = jit_cache_insert(js->cache, h, key, k, kernel_free, kernel_bytes(k), out);
+      free(bytes);
+    }
+    if (s == UJ_OK && !*out) rt_error_clear(); /* a miss is no failure: the caller's call succeeds */
   }
   free(key);
   return s;
