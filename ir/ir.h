@@ -390,6 +390,11 @@ int ir_alias_safe(const ir_func_t* f, int in, int out);
  * engine marks the tensors that only receive scatter-adds, which it makes
  * atomic. 0 on OOM (the safe answer). */
 int ir_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
+/* The second half of ir_loop_independent, for one pass of loop k: 1 when,
+ * counting only the statements inside loop k, its iterations touch
+ * disjoint elements of every tensor written there (other than those in
+ * exempt), whatever they accumulate into carried variables. 0 on OOM. */
+int ir_loop_accesses_disjoint(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
 
 /* ---- chains (ir/chains.c) ------------------------------------------------------------ */
 

@@ -39,6 +39,15 @@
  *    iteration. A lane that took nothing has index INT64_MAX and loses
  *    every tie, so c keeps its own first element as the interpreter does.
  *
+ * The loop over the lanes of a group gets `#pragma GCC ivdep` when its
+ * iterations touch disjoint elements of every tensor the block writes
+ * (ir_loop_accesses_disjoint; each lane accumulates into its own partial
+ * result): without it gcc cannot tell that softmax's store of exp(x - max)
+ * to y leaves the row's max and x unchanged, and checks the pointers for
+ * overlap and reloads the max and its constants once per group of 32,
+ * which cost 6.4 against 5.6 ms per 16M elements in cache (4096x4096, one
+ * thread).
+ *
  * Which loops: ir_lanes_fit (ir/lanes.c); others are printed as before. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +158,10 @@ void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   rt_buf_printf(E->out, "uj_i64 uj_g = uj_s;\n");
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "for (; uj_e > uj_g && (uint64_t)(uj_e - uj_g) >= %d; uj_g += %d) {\n", L, L);
+  if (ir_loop_accesses_disjoint(E->f, b, k, NULL)) {
+    jit_cx_indent(E, k + 2);
+    rt_buf_printf(E->out, "#pragma GCC ivdep\n");
+  }
   jit_cx_indent(E, k + 2);
   rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) {\n", L);
   jit_cx_indent(E, k + 3);
