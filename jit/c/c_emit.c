@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../c_like.h"
+#include "c_divide.h"
 #include "c_reduce.h"
 #include "../jit.h"
 #include "../prelude.h"
@@ -81,6 +82,16 @@ static const char prelude[] =
      * bits of t = x log2(e) + 1.5 2^23, which are 0x4B400000 + k: integer
      * arithmetic in place of a conversion, unsigned so that a NaN's bits
      * are as well defined as any. */
+    /* a / b for f32 a and b, given d = b and r = 1 / d in double; exact
+     * (jit/c/c_divide.c says why, and when the emitter uses it) */
+    "#if defined(__FP_FAST_FMA) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)\n"
+    "static inline float uj_fdiv_r(float a, double d, double r) {\n"
+    "  double q = (double)a * r, rem = __builtin_fma(-q, d, (double)a);\n"
+    "  return (float)(rem < 0.0 || rem > 0.0 ? __builtin_fma(rem, r, q) : q);\n"
+    "}\n"
+    "#else\n"
+    "static inline float uj_fdiv_r(float a, double d, double r) { (void)r; return a / (float)d; }\n"
+    "#endif\n"
     "static inline float uj_expf(float x) {\n"
     "  uj_bits c; c.f = x;\n"
     "  c.u = x < -104.0f ? 0xC2D00000u : c.u; c.u = x > 89.0f ? 0x42B20000u : c.u;\n"
@@ -156,8 +167,10 @@ static void emit_inner_loop(void* ctx, const ir_block_t* b, int k, int depth) {
 
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
+  jit_c_hoist_divides(&E->cx, b, k);
   if (ir_lanes_fit(b, k)) {
     jit_c_emit_lanes(&E->cx, b, k);
+    E->cx.ndivides = 0;
     return;
   }
   if (k == b->nloops - 1 && ir_loop_independent(E->cx.f, b, k, NULL)) {
@@ -177,6 +190,7 @@ static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   jit_cx_iteration(&E->cx, b, k, k + 1, emit_inner_loop, E);
   jit_cx_indent(&E->cx, k);
   rt_buf_printf(E->cx.out, "}\n");
+  E->cx.ndivides = 0;
 }
 
 static void emit_block(emitter_t* E, int bi) {
