@@ -51,6 +51,10 @@ struct jit_cx {
    * (jit/c/c_divide.c) */
   const ir_expr_t* divides[JIT_CX_MAX_DIVIDES];
   int ndivides;
+  /* C: the block is called a chunk of rows at a time, after the first
+   * block of its chain (ir_block_chains): its reduction loops prefetch the
+   * next chunk's rows (jit/c/c_reduce.c) */
+  int prefetch_next_chunk;
 };
 
 /* The reduce op of every carried variable by id; NULL on OOM. */

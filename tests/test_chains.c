@@ -378,7 +378,7 @@ TEST(reduction_loop_accesses_disjoint_apart_from_its_sum) {
 /* The C engine's source for softmax puts ivdep on its lane loops (the max's
  * and the exp's): without it gcc checks y against x and the max once per
  * group of 32 and reloads them. */
-TEST(softmax_lane_loops_get_ivdep) {
+TEST(softmax_c_source_lanes_and_prefetch) {
   uj_program_t* p = NULL;
   CHECK(uj_program_parse("_e = exp(x - amax(x, -1)); y = _e / sum(_e, -1)", &p) == UJ_OK);
   int64_t dims[2] = {8, 64};
@@ -405,6 +405,18 @@ TEST(softmax_lane_loops_get_ivdep) {
   }
   CHECK(lane_loops == 2);
   CHECK(with_ivdep == 2);
+  /* the exp's block, second in the chain, fetches the next chunk's x (t0)
+   * to read and y (t7) to write while it computes; the max's, first,
+   * fetches nothing, nor does the AOT source, which runs each block over
+   * all rows at once */
+  const char* exp_block = text ? strstr(text, "void uj_block_1(") : NULL;
+  const char* first = text ? strstr(text, "__builtin_prefetch(") : NULL;
+  CHECK(exp_block && first && first > exp_block);
+  CHECK(text && strstr(text, "__builtin_prefetch(&t0[(i2 + (end - begin)) * d0_1 + uj_g + 16], 0, 2);"));
+  CHECK(text && strstr(text, "__builtin_prefetch(&t7[(i2 + (end - begin)) * d7_1 + uj_g + 0], 1, 2);"));
+  char* aot = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_C_AOT, NULL);
+  CHECK(aot && !strstr(aot, "__builtin_prefetch("));
+  free(aot);
   free(text);
   uj_ctx_free(ctx);
   or_tensor_free(&x), or_tensor_free(&y);

@@ -348,7 +348,18 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
                         " * -mprefer-vector-width=512; without -fno-math-errno a sqrt that may set\n"
                         " * errno keeps loops from vectorizing. */\n");
   rt_buf_printf(&out, "%s%s", prelude, jit_prelude_shared);
-  for (int b = 0; b < f->nblocks; b++) emit_block(&E, b);
+  int* chain = calloc((size_t)f->nblocks + 1, sizeof *chain);
+  if (!chain || ir_block_chains(f, chain) != UJ_OK) {
+    free(chain), free(ops), rt_buf_release(&out);
+    return NULL;
+  }
+  for (int b = 0, first = 0; b < f->nblocks; b++) {
+    if (chain[b]) first = b;
+    /* the AOT runs each block over all rows at once: no next chunk */
+    E.cx.prefetch_next_chunk = !(flags & JIT_C_AOT) && b > first;
+    emit_block(&E, b);
+  }
+  free(chain);
   if (flags & JIT_C_AOT) emit_aot_entry(&E, name ? name : "uopjit_kernel");
   free(ops);
   return rt_buf_take(&out);
