@@ -309,6 +309,9 @@ int ir_reduce_is_arg(uj_reduce_op_t op);
 int ir_reduce_is_arithmetic(uj_reduce_op_t op);
 /* 1 for max and argmax (a greater value wins), 0 for the others. */
 int ir_reduce_keeps_greater(uj_reduce_op_t op);
+/* 1 when the node itself (not its operands) is a transcendental call: exp,
+ * log, tanh, sigmoid, sin, cos or pow, each many times the cost of an add. */
+int ir_expr_op_is_transcendental(const ir_expr_t* e);
 
 /* One iteration of loop k of a block, its index already set: reset each of
  * the loop's carried variables to its identity, then (optional hook) the
@@ -417,6 +420,11 @@ int ir_alias_safe(const ir_func_t* f, int in, int out);
  * engine marks the tensors that only receive scatter-adds, which it makes
  * atomic. 0 on OOM (the safe answer). */
 int ir_loop_independent(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
+/* The second half of ir_loop_independent, for one pass of loop k: 1 when,
+ * counting only the statements inside loop k, its iterations touch
+ * disjoint elements of every tensor written there (other than those in
+ * exempt), whatever they accumulate into carried variables. 0 on OOM. */
+int ir_loop_accesses_disjoint(const ir_func_t* f, const ir_block_t* b, int k, const unsigned char* exempt);
 
 /* ---- chains (ir/chains.c) ------------------------------------------------------------ */
 
@@ -445,6 +453,7 @@ uj_status_t ir_pass_scalars(ir_func_t* f);
 uj_status_t ir_pass_fuse(ir_func_t* f);
 uj_status_t ir_pass_subst(ir_func_t* f);
 uj_status_t ir_pass_cse(ir_func_t* f);
+uj_status_t ir_pass_into_output(ir_func_t* f);
 uj_status_t ir_pass_recompute(ir_func_t* f);
 uj_status_t ir_pass_bounds(ir_func_t* f);
 

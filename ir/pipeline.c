@@ -13,10 +13,12 @@
  *   dce     and their one-iteration blocks go
  *   fuse    blocks with equal loop ranges and same-element dependencies merge
  *   subst   stored values are forwarded to same-element readers in a loop
+ *   into_output a costly value a later block reads back where it writes an
+ *           output is stored in that output instead (ir/into_output.c)
  *   recompute a cheap value a later block reads back is computed there again
  *           when that moves fewer bytes than its temporary (ir/recompute.c)
- *   dce     the stores subst and recompute left unread go, their tensors
- *           become no-alloc
+ *   dce     the stores subst and recompute left unread go; their tensors,
+ *           and the temporaries into_output replaced, become no-alloc
  *   cse     each element is loaded once per iteration */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,8 @@ typedef struct {
 static const pass_entry_t pipeline[] = {
     {"bounds", ir_pass_bounds}, {"dce", ir_pass_dce},     {"scalars", ir_pass_scalars},
     {"dce", ir_pass_dce},       {"fuse", ir_pass_fuse},
-    {"subst", ir_pass_subst},   {"recompute", ir_pass_recompute}, {"dce", ir_pass_dce},
+    {"subst", ir_pass_subst},   {"into_output", ir_pass_into_output},
+    {"recompute", ir_pass_recompute}, {"dce", ir_pass_dce},
     {"cse", ir_pass_cse},
 };
 

@@ -36,7 +36,11 @@
  * by V with X's loops renamed to the reader's indices, and dce then drops
  * the store and T's memory. Softmax: keeping moves 4 + 4 bytes per element
  * (write e, read e), recomputing 4 (read x): e is recomputed. A value of two
- * streamed inputs read once (a * b) is kept: 8 bytes either way.
+ * streamed inputs read once (a * b) is kept: 8 bytes either way. (Softmax
+ * usually does not get here: ir/into_output.c, which runs first, stores a
+ * value with a transcendental call in the output its reader writes, so
+ * that exp runs once per element; what it leaves, such as a softmax whose
+ * output may be written over an input, is recomputed here.)
  *
  * Runs after fuse and subst (so that the consumers fusion could serve have
  * been served, and V is the forwarded expression), before dce. Invalidates
@@ -108,26 +112,12 @@ typedef struct {
   int nodes, costly, ok;
 } expand_t;
 
-static int costly_op(const ir_expr_t* e) {
-  if (e->kind == IR_EX_BINARY) return e->op == UJ_BINARY_POW;
-  if (e->kind != IR_EX_UNARY) return 0;
-  switch ((uj_unary_op_t)e->op) {
-    case UJ_UNARY_EXP:
-    case UJ_UNARY_LOG:
-    case UJ_UNARY_TANH:
-    case UJ_UNARY_SIGMOID:
-    case UJ_UNARY_SIN:
-    case UJ_UNARY_COS: return 1;
-    default: return 0;
-  }
-}
-
 /* A copy of e with every local load replaced by (a copy of) the value last
  * stored to the local before statement `before`; ok = 0 when that fails or
  * the limits are passed. */
 static ir_expr_t* expand(expand_t* x, const ir_expr_t* e, int before) {
   if (!e || !x->ok) return NULL;
-  if (++x->nodes > RECOMPUTE_MAX_NODES || (x->costly += costly_op(e)) > RECOMPUTE_MAX_COSTLY ||
+  if (++x->nodes > RECOMPUTE_MAX_NODES || (x->costly += ir_expr_op_is_transcendental(e)) > RECOMPUTE_MAX_COSTLY ||
       e->kind == IR_EX_CARRIED) {
     x->ok = 0;
     return NULL;

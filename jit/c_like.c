@@ -315,6 +315,13 @@ static void emit_binary(jit_cx_t* E, const ir_expr_t* e) {
     }
   }
   int f32 = e->dtype == UJ_F32;
+  for (int i = 0; i < E->ndivides; i++)
+    if (E->divides[i] == e) {
+      rt_buf_printf(E->out, "uj_fdiv_r(");
+      jit_cx_expr(E, e->a);
+      rt_buf_printf(E->out, ", uj_d%d, uj_r%d)", i, i);
+      return;
+    }
   switch (op) {
     case UJ_BINARY_POW:
       rt_buf_printf(E->out, "%s", fn(E, e->dtype, FN_POW));

@@ -22,6 +22,8 @@
 
 typedef enum { JIT_CX_C, JIT_CX_CUDA } jit_cx_dialect_t;
 
+enum { JIT_CX_MAX_DIVIDES = 8 };
+
 typedef struct jit_cx jit_cx_t;
 struct jit_cx {
   const ir_func_t* f;
@@ -44,6 +46,15 @@ struct jit_cx {
   /* C: accumulations go to lane uj_l of each carried variable's partial
    * results (jit/c/c_reduce.c) */
   int lanes;
+  /* C: f32 divisions printed as uj_fdiv_r(a, uj_d<i>, uj_r<i>), divides[i]
+   * being the division, its divisor computed before the loop
+   * (jit/c/c_divide.c) */
+  const ir_expr_t* divides[JIT_CX_MAX_DIVIDES];
+  int ndivides;
+  /* C: the block is called a chunk of rows at a time, after the first
+   * block of its chain (ir_block_chains): its reduction loops prefetch the
+   * next chunk's rows (jit/c/c_reduce.c) */
+  int prefetch_next_chunk;
 };
 
 /* The reduce op of every carried variable by id; NULL on OOM. */

@@ -17,7 +17,9 @@
  * wrong value, not only as a wrong answer to the query.
  *
  * Beside it, ir_loop_independent, the other per-row analysis: a tensor
- * written at [i, j] and read at [j, i] under loop i is not independent. */
+ * written at [i, j] and read at [j, i] under loop i is not independent;
+ * and ir_loop_accesses_disjoint, its half that a reduction loop may pass
+ * (the C engine then marks softmax's lane loops ivdep). */
 #include "../jit/jit.h"
 #include "../uops/parse.h"
 #include "../uops/uops.h"
@@ -332,6 +334,93 @@ static int square_loop_independent(int transposed) {
 TEST(loop_independence_needs_one_axis_per_tensor) {
   CHECK(square_loop_independent(0) == 1);
   CHECK(square_loop_independent(1) == 0);
+}
+
+/* for i in [0, n): c = 0; for j in [0, n): { t[i, j or 0] = x[i]; c += t[i, j or 0] }; r[i] = c.
+ * Loop j adds into c, so it is not independent, but its accesses are
+ * disjoint when t is written at [i, j] (the C engine's lanes then get
+ * ivdep), not when every j writes t[i, 0]. r, written outside loop j,
+ * has no say. Returns ir_loop_accesses_disjoint(loop j) * 2 +
+ * ir_loop_independent(loop j). */
+static int reduction_inner_loop(int one_column) {
+  ir_func_t* f = ir_func_new();
+  int x = vector(f, IR_TENSOR_INPUT, 0), r = vector(f, IR_TENSOR_OUTPUT, 0);
+  int t = ir_add_tensor(f, UJ_F32, 2, IR_TENSOR_TEMP, 0);
+  for (int d = 0; d < 2; d++) f->tensors[t].dims[d] = ir_ix_dim(f, 0, 0);
+  ir_block_t* b = ir_add_block(f);
+  int i = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, 0, 0))->id;
+  int c = ir_add_carried(f, &b->loops[0], UJ_REDUCE_SUM, UJ_F32);
+  ir_loop_t* lj = ir_add_loop(f, b, ir_ix_const(f, 0), ir_ix_dim(f, 0, 0));
+  int j = lj->id;
+  ir_access_t ta = access_at(t, ir_ix_loop(f, i));
+  ta.nidx = 2;
+  ta.idx[1] = one_column ? ir_ix_const(f, 0) : ir_ix_loop(f, j);
+  ir_access_t xa = access_at(x, ir_ix_loop(f, i));
+  ir_stmt_t* write = ir_add_stmt(f, lj, IR_ST_STORE);
+  write->target = ta;
+  write->value = ir_ex_load(f, &xa);
+  ir_stmt_t* add = ir_add_stmt(f, &b->loops[1], IR_ST_ACCUM);
+  add->carried = c;
+  add->value = ir_ex_load(f, &ta);
+  ir_stmt_t* out = ir_add_stmt(f, &b->loops[0], IR_ST_STORE);
+  out->target = access_at(r, ir_ix_loop(f, i));
+  out->value = ir_ex_carried(f, c, UJ_F32);
+  int answer = ir_loop_accesses_disjoint(f, b, 1, NULL) * 2 + ir_loop_independent(f, b, 1, NULL);
+  ir_func_free(f);
+  return answer;
+}
+
+TEST(reduction_loop_accesses_disjoint_apart_from_its_sum) {
+  CHECK(reduction_inner_loop(0) == 2);
+  CHECK(reduction_inner_loop(1) == 0);
+}
+
+/* The C engine's source for softmax puts ivdep on its lane loops (the max's
+ * and the exp's): without it gcc checks y against x and the max once per
+ * group of 32 and reloads them. */
+TEST(softmax_c_source_lanes_and_prefetch) {
+  uj_program_t* p = NULL;
+  CHECK(uj_program_parse("_e = exp(x - amax(x, -1)); y = _e / sum(_e, -1)", &p) == UJ_OK);
+  int64_t dims[2] = {8, 64};
+  uj_tensor_t x = or_tensor(UJ_F32, 2, dims), y = or_tensor(UJ_F32, 2, dims);
+  uint64_t st = 7;
+  or_fill_real(&st, &x, -4, 4);
+  const uj_tensor_t* in[] = {&x};
+  uj_tensor_t* out[] = {&y};
+  uj_ctx_t* ctx = uj_ctx_new();
+  char* text = NULL;
+  /* the dump shows the build last run: this one, of rank-2 inputs */
+  if (p && ctx && uj_ctx_set_engine(ctx, UJ_ENGINE_INTERP) == UJ_OK &&
+      uj_program_run(ctx, p, UJ_FORWARD, in, 1, NULL, 0, out, 1) == UJ_OK)
+    text = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_C, NULL);
+  CHECK(text != NULL);
+  int lane_loops = 0, with_ivdep = 0;
+  for (const char* s = text; s && (s = strstr(s, "for (int uj_l = 0; uj_l < 32; uj_l++) {\n")); s++) {
+    lane_loops++;
+    const char* line = s; /* back to the start of the line above */
+    while (line > text && line[-1] != '\n') line--;
+    const char* above = line > text ? line - 1 : text;
+    while (above > text && above[-1] != '\n') above--;
+    with_ivdep += strncmp(above + strspn(above, " "), "#pragma GCC ivdep\n", 18) == 0;
+  }
+  CHECK(lane_loops == 2);
+  CHECK(with_ivdep == 2);
+  /* the exp's block, second in the chain, fetches the next chunk's x (t0)
+   * to read and y (t7) to write while it computes; the max's, first,
+   * fetches nothing, nor does the AOT source, which runs each block over
+   * all rows at once */
+  const char* exp_block = text ? strstr(text, "void uj_block_1(") : NULL;
+  const char* first = text ? strstr(text, "__builtin_prefetch(") : NULL;
+  CHECK(exp_block && first && first > exp_block);
+  CHECK(text && strstr(text, "__builtin_prefetch(&t0[(i2 + (end - begin)) * d0_1 + uj_g + 16], 0, 2);"));
+  CHECK(text && strstr(text, "__builtin_prefetch(&t7[(i2 + (end - begin)) * d7_1 + uj_g + 0], 1, 2);"));
+  char* aot = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_C_AOT, NULL);
+  CHECK(aot && !strstr(aot, "__builtin_prefetch("));
+  free(aot);
+  free(text);
+  uj_ctx_free(ctx);
+  or_tensor_free(&x), or_tensor_free(&y);
+  uj_program_free(p);
 }
 
 TEST_MAIN()

@@ -259,4 +259,74 @@ TEST(parse_in_place_sizes) {
   uj_program_free(p);
 }
 
+/* Runs p on the interpreter and on every engine; every engine must give
+ * the interpreter's bits. */
+static void check_same_bits(const char* what, uj_program_t* p, const uj_tensor_t* const* in, int nin, uj_tensor_t* y,
+                            uj_tensor_t* want) {
+  uj_tensor_t* out[] = {want};
+  uj_ctx_t* ictx = en_interp();
+  if (!ictx || !EN_RUN(what, "interp", ictx, p, in, nin, NULL, 0, out, 1)) return;
+  out[0] = y;
+  for (int e = 0; e < EN_NENGINES; e++) {
+    uj_ctx_t* ctx = en_ctx(e);
+    if (ctx && EN_RUN(what, en_engines[e].name, ctx, p, in, nin, NULL, 0, out, 1))
+      EN_EXPECT_SAME(what, en_engines[e].name, y, want);
+  }
+}
+
+/* Division by a divisor that is the same along the inner loop (a row's
+ * sum, a scalar, an expression of them): the C engine takes its reciprocal
+ * once and multiplies in double (jit/c/c_divide.c), which must round every
+ * quotient as the f32 division does, so every engine must match the
+ * interpreter bit for bit: signed zeros, infinities, NaN, zero and
+ * infinite divisors, overflow, subnormal quotients, and quotients exactly
+ * halfway between two subnormals (147 2^-149 / 98 = 1.5 2^-149 goes to
+ * the even 2^-148, where a multiply by 1/98 alone lands below the tie and
+ * gives 2^-149). */
+TEST(division_by_an_invariant_divisor_rounds_as_division) {
+  uint64_t seed = en_seed(7005), st = seed;
+  HARNESS_SEED(seed);
+  SKIP_IF(en_count() == 0, "no JIT engine available");
+  static const char* const sources[] = {"y = x / sum(w, -1)", "y = x / s", "y = x / (sum(w, -1) * s + s)"};
+  const double tiny = ldexp(1, -149);
+  const double divisors[] = {98, -98, 6, 3, 0.0, -0.0, INFINITY, -INFINITY, NAN, tiny, 1e-40, 3.4028234663852886e38,
+                             1.5, 7, 1e30, 0.1};
+  const double numerators[] = {147 * tiny, -147 * tiny, 343 * tiny, 9 * tiny, 15 * tiny, tiny, 0.0, -0.0, INFINITY,
+                               -INFINITY, NAN, 3.4028234663852886e38, 1, -1, 1e-38, 6};
+  enum { ND = sizeof divisors / sizeof *divisors, NN = sizeof numerators / sizeof *numerators, COLS = 67 };
+  int64_t xd[2] = {ND, COLS}, wd[2] = {ND, 1};
+  uj_tensor_t x = or_tensor(UJ_F32, 2, xd), w = or_tensor(UJ_F32, 2, wd), s = or_tensor(UJ_F32, 0, NULL);
+  uj_tensor_t want = or_tensor(UJ_F32, 2, xd), y = or_tensor(UJ_F32, 2, xd);
+  for (int r = 0; r < ND; r++) {
+    or_set(&w, r, divisors[r]);
+    for (int c = 0; c < COLS; c++) {
+      /* the listed values, then random bits: floats of every magnitude */
+      uint32_t bits = (uint32_t)(harness_next(&st) >> 32);
+      float v;
+      memcpy(&v, &bits, sizeof v);
+      or_set(&x, r * COLS + c, c < NN ? numerators[c] : (double)v);
+    }
+  }
+  for (int i = 0; i < 3; i++) {
+    uj_program_t* p = NULL;
+    CHECK(uj_program_parse(sources[i], &p) == UJ_OK);
+    if (!p) continue;
+    /* inputs in the order the program names them */
+    const uj_tensor_t* in[3] = {&x, i == 1 ? &s : &w, &s};
+    int nin = i == 2 ? 3 : 2;
+    for (int k = 0; k < (i == 0 ? 1 : ND); k++) {
+      or_set(&s, 0, divisors[k]);
+      char what[96];
+      snprintf(what, sizeof what, "%s, s = %g", sources[i], divisors[k]);
+      check_same_bits(what, p, in, nin, &y, &want);
+    }
+    /* the C engine does take the multiply here */
+    char* text = uj_program_dump(NULL, p, UJ_FORWARD, UJ_DUMP_C, NULL);
+    CHECK(text && strstr(text, "= uj_fdiv_r(") != NULL);
+    free(text);
+    uj_program_free(p);
+  }
+  or_tensor_free(&x), or_tensor_free(&w), or_tensor_free(&s), or_tensor_free(&want), or_tensor_free(&y);
+}
+
 EN_TEST_MAIN()

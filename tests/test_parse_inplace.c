@@ -3,7 +3,8 @@
  * over p, m and v as shared buffers against naive Adam in double (and its
  * IR being one block), and programs whose outputs read other elements of
  * the inputs they overwrite, which must behave as if every read came
- * before the write. */
+ * before the write (softmax among them, whose output holds its exp values
+ * between two blocks). */
 #include "parse_check.h"
 
 #define ADAM_SRC "m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p - lr*m/(sqrt(v)+eps)"
@@ -128,6 +129,24 @@ static void ref_col_mean(const double* x, const double* y, int rows, int cols, d
     for (int i = 0; i < rows; i++) rx[i * cols + j] = x[i * cols + j] - s / rows;
   }
 }
+/* Softmax over each row; with sub, x minus the softmax of y's rows. */
+static void ref_softmax_rows(const double* src, const double* x, int sub, int rows, int cols, double* rx) {
+  for (int i = 0; i < rows; i++) {
+    double m = -INFINITY, s = 0;
+    for (int j = 0; j < cols; j++) m = fmax(m, src[i * cols + j]);
+    for (int j = 0; j < cols; j++) s += exp(src[i * cols + j] - m);
+    for (int j = 0; j < cols; j++)
+      rx[i * cols + j] = (sub ? x[i * cols + j] : 0) + (sub ? -1 : 1) * exp(src[i * cols + j] - m) / s;
+  }
+}
+static void ref_softmax(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
+  (void)y, (void)ry;
+  ref_softmax_rows(x, x, 0, rows, cols, rx);
+}
+static void ref_sub_softmax_of_y(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
+  (void)ry;
+  ref_softmax_rows(y, x, 1, rows, cols, rx);
+}
 static void ref_both(const double* x, const double* y, int rows, int cols, double* rx, double* ry) {
   for (int i = 0; i < rows * cols; i++) {
     rx[i] = x[i] + y[i];
@@ -158,6 +177,10 @@ TEST(in_place_aliasing) {
       {"x = x - mean(x, 0)", ref_col_mean, 0},
       {"x = x + y; y = x * 2", ref_both, 1},
       {"_my = amax(y, 1); _sx = sum(x, 1); x = x - _my; y = y + _sx", ref_cross, 1},
+      /* the exp values staged in the output (ir/into_output.c), which is
+       * then not written over x; and left out where x could be */
+      {"_e = exp(x - amax(x, -1)); x = _e / sum(_e, -1)", ref_softmax, 0},
+      {"_e = exp(y - amax(y, -1)); x = x - _e / sum(_e, -1)", ref_sub_softmax_of_y, 0},
   };
   enum { ROWS = 5, COLS = 8 };
   const int64_t dims[2] = {ROWS, COLS};

@@ -3,8 +3,10 @@
  * dumps and by running the result: a custom elementwise chain (the sigmoid
  * of x*a+b) becomes one block with one store; an Adam step becomes one block
  * that reads p, g, m, v in one pass and stores p, m, v, and matches a naive
- * Adam in double; softmax over the last axis takes at most three blocks and
- * computes exp once per element; the
+ * Adam in double; softmax over the last axis takes at most three blocks,
+ * computes exp once per element and stores it in its output beside the
+ * sum, and a program that may run in place over its output's input keeps
+ * its exp recomputed instead; the
  * uop convolution is one block whose reads are all proven in range, and with
  * padding 1 keeps checks exactly on the two padded axes of x; a consumer
  * reading its producer at another index, and a reduction result read inside
@@ -126,6 +128,22 @@ static int access_axes(const char* text, const char* name, char axes[][128]) {
     if (*s == ')') depth--;
     if (n < 8 && len + 1 < 128 && !(len == 0 && *s == ' ')) axes[n][len++] = *s;
   }
+  return n;
+}
+
+/* The stores `name[...] = ...` in the block whose text holds needle (the
+ * first such block), or -1 when no block holds it. */
+static int stores_in_block_with(const char* text, const char* needle, const char* name) {
+  const char* hit = text ? strstr(text, needle) : NULL;
+  if (!hit) return -1;
+  const char* start = text;
+  for (const char* s = strstr(text, "\nblock"); s && s < hit; s = strstr(s + 1, "\nblock")) start = s;
+  const char* end = strstr(hit, "\nblock");
+  char prefix[64], buf[1024];
+  snprintf(prefix, sizeof prefix, "%s[", name);
+  int n = 0;
+  for (const char* s = next_line(start); s && *s && (!end || s < end); s = next_line(s))
+    if (strncmp(trimmed_line(s, buf, sizeof buf), prefix, strlen(prefix)) == 0 && strstr(buf, "] = ")) n++;
   return n;
 }
 
@@ -339,11 +357,17 @@ TEST(softmax_at_most_three_blocks) {
     CHECK(nb >= 1 && nb <= 3);
     /* the max is read inside the loop it reduces: that cannot be one block */
     CHECK(nb > 1);
-    /* the exp values are not written to a temporary of x's size and read
-     * back: the divide computes them again from x and the row max
-     * (ir/recompute.c), so exp appears in the sum and in the divide */
-    CHECK(count_substr(ir, "exp(") == 2);
+    /* the exp values are computed once, beside their sum, and go to the
+     * output y, which the divide then scales in place (ir/into_output.c):
+     * no temporary of x's size, and no second exp */
+    CHECK(count_substr(ir, "exp(") == 1);
     CHECK(count_substr(ir, d ? "temp f64 [d0_0, d0_1]\n" : "temp f32 [d0_0, d0_1]\n") == 0);
+    char yname[16];
+    tensor_name(ir, "output", 0, yname, sizeof yname);
+    CHECK(yname[0] != 0);
+    CHECK(stores_in_block_with(ir, "exp(", yname) == 1);
+    CHECK(stores_in_block_with(ir, "+= ", yname) == 1);
+    CHECK(count_access(ir ? strstr(ir, "\nblock") : NULL, yname) == 3);
     if (harness_failed_checks && ir) fprintf(stderr, "%s\n", ir);
     free(ir);
 
@@ -364,6 +388,65 @@ TEST(softmax_at_most_three_blocks) {
     or_tensor_free(&tx), or_tensor_free(&ty);
     uj_program_free(p);
   }
+}
+
+/* x = x - softmax(y), run in place (x passed as its output too): the output
+ * may be written over the input x, since only the last block touches
+ * either. Staging the exp values in x would overwrite x before the divide
+ * reads it, and make such a call compute x apart and copy it; so the exp is
+ * computed again in the last block (ir/recompute.c), which stores x alone.
+ * The result, in place, on every engine, against plain loops. */
+TEST(softmax_into_an_in_place_output_recomputes) {
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t xy[2] = {uj_input(g, 2, UJ_F64), uj_input(g, 2, UJ_F64)};
+  int ax[] = {1};
+  static const char* const sh[] = {"dA0", "dA1"};
+  static const char* const ix[] = {"i0", "0"};
+  uj_io_t y = xy[1];
+  uj_io_t mb = uj_reindex(g, uj_reduce(g, UJ_REDUCE_MAX, 1, ax, y), 2, sh, 1, &y, 2, ix);
+  uj_io_t e = uj_unary(g, UJ_UNARY_EXP, uj_binary(g, UJ_BINARY_SUB, y, mb));
+  uj_io_t sb = uj_reindex(g, uj_reduce(g, UJ_REDUCE_SUM, 1, ax, e), 2, sh, 1, &y, 2, ix);
+  uj_io_t out = uj_binary(g, UJ_BINARY_SUB, xy[0], uj_binary(g, UJ_BINARY_DIV, e, sb));
+  uj_program_t* p = OR_PROGRAM(g, 2, xy, 0, NULL, 1, &out);
+  uj_graph_free(g);
+  char* ir = dump_of(p, UJ_FORWARD, UJ_DUMP_IR);
+  char oname[16];
+  tensor_name(ir, "output", 0, oname, sizeof oname);
+  CHECK(oname[0] != 0);
+  CHECK(count_substr(ir, "exp(") == 2);
+  CHECK(stores_in_block_with(ir, "+= ", oname) == 0);
+  CHECK(count_access(ir ? strstr(ir, "\nblock") : NULL, oname) == 1);
+  if (harness_failed_checks && ir) fprintf(stderr, "%s\n", ir);
+  free(ir);
+
+  HARNESS_SEED(53);
+  int64_t dims[2] = {5, 9};
+  for (int slot = 0; slot < OR_NENGINES && p; slot++) {
+    uint64_t st = 53;
+    uj_tensor_t tx = or_tensor(UJ_F64, 2, dims), ty = or_tensor(UJ_F64, 2, dims);
+    or_fill_real(&st, &tx, -4, 4), or_fill_real(&st, &ty, -4, 4);
+    double* ref = or_alloc_ref(45);
+    for (int r = 0; r < 5; r++) {
+      double m = -INFINITY, sum = 0;
+      for (int c = 0; c < 9; c++) m = fmax(m, or_get(&ty, r * 9 + c));
+      for (int c = 0; c < 9; c++) sum += exp(or_get(&ty, r * 9 + c) - m);
+      for (int c = 0; c < 9; c++) ref[r * 9 + c] = or_get(&tx, r * 9 + c) - exp(or_get(&ty, r * 9 + c) - m) / sum;
+    }
+    const uj_tensor_t* in[] = {&tx, &ty};
+    uj_tensor_t* outs[] = {&tx};
+    uj_status_t s = or_program_run(slot, p, UJ_FORWARD, in, 2, NULL, 0, outs, 1);
+    if (s != UJ_OK) fprintf(stderr, "  %s: %s\n", or_configs[slot].name, uj_last_error());
+    CHECK(s == UJ_OK);
+    for (int i = 0; i < 45; i++)
+      if (fabs(or_get(&tx, i) - ref[i]) > OR_TOL_F64 * (1 + fabs(ref[i]))) {
+        fprintf(stderr, "  %s: element %d is %.17g, expected %.17g\n", or_configs[slot].name, i, or_get(&tx, i), ref[i]);
+        CHECK(0);
+        break;
+      }
+    free(ref);
+    or_tensor_free(&tx), or_tensor_free(&ty);
+  }
+  uj_program_free(p);
 }
 
 /* ---- convolution ------------------------------------------------------------------- */

@@ -39,6 +39,28 @@
  *    iteration. A lane that took nothing has index INT64_MAX and loses
  *    every tie, so c keeps its own first element as the interpreter does.
  *
+ * The loop over the lanes of a group gets `#pragma GCC ivdep` when its
+ * iterations touch disjoint elements of every tensor the block writes
+ * (ir_loop_accesses_disjoint; each lane accumulates into its own partial
+ * result): without it gcc cannot tell that softmax's store of exp(x - max)
+ * to y leaves the row's max and x unchanged, and checks the pointers for
+ * overlap and reloads the max and its constants once per group of 32,
+ * which cost 6.4 against 5.6 ms per 16M elements in cache (4096x4096, one
+ * thread).
+ *
+ * Prefetch. The runner calls the blocks of a chain (ir/chains.c) a chunk
+ * of rows [begin, end) at a time, every block of the chain on one chunk
+ * before the next chunk. Only the chain's first block then waits for
+ * memory (softmax's max reads x from DRAM; its exp and its quotient work
+ * on rows in cache), and memory idles while the later blocks compute. A
+ * lane loop of a later block (jit_cx_t.prefetch_next_chunk) therefore
+ * prefetches, once per group, the lines the group touched of each
+ * [row, column] tensor in the row end - begin further on, which the next
+ * chunk will touch: to read, or to write (the store then finds its line
+ * already owned), when the row exists. No value changes. Softmax 4096x4096
+ * f32, one thread, run in chunks as the runner does: 19.1-20.6 ms against
+ * 17.2-18.7 (its max from 5.8-7.0 ms to 1.3-1.9; three runs each).
+ *
  * Which loops: ir_lanes_fit (ir/lanes.c); others are printed as before. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +154,45 @@ static int lane_count(const ir_block_t* b, int k) {
   return 32;
 }
 
+/* The tensors loop k reads or writes at [row, column]: rank 2, indexed by
+ * loop 0's and loop k's variables, bare and unchecked. */
+typedef struct {
+  const ir_func_t* f;
+  int k, row_id, col_id;
+  unsigned char* mode; /* by tensor: 1 read there, 2 written there (or both) */
+} row_walk_t;
+
+static void note_row_access(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)stmt;
+  row_walk_t* w = ctx;
+  const ir_tensor_t* t = &w->f->tensors[acc->tensor];
+  if (level != w->k || t->local || t->noalloc || acc->nidx != 2 || acc->check_mask) return;
+  if (acc->idx[0]->kind != IR_IX_LOOP || acc->idx[0]->id != w->row_id) return;
+  if (acc->idx[1]->kind != IR_IX_LOOP || acc->idx[1]->id != w->col_id) return;
+  w->mode[acc->tensor] |= (unsigned char)(is_write ? 2 : 1);
+}
+
+/* After each group: the lines the group touched of every [row, column]
+ * tensor, in the row one chunk further on (the block runs a chunk of rows
+ * [begin, end) per call; see the file's comment). */
+static void emit_prefetch(jit_cx_t* E, const ir_block_t* b, int k, int L) {
+  row_walk_t w = {E->f, k, b->loops[0].id, b->loops[k].id, calloc((size_t)E->f->ntensors + 1, 1)};
+  if (!w.mode) return; /* out of memory: no prefetch, nothing else changes */
+  ir_walk_accesses((ir_block_t*)b, note_row_access, &w);
+  int row = b->loops[0].id;
+  for (int t = 0; t < E->f->ntensors; t++) {
+    if (!w.mode[t]) continue;
+    int size = uj_dtype_size(E->f->tensors[t].dtype), per_line = 64 / size;
+    jit_cx_indent(E, k + 2);
+    rt_buf_printf(E->out, "if (i%d + (end - begin) < d%d_0) {", row, t);
+    for (int line = 0; line < L * size / 64; line++)
+      rt_buf_printf(E->out, " __builtin_prefetch(&t%d[(i%d + (end - begin)) * d%d_1 + uj_g + %d], %d, 2);", t, row, t,
+                    line * per_line, w.mode[t] & 2 ? 1 : 0);
+    rt_buf_printf(E->out, " }\n");
+  }
+  free(w.mode);
+}
+
 void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   int id = l->id, L = lane_count(b, k);
@@ -149,6 +210,10 @@ void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   rt_buf_printf(E->out, "uj_i64 uj_g = uj_s;\n");
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "for (; uj_e > uj_g && (uint64_t)(uj_e - uj_g) >= %d; uj_g += %d) {\n", L, L);
+  if (ir_loop_accesses_disjoint(E->f, b, k, NULL)) {
+    jit_cx_indent(E, k + 2);
+    rt_buf_printf(E->out, "#pragma GCC ivdep\n");
+  }
   jit_cx_indent(E, k + 2);
   rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) {\n", L);
   jit_cx_indent(E, k + 3);
@@ -159,6 +224,7 @@ void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   E->lanes = 0;
   jit_cx_indent(E, k + 2);
   rt_buf_printf(E->out, "}\n");
+  if (E->prefetch_next_chunk) emit_prefetch(E, b, k, L);
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "}\n");
   for (int s = 0; s < l->nstmts; s++)

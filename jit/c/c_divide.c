@@ -1,0 +1,131 @@
+/* jit/c/c_divide.c: f32 divisions by a divisor that stays the same along
+ * the innermost loop (softmax's e / sum, x / $scale), done as multiplies
+ * in double with the divisor's reciprocal taken once before the loop, and
+ * still rounded exactly as the f32 division is.
+ *
+ * Why: a vector divide is the slowest vector instruction. Softmax's last
+ * block (y = e / sum, in cache) took 3.2 ms per 16M elements, bound by the
+ * divider, against 2.6 for the multiplies below. A plain multiply by
+ * 1/sum in f32 would round differently from the division, which the
+ * interpreter (the oracle) does; the form here rounds the same.
+ *
+ * The computation, a and b floats, all in double: d = b, r = RN(1/d) once;
+ * then per element q = RN(a r), rem = a - q d (one fused multiply-add,
+ * exact), c = RN(q + rem r) (one fused multiply-add), and the result
+ * float(c); when rem is 0 or NaN (a exact quotient, a zero, an infinity or
+ * a NaN anywhere) float(q) instead. Why it equals the f32 quotient t = a/b:
+ *  - q is within 1.5 ulp (of double) of t: r is within 2^-53 of 1/b
+ *    relatively, and the product rounds once more.
+ *  - rem is exact: a - q d is a multiple of ulp(q) ulp(d) no larger than
+ *    about 3 2^24 of them (d has 24 bits), so it fits 53 bits; no
+ *    intermediate under- or overflows (|t| lies in [2^-277, 2^277]).
+ *  - q + rem r = t + (t - q)(d r - 1), off from t by under 2^-52 ulp; so c
+ *    is t itself when t is a double, and within one ulp of t otherwise.
+ *  - float(c) = RN_f32(t): rounding to f32 can only go wrong if a rounding
+ *    boundary of f32 (a midpoint between neighbours, or the overflow
+ *    threshold, itself such a midpoint) lies between t and c. A midpoint
+ *    has 25 significant bits; a - b m is then a nonzero multiple of a power
+ *    of two, which puts t at least 2^-49 (relative) from every midpoint it
+ *    is not equal to where f32 is normal, and at least 2^-25 of the
+ *    smallest subnormal from one below that: far more than c's error.
+ *    When t is a midpoint itself (possible only below FLT_MIN, e.g.
+ *    147 2^-149 / 98), c = t exactly, and the conversion breaks the tie to
+ *    even as the division does; float(q) alone could land on either side.
+ *  - the cases with rem 0 or NaN: a = +-0 (q is the signed zero), b = +-0
+ *    (q = a * inf: +-inf, or NaN for 0/0), b = +-inf (q = a * 0: a signed
+ *    zero, NaN for inf/inf), a = +-inf (q = +-inf), a NaN operand (NaN),
+ *    an exact quotient (q = t). In each q is the IEEE quotient's value.
+ * Without a hardware fused multiply-add the prelude's uj_fdiv_r divides.
+ *
+ * Which divisions: an f32 division in a statement of a block's innermost
+ * loop whose divisor reads, along that loop, nothing that changes: no
+ * index of the loop, no carried variable, no local, and only loads from
+ * tensors the block does not write, at indices proven in range (no
+ * run-time check) that use the outer loops alone and read no tensor. The
+ * divisor is then computed before the loop, guarded by the loop having an
+ * iteration, so that a read proven in range only where the loop runs is
+ * not made where it does not. At most JIT_CX_MAX_DIVIDES per loop. */
+#include <stdlib.h>
+
+#include "c_divide.h"
+
+typedef struct {
+  unsigned char* written; /* by tensor: the block writes it */
+  int loop_id;
+} scope_t;
+
+static void note_written(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level;
+  (void)stmt;
+  if (is_write) ((scope_t*)ctx)->written[acc->tensor] = 1;
+}
+
+static int ix_invariant(const scope_t* sc, const ir_ix_t* ix) {
+  if (!ix) return 1;
+  if (ix->kind == IR_IX_LOAD) return 0;
+  if (ix->kind == IR_IX_LOOP) return ix->id != sc->loop_id;
+  return ix_invariant(sc, ix->a) && ix_invariant(sc, ix->b);
+}
+
+static int invariant(const ir_func_t* f, const scope_t* sc, const ir_expr_t* e) {
+  if (!e) return 1;
+  switch (e->kind) {
+    case IR_EX_CONST: return 1;
+    case IR_EX_CARRIED: return 0;
+    case IR_EX_INDEX: return ix_invariant(sc, e->ix);
+    case IR_EX_LOAD: {
+      const ir_tensor_t* t = &f->tensors[e->access.tensor];
+      if (t->local || t->noalloc || sc->written[e->access.tensor] || e->access.check_mask) return 0;
+      for (int k = 0; k < e->access.nidx; k++)
+        if (!ix_invariant(sc, e->access.idx[k])) return 0;
+      return 1;
+    }
+    default: return invariant(f, sc, e->a) && invariant(f, sc, e->b) && invariant(f, sc, e->c);
+  }
+}
+
+/* (begin < end), or (start < end) of loop k: the loop has an iteration. */
+static void print_guard(jit_cx_t* E, const ir_block_t* b, int k) {
+  if (k == 0) {
+    rt_buf_printf(E->out, "(begin < end)");
+    return;
+  }
+  rt_buf_printf(E->out, "(");
+  jit_cx_ix(E, b->loops[k].start);
+  rt_buf_printf(E->out, " < ");
+  jit_cx_ix(E, b->loops[k].end);
+  rt_buf_printf(E->out, ")");
+}
+
+/* Prints, for each division of e that qualifies, its divisor as a double
+ * and its reciprocal, uj_d<n> and uj_r<n>, and records the division. */
+static void hoist_in(jit_cx_t* E, const scope_t* sc, const ir_block_t* b, int k, const ir_expr_t* e) {
+  if (!e) return;
+  if (e->kind == IR_EX_BINARY && e->op == UJ_BINARY_DIV && e->dtype == UJ_F32 && e->b->dtype == UJ_F32 &&
+      E->ndivides < JIT_CX_MAX_DIVIDES && invariant(E->f, sc, e->b)) {
+    int n = E->ndivides;
+    E->divides[E->ndivides++] = e;
+    jit_cx_indent(E, k);
+    rt_buf_printf(E->out, "const double uj_d%d = ", n);
+    print_guard(E, b, k);
+    rt_buf_printf(E->out, " ? (double)(");
+    jit_cx_expr(E, e->b);
+    rt_buf_printf(E->out, ") : 1.0, uj_r%d = 1.0 / uj_d%d;\n", n, n);
+    hoist_in(E, sc, b, k, e->a);
+    return;
+  }
+  hoist_in(E, sc, b, k, e->a);
+  hoist_in(E, sc, b, k, e->b);
+  hoist_in(E, sc, b, k, e->c);
+}
+
+void jit_c_hoist_divides(jit_cx_t* E, const ir_block_t* b, int k) {
+  E->ndivides = 0;
+  if (k != b->nloops - 1) return;
+  const ir_loop_t* l = &b->loops[k];
+  scope_t sc = {calloc((size_t)E->f->ntensors + 1, 1), l->id};
+  if (!sc.written) return; /* out of memory: the divisions stay divisions */
+  ir_walk_accesses((ir_block_t*)b, note_written, &sc);
+  for (int s = 0; s < l->nstmts; s++) hoist_in(E, &sc, b, k, l->stmts[s].value);
+  free(sc.written);
+}
