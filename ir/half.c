@@ -1,9 +1,13 @@
 /* ir/half.c: the storage dtypes bf16 and f16 in the interpreter: which
  * dtypes they are, what they compute in, and the conversions between them
  * and f32 (the algorithm the generated code runs too: jit/prelude.c prints
- * it for C and CUDA, jit/mir/mir_half.c lowers it to MIR's integer
- * instructions; tests/test_dtypes_half.c checks every engine against this
- * file and this file against an independent reference).
+ * it for C and CUDA, line for line; jit/mir/mir_half.c lowers the same
+ * cases to MIR's integer instructions with branches; tests/test_dtypes_half.c
+ * checks every engine against this file and this file against an
+ * independent reference, on every f32 pattern).
+ * Each conversion computes every case and selects the result, with no
+ * branch: a loop of loads and stores in the generated C then vectorizes
+ * (a branchy f16 store cost 10 ns an element against 1 for bf16).
  *
  *  bf16 -> f32: the 16 bits are the high half of the f32 (exact; a
  *               signalling NaN gets its quiet bit).
@@ -13,16 +17,27 @@
  *               the infinity's exponent. A NaN keeps its sign and high
  *               payload and gets its quiet bit (the add could carry it
  *               into an infinity).
- *  f16 -> f32:  rebias the exponent by 127 - 15; a subnormal m * 2^-24 is
- *               computed in float (exact: m has 10 bits and the product is
- *               an f32 normal); exponent 31 is an infinity or a NaN.
- *  f32 -> f16:  at or past 65520 +-inf (65520 is half-way from the
- *               largest finite, 65504, to 2^16, and the tie goes to the
- *               even 2^16, which overflows);
- *               normals rebias and round the low 13 bits as bf16 does;
- *               below 2^-14 the 24-bit significand shifts right to the
- *               2^-24 grid, rounding by the bits shifted out; at most
- *               2^-25 (half the least subnormal, a tie to even 0) zero.
+ *  f16 -> f32:  the value is an 11-bit integer significand (the 10
+ *               fraction bits, and the implicit 1 unless the exponent e is
+ *               0) times 2^(max(e, 1) - 25): one float multiply by that
+ *               power of two, exact for normals and subnormals alike, and
+ *               computed only from integers and normal floats, so a
+ *               flush-to-zero mode cannot change it. Exponent 31 ORs in
+ *               the all-ones exponent (the product's fraction bits are
+ *               the payload) and a NaN's quiet bit.
+ *  f32 -> f16:  normals (from 2^-14) rebias by 127 - 15 and round the
+ *               low 13 bits as bf16 does; from 65520 up (half-way from
+ *               the largest finite, 65504, to 2^16, and the tie goes to
+ *               the even 2^16) the sum reaches 0x7c00 and is clamped there,
+ *               the infinity. Below 2^-14 the 24-bit significand m shifts
+ *               right to the 2^-24 grid by 126 - exponent, rounding the
+ *               same way: add half the shifted-out unit less one plus the
+ *               lowest kept bit. The exponent is clamped to [101, 112]
+ *               first: 112 is the largest below 2^-14, and from 2^-25 down
+ *               (exponent 101 and below) a shift of 25 leaves 0, as
+ *               rounding must (2^-25 is half the least subnormal, a tie
+ *               to the even 0), while every shift stays under 32.
+ *               A NaN keeps its sign and high payload, quiet.
  *  f64 -> half: round to odd f32 first, then to the half: correct, where
  *               going through round-to-nearest f32 could round twice.
  * The public uj_half_to_f64 and uj_half_from_f64 are these too. */
@@ -49,37 +64,36 @@ static float float_of(uint32_t u) {
 
 float ir_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
-  if ((u & 0x7fffffffu) > 0x7f800000u) u |= 0x00400000u;
-  return float_of(u);
+  return float_of((u & 0x7fffffffu) > 0x7f800000u ? u | 0x00400000u : u);
 }
 
 uint16_t ir_f32_to_bf16(float x) {
   uint32_t u = bits_of(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
-  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  uint32_t nan = (u >> 16) | 0x0040u, rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
+/* The selects are arithmetic on 0/1, not conditionals: gcc would thread a
+ * conditional into branches that each hold a copy of the float multiply,
+ * and it does not make a float operation unconditional again (it could
+ * trap), so the loop would not vectorize. */
 float ir_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-  if (e == 0) u = bits_of((float)m * 5.9604644775390625e-8f); /* m * 2^-24 */
-  else if (e == 31) u = 0x7f800000u | (m << 13) | (m ? 0x00400000u : 0u);
-  else u = ((e + 112u) << 23) | (m << 13);
-  return float_of(sign | u);
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  uint32_t is_normal = e != 0u, significand = m | (is_normal << 10), unit = (e + !is_normal + 102u) << 23;
+  uint32_t finite = bits_of((float)(int32_t)significand * float_of(unit));
+  uint32_t special = (0u - (uint32_t)(e == 31u)) & (0x7f800000u | ((uint32_t)(m != 0u) << 22));
+  return float_of(sign | finite | special);
 }
 
 uint16_t ir_f32_to_f16(float x) {
   uint32_t u = bits_of(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
-  if (a >= 0x38800000u) {
-    a -= 0x38000000u;
-    return (uint16_t)(sign | ((a + 0xfffu + ((a >> 13) & 1u)) >> 13));
-  }
-  if (a <= 0x33000000u) return (uint16_t)sign;
-  uint32_t shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
-  uint32_t q = m >> shift, rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-  if (rest > half || (rest == half && (q & 1u))) q++;
-  return (uint16_t)(sign | q);
+  uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+  uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  normal = normal < 0x7c00u ? normal : 0x7c00u;
+  uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+  uint32_t shift = 126u - (e < 101u ? 101u : e > 112u ? 112u : e);
+  uint32_t subnormal = (m + (1u << (shift - 1u)) - 1u + ((m >> shift) & 1u)) >> shift;
+  return (uint16_t)(sign | (a > 0x7f800000u ? nan : a >= 0x38800000u ? normal : subnormal));
 }
 
 float ir_f64_to_f32_odd(double x) {

@@ -17,7 +17,11 @@
  * 2^-149) (relative, with room for results in the subnormal range), NaN
  * only with NaN, an infinity with the same infinity or, past rounding at
  * the edge of f32's range, with a value of magnitude >= FLT_MAX (1 -
- * budget). i32 is always exact. The CUDA and MIR engines are held to the
+ * budget). i32 is always exact. A bf16 or f16 output with a budget may be
+ * one unit of its format away (the neighbouring value, ordered by sign and
+ * magnitude: +0 and -0 count as one, and the largest finite value and the
+ * infinity are neighbours): results within the budget on either side of a
+ * rounding boundary round apart. The CUDA and MIR engines are held to the
  * same, except for outputs downstream of a reduction (df_out_t.reordered):
  * CUDA splits a reduction across threads, MIR adds into four partial sums
  * (from four terms on), both in another order than the interpreter's, and
@@ -77,12 +81,15 @@ static inline uj_ctx_t* df_ctx(int i) {
 
 /* Float values every input draws from about a third of the time: zeros of
  * both signs, infinities, NaN, the smallest subnormal, the normal range's
- * edges, values near exp's overflow and underflow, and values beyond f32's
- * range (for f64 inputs: a cast to f32 makes them infinite). */
+ * edges, values near exp's overflow and underflow, values beyond f32's
+ * range (for f64 inputs: a cast to f32 makes them infinite), and for
+ * stores to bf16 and f16 ties between two of their values (to the even one
+ * below and above), f16's overflow point 65520 and the value below it. */
 static const double df_specials[] = {0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, INFINITY, -INFINITY, NAN,
                                      1.4e-45, -1.4e-45, 1e-40, -3e-39, FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX,
                                      88.0, 88.7, -87.3, -103.0, 1e30, -1e-30, 2147483647.0, -2147483648.0,
-                                     4e38, -1e300, 1e-310, DBL_MAX, DBL_MIN};
+                                     4e38, -1e300, 1e-310, DBL_MAX, DBL_MIN,
+                                     1 + 0x1p-8, -(1 + 0x3p-8), 1 + 0x1p-11, -(1 + 0x3p-11), 65520.0, 65519.0};
 #define DF_NSPECIALS ((int)(sizeof df_specials / sizeof df_specials[0]))
 static const int32_t df_int_specials[] = {0, 1, -1, 2, -2, 7, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1,
                                           65536, -65536, 46341};
@@ -93,7 +100,7 @@ static inline double df_float_value(uint64_t* st, uj_dtype_t dt) {
   if (kind < 30) return df_specials[harness_int(st, 0, DF_NSPECIALS - 1)];
   double sign = harness_int(st, 0, 1) ? -1.0 : 1.0;
   if (kind < 45) { /* any magnitude the dtype holds, subnormals included */
-    double lo = dt == UJ_F64 ? -320 : -45, hi = dt == UJ_F64 ? 308 : 38.5;
+    double lo = dt == UJ_F64 ? -320 : dt == UJ_F16 ? -8.5 : -45, hi = dt == UJ_F64 ? 308 : dt == UJ_F16 ? 4.9 : 38.5;
     return sign * pow(10.0, harness_real(st, lo, hi));
   }
   if (kind < 65) return (double)harness_int(st, -64, 64) / 8.0; /* dyadic: ties, exact sums */
@@ -121,11 +128,19 @@ typedef struct {
   int reordered; /* a reduction on its path (the CUDA engine sums in another order) */
 } df_out_t;
 
+/* The position of a half's bits on the line of its values: neighbours
+ * differ by one, and both zeros are 0. */
+static inline int df_half_position(uj_dtype_t dt, double v) {
+  uint16_t bits = hr_encode(dt, v); /* exact: v is a value of the format */
+  return (bits & 0x8000u) ? -(int)(bits & 0x7fffu) : (int)(bits & 0x7fffu);
+}
+
 /* 1 when got agrees with ref under a budget of ulps (see the top). */
 static inline int df_agree(double got, double ref, int ulps, uj_dtype_t dt) {
   if (dt == UJ_I32) return got == ref;
   if (isnan(got) || isnan(ref)) return isnan(got) && isnan(ref);
   if (ulps == 0) return got == ref && signbit(got) == signbit(ref);
+  if (hr_is_half(dt)) return abs(df_half_position(dt, got) - df_half_position(dt, ref)) <= 1;
   double rel = ulps * 0x1p-23;
   if (isinf(got) || isinf(ref)) {
     if (isinf(got) && isinf(ref)) return got == ref;
@@ -146,8 +161,10 @@ static inline int64_t df_first_mismatch(const uj_tensor_t* got, const uj_tensor_
 /* ---- running a program on every engine -------------------------------------------------- */
 
 /* What was compared, per engine slot: elements held bit-exact, elements
- * held to a budget, and outputs the CUDA engine was not compared on. */
-static int64_t df_exact_elements[DF_NENGINES], df_budget_elements[DF_NENGINES], df_skipped_outputs[DF_NENGINES];
+ * held to a budget, of those in bf16/f16, and outputs the CUDA engine was
+ * not compared on. */
+static int64_t df_exact_elements[DF_NENGINES], df_budget_elements[DF_NENGINES], df_half_elements[DF_NENGINES],
+    df_skipped_outputs[DF_NENGINES];
 
 /* "mir 1234 (1000 exact), c ..." for the engines that ran. */
 static inline void df_stats_line(char* buf, size_t cap) {
@@ -155,8 +172,9 @@ static inline void df_stats_line(char* buf, size_t cap) {
   buf[0] = '\0';
   for (int e = 1; e < DF_NENGINES; e++) {
     if (!df_ctx(e) || n >= cap) continue;
-    n += (size_t)snprintf(buf + n, cap - n, "%s%s %lld (%lld bit-exact)", n ? ", " : "", df_engines[e].name,
-                          (long long)(df_exact_elements[e] + df_budget_elements[e]), (long long)df_exact_elements[e]);
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s %lld (%lld bit-exact, %lld bf16/f16)", n ? ", " : "",
+                          df_engines[e].name, (long long)(df_exact_elements[e] + df_budget_elements[e]),
+                          (long long)df_exact_elements[e], (long long)df_half_elements[e]);
     if (df_skipped_outputs[e] && n < cap)
       n += (size_t)snprintf(buf + n, cap - n, ", %lld outputs after a reduction not compared",
                             (long long)df_skipped_outputs[e]);
@@ -244,6 +262,7 @@ static inline int df_check_case(const df_case_t* c, df_report_fn report, void* r
       if (i < 0) {
         int exact = c->out[o].ulps == 0 || ref[o].dtype == UJ_I32;
         (exact ? df_exact_elements : df_budget_elements)[e] += or_tnumel(&ref[o]);
+        if (hr_is_half(ref[o].dtype)) df_half_elements[e] += or_tnumel(&ref[o]);
         continue;
       }
       char shape[128];

@@ -3,8 +3,9 @@
  * run it on the CUDA engine where there is a GPU):
  *
  *   without a GPU   the CUDA source's shape (no #include, extern "C"
- *                   kernels, $params folded or passed, the vector path, the
- *                   block and grid reductions, atomic scatter-adds); NVRTC
+ *                   kernels, $params folded or passed, the vector path (of
+ *                   bf16/f16 tensors too), the block and grid reductions,
+ *                   atomic scatter-adds); NVRTC
  *                   compiling it for sm_90 and reporting its log on a
  *                   compile error; the errors of uj_program_compile_cuda;
  *                   the plans of hand-built blocks the test programs never
@@ -158,6 +159,50 @@ TEST(source_scatter_add_is_atomic) {
   if (text) CHECK(strstr(text, "atomicAdd(&t") != NULL);
   free(text);
   uj_program_free(p);
+}
+
+/* Blocks of bf16/f16 tensors take the vector path: alone, 4 halves (8
+ * bytes) per access; beside f32, 4 of each; beside f64, 2 of each; NVRTC
+ * compiles each. */
+TEST(source_half_vector_path) {
+  static const struct {
+    const char* src;
+    uj_dtype_t in[3];
+    const char *vector, *aligned;
+  } cases[] = {
+      {"p: f16\ng: f16\np = p - 0.01*g", {UJ_F16, UJ_F16}, "const ushort4 u0 = ((const ushort4*)t0)[uj_v];",
+       "(uint64_t)t0 % 8 == 0"},
+      {"p: bf16\nm: f32\ng: f32\nm = m - 0.01*g\np = m", {UJ_F32, UJ_F32}, "ushort4 w6;", "(uint64_t)t0 % 16 == 0"},
+      {"x: f64\nz: bf16\ny = x * z", {UJ_F64, UJ_BF16}, "const ushort2 u1 = ((const ushort2*)t1)[uj_v];",
+       "(uint64_t)t1 % 4 == 0"},
+  };
+  uj_ctx_t* ctx = uj_ctx_new();
+  double data[16] = {0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uj_program_t* p = parse(cases[i].src);
+    if (!p) continue;
+    char* text = uj_program_dump(NULL, p, UJ_FORWARD, UJ_DUMP_CUDA, NULL);
+    CHECK(text != NULL);
+    if (text && (!strstr(text, cases[i].vector) || !strstr(text, cases[i].aligned))) {
+      fprintf(stderr, "  \"%s\": no \"%s\" or \"%s\" in:\n%s\n", cases[i].src, cases[i].vector, cases[i].aligned, text);
+      CHECK(0);
+    }
+    free(text);
+    if (have_nvrtc()) {
+      uj_tensor_t t[3];
+      const uj_tensor_t* in[3];
+      int n = uj_program_io_count(p, 0);
+      for (int k = 0; k < n && k < 3; k++) {
+        t[k] = (uj_tensor_t){data, cases[i].in[k], UJ_CPU, 1, {10}};
+        in[k] = &t[k];
+      }
+      uj_status_t s = uj_program_compile_cuda(ctx, p, UJ_FORWARD, in, n, NULL, 0, "sm_90", NULL, NULL);
+      if (s != UJ_OK) fprintf(stderr, "  \"%s\": %s\n", cases[i].src, uj_last_error());
+      CHECK(s == UJ_OK);
+    }
+    uj_program_free(p);
+  }
+  uj_ctx_free(ctx);
 }
 
 /* ---- NVRTC ---- */

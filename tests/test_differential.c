@@ -6,17 +6,20 @@
  *   text: the expression language. Up to four inputs per program whose
  *     shapes are a random shape S (rank 0..3, sizes 0..5, 0 rarely) with
  *     axes dropped from the left or set to 1, or 0-d, so that they
- *     broadcast; f32, f64 or i32, sometimes with a dtype hint. Each value
- *     is an input, a number or an op on earlier values: - abs floor sqrt
- *     relu exp log rsqrt sin cos tanh sigmoid, + - * / ** min max pow,
- *     comparisons, where, and sum mean amax amin over every axis or one
- *     (negative axes too). Values are written inline or as `_t` temporaries.
- *   uops: the C API on inputs of shape S (rank 1..3) in f32, f64 or i32,
- *     with unary, binary and where uops, casts between the three dtypes,
+ *     broadcast; f32, f64, i32, bf16 or f16, sometimes with a dtype hint.
+ *     Each value is an input, a number or an op on earlier values: - abs
+ *     floor sqrt relu exp log rsqrt sin cos tanh sigmoid, + - * / ** min
+ *     max pow, comparisons, where, and sum mean amax amin over every axis
+ *     or one (negative axes too). Values are written inline or as `_t`
+ *     temporaries. An output is sometimes declared bf16 or f16 (stored
+ *     rounded).
+ *   uops: the C API on inputs of shape S (rank 1..3) in f32, f64, i32,
+ *     bf16 or f16, with unary, binary and where uops, casts between them,
  *     the seven reductions over random axes broadcast back with reindex,
  *     and reindex with index strings that flip an axis, shift it by a
  *     $param, stride, halve, wrap or clamp it, transpose two axes (an op in
- *     between) and broadcast a row input or a 0-d input over S.
+ *     between) and broadcast a row input or a 0-d input over S; an output
+ *     is sometimes cast to bf16 or f16.
  *
  * Inputs mix ordinary values with special ones (diff_check.h: +-0, +-inf,
  * NaN, subnormals, the range edges, huge and tiny). Each output carries an
@@ -28,7 +31,14 @@
  * budgets and 1. Ops that do not keep a relative error bounded (+, -, sum,
  * mean, prod, comparisons, floor, casts to i32, a condition, another math
  * function) never take an operand with a budget, so a program with one is
- * still checked to a bound that holds.
+ * still checked to a bound that holds. A bf16 or f16 result is rounded to
+ * its format on every engine alike: exact operands give the same bits, but
+ * a budget means results on either side of a rounding boundary, one unit
+ * of the format apart (diff_check.h compares such outputs so). That unit is
+ * far more than any budget counts, so a half value with a budget is only
+ * ever an output, never an operand; the text generator, which does not
+ * follow the language's promotions, treats every value with a half input
+ * on its path as one that may be a half.
  *
  * Programs are run in batches: UOPJIT_DIFF_BATCH (default 8) programs
  * make one parsed program or one uop program (so one kernel per engine),
@@ -114,9 +124,11 @@ static void put(batch_t* b, const char* fmt, ...) {
 static int rnd(batch_t* b, int lo, int hi) { return (int)harness_int(b->st, lo, hi); }
 
 static uj_dtype_t random_dtype(batch_t* b) {
-  int r = rnd(b, 0, 9);
-  return r < 5 ? UJ_F32 : r < 8 ? UJ_F64 : UJ_I32;
+  int r = rnd(b, 0, 11);
+  return r < 5 ? UJ_F32 : r < 8 ? UJ_F64 : r < 10 ? UJ_I32 : r == 10 ? UJ_BF16 : UJ_F16;
 }
+
+static int is_half(uj_dtype_t dt) { return dt == UJ_BF16 || dt == UJ_F16; }
 
 /* Adds an input tensor of this shape and dtype, filled. */
 static int add_input(batch_t* b, uj_dtype_t dt, int ndim, const int64_t* dims) {
@@ -149,7 +161,12 @@ static int random_shape(batch_t* b, int lo, int64_t* dims) {
 typedef struct {
   char text[160]; /* inline text or the temporary's name */
   int ndim, ulps, reordered;
+  int half; /* a bf16/f16 input on its path: it may be a half itself */
 } tval_t;
+
+/* A value that may be a half rounded from a result with a budget: an
+ * output only (see the top). */
+static int tainted(const tval_t* v) { return v->half && v->ulps; }
 
 /* Writes v's text; text that does not fit is a generator bug (the batch
  * fails), never a silently shortened program. */
@@ -175,7 +192,7 @@ static void tname(batch_t* b, int prog, int* ntemp, tval_t* v, int force) {
 }
 
 static tval_t tnumber(batch_t* b) {
-  tval_t v = {{0}, 0, 0, 0};
+  tval_t v = {{0}, 0, 0, 0, 0};
   double x = numbers[rnd(b, 0, n_numbers() - 1)];
   /* the language has no negative literals: a leading minus is an op */
   if (x < 0) settext(b, v.text, "(%.17g)", x);
@@ -199,14 +216,16 @@ static void gen_text_program(batch_t* b, int prog) {
     tval_t* v = &vals[nvals++];
     settext(b, v->text, "x%d_%d", prog, i);
     snprintf(b->in_name[slot], sizeof b->in_name[slot], "x%d_%d", prog, i);
-    v->ndim = nd, v->ulps = 0, v->reordered = 0;
+    v->ndim = nd, v->ulps = 0, v->reordered = 0, v->half = is_half(dt);
     if (!rnd(b, 0, 3)) put(b, "%s: %s\n", v->text, uj_dtype_name(dt));
   }
   int nops = rnd(b, 2, 10);
   for (int n = 0; n < nops && nvals < MAX_VALUES; n++) {
     tval_t a = vals[rnd(b, 0, 3) ? nvals - 1 : rnd(b, 0, nvals - 1)];
     tval_t c = rnd(b, 0, 4) ? vals[rnd(b, 0, nvals - 1)] : tnumber(b);
-    tval_t v = {{0}, a.ndim > c.ndim ? a.ndim : c.ndim, 0, a.reordered || c.reordered};
+    if (tainted(&a)) a = vals[rnd(b, 0, ninputs - 1)]; /* inputs are exact */
+    if (tainted(&c)) c = vals[rnd(b, 0, ninputs - 1)];
+    tval_t v = {{0}, a.ndim > c.ndim ? a.ndim : c.ndim, 0, a.reordered || c.reordered, a.half || c.half};
     int kind = rnd(b, 0, 9);
     if (kind < 4) { /* unary */
       static const uj_unary_op_t ops[] = {UJ_UNARY_NEG, UJ_UNARY_ABS, UJ_UNARY_FLOOR, UJ_UNARY_SQRT, UJ_UNARY_EXP,
@@ -218,7 +237,7 @@ static void gen_text_program(batch_t* b, int prog) {
       int k = rnd(b, 0, 1) ? rnd(b, 0, 11) : exact_ops[rnd(b, 0, 4)]; /* 11: relu; half the time an exact op */
       if (a.ulps && !(k == 11 || (k < 11 && keeps_budget(ops[k])))) k = rnd(b, 0, 1) ? 1 : 11;
       v.ndim = a.ndim;
-      v.reordered = a.reordered;
+      v.reordered = a.reordered, v.half = a.half;
       if (strlen(a.text) > 120) tname(b, prog, &ntemp, &a, 1);
       if (k == 11) {
         settext(b, v.text, "relu(%s)", a.text);
@@ -258,7 +277,7 @@ static void gen_text_program(batch_t* b, int prog) {
         settext(b, v.text, "%s(%s, %d)", names[k], a.text, rnd(b, -a.ndim, a.ndim - 1));
       else
         settext(b, v.text, "%s(%s)", names[k], a.text);
-      v.ndim = a.ndim, v.ulps = a.ulps, v.reordered = 1;
+      v.ndim = a.ndim, v.ulps = a.ulps, v.reordered = 1, v.half = a.half;
     }
     tname(b, prog, &ntemp, &v, 0);
     vals[nvals++] = v;
@@ -269,6 +288,7 @@ static void gen_text_program(batch_t* b, int prog) {
     char name[32];
     snprintf(name, sizeof name, "y%d_%d", prog, o);
     if (add_output(b, v->ulps, v->reordered, name) < 0) break; /* a large batch filled every slot */
+    if (!tainted(v) && !rnd(b, 0, 4)) put(b, "%s: %s\n", name, rnd(b, 0, 1) ? "bf16" : "f16"); /* stored rounded */
     put(b, "%s = %s\n", name, v->text);
   }
 }
@@ -310,12 +330,26 @@ static uval_t push(ugen_t* u, uval_t v) {
   return v;
 }
 
-static uval_t pick(ugen_t* u) { return u->pool[rnd(u->b, 0, 3) ? u->n - 1 : rnd(u->b, 0, u->n - 1)]; }
+/* A half rounded from a result with a budget: an output only (see the top). */
+static int utainted(uval_t v) { return is_half(v.dt) && v.ulps; }
+
+static uval_t pick(ugen_t* u) {
+  uval_t v = u->pool[rnd(u->b, 0, 3) ? u->n - 1 : rnd(u->b, 0, u->n - 1)];
+  return utainted(v) ? u->pool[0] : v; /* the first input: exact */
+}
 
 static uval_t ucast(ugen_t* u, uval_t v, uj_dtype_t dt) {
   if (v.dt == dt) return v;
   uj_io_t id = note(u, uj_cast(u->b->g, dt, v.id), "cast(n%d, %s)", v.id, uj_dtype_name(dt));
   return (uval_t){id, dt, v.ulps ? v.ulps + 1 : 0, v.reordered};
+}
+
+/* a and c brought to one dtype: c to a's, unless c has a budget and a is
+ * i32 or a half, which would round it (then a to c's). */
+static void same_dtype(ugen_t* u, uval_t* a, uval_t* c) {
+  if (c->dt == a->dt) return;
+  if (c->ulps && (a->dt == UJ_I32 || is_half(a->dt))) *a = ucast(u, *a, c->dt);
+  else *c = ucast(u, *c, a->dt);
 }
 
 static uj_io_t uconst(ugen_t* u, double x) { return note(u, uj_const(u->b->g, x), "%.17g", x); }
@@ -364,10 +398,7 @@ static void uop_step(ugen_t* u) {
     uj_binary_op_t op = (uj_binary_op_t)rnd(b, 0, UJ_BINARY_GE);
     uval_t c = rnd(b, 0, 4) ? pick(u) : (uval_t){uconst(u, numbers[rnd(b, 0, n_numbers() - 1)]), a.dt, 0, 0};
     if (binary_budget(op, a.ulps, c.ulps) < 0) op = UJ_BINARY_MUL;
-    if (c.dt != a.dt) {
-      if (c.ulps && a.dt == UJ_I32) a = ucast(u, a, c.dt);
-      else c = ucast(u, c, a.dt);
-    }
+    same_dtype(u, &a, &c);
     if (op == UJ_BINARY_POW && a.dt == UJ_I32) a = ucast(u, a, UJ_F32), c = ucast(u, c, UJ_F32);
     uj_io_t id = note(u, uj_binary(g, op, a.id, c.id), "binary %d (n%d, n%d)", (int)op, a.id, c.id);
     push(u, (uval_t){id, a.dt, binary_budget(op, a.ulps, c.ulps), a.reordered || c.reordered});
@@ -377,10 +408,7 @@ static void uop_step(ugen_t* u) {
     q = ucast(u, q, p.dt);
     uj_io_t cond = note(u, uj_binary(g, (uj_binary_op_t)rnd(b, UJ_BINARY_EQ, UJ_BINARY_GE), p.id, q.id),
                         "compare(n%d, n%d)", p.id, q.id);
-    if (c.dt != a.dt) {
-      if (c.ulps && a.dt == UJ_I32) a = ucast(u, a, c.dt);
-      else c = ucast(u, c, a.dt);
-    }
+    same_dtype(u, &a, &c);
     uj_io_t id = note(u, uj_where(g, cond, a.id, c.id), "where(n%d, n%d, n%d)", cond, a.id, c.id);
     push(u, (uval_t){id, a.dt, a.ulps > c.ulps ? a.ulps : c.ulps, a.reordered || c.reordered || p.reordered});
   } else if (kind == 7) { /* cast */
@@ -481,6 +509,7 @@ static void gen_uop_program(batch_t* b, int prog) {
   int nout = rnd(b, 1, 2);
   for (int o = 0; o < nout && b->c.nout < DF_MAX_IO; o++) {
     uval_t v = o == 0 ? u.pool[u.n - 1] : pick(&u);
+    if (!utainted(v) && !rnd(b, 0, 4)) v = ucast(&u, v, rnd(b, 0, 1) ? UJ_BF16 : UJ_F16); /* stored rounded */
     char name[32];
     snprintf(name, sizeof name, "p%d n%d", prog, v.id);
     b->out_ids[b->c.nout] = v.id;

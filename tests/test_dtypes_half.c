@@ -18,6 +18,7 @@
  *  - tensors of the library (uj_tensor_alloc, uj_tensor_copy), the API's
  *    conversions, and what refuses the dtypes: the backward pass, a
  *    declared dtype mismatch. */
+#include "../ir/ir.h"
 #include "oracle.h"
 
 /* ---- running on every configuration, compared bit for bit ---------------------------- */
@@ -187,6 +188,83 @@ TEST(narrow_f32_patterns) {
   CHECK(k == n);
   narrow_all(&x);
   or_tensor_free(&x);
+}
+
+/* ir/half.c's narrowings, which the generated code prints line for line,
+ * on a dense stride over all 2^32 f32 patterns and on every pattern in f16's
+ * subnormal range (from 2^-26 to 2^-14, both signs, where the shifts
+ * differ for each exponent). Asking the reference (slow: frexp, ldexp) for
+ * each pattern would take minutes, so it is asked where it steps: rounding
+ * correctly is monotone in the magnitude, so the non-negative patterns up
+ * to +inf split into one run per half value, and the reference gives each
+ * run's first pattern (at the tie with the value below, or one past it) and
+ * confirms the pattern before it still rounds down. A pattern is then
+ * compared with the value of the run it falls in, its negative with the
+ * same bits plus the sign, a NaN by kind and sign. */
+enum { HALF_RUNS = 0x7f81 }; /* positive finite bf16 values and +inf: the most runs */
+
+/* run_start[h] = the first f32 pattern that rounds to half value h (0..inf);
+ * returns the number of runs. */
+static int half_runs(uj_dtype_t half, uint32_t* run_start) {
+  uint16_t inf = half == UJ_BF16 ? 0x7f80u : 0x7c00u;
+  run_start[0] = 0;
+  for (uint32_t h = 1; h <= inf; h++) {
+    double below = hr_decode(half, (uint16_t)(h - 1));
+    double tie = h < inf ? (below + hr_decode(half, (uint16_t)h)) / 2 : below + (below - hr_decode(half, (uint16_t)(h - 2))) / 2;
+    uint32_t t = f32_bits((float)tie); /* exact: a tie has one bit more than the half */
+    uint32_t start = hr_encode(half, f32_of(t)) == h ? t : t + 1;
+    CHECK(hr_encode(half, f32_of(start)) == h && hr_encode(half, f32_of(start - 1)) == h - 1);
+    run_start[h] = start;
+  }
+  return inf + 1;
+}
+
+typedef struct {
+  uj_dtype_t half;
+  uint32_t run_start[HALF_RUNS];
+  int runs, run; /* the run of the last pattern, patterns come in increasing order */
+  int failures;
+} narrow_walk_t;
+
+/* Checks pattern a (sign bit clear) and its negative; patterns ascend. */
+static void walk_check(narrow_walk_t* w, uint32_t a) {
+  uint16_t got[2];
+  for (int neg = 0; neg < 2; neg++) {
+    float x = f32_of(a | (neg ? 0x80000000u : 0u));
+    got[neg] = w->half == UJ_BF16 ? ir_f32_to_bf16(x) : ir_f32_to_f16(x);
+  }
+  int ok;
+  uint16_t want = 0;
+  if (a > 0x7f800000u) {
+    ok = hr_is_quiet_nan(w->half, got[0]) && hr_is_quiet_nan(w->half, got[1]) && got[1] == (got[0] | 0x8000u);
+  } else {
+    while (w->run + 1 < w->runs && w->run_start[w->run + 1] <= a) w->run++;
+    want = (uint16_t)w->run;
+    ok = got[0] == want && got[1] == (want | 0x8000u);
+  }
+  if (!ok && w->failures++ < 5) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "f32 0x%08x (and its negative) narrows to %s 0x%04x (0x%04x), want 0x%04x%s", a,
+             uj_dtype_name(w->half), (unsigned)got[0], (unsigned)got[1], (unsigned)want,
+             a > 0x7f800000u ? " (a NaN: quiet, same sign)" : "");
+    harness_fail(__FILE__, __LINE__, msg);
+  }
+}
+
+TEST(narrow_f32_dense_against_the_runs_of_the_reference) {
+  static narrow_walk_t walk;
+  for (int h = 0; h < 2; h++) {
+    walk.half = h ? UJ_F16 : UJ_BF16;
+    walk.runs = half_runs(walk.half, walk.run_start);
+    walk.run = 0, walk.failures = 0;
+    /* a stride of 251 (odd, so every low bit pattern comes up) over all of them */
+    for (uint64_t a = 0; a < 0x80000000u; a += 251) walk_check(&walk, (uint32_t)a);
+    if (walk.half == UJ_F16) {
+      walk.run = 0;
+      for (uint32_t a = 0x32800000u; a < 0x38800000u; a++) walk_check(&walk, a); /* 2^-26 up to 2^-14 */
+    }
+    CHECK(walk.failures == 0);
+  }
 }
 
 /* f64 and i32 values whose nearest f32 is exactly a half-way point: going

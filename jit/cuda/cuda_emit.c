@@ -16,10 +16,11 @@
  *            each into the loop indices (32-bit division when uj_total fits
  *            in 32 bits, else 64-bit), then runs the rest of the nest as
  *            the C engine would. With a vector width V, when every flat
- *            tensor is aligned, iterations go V at a time: one 16-byte load
- *            per read tensor, the statements once per lane in registers,
- *            one 16-byte store per written tensor; the last uj_total % V
- *            (or all, when unaligned) take the scalar loop.
+ *            tensor is aligned, iterations go V at a time: one vector load
+ *            (V elements: 16 bytes of the widest, 8 of bf16/f16 beside
+ *            f32) per read tensor, the statements once per lane in
+ *            registers, one vector store per written tensor; the last
+ *            uj_total % V (or all, when unaligned) take the scalar loop.
  *   REDUCE   THREADS (mode 0), or the reduction of loop nouter-1 split:
  *            over the 256 threads of a CUDA block per outer iteration
  *            (mode 1), or over the whole grid for a single outer iteration
@@ -210,8 +211,11 @@ static int flat_access(jit_cx_t* cx, const ir_access_t* acc) {
   return 1;
 }
 
+/* CUDA's built-in vector type of width lanes of dt (NVRTC knows them
+ * without a header); a half lane holds the 16 bits, widened where read. */
 static void vector_type(char* out, size_t cap, uj_dtype_t dt, int width) {
-  snprintf(out, cap, "%s%d", dt == UJ_F32 ? "float" : dt == UJ_F64 ? "double" : "int", width);
+  const char* lane = dt == UJ_F32 ? "float" : dt == UJ_F64 ? "double" : ir_dtype_is_half(dt) ? "ushort" : "int";
+  snprintf(out, cap, "%s%d", lane, width);
 }
 
 /* Which flat tensors the vector path loads (read no later than their
@@ -471,7 +475,7 @@ static void emit_reduce(kernel_t* K, int depth) {
 
 static const char* describe(const jit_cu_plan_t* p) {
   switch (p->strategy) {
-    case JIT_CU_THREADS: return p->vector ? "threads over the parallel loops, 16-byte vectors when aligned"
+    case JIT_CU_THREADS: return p->vector ? "threads over the parallel loops, vectors of up to 16 bytes when aligned"
                                           : "threads over the parallel loops";
     case JIT_CU_REDUCE: return "threads over the parallel loops, or the reduction split over a block or the grid";
     case JIT_CU_SERIAL: return "one thread: no loop was proven parallel";
