@@ -670,7 +670,7 @@ uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pa
  *   uj_optim_set(opt, "lr", 3e-4);
  *   // per group: p, g, and the state tensors in uj_optim_state_name order
  *   uj_tensor_t* state0[] = {&m0, &v0};
- *   uj_optim_group_t groups[] = {{&p0, &g0, state0}, ...};
+ *   uj_optim_group_t groups[] = {{&p0, &g0, state0, NULL}, ...};
  *   for (...) uj_optim_step(ctx, opt, groups, n, NULL);   // t = 1, 2, ...
  *   uj_optim_free(opt);
  *
@@ -705,12 +705,20 @@ typedef struct uj_optim uj_optim_t;
 
 /* One parameter group: the parameter (updated in place), its gradient, and
  * the updater's state tensors in uj_optim_state_name order (NULL when the
- * updater has none). All host tensors of the parameter's shape and dtype: f32 (f64 computes in f64,
- * for references). */
+ * updater has none). All of the parameter's shape and dtype: f32 (f64
+ * computes in f64, for references), but for the gradient, which may also be
+ * bf16 or f16 (widened to f32 where it is read).
+ *
+ * Mixed precision with f32 master weights: param is the f32 master and
+ * param_half, when not NULL, a bf16 or f16 tensor of its shape that the same
+ * pass writes with the new parameter rounded to its dtype (nearest, ties to
+ * even), the copy a model computes with. Either every group of a step has
+ * one, all of one dtype, or none does. */
 typedef struct {
   uj_tensor_t* param;
   const uj_tensor_t* grad;
   uj_tensor_t* const* state;
+  uj_tensor_t* param_half; /* NULL: none */
 } uj_optim_group_t;
 
 /* What a step did. */
@@ -779,8 +787,9 @@ uj_status_t uj_optim_set_grad_scale(uj_optim_t* opt, double scale);
 uj_status_t uj_optim_set_max_grad_norm(uj_optim_t* opt, double max_norm);
 /* One step over group_count groups with t = step count + 1, on ctx's
  * engine (host tensors; interp, mir, c or auto). Every group is checked
- * before anything is written: a NULL tensor, a dtype other than f32, a
- * gradient or state of another shape than its parameter, or a hyperparameter
+ * before anything is written: a NULL tensor, a dtype other than f32 (bf16
+ * or f16 for a gradient or a half copy), a half copy in some groups only,
+ * a gradient, state or half copy of another shape than its parameter, or a hyperparameter
  * without a value fails with UJ_ERR_INVALID or UJ_ERR_SHAPE naming the
  * group and the tensor. report may be NULL. An updater with [apply] makes
  * two passes; a failure inside the second (out of memory, a compile error)

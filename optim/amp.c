@@ -15,6 +15,7 @@
  * gradients are read once more and never written. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../rt/rt.h"
 #include "optim.h"
@@ -32,15 +33,28 @@ double optim_clip_coefficient(double norm, double max_norm) {
   return c < 1.0 ? c : 1.0;
 }
 
+/* A 1-element sum of dtype `dtype` as a double. */
+static double cell_value(uj_dtype_t dtype, const void* cell) {
+  uint16_t bits;
+  switch (dtype) {
+    case UJ_F64: return *(const double*)cell;
+    case UJ_BF16:
+    case UJ_F16: memcpy(&bits, cell, sizeof bits); return uj_half_to_f64(dtype, bits);
+    default: return *(const float*)cell;
+  }
+}
+
 uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tensor_t* const* grads, int group_count,
                             double inv_scale, int* finite, double* norm) {
   uj_status_t s = optim_grad_program(program);
   if (s != UJ_OK) return s;
   int G = group_count;
-  /* the sums take the gradients' dtype (f32, or f64 for a reference) */
-  uj_dtype_t dtype = G ? grads[0]->dtype : UJ_F32;
-  size_t cell = (size_t)uj_dtype_size(dtype);
-  char* cells = calloc((size_t)2 * G + 1, cell);
+  /* The sums take the dtypes the program gives them, which may differ
+   * between groups: bad the gradient's, n the gradient's promoted with
+   * inv's (f32, or f64 for an f64 reference): a bf16 or f16 gradient's
+   * squares are summed in f32, where they cannot overflow as in f16. Each
+   * cell has room for an f64. */
+  double* cells = calloc((size_t)2 * G + 1, sizeof(double));
   uj_tensor_t* outs = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t));
   const uj_tensor_t** in = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t*));
   uj_tensor_t** out = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t*));
@@ -50,16 +64,17 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
     return rt_error(UJ_ERR_OOM, "out of memory for the gradient pass over %d groups", G);
   }
   float inv = (float)inv_scale;
-  uj_tensor_t inv_tensor = {&inv, UJ_F32, UJ_CPU, 0, {0}};
-  if (dtype == UJ_F64) inv_tensor = (uj_tensor_t){&inv_scale, UJ_F64, UJ_CPU, 0, {0}};
+  uj_tensor_t inv_narrow = {&inv, UJ_F32, UJ_CPU, 0, {0}}, inv_wide = {&inv_scale, UJ_F64, UJ_CPU, 0, {0}};
   for (int i = 0; i < G; i++) {
+    int wide = grads[i]->dtype == UJ_F64;
+    uj_dtype_t dtypes[2] = {grads[i]->dtype, wide ? UJ_F64 : UJ_F32};
     for (int k = 0; k < 2; k++) {
       uj_tensor_t* o = &outs[2 * i + k];
-      *o = (uj_tensor_t){cells + (size_t)(2 * i + k) * cell, dtype, UJ_CPU, grads[i]->ndim, {0}};
+      *o = (uj_tensor_t){&cells[2 * i + k], dtypes[k], UJ_CPU, grads[i]->ndim, {0}};
       for (int a = 0; a < o->ndim; a++) o->dims[a] = 1;
       out[2 * i + k] = o;
     }
-    in[2 * i] = grads[i], in[2 * i + 1] = &inv_tensor;
+    in[2 * i] = grads[i], in[2 * i + 1] = wide ? &inv_wide : &inv_narrow;
     groups[i] = (uj_group_t){&in[2 * i], &out[2 * i]};
   }
   s = uj_program_run_groups(ctx, *program, groups, G, 2, NULL, 0, 2);
@@ -67,9 +82,8 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
   double total = 0;
   int all_finite = 1;
   for (int i = 0; i < G && s == UJ_OK; i++) {
-    double bad = dtype == UJ_F64 ? ((double*)cells)[2 * i] : ((float*)cells)[2 * i];
-    all_finite &= bad == 0.0;
-    total += dtype == UJ_F64 ? ((double*)cells)[2 * i + 1] : ((float*)cells)[2 * i + 1];
+    all_finite &= cell_value(outs[2 * i].dtype, &cells[2 * i]) == 0.0;
+    total += cell_value(outs[2 * i + 1].dtype, &cells[2 * i + 1]);
   }
   /* a sum of squares can overflow f32 for finite gradients; that is no
    * reason to skip, but the norm is then infinite and clips to 0 */

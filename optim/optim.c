@@ -226,10 +226,16 @@ static uj_status_t check_tensor(const uj_tensor_t* t, const uj_tensor_t* param, 
   return UJ_OK;
 }
 
-/* dtype: the first group's parameter's, f32 or f64 (checked by the caller). */
-static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g, uj_dtype_t dtype) {
+static int is_half(uj_dtype_t dtype) { return dtype == UJ_BF16 || dtype == UJ_F16; }
+
+/* dtype: the first group's parameter's, f32 or f64 (checked by the caller);
+ * half: the first group's half copy's dtype, or -1 for none. */
+static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g, uj_dtype_t dtype, int half) {
   uj_status_t s = check_tensor(g->param, NULL, dtype, "the parameter");
-  if (s == UJ_OK) s = check_tensor(g->grad, g->param, dtype, "the gradient g");
+  /* a bf16/f16 gradient is widened where it is read; with f32 parameters
+   * only (an f64 reference reads f64 gradients) */
+  uj_dtype_t grad_dtype = g->grad && dtype == UJ_F32 && is_half(g->grad->dtype) ? g->grad->dtype : dtype;
+  if (s == UJ_OK) s = check_tensor(g->grad, g->param, grad_dtype, "the gradient g");
   if (s == UJ_OK && opt->spec.state_count && !g->state)
     s = rt_error(UJ_ERR_INVALID, "state is NULL: updater %s needs %d state tensors", opt->name, opt->spec.state_count);
   for (int k = 0; k < opt->spec.state_count && s == UJ_OK; k++) {
@@ -237,6 +243,10 @@ static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g,
     snprintf(what, sizeof what, "state %s", opt->spec.states[k]);
     s = check_tensor(g->state[k], g->param, dtype, what);
   }
+  if (s == UJ_OK && (half < 0) != !g->param_half)
+    s = rt_error(UJ_ERR_INVALID, "%s a half copy param_half and group 0 %s: every group has one or none does",
+                 g->param_half ? "has" : "has no", half < 0 ? "has none" : "has one");
+  if (s == UJ_OK && half >= 0) s = check_tensor(g->param_half, g->param, (uj_dtype_t)half, "the half copy param_half");
   return s;
 }
 
@@ -346,7 +356,7 @@ static uj_status_t bindings_make(const uj_optim_t* opt, const uj_optim_group_t* 
   b->sum_outputs = calloc(ug, sizeof(uj_tensor_t));
   b->sum_inputs = calloc(ug, sizeof(uj_tensor_t));
   b->in = calloc((size_t)G * max_in + 1, sizeof(uj_tensor_t*));
-  b->out = calloc((size_t)G * max_out + 1, sizeof(uj_tensor_t*));
+  b->out = calloc((size_t)G * (max_out + 1) + 1, sizeof(uj_tensor_t*)); /* + the half copy */
   b->groups = calloc((size_t)G + 1, sizeof(uj_group_t));
   if (!b->scalar_cells || !b->scalar_tensors || !b->sum_cells || !b->sum_input_cells || !b->scalar_wide_cells ||
       !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->in ||
@@ -392,19 +402,24 @@ static uj_tensor_t* slot_tensor(const uj_optim_group_t* g, bindings_t* b, optim_
 static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, const uj_optim_group_t* groups, bindings_t* b,
                             const int* varies) {
   const optim_pass_t* pass = &opt->spec.passes[k];
+  /* the pass that writes p last writes the half copies too, as the extra
+   * last output of its variant for their dtype */
+  int half = k == opt->spec.half_pass && groups[0].param_half ? optim_half_index(groups[0].param_half->dtype) : -1;
+  uj_program_t* program = half >= 0 ? pass->half_program[half] : pass->program;
+  int output_count = pass->output_count + (half >= 0);
   for (int i = 0; i < b->G; i++) {
     const uj_tensor_t** in = b->in + (size_t)i * pass->input_count;
-    uj_tensor_t** out = b->out + (size_t)i * pass->output_count;
+    uj_tensor_t** out = b->out + (size_t)i * output_count;
     for (int j = 0; j < pass->input_count; j++) {
       uj_dtype_t declared = UJ_F32;
       int wide = uj_program_input_dtype(pass->program, j, &declared) && declared == UJ_F64;
       in[j] = slot_tensor(&groups[i], b, pass->inputs[j], i, varies, 0, wide);
     }
     for (int o = 0; o < pass->output_count; o++) out[o] = slot_tensor(&groups[i], b, pass->outputs[o], i, varies, 1, 0);
+    if (half >= 0) out[pass->output_count] = groups[i].param_half;
     b->groups[i] = (uj_group_t){in, out};
   }
-  uj_status_t s = uj_program_run_groups(ctx, pass->program, b->groups, b->G, pass->input_count, NULL, 0,
-                                        pass->output_count);
+  uj_status_t s = uj_program_run_groups(ctx, program, b->groups, b->G, pass->input_count, NULL, 0, output_count);
   if (s != UJ_OK) rt_error_prefix("updater %s, [%s]: ", opt->name, k == 0 ? "update" : "apply");
   /* the sums as later passes read them: in the parameters' dtype */
   for (int o = 0; o < pass->output_count && s == UJ_OK; o++) {
@@ -429,8 +444,12 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
   uj_dtype_t dtype = group_count && groups[0].param ? groups[0].param->dtype : UJ_F32;
   if (dtype != UJ_F32 && dtype != UJ_F64)
     return rt_error(UJ_ERR_INVALID, "group 0: the parameter has dtype %s, expected f32 (or f64)", uj_dtype_name(dtype));
+  int half = group_count && groups[0].param_half ? (int)groups[0].param_half->dtype : -1;
+  if (half >= 0 && !is_half((uj_dtype_t)half))
+    return rt_error(UJ_ERR_INVALID, "group 0: the half copy param_half has dtype %s, expected bf16 or f16",
+                    uj_dtype_name((uj_dtype_t)half));
   for (int i = 0; i < group_count; i++) {
-    uj_status_t s = check_group(opt, &groups[i], dtype);
+    uj_status_t s = check_group(opt, &groups[i], dtype, half);
     if (s != UJ_OK) {
       rt_error_prefix("group %d: ", i);
       return s;

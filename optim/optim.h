@@ -40,7 +40,16 @@ typedef struct {
   int input_count, output_count;
   optim_slot_t* inputs;
   optim_slot_t* outputs;
+  /* The pass that writes p last also has a variant per half dtype (bf16,
+   * f16) that writes the half copy as one more output, after the others:
+   * the section's text plus "p_half: bf16; p_half = p". NULL elsewhere. */
+  uj_program_t* half_program[2];
 } optim_pass_t;
+
+/* The output the half variants add, a name updaters may not use. */
+#define OPTIM_HALF_NAME "p_half"
+/* half_program's index for bf16 or f16; -1 for another dtype. */
+static inline int optim_half_index(uj_dtype_t dtype) { return dtype == UJ_BF16 ? 0 : dtype == UJ_F16 ? 1 : -1; }
 
 typedef enum {
   OPTIM_HPARAM,  /* set by the caller, or its default */
@@ -66,6 +75,7 @@ typedef struct {
   int scalars_input_count, scalars_output_count;
   optim_pass_t passes[OPTIM_MAX_PASSES]; /* [update], then [apply] */
   int pass_count;
+  int half_pass; /* the last pass that writes p: the one with half variants */
   char** states;
   int state_count;
   optim_scalar_t* scalar_list;

@@ -73,7 +73,7 @@ TEST(a_custom_updater_follows_its_rule_on_every_cpu_engine) {
       m[i] = or_tensor(UJ_F32, ndim, dims), u[i] = or_tensor(UJ_F32, ndim, dims);
       or_fill_real(&rng, &p[i], -1, 1);
       state[i][0] = &m[i], state[i][1] = &u[i];
-      groups[i] = (uj_optim_group_t){&p[i], &g[i], state[i]};
+      groups[i] = (uj_optim_group_t){&p[i], &g[i], state[i], NULL};
     }
     /* eps has no default: the step refuses, naming it, and writes nothing */
     float p0 = ((float*)p[0].data)[0];
@@ -160,7 +160,7 @@ TEST(a_bad_group_fails_the_step_before_any_write) {
     v[i] = or_tensor(UJ_F32, 1, &n);
     or_set(&p[i], 0, 0.5), or_set(&g[i], 0, 1);
     st[i][0] = &m[i], st[i][1] = &v[i];
-    groups[i] = (uj_optim_group_t){&p[i], &g[i], st[i]};
+    groups[i] = (uj_optim_group_t){&p[i], &g[i], st[i], NULL};
   }
   v[1].dims[0] = 7; /* group 1's v is shorter than its parameter */
   CHECK(uj_optim_step(ctx, opt, groups, 2, NULL) == UJ_ERR_SHAPE);
