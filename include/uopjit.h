@@ -786,10 +786,17 @@ uj_status_t uj_optim_set_step_count(uj_optim_t* opt, int64_t count);
 uj_status_t uj_optim_set_grad_scale(uj_optim_t* opt, double scale);
 uj_status_t uj_optim_set_max_grad_norm(uj_optim_t* opt, double max_norm);
 /* One step over group_count groups with t = step count + 1, on ctx's
- * engine (host tensors; interp, mir, c or auto). Every group is checked
+ * engine: host tensors on interp, mir, c or auto; GPU tensors (every tensor
+ * of the step on the GPU) on cuda or auto, each pass one launch over a
+ * chunk table. On the GPU the step returns once its kernels are queued on
+ * ctx's stream, except that it reads back what the host must see, a few
+ * values per group (the gradient pass's found-inf and norm sums with a
+ * loss scale or clip norm set, and per-group sums such as LAMB's norms),
+ * which waits for the work queued before. Every group is checked
  * before anything is written: a NULL tensor, a dtype other than f32 (bf16
  * or f16 for a gradient or a half copy), a half copy in some groups only,
- * a gradient, state or half copy of another shape than its parameter, or a hyperparameter
+ * a gradient, state or half copy of another shape than its parameter, a
+ * tensor on another device than group 0's parameter, or a hyperparameter
  * without a value fails with UJ_ERR_INVALID or UJ_ERR_SHAPE naming the
  * group and the tensor. report may be NULL. An updater with [apply] makes
  * two passes; a failure inside the second (out of memory, a compile error)

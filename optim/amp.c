@@ -53,42 +53,54 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
    * between groups: bad the gradient's, n the gradient's promoted with
    * inv's (f32, or f64 for an f64 reference): a bf16 or f16 gradient's
    * squares are summed in f32, where they cannot overflow as in f16. Each
-   * cell has room for an f64. */
-  double* cells = calloc((size_t)2 * G + 1, sizeof(double));
+   * cell has room for an f64; after the 2G sums come inv in f32 and in f64.
+   * On the GPU the cells are mirrored there (optim/cells.c): inv goes up,
+   * the sums come back. */
+  optim_cells_t cells;
+  size_t sums_bytes = sizeof(double) * 2 * (size_t)G;
   uj_tensor_t* outs = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t));
   const uj_tensor_t** in = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t*));
   uj_tensor_t** out = calloc((size_t)2 * G + 1, sizeof(uj_tensor_t*));
   uj_group_t* groups = calloc((size_t)G + 1, sizeof(uj_group_t));
-  if (!cells || !outs || !in || !out || !groups) {
-    free(cells), free(outs), free(in), free(out), free(groups);
-    return rt_error(UJ_ERR_OOM, "out of memory for the gradient pass over %d groups", G);
+  s = outs && in && out && groups ? UJ_OK : rt_error(UJ_ERR_OOM, "out of memory for the gradient pass over %d groups", G);
+  if (s == UJ_OK) s = optim_cells_make(ctx, G ? (uj_device_t)grads[0]->device : UJ_CPU, sums_bytes + 16, &cells);
+  if (s != UJ_OK) {
+    free(outs), free(in), free(out), free(groups);
+    return s;
   }
-  float inv = (float)inv_scale;
-  uj_tensor_t inv_narrow = {&inv, UJ_F32, UJ_CPU, 0, {0}}, inv_wide = {&inv_scale, UJ_F64, UJ_CPU, 0, {0}};
+  double* sums = (double*)cells.host;
+  float* inv_narrow_cell = (float*)(cells.host + sums_bytes);
+  double* inv_wide_cell = (double*)(cells.host + sums_bytes + 8);
+  *inv_narrow_cell = (float)inv_scale, *inv_wide_cell = inv_scale;
+  uj_tensor_t inv_narrow = optim_cells_tensor(&cells, inv_narrow_cell, UJ_F32, 0);
+  uj_tensor_t inv_wide = optim_cells_tensor(&cells, inv_wide_cell, UJ_F64, 0);
   for (int i = 0; i < G; i++) {
     int wide = grads[i]->dtype == UJ_F64;
     uj_dtype_t dtypes[2] = {grads[i]->dtype, wide ? UJ_F64 : UJ_F32};
     for (int k = 0; k < 2; k++) {
-      uj_tensor_t* o = &outs[2 * i + k];
-      *o = (uj_tensor_t){&cells[2 * i + k], dtypes[k], UJ_CPU, grads[i]->ndim, {0}};
-      for (int a = 0; a < o->ndim; a++) o->dims[a] = 1;
-      out[2 * i + k] = o;
+      outs[2 * i + k] = optim_cells_tensor(&cells, &sums[2 * i + k], dtypes[k], grads[i]->ndim);
+      out[2 * i + k] = &outs[2 * i + k];
     }
     in[2 * i] = grads[i], in[2 * i + 1] = wide ? &inv_wide : &inv_narrow;
     groups[i] = (uj_group_t){&in[2 * i], &out[2 * i]};
   }
-  s = uj_program_run_groups(ctx, *program, groups, G, 2, NULL, 0, 2);
-  if (s != UJ_OK) rt_error_prefix("the gradient pass: ");
+  s = optim_cells_sync(&cells, sums_bytes, 16, 1);
+  if (s == UJ_OK) {
+    s = uj_program_run_groups(ctx, *program, groups, G, 2, NULL, 0, 2);
+    if (s != UJ_OK) rt_error_prefix("the gradient pass: ");
+  }
+  if (s == UJ_OK) s = optim_cells_sync(&cells, 0, sums_bytes, 0);
   double total = 0;
   int all_finite = 1;
   for (int i = 0; i < G && s == UJ_OK; i++) {
-    all_finite &= cell_value(outs[2 * i].dtype, &cells[2 * i]) == 0.0;
-    total += cell_value(outs[2 * i + 1].dtype, &cells[2 * i + 1]);
+    all_finite &= cell_value(outs[2 * i].dtype, &sums[2 * i]) == 0.0;
+    total += cell_value(outs[2 * i + 1].dtype, &sums[2 * i + 1]);
   }
   /* a sum of squares can overflow f32 for finite gradients; that is no
    * reason to skip, but the norm is then infinite and clips to 0 */
   *finite = all_finite;
   *norm = sqrt(total);
-  free(cells), free(outs), free(in), free(out), free(groups);
+  optim_cells_release(&cells);
+  free(outs), free(in), free(out), free(groups);
   return s;
 }

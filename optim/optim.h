@@ -95,6 +95,28 @@ void optim_spec_release(optim_spec_t* spec);
 /* The index of scalar `name`, or -1. */
 int optim_spec_scalar(const optim_spec_t* spec, const char* name);
 
+/* ---- small values on the step's device (cells.c) ------------------------------------- */
+
+/* A host block of `bytes` and, for a device other than the CPU, a mirror of
+ * it there. Regions synced must be 8-byte multiples at 8-byte offsets. */
+typedef struct {
+  uj_ctx_t* ctx;
+  uj_device_t device;
+  char* host;
+  uj_tensor_t mirror; /* device memory (uj_tensor_alloc), unused on the CPU */
+  size_t bytes;
+} optim_cells_t;
+
+size_t optim_cells_round(size_t bytes); /* up to a multiple of 8 */
+uj_status_t optim_cells_make(uj_ctx_t* ctx, uj_device_t device, size_t bytes, optim_cells_t* c);
+void optim_cells_release(optim_cells_t* c);
+/* A tensor of `ndim` size-1 axes over the cell at host_cell (in c->host),
+ * on c's device: the mirror's cell at the same offset. */
+uj_tensor_t optim_cells_tensor(const optim_cells_t* c, const void* host_cell, uj_dtype_t dtype, int ndim);
+/* Copies bytes at offset between the host block and the mirror; nothing
+ * on the CPU. A copy to the host waits for the work queued before it. */
+uj_status_t optim_cells_sync(optim_cells_t* c, size_t offset, size_t bytes, int to_device);
+
 /* ---- the gradient pass (amp.c) ------------------------------------------------------ */
 
 /* One pass over every group's gradient g (groups[i] is the gradient of
