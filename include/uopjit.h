@@ -658,6 +658,17 @@ uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pa
                                     const uj_tensor_t* const* inputs, int input_count,
                                     const int64_t* params, int param_count, const char* arch,
                                     int* kernels, int* reused);
+/* The same for the kernels uj_program_run_groups launches on CUDA for
+ * groups like these (one over the chunk table, and one that combines
+ * reductions when the program has any): host tensors may stand in for GPU
+ * ones, as only their dtypes, ranks and shapes matter. UJ_ERR_UNSUPPORTED
+ * when the groups would not take the multi-tensor path (they would run one
+ * by one through uj_program_run); other errors as uj_program_compile_cuda's
+ * and uj_program_run_groups' checks. */
+uj_status_t uj_program_compile_groups_cuda(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups,
+                                           int group_count, int input_count, const int64_t* params,
+                                           int param_count, int output_count, const char* arch, int* kernels,
+                                           int* reused);
 
 /* ---- optimizers --------------------------------------------------------------- */
 
@@ -803,10 +814,12 @@ uj_status_t uj_optim_set_max_grad_norm(uj_optim_t* opt, double max_norm);
  * leaves the first pass's state written. */
 uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t* groups, int group_count,
                           uj_optim_report_t* report);
-/* Compiles, without a GPU, the CUDA kernels of every pass of the updater
- * (and of the gradient pass) for parameters of rank 1 and 2, with NVRTC for
- * `arch` ("sm_90"); *kernels (may be NULL) receives how many kernels.
- * Errors as uj_program_compile_cuda's. */
+/* Compiles, without a GPU, the multi-tensor CUDA kernels a step on GPU
+ * tensors launches (uj_program_compile_groups_cuda) for every pass of the
+ * updater and for the gradient pass, with NVRTC for `arch` ("sm_90"): for
+ * f32 parameters and gradients, and for bf16 and for f16 gradients and half
+ * copies; *kernels (may be NULL) receives how many kernels. Errors as
+ * uj_program_compile_groups_cuda's. */
 uj_status_t uj_optim_compile_cuda(uj_ctx_t* ctx, uj_optim_t* opt, const char* arch, int* kernels);
 
 #ifdef __cplusplus

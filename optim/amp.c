@@ -1,9 +1,13 @@
 /* optim/amp.c: the pass over the gradients that mixed precision needs
  * before an update, made in one multi-tensor call over all groups:
  *
- *   bad = sum(g*0)                   0 when every element is finite: inf*0
+ *   bad = sum(g*0 + inv*0)           0 when every element is finite: inf*0
  *                                    and NaN*0 are NaN, and a NaN term
- *                                    makes the sum NaN
+ *                                    makes the sum NaN (inv*0, always 0,
+ *                                    makes the sum f32 for a bf16 or f16
+ *                                    gradient: a reduction stored in the
+ *                                    dtype it accumulates in is one the
+ *                                    multi-tensor path takes)
  *   n = sum((g*inv)*(g*inv))         the squared norm of the unscaled
  *                                    gradient (unscaled first, so that the
  *                                    squares of a loss-scaled gradient do
@@ -15,12 +19,11 @@
  * gradients are read once more and never written. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "../rt/rt.h"
 #include "optim.h"
 
-#define GRAD_PASS_SOURCE "bad = sum(g*0); n = sum((g*inv)*(g*inv))"
+#define GRAD_PASS_SOURCE "bad = sum(g*0 + inv*0); n = sum((g*inv)*(g*inv))"
 
 uj_status_t optim_grad_program(uj_program_t** program) {
   if (*program) return UJ_OK;
@@ -33,15 +36,9 @@ double optim_clip_coefficient(double norm, double max_norm) {
   return c < 1.0 ? c : 1.0;
 }
 
-/* A 1-element sum of dtype `dtype` as a double. */
+/* A 1-element sum of dtype `dtype` (f32 or f64) as a double. */
 static double cell_value(uj_dtype_t dtype, const void* cell) {
-  uint16_t bits;
-  switch (dtype) {
-    case UJ_F64: return *(const double*)cell;
-    case UJ_BF16:
-    case UJ_F16: memcpy(&bits, cell, sizeof bits); return uj_half_to_f64(dtype, bits);
-    default: return *(const float*)cell;
-  }
+  return dtype == UJ_F64 ? *(const double*)cell : *(const float*)cell;
 }
 
 uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tensor_t* const* grads, int group_count,
@@ -49,10 +46,10 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
   uj_status_t s = optim_grad_program(program);
   if (s != UJ_OK) return s;
   int G = group_count;
-  /* The sums take the dtypes the program gives them, which may differ
-   * between groups: bad the gradient's, n the gradient's promoted with
-   * inv's (f32, or f64 for an f64 reference): a bf16 or f16 gradient's
-   * squares are summed in f32, where they cannot overflow as in f16. Each
+  /* The sums take the dtype the program gives them, the gradient's
+   * promoted with inv's: f32, or f64 for an f64 reference (a bf16 or f16
+   * gradient's squares are summed in f32, where they cannot overflow as in
+   * f16). Each
    * cell has room for an f64; after the 2G sums come inv in f32 and in f64.
    * On the GPU the cells are mirrored there (optim/cells.c): inv goes up,
    * the sums come back. */
@@ -76,9 +73,8 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
   uj_tensor_t inv_wide = optim_cells_tensor(&cells, inv_wide_cell, UJ_F64, 0);
   for (int i = 0; i < G; i++) {
     int wide = grads[i]->dtype == UJ_F64;
-    uj_dtype_t dtypes[2] = {grads[i]->dtype, wide ? UJ_F64 : UJ_F32};
     for (int k = 0; k < 2; k++) {
-      outs[2 * i + k] = optim_cells_tensor(&cells, &sums[2 * i + k], dtypes[k], grads[i]->ndim);
+      outs[2 * i + k] = optim_cells_tensor(&cells, &sums[2 * i + k], wide ? UJ_F64 : UJ_F32, grads[i]->ndim);
       out[2 * i + k] = &outs[2 * i + k];
     }
     in[2 * i] = grads[i], in[2 * i + 1] = wide ? &inv_wide : &inv_narrow;

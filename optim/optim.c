@@ -536,44 +536,79 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
 
 /* ---- CUDA kernels without a GPU ----------------------------------------------------------- */
 
-static uj_status_t compile_pass(uj_ctx_t* ctx, const uj_optim_t* opt, const optim_pass_t* pass, int rank,
-                                const char* arch, int* kernels) {
-  static double cell[4];
-  uj_tensor_t probe[64];
-  const uj_tensor_t* in[64];
-  if (pass->input_count > 64) return rt_error(UJ_ERR_UNSUPPORTED, "a pass of over 64 inputs");
-  for (int j = 0; j < pass->input_count; j++) {
-    optim_role_t role = pass->inputs[j].role;
-    int tensor = role == OPTIM_PARAM || role == OPTIM_GRAD || role == OPTIM_STATE;
-    uj_dtype_t dtype = UJ_F32;
-    uj_program_input_dtype(pass->program, j, &dtype);
-    probe[j] = (uj_tensor_t){cell, dtype, UJ_CPU, tensor ? rank : 0, {2, 2}};
-    in[j] = &probe[j];
+/* Compiles the multi-tensor kernels of every pass, and of the gradient
+ * pass, as a step over two probe groups (ranks 1 and 2) with gradients and
+ * half copies of dtype `half` (UJ_F32: f32 gradients and none) would launch
+ * them: the same bindings a step makes, in host memory standing in for the
+ * GPU's. */
+/* A tensor over the next 4 cells at *at: of rank 1 (3 elements) or 2
+ * (2 x 2), or with every size 1 (a per-group sum). */
+static uj_tensor_t probe_tensor(uj_dtype_t dtype, int ndim, int reduced, double** at) {
+  uj_tensor_t t = {*at, dtype, UJ_CPU, ndim, {reduced ? 1 : ndim == 1 ? 3 : 2, reduced ? 1 : 2}};
+  *at += 4;
+  return t;
+}
+
+static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t half, const char* arch, int* kernels) {
+  enum { PROBES = 2, CELLS = 4 };
+  int ns = opt->spec.state_count;
+  uj_tensor_t p[PROBES], g[PROBES], h[PROBES], bad[PROBES], norm[PROBES];
+  uj_tensor_t* states = calloc((size_t)PROBES * ns + 1, sizeof(uj_tensor_t));
+  uj_tensor_t** state_ptr = calloc((size_t)PROBES * ns + 1, sizeof(uj_tensor_t*));
+  double* cells = calloc((size_t)PROBES * (ns + 5) * CELLS, sizeof(double)); /* room for f64 too */
+  double* values = calloc((size_t)opt->spec.scalar_count * PROBES + 1, sizeof(double));
+  int* varies = calloc((size_t)opt->spec.scalar_count + 1, sizeof(int));
+  uj_status_t s = states && state_ptr && cells && values && varies ? UJ_OK : rt_error(UJ_ERR_OOM, "out of memory for probes");
+  uj_optim_group_t groups[PROBES];
+  for (int i = 0; i < PROBES && s == UJ_OK; i++) {
+    double* at = cells + (size_t)i * (ns + 5) * CELLS;
+    int ndim = i + 1;
+    p[i] = probe_tensor(UJ_F32, ndim, 0, &at), g[i] = probe_tensor(half, ndim, 0, &at);
+    h[i] = probe_tensor(half, ndim, 0, &at);
+    bad[i] = probe_tensor(UJ_F32, ndim, 1, &at), norm[i] = probe_tensor(UJ_F32, ndim, 1, &at);
+    for (int k = 0; k < ns; k++) states[i * ns + k] = probe_tensor(UJ_F32, ndim, 0, &at), state_ptr[i * ns + k] = &states[i * ns + k];
+    groups[i] = (uj_optim_group_t){&p[i], &g[i], &state_ptr[i * ns], half == UJ_F32 ? NULL : &h[i]};
   }
-  int n = 0;
-  uj_status_t s = uj_program_compile_cuda(ctx, pass->program, UJ_FORWARD, in, pass->input_count, NULL, 0, arch, &n, NULL);
-  if (s != UJ_OK) rt_error_prefix("updater %s, rank %d: ", opt->name, rank);
-  *kernels += n;
+  bindings_t b;
+  if (s == UJ_OK) s = bindings_make(ctx, opt, groups, PROBES, values, varies, &b);
+  for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++) {
+    uj_program_t* program;
+    int output_count, n = 0;
+    bind_pass(opt, k, groups, &b, varies, &program, &output_count);
+    s = uj_program_compile_groups_cuda(ctx, program, b.groups, PROBES, opt->spec.passes[k].input_count, NULL, 0,
+                                       output_count, arch, &n, NULL);
+    if (s != UJ_OK) rt_error_prefix("updater %s, [%s], %s: ", opt->name, k ? "apply" : "update", uj_dtype_name(half));
+    *kernels += n;
+    if (k == opt->spec.pass_count - 1) bindings_release(&b);
+  }
+  if (s == UJ_OK) s = optim_grad_program(&opt->grad_program);
+  if (s == UJ_OK) {
+    float inv_cell = 1;
+    uj_tensor_t inv = {&inv_cell, UJ_F32, UJ_CPU, 0, {0}};
+    const uj_tensor_t* in[2 * PROBES];
+    uj_tensor_t* out[2 * PROBES];
+    uj_group_t grad_groups[PROBES];
+    for (int i = 0; i < PROBES; i++) {
+      in[2 * i] = &g[i], in[2 * i + 1] = &inv, out[2 * i] = &bad[i], out[2 * i + 1] = &norm[i];
+      grad_groups[i] = (uj_group_t){&in[2 * i], &out[2 * i]};
+    }
+    int n = 0;
+    s = uj_program_compile_groups_cuda(ctx, opt->grad_program, grad_groups, PROBES, 2, NULL, 0, 2, arch, &n, NULL);
+    if (s != UJ_OK) rt_error_prefix("the gradient pass, %s: ", uj_dtype_name(half));
+    *kernels += n;
+  }
+  free(states), free(state_ptr), free(cells), free(values), free(varies);
   return s;
 }
 
 uj_status_t uj_optim_compile_cuda(uj_ctx_t* ctx, uj_optim_t* opt, const char* arch, int* kernels) {
-  if (!ctx || !opt) return rt_error(UJ_ERR_INVALID, "uj_optim_compile_cuda: ctx and opt must not be NULL");
+  if (kernels) *kernels = 0;
+  if (!ctx || !opt || !arch) return rt_error(UJ_ERR_INVALID, "uj_optim_compile_cuda: ctx, opt and arch must not be NULL");
+  static const uj_dtype_t variants[] = {UJ_F32, UJ_BF16, UJ_F16};
   int n = 0;
   uj_status_t s = UJ_OK;
-  for (int rank = 1; rank <= 2 && s == UJ_OK; rank++)
-    for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++)
-      s = compile_pass(ctx, opt, &opt->spec.passes[k], rank, arch, &n);
-  for (int rank = 1; rank <= 2 && s == UJ_OK; rank++) {
-    static float cell[4];
-    uj_tensor_t g = {cell, UJ_F32, UJ_CPU, rank, {2, 2}}, inv = {cell, UJ_F32, UJ_CPU, 0, {0}};
-    const uj_tensor_t* in[] = {&g, &inv};
-    int m = 0;
-    if ((s = optim_grad_program(&opt->grad_program)) != UJ_OK) break;
-    s = uj_program_compile_cuda(ctx, opt->grad_program, UJ_FORWARD, in, 2, NULL, 0, arch, &m, NULL);
-    if (s != UJ_OK) rt_error_prefix("the gradient pass, rank %d: ", rank);
-    n += m;
-  }
+  for (size_t v = 0; v < sizeof variants / sizeof *variants && s == UJ_OK; v++)
+    s = compile_variant(ctx, opt, variants[v], arch, &n);
   if (kernels) *kernels = n;
   return s;
 }
