@@ -11,7 +11,10 @@
  *   4. runs each pass over all groups in one uj_program_run_groups call,
  *      scalars as 0-d f32 tensors (one tensor for all groups when shared, so
  *      that the multi-tensor execution sees one value), per-group sums as
- *      small tensors the optimizer owns.
+ *      small tensors the optimizer owns, all in one block of cells that is
+ *      mirrored on the GPU for a step on GPU tensors (optim/cells.c); with
+ *      half copies (bf16/f16 parameters with f32 masters) the pass that
+ *      writes p last runs its variant that also writes them.
  * Scalars are run-time inputs, so nothing recompiles as t, the learning rate
  * or the groups change. */
 #include <math.h>

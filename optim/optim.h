@@ -2,7 +2,8 @@
  * text (optim/updaters.c) is read by optim/spec.c into a spec: its programs
  * and the role of every name they use. optim/optim.c runs a spec over
  * parameter groups (uj_optim_step); optim/amp.c is the pass over the
- * gradients that finds non-finite values and the global norm. */
+ * gradients that finds non-finite values and the global norm; optim/cells.c
+ * keeps the small values a step binds on the step's device. */
 #ifndef UJ_OPTIM_OPTIM_H
 #define UJ_OPTIM_OPTIM_H
 
