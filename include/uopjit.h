@@ -658,6 +658,17 @@ uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pa
                                     const uj_tensor_t* const* inputs, int input_count,
                                     const int64_t* params, int param_count, const char* arch,
                                     int* kernels, int* reused);
+/* The same for the kernels uj_program_run_groups launches on CUDA for
+ * groups like these (one over the chunk table, and one that combines
+ * reductions when the program has any): host tensors may stand in for GPU
+ * ones, as only their dtypes, ranks and shapes matter. UJ_ERR_UNSUPPORTED
+ * when the groups would not take the multi-tensor path (they would run one
+ * by one through uj_program_run); other errors as uj_program_compile_cuda's
+ * and uj_program_run_groups' checks. */
+uj_status_t uj_program_compile_groups_cuda(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups,
+                                           int group_count, int input_count, const int64_t* params,
+                                           int param_count, int output_count, const char* arch, int* kernels,
+                                           int* reused);
 
 /* ---- optimizers --------------------------------------------------------------- */
 
@@ -670,7 +681,7 @@ uj_status_t uj_program_compile_cuda(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pa
  *   uj_optim_set(opt, "lr", 3e-4);
  *   // per group: p, g, and the state tensors in uj_optim_state_name order
  *   uj_tensor_t* state0[] = {&m0, &v0};
- *   uj_optim_group_t groups[] = {{&p0, &g0, state0}, ...};
+ *   uj_optim_group_t groups[] = {{&p0, &g0, state0, NULL}, ...};
  *   for (...) uj_optim_step(ctx, opt, groups, n, NULL);   // t = 1, 2, ...
  *   uj_optim_free(opt);
  *
@@ -705,12 +716,20 @@ typedef struct uj_optim uj_optim_t;
 
 /* One parameter group: the parameter (updated in place), its gradient, and
  * the updater's state tensors in uj_optim_state_name order (NULL when the
- * updater has none). All host tensors of the parameter's shape and dtype: f32 (f64 computes in f64,
- * for references). */
+ * updater has none). All of the parameter's shape and dtype: f32 (f64
+ * computes in f64, for references), but for the gradient, which may also be
+ * bf16 or f16 (widened to f32 where it is read).
+ *
+ * Mixed precision with f32 master weights: param is the f32 master and
+ * param_half, when not NULL, a bf16 or f16 tensor of its shape that the same
+ * pass writes with the new parameter rounded to its dtype (nearest, ties to
+ * even), the copy a model computes with. Either every group of a step has
+ * one, all of one dtype, or none does. */
 typedef struct {
   uj_tensor_t* param;
   const uj_tensor_t* grad;
   uj_tensor_t* const* state;
+  uj_tensor_t* param_half; /* NULL: none */
 } uj_optim_group_t;
 
 /* What a step did. */
@@ -778,19 +797,29 @@ uj_status_t uj_optim_set_step_count(uj_optim_t* opt, int64_t count);
 uj_status_t uj_optim_set_grad_scale(uj_optim_t* opt, double scale);
 uj_status_t uj_optim_set_max_grad_norm(uj_optim_t* opt, double max_norm);
 /* One step over group_count groups with t = step count + 1, on ctx's
- * engine (host tensors; interp, mir, c or auto). Every group is checked
- * before anything is written: a NULL tensor, a dtype other than f32, a
- * gradient or state of another shape than its parameter, or a hyperparameter
+ * engine: host tensors on interp, mir, c or auto; GPU tensors (every tensor
+ * of the step on the GPU) on cuda or auto, each pass one launch over a
+ * chunk table. On the GPU the step returns once its kernels are queued on
+ * ctx's stream, except that it reads back what the host must see, a few
+ * values per group (the gradient pass's found-inf and norm sums with a
+ * loss scale or clip norm set, and per-group sums such as LAMB's norms),
+ * which waits for the work queued before. Every group is checked
+ * before anything is written: a NULL tensor, a dtype other than f32 (bf16
+ * or f16 for a gradient or a half copy), a half copy in some groups only,
+ * a gradient, state or half copy of another shape than its parameter, a
+ * tensor on another device than group 0's parameter, or a hyperparameter
  * without a value fails with UJ_ERR_INVALID or UJ_ERR_SHAPE naming the
  * group and the tensor. report may be NULL. An updater with [apply] makes
  * two passes; a failure inside the second (out of memory, a compile error)
  * leaves the first pass's state written. */
 uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t* groups, int group_count,
                           uj_optim_report_t* report);
-/* Compiles, without a GPU, the CUDA kernels of every pass of the updater
- * (and of the gradient pass) for parameters of rank 1 and 2, with NVRTC for
- * `arch` ("sm_90"); *kernels (may be NULL) receives how many kernels.
- * Errors as uj_program_compile_cuda's. */
+/* Compiles, without a GPU, the multi-tensor CUDA kernels a step on GPU
+ * tensors launches (uj_program_compile_groups_cuda) for every pass of the
+ * updater and for the gradient pass, with NVRTC for `arch` ("sm_90"): for
+ * f32 parameters and gradients, and for bf16 and for f16 gradients and half
+ * copies; *kernels (may be NULL) receives how many kernels. Errors as
+ * uj_program_compile_groups_cuda's. */
 uj_status_t uj_optim_compile_cuda(uj_ctx_t* ctx, uj_optim_t* opt, const char* arch, int* kernels);
 
 #ifdef __cplusplus

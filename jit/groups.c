@@ -154,3 +154,28 @@ int jit_groups_fast(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, in
   groups_plan_release(&plan);
   return fast;
 }
+
+uj_status_t uj_program_compile_groups_cuda(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups,
+                                           int group_count, int input_count, const int64_t* params,
+                                           int param_count, int output_count, const char* arch, int* kernels,
+                                           int* reused) {
+  if (kernels) *kernels = 0;
+  if (reused) *reused = 0;
+  if (!ctx || !p || !arch) return rt_error(UJ_ERR_INVALID, "uj_program_compile_groups_cuda: ctx, p and arch must not be NULL");
+  if (group_count < 1 || !groups) return rt_error(UJ_ERR_INVALID, "%d groups (NULL or fewer than 1)", group_count);
+  if (input_count != uj_program_io_count(p, 0) || output_count != uj_program_io_count(p, 1))
+    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs and %d outputs, got %d and %d",
+                    uj_program_io_count(p, 0), uj_program_io_count(p, 1), input_count, output_count);
+  groups_plan_t plan;
+  int fast = 0;
+  uj_status_t s = groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast);
+  if (s == UJ_OK && fast && (param_count != plan.flat->nparams || (param_count && !params))) fast = 0;
+  if (s == UJ_OK && fast) fast = groups_check_fast(&plan, groups, group_count, groups[0].inputs[0]->device);
+  if (s == UJ_OK && !fast) s = check_all(p, groups, group_count, input_count, params, output_count);
+  if (s == UJ_OK && !fast)
+    s = rt_error(UJ_ERR_UNSUPPORTED, "these groups do not take the multi-tensor path (they would run one by one)");
+  if (s == UJ_OK) s = jit_cuda_groups_compile_for(ctx, &plan, params, arch, reused);
+  if (s == UJ_OK && kernels) *kernels = plan.nred ? 2 : 1;
+  groups_plan_release(&plan);
+  return s;
+}

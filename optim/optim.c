@@ -11,7 +11,10 @@
  *   4. runs each pass over all groups in one uj_program_run_groups call,
  *      scalars as 0-d f32 tensors (one tensor for all groups when shared, so
  *      that the multi-tensor execution sees one value), per-group sums as
- *      small tensors the optimizer owns.
+ *      small tensors the optimizer owns, all in one block of cells that is
+ *      mirrored on the GPU for a step on GPU tensors (optim/cells.c); with
+ *      half copies (bf16/f16 parameters with f32 masters) the pass that
+ *      writes p last runs its variant that also writes them.
  * Scalars are run-time inputs, so nothing recompiles as t, the learning rate
  * or the groups change. */
 #include <math.h>
@@ -216,27 +219,44 @@ static int same_shape(const uj_tensor_t* a, const uj_tensor_t* b) {
   return 1;
 }
 
-static uj_status_t check_tensor(const uj_tensor_t* t, const uj_tensor_t* param, uj_dtype_t dtype, const char* what) {
+static const char* device_name(int device) { return device == UJ_CPU ? "host memory" : "GPU memory"; }
+
+/* device: group 0's parameter's; every tensor of a step must be there. */
+static uj_status_t check_tensor(const uj_tensor_t* t, const uj_tensor_t* param, uj_dtype_t dtype, int device,
+                                const char* what) {
   if (!t) return rt_error(UJ_ERR_INVALID, "%s is NULL", what);
   if (t->dtype != dtype)
     return rt_error(UJ_ERR_INVALID, "%s has dtype %s, expected %s", what, uj_dtype_name(t->dtype), uj_dtype_name(dtype));
-  if (t->device != UJ_CPU) return rt_error(UJ_ERR_UNSUPPORTED, "%s is on the GPU: optimizer steps take host tensors", what);
+  if ((int)t->device != device)
+    return rt_error(UJ_ERR_INVALID, "%s is in %s, group 0's parameter in %s: a step's tensors are all on one device",
+                    what, device_name(t->device), device_name(device));
   if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS) return rt_error(UJ_ERR_INVALID, "%s has rank %d", what, t->ndim);
   if (param && !same_shape(t, param)) return rt_error(UJ_ERR_SHAPE, "%s's shape differs from the parameter's", what);
   return UJ_OK;
 }
 
-/* dtype: the first group's parameter's, f32 or f64 (checked by the caller). */
-static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g, uj_dtype_t dtype) {
-  uj_status_t s = check_tensor(g->param, NULL, dtype, "the parameter");
-  if (s == UJ_OK) s = check_tensor(g->grad, g->param, dtype, "the gradient g");
+static int is_half(uj_dtype_t dtype) { return dtype == UJ_BF16 || dtype == UJ_F16; }
+
+/* dtype: the first group's parameter's, f32 or f64 (checked by the caller);
+ * half: the first group's half copy's dtype, or -1 for none. */
+static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g, uj_dtype_t dtype, int half,
+                               int device) {
+  uj_status_t s = check_tensor(g->param, NULL, dtype, device, "the parameter");
+  /* a bf16/f16 gradient is widened where it is read; with f32 parameters
+   * only (an f64 reference reads f64 gradients) */
+  uj_dtype_t grad_dtype = g->grad && dtype == UJ_F32 && is_half(g->grad->dtype) ? g->grad->dtype : dtype;
+  if (s == UJ_OK) s = check_tensor(g->grad, g->param, grad_dtype, device, "the gradient g");
   if (s == UJ_OK && opt->spec.state_count && !g->state)
     s = rt_error(UJ_ERR_INVALID, "state is NULL: updater %s needs %d state tensors", opt->name, opt->spec.state_count);
   for (int k = 0; k < opt->spec.state_count && s == UJ_OK; k++) {
     char what[96];
     snprintf(what, sizeof what, "state %s", opt->spec.states[k]);
-    s = check_tensor(g->state[k], g->param, dtype, what);
+    s = check_tensor(g->state[k], g->param, dtype, device, what);
   }
+  if (s == UJ_OK && (half < 0) != !g->param_half)
+    s = rt_error(UJ_ERR_INVALID, "%s a half copy param_half and group 0 %s: every group has one or none does",
+                 g->param_half ? "has" : "has no", half < 0 ? "has none" : "has one");
+  if (s == UJ_OK && half >= 0) s = check_tensor(g->param_half, g->param, (uj_dtype_t)half, device, "the half copy param_half");
   return s;
 }
 
@@ -301,17 +321,21 @@ static uj_status_t scalar_values(uj_optim_t* opt, int G, int64_t t, double gscal
   return s;
 }
 
-/* Everything a step's passes bind, made once per step. */
+/* Everything a step's passes bind, made once per step. The scalars and
+ * sums live in one block of cells (optim/cells.c), mirrored on the GPU for
+ * a step on GPU tensors; regions, each a multiple of 8 bytes:
+ *   scalars   [scalar][group] in the parameters' dtype
+ *   wide      the same in f64, for inputs a pass declares f64
+ *   sums      [sum][group], 8 bytes each, used as the output's dtype
+ *   sums_in   the sums in the parameters' dtype, for later passes */
 typedef struct {
   int G;
-  uj_dtype_t dtype;    /* the parameters': scalars and sums take it */
-  void* scalar_cells;  /* [scalar][group] */
+  uj_dtype_t dtype; /* the parameters': scalars and sums take it */
+  optim_cells_t cells;
+  size_t at_wide, at_sums, at_sums_in, sums_bytes, sums_in_bytes;
   uj_tensor_t* scalar_tensors;
-  double* scalar_wide_cells; /* the same in f64, for inputs a pass declares f64 */
   uj_tensor_t* scalar_wide_tensors;
-  double* sum_cells;        /* [sum][group], 8 bytes each, used as the output's dtype */
   uj_tensor_t* sum_outputs; /* rank of the group's parameter, sizes 1 */
-  void* sum_input_cells;    /* the sums in the parameters' dtype, for later passes */
   uj_tensor_t* sum_inputs;  /* 0-d */
   const uj_tensor_t** in;
   uj_tensor_t** out;
@@ -319,13 +343,13 @@ typedef struct {
 } bindings_t;
 
 static void bindings_release(bindings_t* b) {
-  free(b->scalar_cells), free(b->scalar_tensors), free(b->sum_cells), free(b->sum_outputs), free(b->sum_inputs);
-  free(b->scalar_wide_cells), free(b->scalar_wide_tensors), free(b->sum_input_cells);
+  optim_cells_release(&b->cells);
+  free(b->scalar_tensors), free(b->sum_outputs), free(b->sum_inputs), free(b->scalar_wide_tensors);
   free(b->in), free(b->out), free(b->groups);
 }
 
-static uj_status_t bindings_make(const uj_optim_t* opt, const uj_optim_group_t* groups, int G, const double* values,
-                                 const int* varies, bindings_t* b) {
+static uj_status_t bindings_make(uj_ctx_t* ctx, const uj_optim_t* opt, const uj_optim_group_t* groups, int G,
+                                 const double* values, const int* varies, bindings_t* b) {
   const optim_spec_t* sp = &opt->spec;
   int max_in = 0, max_out = 0;
   for (int k = 0; k < sp->pass_count; k++) {
@@ -337,43 +361,50 @@ static uj_status_t bindings_make(const uj_optim_t* opt, const uj_optim_group_t* 
   b->G = G;
   b->dtype = groups[0].param->dtype;
   size_t cell = (size_t)uj_dtype_size(b->dtype);
-  b->scalar_cells = calloc(sg, cell);
+  b->at_wide = optim_cells_round(sg * cell);
+  b->at_sums = b->at_wide + sg * sizeof(double);
+  b->sums_bytes = ug * sizeof(double);
+  b->at_sums_in = b->at_sums + b->sums_bytes;
+  b->sums_in_bytes = optim_cells_round(ug * cell);
+  uj_status_t s =
+      optim_cells_make(ctx, (uj_device_t)groups[0].param->device, b->at_sums_in + b->sums_in_bytes, &b->cells);
+  if (s != UJ_OK) return s;
   b->scalar_tensors = calloc(sg, sizeof(uj_tensor_t));
-  b->sum_cells = calloc(ug, sizeof(double));
-  b->sum_input_cells = calloc(ug, cell);
-  b->scalar_wide_cells = calloc(sg, sizeof(double));
   b->scalar_wide_tensors = calloc(sg, sizeof(uj_tensor_t));
   b->sum_outputs = calloc(ug, sizeof(uj_tensor_t));
   b->sum_inputs = calloc(ug, sizeof(uj_tensor_t));
   b->in = calloc((size_t)G * max_in + 1, sizeof(uj_tensor_t*));
-  b->out = calloc((size_t)G * max_out + 1, sizeof(uj_tensor_t*));
+  b->out = calloc((size_t)G * (max_out + 1) + 1, sizeof(uj_tensor_t*)); /* + the half copy */
   b->groups = calloc((size_t)G + 1, sizeof(uj_group_t));
-  if (!b->scalar_cells || !b->scalar_tensors || !b->sum_cells || !b->sum_input_cells || !b->scalar_wide_cells ||
-      !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->in ||
-      !b->out || !b->groups) {
+  if (!b->scalar_tensors || !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->in || !b->out ||
+      !b->groups) {
     bindings_release(b);
     return rt_error(UJ_ERR_OOM, "out of memory binding %d groups", G);
   }
+  char* host = b->cells.host;
+  double* wide = (double*)(host + b->at_wide);
   for (int k = 0; k < sp->scalar_count; k++)
     for (int i = 0; i < (varies[k] ? G : 1); i++) {
       size_t at = (size_t)k * G + i;
-      void* c = (char*)b->scalar_cells + at * cell;
+      void* c = host + at * cell;
       if (b->dtype == UJ_F64) *(double*)c = values[at];
       else *(float*)c = (float)values[at];
-      b->scalar_tensors[at] = (uj_tensor_t){c, b->dtype, UJ_CPU, 0, {0}};
-      b->scalar_wide_cells[at] = values[at];
-      b->scalar_wide_tensors[at] = (uj_tensor_t){&b->scalar_wide_cells[at], UJ_F64, UJ_CPU, 0, {0}};
+      b->scalar_tensors[at] = optim_cells_tensor(&b->cells, c, b->dtype, 0);
+      wide[at] = values[at];
+      b->scalar_wide_tensors[at] = optim_cells_tensor(&b->cells, &wide[at], UJ_F64, 0);
     }
+  double* sums = (double*)(host + b->at_sums);
   for (int k = 0; k < sp->sum_count; k++)
     for (int i = 0; i < G; i++) {
       size_t at = (size_t)k * G + i;
-      uj_tensor_t* o = &b->sum_outputs[at];
       uj_dtype_t dtype = sp->sum_wide[k] ? UJ_F64 : b->dtype;
-      *o = (uj_tensor_t){&b->sum_cells[at], dtype, UJ_CPU, groups[i].param->ndim, {0}};
-      for (int a = 0; a < o->ndim; a++) o->dims[a] = 1;
-      b->sum_inputs[at] = (uj_tensor_t){(char*)b->sum_input_cells + at * cell, b->dtype, UJ_CPU, 0, {0}};
+      b->sum_outputs[at] = optim_cells_tensor(&b->cells, &sums[at], dtype, groups[i].param->ndim);
+      b->sum_inputs[at] = optim_cells_tensor(&b->cells, host + b->at_sums_in + at * cell, b->dtype, 0);
     }
-  return UJ_OK;
+  /* the scalars go up once; the sums are written by the passes */
+  s = optim_cells_sync(&b->cells, 0, b->at_sums, 1);
+  if (s != UJ_OK) bindings_release(b);
+  return s;
 }
 
 static uj_tensor_t* slot_tensor(const uj_optim_group_t* g, bindings_t* b, optim_slot_t slot, int i, const int* varies,
@@ -389,36 +420,56 @@ static uj_tensor_t* slot_tensor(const uj_optim_group_t* g, bindings_t* b, optim_
   return NULL;
 }
 
-static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, const uj_optim_group_t* groups, bindings_t* b,
-                            const int* varies) {
+/* Fills b->groups for pass k; *program and *output_count: what to run
+ * (the pass that writes p last writes the half copies too, as the extra
+ * last output of its variant for their dtype). */
+static void bind_pass(const uj_optim_t* opt, int k, const uj_optim_group_t* groups, bindings_t* b, const int* varies,
+                      uj_program_t** program, int* output_count) {
   const optim_pass_t* pass = &opt->spec.passes[k];
+  int half = k == opt->spec.half_pass && groups[0].param_half ? optim_half_index(groups[0].param_half->dtype) : -1;
+  *program = half >= 0 ? pass->half_program[half] : pass->program;
+  *output_count = pass->output_count + (half >= 0);
   for (int i = 0; i < b->G; i++) {
     const uj_tensor_t** in = b->in + (size_t)i * pass->input_count;
-    uj_tensor_t** out = b->out + (size_t)i * pass->output_count;
+    uj_tensor_t** out = b->out + (size_t)i * *output_count;
     for (int j = 0; j < pass->input_count; j++) {
       uj_dtype_t declared = UJ_F32;
       int wide = uj_program_input_dtype(pass->program, j, &declared) && declared == UJ_F64;
       in[j] = slot_tensor(&groups[i], b, pass->inputs[j], i, varies, 0, wide);
     }
     for (int o = 0; o < pass->output_count; o++) out[o] = slot_tensor(&groups[i], b, pass->outputs[o], i, varies, 1, 0);
+    if (half >= 0) out[pass->output_count] = groups[i].param_half;
     b->groups[i] = (uj_group_t){in, out};
   }
-  uj_status_t s = uj_program_run_groups(ctx, pass->program, b->groups, b->G, pass->input_count, NULL, 0,
-                                        pass->output_count);
+}
+
+static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, const uj_optim_group_t* groups, bindings_t* b,
+                            const int* varies) {
+  const optim_pass_t* pass = &opt->spec.passes[k];
+  uj_program_t* program;
+  int output_count, makes_sums = 0;
+  bind_pass(opt, k, groups, b, varies, &program, &output_count);
+  uj_status_t s = uj_program_run_groups(ctx, program, b->groups, b->G, pass->input_count, NULL, 0, output_count);
   if (s != UJ_OK) rt_error_prefix("updater %s, [%s]: ", opt->name, k == 0 ? "update" : "apply");
-  /* the sums as later passes read them: in the parameters' dtype */
-  for (int o = 0; o < pass->output_count && s == UJ_OK; o++) {
+  for (int o = 0; o < pass->output_count; o++) makes_sums |= pass->outputs[o].role == OPTIM_SUM;
+  if (s != UJ_OK || !makes_sums) return s;
+  /* the sums as later passes read them: in the parameters' dtype (from the
+   * GPU and back there: a few values per group) */
+  if ((s = optim_cells_sync(&b->cells, b->at_sums, b->sums_bytes, 0)) != UJ_OK) return s;
+  const double* sums = (const double*)(b->cells.host + b->at_sums);
+  void* sums_in = b->cells.host + b->at_sums_in;
+  for (int o = 0; o < pass->output_count; o++) {
     if (pass->outputs[o].role != OPTIM_SUM) continue;
     for (int i = 0; i < b->G; i++) {
       size_t at = (size_t)pass->outputs[o].index * b->G + i;
       float narrow;
-      memcpy(&narrow, &b->sum_cells[at], sizeof narrow);
-      double v = b->sum_outputs[at].dtype == UJ_F64 ? b->sum_cells[at] : (double)narrow;
-      if (b->dtype == UJ_F64) ((double*)b->sum_input_cells)[at] = v;
-      else ((float*)b->sum_input_cells)[at] = (float)v;
+      memcpy(&narrow, &sums[at], sizeof narrow);
+      double v = b->sum_outputs[at].dtype == UJ_F64 ? sums[at] : (double)narrow;
+      if (b->dtype == UJ_F64) ((double*)sums_in)[at] = v;
+      else ((float*)sums_in)[at] = (float)v;
     }
   }
-  return s;
+  return optim_cells_sync(&b->cells, b->at_sums_in, b->sums_in_bytes, 1);
 }
 
 uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t* groups, int group_count,
@@ -429,8 +480,15 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
   uj_dtype_t dtype = group_count && groups[0].param ? groups[0].param->dtype : UJ_F32;
   if (dtype != UJ_F32 && dtype != UJ_F64)
     return rt_error(UJ_ERR_INVALID, "group 0: the parameter has dtype %s, expected f32 (or f64)", uj_dtype_name(dtype));
+  int half = group_count && groups[0].param_half ? (int)groups[0].param_half->dtype : -1;
+  if (half >= 0 && !is_half((uj_dtype_t)half))
+    return rt_error(UJ_ERR_INVALID, "group 0: the half copy param_half has dtype %s, expected bf16 or f16",
+                    uj_dtype_name((uj_dtype_t)half));
+  int device = group_count && groups[0].param ? (int)groups[0].param->device : UJ_CPU;
+  if (device != UJ_CPU && device != UJ_CUDA)
+    return rt_error(UJ_ERR_INVALID, "group 0: the parameter's device is %d, not UJ_CPU or UJ_CUDA", device);
   for (int i = 0; i < group_count; i++) {
-    uj_status_t s = check_group(opt, &groups[i], dtype);
+    uj_status_t s = check_group(opt, &groups[i], dtype, half, device);
     if (s != UJ_OK) {
       rt_error_prefix("group %d: ", i);
       return s;
@@ -466,7 +524,7 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
   }
   bindings_t b;
   s = G ? scalar_values(opt, G, t, r.gscale, values, varies) : UJ_OK;
-  if (s == UJ_OK && G) s = bindings_make(opt, groups, G, values, varies, &b);
+  if (s == UJ_OK && G) s = bindings_make(ctx, opt, groups, G, values, varies, &b);
   if (s == UJ_OK && G) {
     for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++) s = run_pass(ctx, opt, k, groups, &b, varies);
     bindings_release(&b);
@@ -481,44 +539,79 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
 
 /* ---- CUDA kernels without a GPU ----------------------------------------------------------- */
 
-static uj_status_t compile_pass(uj_ctx_t* ctx, const uj_optim_t* opt, const optim_pass_t* pass, int rank,
-                                const char* arch, int* kernels) {
-  static double cell[4];
-  uj_tensor_t probe[64];
-  const uj_tensor_t* in[64];
-  if (pass->input_count > 64) return rt_error(UJ_ERR_UNSUPPORTED, "a pass of over 64 inputs");
-  for (int j = 0; j < pass->input_count; j++) {
-    optim_role_t role = pass->inputs[j].role;
-    int tensor = role == OPTIM_PARAM || role == OPTIM_GRAD || role == OPTIM_STATE;
-    uj_dtype_t dtype = UJ_F32;
-    uj_program_input_dtype(pass->program, j, &dtype);
-    probe[j] = (uj_tensor_t){cell, dtype, UJ_CPU, tensor ? rank : 0, {2, 2}};
-    in[j] = &probe[j];
+/* Compiles the multi-tensor kernels of every pass, and of the gradient
+ * pass, as a step over two probe groups (ranks 1 and 2) with gradients and
+ * half copies of dtype `half` (UJ_F32: f32 gradients and none) would launch
+ * them: the same bindings a step makes, in host memory standing in for the
+ * GPU's. */
+/* A tensor over the next 4 cells at *at: of rank 1 (3 elements) or 2
+ * (2 x 2), or with every size 1 (a per-group sum). */
+static uj_tensor_t probe_tensor(uj_dtype_t dtype, int ndim, int reduced, double** at) {
+  uj_tensor_t t = {*at, dtype, UJ_CPU, ndim, {reduced ? 1 : ndim == 1 ? 3 : 2, reduced ? 1 : 2}};
+  *at += 4;
+  return t;
+}
+
+static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t half, const char* arch, int* kernels) {
+  enum { PROBES = 2, CELLS = 4 };
+  int ns = opt->spec.state_count;
+  uj_tensor_t p[PROBES], g[PROBES], h[PROBES], bad[PROBES], norm[PROBES];
+  uj_tensor_t* states = calloc((size_t)PROBES * ns + 1, sizeof(uj_tensor_t));
+  uj_tensor_t** state_ptr = calloc((size_t)PROBES * ns + 1, sizeof(uj_tensor_t*));
+  double* cells = calloc((size_t)PROBES * (ns + 5) * CELLS, sizeof(double)); /* room for f64 too */
+  double* values = calloc((size_t)opt->spec.scalar_count * PROBES + 1, sizeof(double));
+  int* varies = calloc((size_t)opt->spec.scalar_count + 1, sizeof(int));
+  uj_status_t s = states && state_ptr && cells && values && varies ? UJ_OK : rt_error(UJ_ERR_OOM, "out of memory for probes");
+  uj_optim_group_t groups[PROBES];
+  for (int i = 0; i < PROBES && s == UJ_OK; i++) {
+    double* at = cells + (size_t)i * (ns + 5) * CELLS;
+    int ndim = i + 1;
+    p[i] = probe_tensor(UJ_F32, ndim, 0, &at), g[i] = probe_tensor(half, ndim, 0, &at);
+    h[i] = probe_tensor(half, ndim, 0, &at);
+    bad[i] = probe_tensor(UJ_F32, ndim, 1, &at), norm[i] = probe_tensor(UJ_F32, ndim, 1, &at);
+    for (int k = 0; k < ns; k++) states[i * ns + k] = probe_tensor(UJ_F32, ndim, 0, &at), state_ptr[i * ns + k] = &states[i * ns + k];
+    groups[i] = (uj_optim_group_t){&p[i], &g[i], &state_ptr[i * ns], half == UJ_F32 ? NULL : &h[i]};
   }
-  int n = 0;
-  uj_status_t s = uj_program_compile_cuda(ctx, pass->program, UJ_FORWARD, in, pass->input_count, NULL, 0, arch, &n, NULL);
-  if (s != UJ_OK) rt_error_prefix("updater %s, rank %d: ", opt->name, rank);
-  *kernels += n;
+  bindings_t b;
+  if (s == UJ_OK) s = bindings_make(ctx, opt, groups, PROBES, values, varies, &b);
+  for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++) {
+    uj_program_t* program;
+    int output_count, n = 0;
+    bind_pass(opt, k, groups, &b, varies, &program, &output_count);
+    s = uj_program_compile_groups_cuda(ctx, program, b.groups, PROBES, opt->spec.passes[k].input_count, NULL, 0,
+                                       output_count, arch, &n, NULL);
+    if (s != UJ_OK) rt_error_prefix("updater %s, [%s], %s: ", opt->name, k ? "apply" : "update", uj_dtype_name(half));
+    *kernels += n;
+    if (k == opt->spec.pass_count - 1) bindings_release(&b);
+  }
+  if (s == UJ_OK) s = optim_grad_program(&opt->grad_program);
+  if (s == UJ_OK) {
+    float inv_cell = 1;
+    uj_tensor_t inv = {&inv_cell, UJ_F32, UJ_CPU, 0, {0}};
+    const uj_tensor_t* in[2 * PROBES];
+    uj_tensor_t* out[2 * PROBES];
+    uj_group_t grad_groups[PROBES];
+    for (int i = 0; i < PROBES; i++) {
+      in[2 * i] = &g[i], in[2 * i + 1] = &inv, out[2 * i] = &bad[i], out[2 * i + 1] = &norm[i];
+      grad_groups[i] = (uj_group_t){&in[2 * i], &out[2 * i]};
+    }
+    int n = 0;
+    s = uj_program_compile_groups_cuda(ctx, opt->grad_program, grad_groups, PROBES, 2, NULL, 0, 2, arch, &n, NULL);
+    if (s != UJ_OK) rt_error_prefix("the gradient pass, %s: ", uj_dtype_name(half));
+    *kernels += n;
+  }
+  free(states), free(state_ptr), free(cells), free(values), free(varies);
   return s;
 }
 
 uj_status_t uj_optim_compile_cuda(uj_ctx_t* ctx, uj_optim_t* opt, const char* arch, int* kernels) {
-  if (!ctx || !opt) return rt_error(UJ_ERR_INVALID, "uj_optim_compile_cuda: ctx and opt must not be NULL");
+  if (kernels) *kernels = 0;
+  if (!ctx || !opt || !arch) return rt_error(UJ_ERR_INVALID, "uj_optim_compile_cuda: ctx, opt and arch must not be NULL");
+  static const uj_dtype_t variants[] = {UJ_F32, UJ_BF16, UJ_F16};
   int n = 0;
   uj_status_t s = UJ_OK;
-  for (int rank = 1; rank <= 2 && s == UJ_OK; rank++)
-    for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++)
-      s = compile_pass(ctx, opt, &opt->spec.passes[k], rank, arch, &n);
-  for (int rank = 1; rank <= 2 && s == UJ_OK; rank++) {
-    static float cell[4];
-    uj_tensor_t g = {cell, UJ_F32, UJ_CPU, rank, {2, 2}}, inv = {cell, UJ_F32, UJ_CPU, 0, {0}};
-    const uj_tensor_t* in[] = {&g, &inv};
-    int m = 0;
-    if ((s = optim_grad_program(&opt->grad_program)) != UJ_OK) break;
-    s = uj_program_compile_cuda(ctx, opt->grad_program, UJ_FORWARD, in, 2, NULL, 0, arch, &m, NULL);
-    if (s != UJ_OK) rt_error_prefix("the gradient pass, rank %d: ", rank);
-    n += m;
-  }
+  for (size_t v = 0; v < sizeof variants / sizeof *variants && s == UJ_OK; v++)
+    s = compile_variant(ctx, opt, variants[v], arch, &n);
   if (kernels) *kernels = n;
   return s;
 }

@@ -2,7 +2,8 @@
  * text (optim/updaters.c) is read by optim/spec.c into a spec: its programs
  * and the role of every name they use. optim/optim.c runs a spec over
  * parameter groups (uj_optim_step); optim/amp.c is the pass over the
- * gradients that finds non-finite values and the global norm. */
+ * gradients that finds non-finite values and the global norm; optim/cells.c
+ * keeps the small values a step binds on the step's device. */
 #ifndef UJ_OPTIM_OPTIM_H
 #define UJ_OPTIM_OPTIM_H
 
@@ -40,7 +41,16 @@ typedef struct {
   int input_count, output_count;
   optim_slot_t* inputs;
   optim_slot_t* outputs;
+  /* The pass that writes p last also has a variant per half dtype (bf16,
+   * f16) that writes the half copy as one more output, after the others:
+   * the section's text plus "p_half: bf16; p_half = p". NULL elsewhere. */
+  uj_program_t* half_program[2];
 } optim_pass_t;
+
+/* The output the half variants add, a name updaters may not use. */
+#define OPTIM_HALF_NAME "p_half"
+/* half_program's index for bf16 or f16; -1 for another dtype. */
+static inline int optim_half_index(uj_dtype_t dtype) { return dtype == UJ_BF16 ? 0 : dtype == UJ_F16 ? 1 : -1; }
 
 typedef enum {
   OPTIM_HPARAM,  /* set by the caller, or its default */
@@ -66,6 +76,7 @@ typedef struct {
   int scalars_input_count, scalars_output_count;
   optim_pass_t passes[OPTIM_MAX_PASSES]; /* [update], then [apply] */
   int pass_count;
+  int half_pass; /* the last pass that writes p: the one with half variants */
   char** states;
   int state_count;
   optim_scalar_t* scalar_list;
@@ -84,6 +95,28 @@ uj_status_t optim_spec_parse(const char* text, optim_spec_t* spec);
 void optim_spec_release(optim_spec_t* spec);
 /* The index of scalar `name`, or -1. */
 int optim_spec_scalar(const optim_spec_t* spec, const char* name);
+
+/* ---- small values on the step's device (cells.c) ------------------------------------- */
+
+/* A host block of `bytes` and, for a device other than the CPU, a mirror of
+ * it there. Regions synced must be 8-byte multiples at 8-byte offsets. */
+typedef struct {
+  uj_ctx_t* ctx;
+  uj_device_t device;
+  char* host;
+  uj_tensor_t mirror; /* device memory (uj_tensor_alloc), unused on the CPU */
+  size_t bytes;
+} optim_cells_t;
+
+size_t optim_cells_round(size_t bytes); /* up to a multiple of 8 */
+uj_status_t optim_cells_make(uj_ctx_t* ctx, uj_device_t device, size_t bytes, optim_cells_t* c);
+void optim_cells_release(optim_cells_t* c);
+/* A tensor of `ndim` size-1 axes over the cell at host_cell (in c->host),
+ * on c's device: the mirror's cell at the same offset. */
+uj_tensor_t optim_cells_tensor(const optim_cells_t* c, const void* host_cell, uj_dtype_t dtype, int ndim);
+/* Copies bytes at offset between the host block and the mirror; nothing
+ * on the CPU. A copy to the host waits for the work queued before it. */
+uj_status_t optim_cells_sync(optim_cells_t* c, size_t offset, size_t bytes, int to_device);
 
 /* ---- the gradient pass (amp.c) ------------------------------------------------------ */
 

@@ -333,6 +333,39 @@ static uj_status_t parse_section(const section_t* section, const char* name, uj_
   return s;
 }
 
+/* The variants of pass k that also write p rounded to bf16 and to f16 (see
+ * optim_pass_t). Appending the assignment leaves the pass's inputs and its
+ * other outputs as they are, in the same order (checked: the step binds the
+ * variant with the pass's slots). */
+static uj_status_t build_half_variants(optim_spec_t* spec, int k, const section_t* section) {
+  static const char* const dtype_names[2] = {"bf16", "f16"};
+  optim_pass_t* pass = &spec->passes[k];
+  for (int io = 0; io < 2; io++)
+    for (int i = 0; i < uj_program_io_count(pass->program, io); i++)
+      if (strcmp(uj_program_io_name(pass->program, io, i), OPTIM_HALF_NAME) == 0)
+        return rt_error(UJ_ERR_INVALID, "updater [%s] uses the name %s, which the half copy of p takes",
+                        section_names[SECTION_UPDATE + k], OPTIM_HALF_NAME);
+  for (int d = 0; d < 2; d++) {
+    rt_buf_t text = {0};
+    rt_buf_printf(&text, "%s\n" OPTIM_HALF_NAME ": %s\n" OPTIM_HALF_NAME " = p\n", section->source, dtype_names[d]);
+    char* source = rt_buf_take(&text);
+    if (!source) return rt_error(UJ_ERR_OOM, "out of memory making the %s variant of the updater", dtype_names[d]);
+    uj_status_t s = uj_program_parse(source, &pass->half_program[d]);
+    free(source);
+    if (s != UJ_OK) return s;
+    uj_program_t* q = pass->half_program[d];
+    int same = uj_program_io_count(q, 0) == pass->input_count && uj_program_io_count(q, 1) == pass->output_count + 1;
+    for (int i = 0; same && i < pass->input_count; i++)
+      same = strcmp(uj_program_io_name(q, 0, i), uj_program_io_name(pass->program, 0, i)) == 0;
+    for (int o = 0; same && o < pass->output_count; o++)
+      same = strcmp(uj_program_io_name(q, 1, o), uj_program_io_name(pass->program, 1, o)) == 0;
+    if (!same)
+      return rt_error(UJ_ERR_INVALID, "updater [%s]: its %s variant binds other inputs or outputs",
+                      section_names[SECTION_UPDATE + k], dtype_names[d]);
+  }
+  return UJ_OK;
+}
+
 static uj_status_t build(optim_spec_t* spec, section_t sections[SECTION_COUNT]) {
   if (!sections[SECTION_UPDATE].source) return rt_error(UJ_ERR_PARSE, "the updater has no [update] section");
   uj_status_t s = parse_section(&sections[SECTION_UPDATE], "update", &spec->passes[0].program);
@@ -344,10 +377,12 @@ static uj_status_t build(optim_spec_t* spec, section_t sections[SECTION_COUNT]) 
   }
   for (int k = 0; k < spec->pass_count; k++)
     if ((s = classify_pass(spec, k, section_names[SECTION_UPDATE + k])) != UJ_OK) return s;
-  int writes_p = 0;
+  spec->half_pass = -1;
   for (int k = 0; k < spec->pass_count; k++)
-    for (int o = 0; o < spec->passes[k].output_count; o++) writes_p |= spec->passes[k].outputs[o].role == OPTIM_PARAM;
-  if (!writes_p) return rt_error(UJ_ERR_INVALID, "the updater never assigns the parameter p");
+    for (int o = 0; o < spec->passes[k].output_count; o++)
+      if (spec->passes[k].outputs[o].role == OPTIM_PARAM) spec->half_pass = k;
+  if (spec->half_pass < 0) return rt_error(UJ_ERR_INVALID, "the updater never assigns the parameter p");
+  if ((s = build_half_variants(spec, spec->half_pass, &sections[SECTION_UPDATE + spec->half_pass])) != UJ_OK) return s;
   if (sections[SECTION_SCALARS].source) {
     if ((s = parse_section(&sections[SECTION_SCALARS], "scalars", &spec->scalars)) != UJ_OK) return s;
     if ((s = bind_scalars_program(spec)) != UJ_OK) return s;
@@ -380,6 +415,7 @@ void optim_spec_release(optim_spec_t* spec) {
   free(spec->scalars_inputs), free(spec->scalars_outputs);
   for (int k = 0; k < OPTIM_MAX_PASSES; k++) {
     uj_program_free(spec->passes[k].program);
+    uj_program_free(spec->passes[k].half_program[0]), uj_program_free(spec->passes[k].half_program[1]);
     free(spec->passes[k].inputs), free(spec->passes[k].outputs);
   }
   for (int i = 0; i < spec->state_count; i++) free(spec->states[i]);

@@ -1,6 +1,7 @@
 /* tests/test_cli_optim.c: `uopjit optim`. --check of a built-in and of an
  * updater text passes on every CPU engine and says so once per engine; a
- * shapes file and the mixed-precision options reach the step; a wrong
+ * shapes file and the mixed-precision options reach the step, and so do
+ * half parameters with f32 master weights (--dtype bf16|f16); a wrong
  * updater (a rule that is not the f64 one: the check must be able to fail)
  * is reported with its step, group and element; bad usage exits 2 with
  * the reason. */
@@ -26,6 +27,25 @@ TEST(check_of_a_builtin_and_of_a_text_passes_on_every_cpu_engine) {
               "--groups", "5", "--steps", "4", "--grad-scale", "512", "--max-grad-norm", "3", NULL);
   CHECK(r.status == 0 && count_matches(r.out, "check: ok") == cpu_engines() && strstr(r.out, "4 steps"));
   if (r.status) result_show("a text", &r);
+  result_free(&r);
+}
+
+TEST(half_parameters_with_f32_master_weights_check_on_every_cpu_engine) {
+  NEED_CLI();
+  result_t r = run_cli("optim", "--check", "lamb", "--dtype", "bf16", "--master", "f32", "--groups", "7", "--sizes",
+                       "1..2000", NULL);
+  CHECK(r.status == 0 && count_matches(r.out, "check: ok") == cpu_engines() && strstr(r.out, "bf16 with f32 master"));
+  if (r.status) result_show("lamb bf16", &r);
+  result_free(&r);
+  r = run_cli("optim", "--updater", "[update]\nm = 0.9*m + gscale*g\np = p - lr*m", "--scalar", "lr=0.05", "--check",
+              "--dtype", "f16", "--groups", "5", "--grad-scale", "512", "--max-grad-norm", "3", NULL);
+  CHECK(r.status == 0 && count_matches(r.out, "check: ok") == cpu_engines() && strstr(r.out, "f16 with f32 master"));
+  if (r.status) result_show("a text in f16", &r);
+  result_free(&r);
+  r = run_cli("optim", "--updater", "adamw", "--dtype", "bf16", "--groups", "4", "--engine", "interp", "--steps", "3",
+              NULL);
+  CHECK(r.status == 0 && strstr(r.out, "adamw, bf16, 4 groups") && strstr(r.out, "median step"));
+  if (r.status) result_show("timing bf16", &r);
   result_free(&r);
 }
 
@@ -66,7 +86,8 @@ TEST(bad_usage_exits_2_with_the_reason) {
       {{"optim", "--check", "adam", "--groups", "x", NULL}, "--groups wants gpt2 or a count"},
       {{"optim", "--check", "adam", "--sizes", "5..2", NULL}, "--sizes wants MIN..MAX"},
       {{"optim", "--check", "adam", "--scalar", "beta=1", NULL}, "no hyperparameter \"beta\""},
-      {{"optim", "--check", "adam", "--dtype", "bf16", NULL}, "f32 in this build"},
+      {{"optim", "--check", "adam", "--dtype", "f8", NULL}, "--dtype wants f32, bf16 or f16"},
+      {{"optim", "--check", "adam", "--master", "bf16", NULL}, "--master wants f32"},
       {{"optim", "--check", "adam", "--engine", "gpu", NULL}, "--engine wants"},
       {{"optim", "--updater", "p = p - (g", NULL}, "program line 1"},
   };

@@ -103,6 +103,14 @@ TEST(every_multi_tensor_kernel_compiles_for_sm_90) {
       uj_status_t s = jit_cuda_groups_compile_for(ctx, &plan, NULL, "sm_90", NULL);
       CHECK(s == UJ_OK);
       if (s != UJ_OK) fprintf(stderr, "  %s: %s\n", programs[k].src, uj_last_error());
+      /* the API's way to the same kernels: one, and one more to combine reductions */
+      int kernels = 0;
+      s = uj_program_compile_groups_cuda(ctx, w->prog, w->groups, 3, w->nin, NULL, 0, w->nout, "sm_90", &kernels, NULL);
+      CHECK(s == UJ_OK && kernels == (plan.nred ? 2 : 1));
+      CHECK(uj_program_compile_groups_cuda(ctx, w->prog, w->groups, 3, w->nin + 1, NULL, 0, w->nout, "sm_90", NULL,
+                                           NULL) == UJ_ERR_INVALID);
+      CHECK(uj_program_compile_groups_cuda(ctx, w->prog, w->groups, 0, w->nin, NULL, 0, w->nout, "sm_90", NULL,
+                                           NULL) == UJ_ERR_INVALID);
     }
     groups_plan_release(&plan);
     gw_free(w);

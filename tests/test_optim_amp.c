@@ -41,7 +41,7 @@ static void model_make(model_t* m, uint64_t* rng, int nstate) {
     g->n = or_tnumel(&g->p);
     or_fill_real(rng, &g->p, -1, 1);
     for (int k = 0; k < nstate; k++) g->state[k] = or_tensor(UJ_F32, ndim, dims), g->state_ptr[k] = &g->state[k];
-    m->groups[i] = (uj_optim_group_t){&g->p, &g->g, g->state_ptr};
+    m->groups[i] = (uj_optim_group_t){&g->p, &g->g, g->state_ptr, NULL};
   }
 }
 

@@ -101,7 +101,7 @@ static int64_t check_updater(const char* name, int slot, uint64_t seed) {
   group_t gr[NGROUPS];
   make_groups(&rng, gr, nstate);
   uj_optim_group_t groups[NGROUPS];
-  for (int i = 0; i < NGROUPS; i++) groups[i] = (uj_optim_group_t){&gr[i].p, &gr[i].g, gr[i].state_ptr};
+  for (int i = 0; i < NGROUPS; i++) groups[i] = (uj_optim_group_t){&gr[i].p, &gr[i].g, gr[i].state_ptr, NULL};
   double tol = 1e-5;
   int64_t bad = 0;
   for (int step = 1; step <= STEPS; step++) {

@@ -21,7 +21,14 @@
  * moved by 4 ulps, gives what the engine gave (a backward error: Lion's
  * sign(c) jumps where c is within rounding of 0); the line counts them. max_rel_err is the largest |got - ref| / max(1, |ref|), as in
  * `uopjit run --check`. With --grad-scale or --max-grad-norm the reported global norm is
- * checked against the f64 norm too. */
+ * checked against the f64 norm too.
+ *
+ * --dtype bf16|f16: half parameters with f32 master weights. The gradients
+ * are half tensors (the reference reads them widened, exactly), and every
+ * group has a half copy of its parameter that the step writes; the check
+ * then also wants each half copy to be the engine's new master rounded to
+ * the half dtype, bit for bit, and within one unit of the half dtype of the
+ * f64 reference's parameter rounded to it. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -59,6 +66,7 @@ typedef struct {
   const char* scalar_names[MAX_SCALARS];
   double scalar_values[MAX_SCALARS];
   int scalar_count;
+  uj_dtype_t half; /* --dtype bf16|f16; UJ_F32 for none */
 } optim_options_t;
 
 /* ---- shapes -------------------------------------------------------------------------------- */
@@ -169,7 +177,7 @@ static int parse_double(const char* text, double* out) {
 
 static int parse_options(int argc, char** argv, optim_options_t* o) {
   memset(o, 0, sizeof *o);
-  o->size_min = 1, o->size_max = 65536, o->seed = 1, o->reference = UJ_ENGINE_INTERP;
+  o->size_min = 1, o->size_max = 65536, o->seed = 1, o->reference = UJ_ENGINE_INTERP, o->half = UJ_F32;
   int steps_given = 0;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -214,8 +222,13 @@ static int parse_options(int argc, char** argv, optim_options_t* o) {
       if (!eq || eq == v || !parse_double(eq + 1, &value) || o->scalar_count == MAX_SCALARS)
         return cli_usage_error(CMD, "--scalar wants NAME=VALUE (at most 32), got", v);
       o->scalar_names[o->scalar_count] = v, o->scalar_values[o->scalar_count++] = value;
-    } else if (strcmp(a, "--dtype") == 0 || strcmp(a, "--master") == 0) {
-      if (strcmp(v, "f32") != 0) return cli_usage_error(CMD, "parameters are f32 in this build; got", v);
+    } else if (strcmp(a, "--dtype") == 0) {
+      if (strcmp(v, "f32") == 0) o->half = UJ_F32;
+      else if (strcmp(v, "bf16") == 0) o->half = UJ_BF16;
+      else if (strcmp(v, "f16") == 0) o->half = UJ_F16;
+      else return cli_usage_error(CMD, "--dtype wants f32, bf16 or f16 (half parameters with f32 master weights), got", v);
+    } else if (strcmp(a, "--master") == 0) {
+      if (strcmp(v, "f32") != 0) return cli_usage_error(CMD, "--master wants f32 (the master weights' dtype), got", v);
     } else {
       return cli_usage_error(CMD, "unknown option", a);
     }
@@ -232,51 +245,64 @@ static int parse_options(int argc, char** argv, optim_options_t* o) {
 typedef struct {
   int count, nstate;
   shape_t* shapes;
-  uj_tensor_t *p, *g, *state; /* state[i * nstate + k] */
+  uj_dtype_t half;              /* the gradients' and half copies' dtype, or UJ_F32 */
+  uj_tensor_t *p, *g, *p_half, *state; /* state[i * nstate + k]; p_half with --dtype bf16|f16 */
   uj_tensor_t** state_ptr;
   uj_optim_group_t* groups;
 } model_t;
 
 static void model_free(model_t* m) {
   for (int i = 0; m->p && i < m->count; i++) {
-    free(m->p[i].data), free(m->g[i].data);
+    free(m->p[i].data), free(m->g[i].data), free(m->p_half ? m->p_half[i].data : NULL);
     for (int k = 0; k < m->nstate; k++) free(m->state[i * m->nstate + k].data);
   }
-  free(m->p), free(m->g), free(m->state), free(m->state_ptr), free(m->groups);
+  free(m->p), free(m->g), free(m->p_half), free(m->state), free(m->state_ptr), free(m->groups);
 }
 
-static uj_tensor_t host_tensor(const shape_t* s) {
-  uj_tensor_t t = {calloc((size_t)s->n, sizeof(float)), UJ_F32, UJ_CPU, s->ndim, {s->dims[0], s->dims[1]}};
+static uj_tensor_t host_tensor(const shape_t* s, uj_dtype_t dtype) {
+  uj_tensor_t t = {calloc((size_t)s->n, (size_t)uj_dtype_size(dtype)), dtype, UJ_CPU, s->ndim, {s->dims[0], s->dims[1]}};
   return t;
 }
 
-static int model_make(model_t* m, const shape_t* shapes, int count, int nstate, uint64_t seed) {
+/* Gradient element e of group i, widened. */
+static double grad_at(const model_t* m, int i, int64_t e) {
+  if (m->half == UJ_F32) return ((const float*)m->g[i].data)[e];
+  return uj_half_to_f64(m->half, ((const uint16_t*)m->g[i].data)[e]);
+}
+
+static int model_make(model_t* m, const shape_t* shapes, int count, int nstate, uj_dtype_t half, uint64_t seed) {
   memset(m, 0, sizeof *m);
-  m->count = count, m->nstate = nstate, m->shapes = (shape_t*)shapes;
+  m->count = count, m->nstate = nstate, m->shapes = (shape_t*)shapes, m->half = half;
   m->p = calloc((size_t)count, sizeof(uj_tensor_t)), m->g = calloc((size_t)count, sizeof(uj_tensor_t));
+  if (half != UJ_F32 && !(m->p_half = calloc((size_t)count, sizeof(uj_tensor_t)))) return 0;
   m->state = calloc((size_t)count * nstate + 1, sizeof(uj_tensor_t));
   m->state_ptr = calloc((size_t)count * nstate + 1, sizeof(uj_tensor_t*));
   m->groups = calloc((size_t)count, sizeof(uj_optim_group_t));
   if (!m->p || !m->g || !m->state || !m->state_ptr || !m->groups) return 0;
   uint64_t st = seed;
   for (int i = 0; i < count; i++) {
-    m->p[i] = host_tensor(&shapes[i]), m->g[i] = host_tensor(&shapes[i]);
+    m->p[i] = host_tensor(&shapes[i], UJ_F32), m->g[i] = host_tensor(&shapes[i], half);
     if (!m->p[i].data || !m->g[i].data) return 0;
+    if (m->p_half && !(m->p_half[i] = host_tensor(&shapes[i], half)).data) return 0;
     for (int64_t e = 0; e < shapes[i].n; e++) ((float*)m->p[i].data)[e] = cli_rng_float(&st);
     for (int k = 0; k < nstate; k++) {
       uj_tensor_t* t = &m->state[i * nstate + k];
-      *t = host_tensor(&shapes[i]);
+      *t = host_tensor(&shapes[i], UJ_F32);
       if (!t->data) return 0;
       m->state_ptr[i * nstate + k] = t;
     }
-    m->groups[i] = (uj_optim_group_t){&m->p[i], &m->g[i], &m->state_ptr[i * nstate]};
+    m->groups[i] = (uj_optim_group_t){&m->p[i], &m->g[i], &m->state_ptr[i * nstate], m->p_half ? &m->p_half[i] : NULL};
   }
   return 1;
 }
 
 static void draw_grads(model_t* m, uint64_t* st, double scale) {
   for (int i = 0; i < m->count; i++)
-    for (int64_t e = 0; e < m->shapes[i].n; e++) ((float*)m->g[i].data)[e] = (float)(scale * cli_rng_float(st));
+    for (int64_t e = 0; e < m->shapes[i].n; e++) {
+      double v = scale * cli_rng_float(st);
+      if (m->half == UJ_F32) ((float*)m->g[i].data)[e] = (float)v;
+      else ((uint16_t*)m->g[i].data)[e] = uj_half_from_f64(m->half, v);
+    }
 }
 
 /* ---- one engine ------------------------------------------------------------------------------- */
@@ -314,10 +340,15 @@ typedef struct {
   int64_t ill_conditioned; /* disagreeing elements a perturbation of the inputs explains */
 } checker_t;
 
+/* How far an f32 result may be from the f64 reference ref. */
+static double tolerance(double ref, double before, double typical) {
+  return 8 * 0x1p-24 * fabs(ref) + 1e-4 * (fabs(ref - before) + typical);
+}
+
 static int agrees(double got, double ref, double before, double typical) {
   if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got);
   if (isinf(ref) || isinf(got)) return got == ref;
-  return fabs(got - ref) <= 8 * 0x1p-24 * fabs(ref) + 1e-4 * (fabs(ref - before) + typical);
+  return fabs(got - ref) <= tolerance(ref, before, typical);
 }
 
 /* An element the reference disagrees with may sit where the rule is
@@ -335,11 +366,11 @@ static int explained_by_perturbation(checker_t* c, const model_t* m, int i, int6
   uj_tensor_t t[2 + MAX_STATE];
   uj_tensor_t* state[MAX_STATE];
   for (int k = 0; k < nin; k++) {
-    in[k] = k == 1 ? (double)((float*)m->g[i].data)[e] * r->gscale : c->before[i * (ns + 1) + (k ? k - 1 : 0)][e];
+    in[k] = k == 1 ? grad_at(m, i, e) * r->gscale : c->before[i * (ns + 1) + (k ? k - 1 : 0)][e];
     t[k] = (uj_tensor_t){&cell[k], UJ_F64, UJ_CPU, 1, {1}};
     if (k >= 2) state[k - 2] = &t[k];
   }
-  uj_optim_group_t group = {&t[0], &t[1], state};
+  uj_optim_group_t group = {&t[0], &t[1], state, NULL};
   for (int mask = 0; mask < 1 << nin; mask++) {
     for (int k = 0; k < nin; k++) cell[k] = in[k] * (1 + (mask >> k & 1 ? 4 : -4) * 0x1p-24);
     if (uj_optim_set_step_count(c->ref, r->t - 1) != UJ_OK || uj_optim_step(c->ctx, c->ref, &group, 1, NULL) != UJ_OK)
@@ -363,6 +394,28 @@ static void keep_before(checker_t* c, const model_t* m) {
     }
 }
 
+/* A half value's place on a line where neighbours differ by 1 (+0 and -0
+ * both 0), so that two values' distance in units is a difference. */
+static int32_t half_rank(uint16_t bits) { return bits & 0x8000u ? -(int32_t)(bits & 0x7fffu) : (int32_t)bits; }
+
+/* The half copy of element e of group i: the engine's master rounded, and
+ * within one unit of the f64 reference `ref` rounded. Where the master may
+ * be further from ref than half a unit of the half dtype (a result that
+ * cancels to near 0: tol, the master's own tolerance, is then relative to
+ * the change, not to the result), within one unit of the rounding of some
+ * value within tol of ref. */
+static int half_copy_agrees(const model_t* m, int i, int64_t e, double ref, double tol, int step) {
+  uint16_t got = ((const uint16_t*)m->p_half[i].data)[e];
+  double master = ((const float*)m->p[i].data)[e], value = uj_half_to_f64(m->half, got);
+  int ok = isnan(master) ? isnan(value) : got == uj_half_from_f64(m->half, master);
+  int32_t rank = half_rank(got), lo = half_rank(uj_half_from_f64(m->half, ref - tol)) - 1,
+          hi = half_rank(uj_half_from_f64(m->half, ref + tol)) + 1;
+  if (ok && (isnan(ref) || isinf(ref) ? (isnan(ref) ? isnan(value) : value == ref) : rank >= lo && rank <= hi)) return 1;
+  printf("check: FAILED step %d, group %d, the %s copy of p, element %lld: got %.9g, master %.9g, f64 %.17g\n", step, i,
+         uj_dtype_name(m->half), (long long)e, value, master, ref);
+  return 0;
+}
+
 /* The reference step of group i in f64, compared element by element. */
 static int check_group(checker_t* c, const model_t* m, int i, const uj_optim_report_t* r, int step) {
   const shape_t* sh = &m->shapes[i];
@@ -374,11 +427,11 @@ static int check_group(checker_t* c, const model_t* m, int i, const uj_optim_rep
   for (int k = 0; k < 2 + ns; k++) {
     t[k] = (uj_tensor_t){cells + (size_t)k * sh->n, UJ_F64, UJ_CPU, sh->ndim, {sh->dims[0], sh->dims[1]}};
     double* d = t[k].data;
-    const float* from = k == 1 ? m->g[i].data : c->before[i * (ns + 1) + (k ? k - 1 : 0)];
-    for (int64_t e = 0; e < sh->n; e++) d[e] = k == 1 ? (double)from[e] * r->gscale : (double)from[e];
+    const float* from = c->before[i * (ns + 1) + (k ? k - 1 : 0)];
+    for (int64_t e = 0; e < sh->n; e++) d[e] = k == 1 ? grad_at(m, i, e) * r->gscale : (double)from[e];
     if (k >= 2) state[k - 2] = &t[k];
   }
-  uj_optim_group_t group = {&t[0], &t[1], state};
+  uj_optim_group_t group = {&t[0], &t[1], state, NULL};
   uj_status_t s = uj_optim_set_step_count(c->ref, r->t - 1);
   if (s == UJ_OK) s = uj_optim_step(c->ctx, c->ref, &group, 1, NULL);
   if (s != UJ_OK) {
@@ -405,6 +458,12 @@ static int check_group(checker_t* c, const model_t* m, int i, const uj_optim_rep
       c->ill_conditioned++;
       continue;
     }
+    double ref_p = ((double*)t[0].data)[e];
+    if (all && m->p_half &&
+        !half_copy_agrees(m, i, e, ref_p, tolerance(ref_p, c->before[i * (ns + 1)][e], typical[0]), step)) {
+      free(cells);
+      return 1;
+    }
     for (int k = 0; k <= ns; k++) {
       double g = k ? ((float*)m->state[i * ns + k - 1].data)[e] : ((float*)m->p[i].data)[e];
       double f = ((double*)t[k ? k + 1 : 0].data)[e];
@@ -426,7 +485,7 @@ static int check_norm(const optim_options_t* o, const model_t* m, const uj_optim
   double sum = 0, inv = o->grad_scale > 0 ? 1 / o->grad_scale : 1;
   int64_t most = 1;
   for (int i = 0; i < m->count; i++) {
-    for (int64_t e = 0; e < m->shapes[i].n; e++) sum += pow(((float*)m->g[i].data)[e] * inv, 2);
+    for (int64_t e = 0; e < m->shapes[i].n; e++) sum += pow(grad_at(m, i, e) * inv, 2);
     if (m->shapes[i].n > most) most = m->shapes[i].n;
   }
   double norm = sqrt(sum), gamma = most * 0x1p-24 / (1 - most * 0x1p-24);
@@ -459,7 +518,7 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
   int ns = opt ? uj_optim_state_count(opt) : 0;
   if (!rc && ns > MAX_STATE) rc = cli_usage_error(CMD, "the updater has more than 8 state tensors", NULL);
   model_t m = {0};
-  int made = !rc && model_make(&m, shapes, count, ns, o->seed);
+  int made = !rc && model_make(&m, shapes, count, ns, o->half, o->seed);
   if (!rc && !made) rc = cli_out_of_memory("the parameters, gradients and state", 0);
   checker_t c = {0};
   if (!rc && o->check) {
@@ -491,8 +550,9 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
   for (int i = 0; i < count; i++) elements += shapes[i].n;
   const char* engine_name = uj_engine_name(engine_given ? engine : uj_ctx_engine(ctx));
   if (!rc && o->check) {
-    printf("%s: check: ok max_rel_err=%.3g (%s, %d groups, %lld elements, %d steps; f64 reference on %s", engine_name,
-           c.max_rel_err, uj_optim_name(opt), count, (long long)elements, o->steps, uj_engine_name(o->reference));
+    printf("%s: check: ok max_rel_err=%.3g (%s, %s, %d groups, %lld elements, %d steps; f64 reference on %s",
+           engine_name, c.max_rel_err, uj_optim_name(opt), o->half == UJ_F32 ? "f32" : o->half == UJ_BF16 ? "bf16 with f32 master" : "f16 with f32 master",
+           count, (long long)elements, o->steps, uj_engine_name(o->reference));
     if (c.ill_conditioned)
       printf("; %lld elements where the rule jumps, each the f64 result of inputs within 4 ulps",
              (long long)c.ill_conditioned);
@@ -502,10 +562,12 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
     int n = o->steps > 1 ? o->steps - 1 : 1;
     qsort(times + (o->steps > 1), (size_t)n, sizeof(double), compare_doubles);
     double median = times[(o->steps > 1) + n / 2];
-    double bytes = (double)elements * sizeof(float) * (3 + 2 * ns); /* read p, g, state; write p, state */
-    printf("%s: %s, %d groups, %lld elements: median step %.3f ms, %.2f GB/s of the %.0f MB a step must move "
+    /* read p, g, state; write p, state and the half copy */
+    double half_bytes = o->half == UJ_F32 ? 0 : 2, grad_bytes = o->half == UJ_F32 ? 4 : 2;
+    double bytes = (double)elements * (sizeof(float) * (2 + 2 * ns) + grad_bytes + half_bytes);
+    printf("%s: %s, %s, %d groups, %lld elements: median step %.3f ms, %.2f GB/s of the %.0f MB a step must move "
            "(first step, compiling: %.1f ms)\n",
-           engine_name, uj_optim_name(opt), count, (long long)elements, median, bytes / (median * 1e6), bytes / 1e6,
+           engine_name, uj_optim_name(opt), uj_dtype_name(o->half), count, (long long)elements, median, bytes / (median * 1e6), bytes / 1e6,
            times[0]);
   }
   free(times);
