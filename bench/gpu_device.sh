@@ -91,7 +91,8 @@ fi
 if want gputests; then
   section "the GPU tests"
   gpu_tests="test_cuda test_cuda_tensors test_conv_cuda test_conv test_engines test_engines_reduce test_engines_math
-             test_uops_reduce test_differential test_index_params test_engines_consts"
+             test_uops_reduce test_differential test_index_params test_engines_consts test_dtypes_half
+             test_groups_cuda test_optim_cuda"
   # shellcheck disable=SC2086
   timeout 150 make $make_args test TESTS="$(for t in $gpu_tests; do printf 'build/tests/%s ' "$t"; done)" \
     >"$out/test.log" 2>&1 || status=1
