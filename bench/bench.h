@@ -68,9 +68,11 @@ typedef struct {
 /* bench_time_calls with every figure: 0, or -1 when a call failed. */
 int bench_time_stats(bench_call_fn call, void* arg, int samples, double min_sample_ns, bench_timing_t* out);
 /* Times `call` and `alongside` in alternation, a sample of each per round,
- * into out and alongside_out: 0, or -1 when a call failed. */
+ * into out and alongside_out, and the median over the rounds of
+ * alongside's time / call's: 0, or -1 when a call failed. */
 int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongside, void* alongside_arg, int samples,
-                           double min_sample_ns, bench_timing_t* out, bench_timing_t* alongside_out);
+                           double min_sample_ns, bench_timing_t* out, bench_timing_t* alongside_out,
+                           double* median_ratio);
 /* Fills data[0..count) with values uniform in [0.5, 1.5) from a 64-bit
  * xorshift state (never 0), which it advances. */
 void bench_fill_uniform(float* data, int64_t count, uint64_t* state);
@@ -406,6 +408,7 @@ typedef struct {
   bench_call_fn call;
   void* arg;
   bench_timing_t* timing;
+  double* median_ratio;
 } bench_paired_t;
 /* Opens a runner, checks its result, then times it: alone
  * (bench_time_stats), or with `alongside` when not NULL

@@ -42,6 +42,7 @@ typedef struct {
    * with it (bench_time_alternating); samples 0: not timed so (peers,
    * convolutions, the limit rows themselves) */
   bench_timing_t limit_timing;
+  double limit_ratio; /* the median over those rounds of the copy kernel's time / this row's */
   double max_error;
   double bytes; /* per call: each array the workload reads counted once, each it writes once; NAN: not memory-bound */
   double flops; /* per call, where the workload counts them (convolutions); else NAN */

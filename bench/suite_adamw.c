@@ -242,7 +242,7 @@ int suite_measure_adamw(suite_t* s) {
           if (ok && st.runner) runner_warm_auto(&runner, step_call, &st);
           step_t limit = {&model, NULL, NULL, row->threads};
           if (ok && bench_time_alternating(step_call, &st, step_call, &limit, s->samples, s->min_sample_ns,
-                                           &row->timing, &row->limit_timing) != 0)
+                                           &row->timing, &row->limit_timing, &row->limit_ratio) != 0)
             snprintf(row->status, sizeof row->status, "failed");
         }
         if (plan[k].kind != RUNNER_HAND) runner_close(&runner);

@@ -124,7 +124,7 @@ int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n) {
           limit.threads = row->threads;
           copy_call_t copy = {&limit};
           if (bench_time_alternating(runner_call, &call, copy_call, &copy, s->samples, s->min_sample_ns, &row->timing,
-                                     &row->limit_timing) != 0)
+                                     &row->limit_timing, &row->limit_ratio) != 0)
             status = ROW_FAILED;
         }
         runner_close(&runner);
@@ -164,7 +164,7 @@ int suite_measure_rows(suite_t* s, const char* name, int64_t n, int64_t cols) {
       traffic_t limit;
       row_case_traffic(c, row->threads, &limit);
       copy_call_t copy = {&limit};
-      bench_paired_t alongside = {copy_call, &copy, &row->limit_timing};
+      bench_paired_t alongside = {copy_call, &copy, &row->limit_timing, &row->limit_ratio};
       row_status_t status = row_case_measure(c, kind, row->threads, s->samples, s->min_sample_ns, &alongside,
                                              &row->timing, &row->max_error);
       snprintf(row->status, sizeof row->status, "%s", status_text(status));

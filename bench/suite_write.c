@@ -9,13 +9,14 @@
  *                 workload, with the derived figures:
  *                   ns/element = median ns per call / elements
  *                   GB/s       = bytes per call / median ns per call
- *                   % of limit = the copy kernel's fastest sample / this
- *                                row's, the copy kernel on the row's
- *                                traffic and threads timed in alternation
- *                                with it (suite_row_t.limit_timing); rows
- *                                without (peers: medians, all they report)
- *                                against the copy row at the same size
- *                                and threads (one for single-threaded)
+ *                   % of limit = the copy kernel's time / this row's, the
+ *                                copy kernel on the row's traffic and
+ *                                threads timed in alternation with it:
+ *                                the median of the rounds' ratios
+ *                                (suite_row_t.limit_ratio); rows without
+ *                                (peers: medians, all they report) against
+ *                                the copy row at the same size and threads
+ *                                (one for single-threaded runners)
  *                   x aot      = this median / the AOT kernel's
  *
  * The summary (also printed by `uopjit bench`) takes each workload at its
@@ -60,14 +61,14 @@ static const suite_row_t* limit_of(const suite_t* s, const suite_row_t* row) {
 
 static int timed(const suite_row_t* row) { return row && !strcmp(row->status, "ok") && row->timing.median_ns > 0; }
 
-/* The fastest samples of the two, the ones least disturbed by whatever
- * else the machine runs (as STREAM reports its best); medians for a row
- * that came with its median alone. */
+/* The median ratio of the copy kernel timed in alternation with the row
+ * (the same moments of the machine). A row timed without it: the fastest
+ * samples of the row and its copy row, the ones least disturbed by
+ * whatever else the machine runs (as STREAM reports its best); medians for
+ * a row that came with its median alone. */
 static double percent_of_limit(const suite_t* s, const suite_row_t* row) {
   if (!timed(row) || !strcmp(row->kind, "limit")) return NAN;
-  /* the copy kernel timed in alternation with the row: the same moments */
-  if (row->limit_timing.samples > 0 && row->limit_timing.min_ns > 0 && !row->median_only)
-    return 100.0 * row->limit_timing.min_ns / row->timing.min_ns;
+  if (row->limit_timing.samples > 0 && !row->median_only) return 100.0 * row->limit_ratio;
   const suite_row_t* limit = limit_of(s, row);
   if (!timed(limit)) return NAN;
   if (row->median_only) return 100.0 * limit->timing.median_ns / row->timing.median_ns;
@@ -259,8 +260,8 @@ static void summary_table(FILE* f, const suite_t* s) {
     fprintf(f, "|\n");
   }
   fprintf(f, "\nns per element (median), at each workload's largest size; c / aot on one thread; "
-             "%% of limit: the traffic-matched copy kernel's time over C's (fastest samples, the two timed in "
-             "alternation, round by round).\n");
+             "%% of limit: the traffic-matched copy kernel's time over C's (the two timed in alternation: the median "
+             "of the rounds' ratios).\n");
 }
 
 void suite_print_summary(const suite_t* s) {

@@ -141,10 +141,14 @@ static void timing_of(const double* per_call, int samples, bench_timing_t* out) 
 
 /* Round by round: a sample of `call`, then one of `alongside`, so that both
  * see the same machine (the same other processes, clock and cache state)
- * and their ratio does not drift with the load between two separate runs.
- * Each call is made once first to size its samples. */
+ * and their ratio does not drift with the load between two separate runs;
+ * the median of the rounds' ratios is the steadiest figure of the two, as
+ * a round that another process slows is one ratio out of many, where the
+ * fastest samples of each may come from rounds far apart. Each call is
+ * made once first to size its samples. */
 int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongside, void* alongside_arg, int samples,
-                           double min_sample_ns, bench_timing_t* out, bench_timing_t* alongside_out) {
+                           double min_sample_ns, bench_timing_t* out, bench_timing_t* alongside_out,
+                           double* median_ratio) {
   enum { MAX_SAMPLES = 64 };
   if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
   if (samples < 1) samples = 1;
@@ -166,6 +170,9 @@ int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongsid
     }
   timing_of(per_call[0], samples, out);
   timing_of(per_call[1], samples, alongside_out);
+  double ratios[MAX_SAMPLES];
+  for (int s = 0; s < samples; s++) ratios[s] = per_call[1][s] / per_call[0][s];
+  *median_ratio = bench_median(ratios, samples);
   return 0;
 }
 
