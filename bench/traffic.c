@@ -18,27 +18,25 @@
  * workload on the same arrays (in alternation, for a ratio taken at the
  * same moments) without turning an optimizer's state into arbitrary bits,
  * denormals among them, that would slow the workload down. On several
- * threads the elements are taken in chunks (a 64th of a thread's share, at least
- * 16K elements: the thread that takes the last chunk leaves the others
- * idle for a chunk at most, under 2% of the call)
- * by threads kept between calls.
+ * threads the elements are split into one contiguous run per thread (at
+ * least 16K elements each) by the library's own thread pool, as the JIT
+ * engines split theirs.
  *
  * A multi-tensor workload (an optimizer step over a model's tensors) is one
  * job over the concatenation of its tensors' elements, as the library's
- * multi-tensor pass splits it (jit/groups_cpu.c): the chunks are equal runs
- * of that concatenation, so a chunk may hold the end of one tensor and
+ * multi-tensor pass splits it (jit/groups_cpu.c): the threads' runs are equal
+ * runs of that concatenation, so a run may hold the end of one tensor and
  * several tiny ones after it, and no tensor costs a round of the pool of
  * its own. A copy per tensor, each split over the threads, would pay a
  * barrier per tensor and leave threads idle on the small ones: slower than
  * the workload, which is no limit.
  * The Makefile compiles this file with -O3 -march=native. */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rt/rt.h"
 #include "bench.h"
 
 enum { BLOCK = 1024, MAX_THREADS = 64, LANES = 8 };
@@ -158,25 +156,9 @@ typedef struct {
   int64_t total;
 } job_t;
 
-/* The helper threads, kept between calls (as the JIT engines keep their
- * pool), so that a call costs no thread start: `size` threads in all, the
- * caller being the first; each round starts and ends at a barrier. */
-static struct {
-  int size;
-  pthread_t ids[MAX_THREADS];
-  pthread_barrier_t start, finish;
-  const job_t* job; /* NULL: stop */
-} pool;
-
-/* The next chunk of the current job; threads take chunks until none is
- * left, so that a thread the machine holds back (another process on its
- * core) leaves its share to the others rather than making every call wait
- * for it, as the JIT engines' pool does. */
-static _Atomic int64_t next_chunk;
-
 /* Copies [begin, end) of the concatenation: the part in each tensor it
- * covers. The walk from the first tensor is cheap beside a chunk's copy
- * (a model has some hundreds of tensors, a chunk some 16K elements). */
+ * covers. The walk from the first tensor is cheap beside a run's copy (a
+ * model has some hundreds of tensors, a run some 16K elements or more). */
 static void copy_span(const job_t* job, int64_t begin, int64_t end) {
   int64_t base = 0;
   for (int k = 0; k < job->count && base < end; base += job->parts[k].n, k++) {
@@ -186,54 +168,14 @@ static void copy_span(const job_t* job, int64_t begin, int64_t end) {
   }
 }
 
-static void run_share(const job_t* job, int threads) {
-  int64_t chunk = job->total / (64 * threads);
-  chunk = chunk < 16 * BLOCK ? 16 * BLOCK : chunk / BLOCK * BLOCK;
-  for (;;) {
-    int64_t begin = atomic_fetch_add(&next_chunk, chunk);
-    if (begin >= job->total) return;
-    copy_span(job, begin, begin + chunk < job->total ? begin + chunk : job->total);
-  }
-}
+/* The library's own thread pool (rt/threads.c), kept between calls as a
+ * context keeps it: the same split into contiguous runs, one per thread,
+ * and the same wake-up (a brief spin, then sleep) as the JIT engines' calls
+ * that the limit is compared with, so that a difference between the two is
+ * the kernels' and not the pools'. */
+static rt_pool_t* pool;
 
-static void* pool_main(void* arg) {
-  (void)arg;
-  for (;;) {
-    pthread_barrier_wait(&pool.start);
-    const job_t* job = pool.job;
-    if (!job) return NULL;
-    run_share(job, pool.size);
-    pthread_barrier_wait(&pool.finish);
-  }
-}
-
-static void pool_stop(void) {
-  if (pool.size <= 1) return;
-  pool.job = NULL;
-  pthread_barrier_wait(&pool.start);
-  for (int k = 1; k < pool.size; k++) pthread_join(pool.ids[k], NULL);
-  pthread_barrier_destroy(&pool.start);
-  pthread_barrier_destroy(&pool.finish);
-  pool.size = 1;
-}
-
-/* Makes the pool `threads` strong. A thread that cannot start ends the
- * program, as in stream.c: the ones started wait at a barrier that can no
- * longer fill. */
-static void pool_resize(int threads) {
-  if (pool.size == threads) return;
-  pool_stop();
-  pool.size = 1;
-  if (threads <= 1) return;
-  pthread_barrier_init(&pool.start, NULL, (unsigned)threads);
-  pthread_barrier_init(&pool.finish, NULL, (unsigned)threads);
-  for (int k = 1; k < threads; k++)
-    if (pthread_create(&pool.ids[k], NULL, pool_main, NULL) != 0) {
-      fprintf(stderr, "bench: the copy kernel could not start %d threads\n", threads);
-      exit(1);
-    }
-  pool.size = threads;
-}
+static void run_range(void* arg, int64_t begin, int64_t end) { copy_span(arg, begin, end); }
 
 int traffic_copy_all(const traffic_t* parts, int count, int threads) {
   if (count < 1) return -1;
@@ -248,12 +190,14 @@ int traffic_copy_all(const traffic_t* parts, int count, int threads) {
     copy_span(&job, 0, job.total);
     return 0;
   }
-  pool_resize(threads);
-  atomic_store(&next_chunk, 0);
-  pool.job = &job;
-  pthread_barrier_wait(&pool.start);
-  run_share(&job, threads);
-  pthread_barrier_wait(&pool.finish);
+  if (!pool || rt_pool_size(pool) != threads) {
+    rt_pool_free(pool);
+    if (!(pool = rt_pool_new(threads))) {
+      fprintf(stderr, "bench: the copy kernel could not start %d threads\n", threads);
+      return -1;
+    }
+  }
+  rt_pool_run(pool, 0, job.total, 16 * BLOCK, run_range, &job);
   return 0;
 }
 
