@@ -346,6 +346,11 @@ $(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o $(BUILD)/obj/be
 $(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o $(BUILD)/obj/bench/groups_copy.o: \
   override CFLAGS += $(BENCH_NATIVE_FLAGS) -fno-tree-loop-distribute-patterns
 
+# tests/test_bench_traffic.c checks the bench's copy kernel, linked in.
+$(BUILD)/tests/test_bench_traffic: $(BUILD)/obj/tests/test_bench_traffic.o $(BUILD)/obj/bench/traffic.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_A) $(LIBS)
+
 # tests/test_bench_report.c validates the suite's JSON with bench/'s scripts.
 $(BUILD)/obj/tests/test_bench_report.o: override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
 

@@ -67,6 +67,12 @@ typedef struct {
 } bench_timing_t;
 /* bench_time_calls with every figure: 0, or -1 when a call failed. */
 int bench_time_stats(bench_call_fn call, void* arg, int samples, double min_sample_ns, bench_timing_t* out);
+/* Times `call` and `alongside` in alternation, a sample of each per round,
+ * into out and alongside_out, and the median over the rounds of
+ * alongside's time / call's: 0, or -1 when a call failed. */
+int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongside, void* alongside_arg, int samples,
+                           double min_sample_ns, bench_timing_t* out, bench_timing_t* alongside_out,
+                           double* median_ratio);
 /* Fills data[0..count) with values uniform in [0.5, 1.5) from a 64-bit
  * xorshift state (never 0), which it advances. */
 void bench_fill_uniform(float* data, int64_t count, uint64_t* state);
@@ -126,6 +132,11 @@ typedef struct {
 } traffic_t;
 /* One pass of the copy kernel: 0, or -1 without a read array. */
 int traffic_copy(const traffic_t* t);
+/* One pass over `count` tensors' traffic (each part's own arrays and n; its
+ * threads field unused) as one job on `threads` threads, split by elements
+ * of the concatenation: 0, or -1 for no elements or a part without a read
+ * array. */
+int traffic_copy_all(const traffic_t* parts, int count, int threads);
 
 /* ---- stream.c ------------------------------------------------------------------------ */
 
@@ -392,9 +403,18 @@ void rows_print(const rows_results_t* results, const peer_results_t* peers);
 typedef struct row_case row_case_t;
 int row_case_new(const char* name, int64_t rows, int64_t cols, row_case_t** out);
 void row_case_free(row_case_t* c);
-/* Opens a runner, checks its result, then times it (bench_time_stats). */
+/* A call timed in alternation with a runner, and where its timing goes. */
+typedef struct {
+  bench_call_fn call;
+  void* arg;
+  bench_timing_t* timing;
+  double* median_ratio;
+} bench_paired_t;
+/* Opens a runner, checks its result, then times it: alone
+ * (bench_time_stats), or with `alongside` when not NULL
+ * (bench_time_alternating). */
 row_status_t row_case_measure(row_case_t* c, runner_kind_t kind, int threads, int samples, double min_sample_ns,
-                              bench_timing_t* timing, double* max_error);
+                              const bench_paired_t* alongside, bench_timing_t* timing, double* max_error);
 /* The copy kernel of the row program's traffic: x read, y written (w and b,
  * one row, stay in cache). */
 void row_case_traffic(const row_case_t* c, int threads, traffic_t* t);

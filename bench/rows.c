@@ -421,7 +421,7 @@ void row_case_free(row_case_t* c) {
 }
 
 row_status_t row_case_measure(row_case_t* c, runner_kind_t kind, int threads, int samples, double min_sample_ns,
-                              bench_timing_t* timing, double* max_error) {
+                              const bench_paired_t* alongside, bench_timing_t* timing, double* max_error) {
   row_workspace_t* ws = &c->ws;
   runner_t runner;
   int opened = runner_open(&runner, kind, threads, ws->text);
@@ -435,7 +435,13 @@ row_status_t row_case_measure(row_case_t* c, runner_kind_t kind, int threads, in
     status = *max_error <= row_tolerance(ws->cols) ? ROW_OK : ROW_MISMATCH;
   }
   if (status == ROW_OK && kind == RUNNER_AUTO) runner_warm_auto(&runner, row_call, &call);
-  if (status == ROW_OK && bench_time_stats(row_call, &call, samples, min_sample_ns, timing) != 0) status = ROW_FAILED;
+  if (status == ROW_OK) {
+    int timed = alongside ? bench_time_alternating(row_call, &call, alongside->call, alongside->arg, samples,
+                                                   min_sample_ns, timing, alongside->timing,
+                                                   alongside->median_ratio)
+                          : bench_time_stats(row_call, &call, samples, min_sample_ns, timing);
+    if (timed != 0) status = ROW_FAILED;
+  }
   runner_close(&runner);
   return status;
 }

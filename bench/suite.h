@@ -38,6 +38,11 @@ typedef struct {
   int threads;
   char status[16];   /* ok, mismatch, failed, unavailable */
   bench_timing_t timing;
+  /* the copy kernel on this row's traffic and threads, timed in alternation
+   * with it (bench_time_alternating); samples 0: not timed so (peers,
+   * convolutions, the limit rows themselves) */
+  bench_timing_t limit_timing;
+  double limit_ratio; /* the median over those rounds of the copy kernel's time / this row's */
   double max_error;
   double bytes; /* per call: each array the workload reads counted once, each it writes once; NAN: not memory-bound */
   double flops; /* per call, where the workload counts them (convolutions); else NAN */

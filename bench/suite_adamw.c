@@ -7,7 +7,10 @@
  *   mir, c, auto  one uj_program_run_groups call for all tensors
  *   aot           the `uopjit aot` kernel called once per tensor
  *   hand          hand_adamw_step (hand.c) once per tensor
- *   copy          the traffic-matched copy kernel once per tensor
+ *   copy          the traffic-matched copy kernel, one call for all tensors
+ *                 split by elements as the library's multi-tensor pass is
+ *                 (traffic_copy_all), timed alone for its own row and in
+ *                 alternation with each runner for that runner's % of limit
  *
  * The check: every runner starts from the same initial values and must
  * agree with the hand-written loop's step within 1e-5 relative (the
@@ -29,6 +32,7 @@ typedef struct {
   float *m[MAX_TENSORS], *g[MAX_TENSORS], *v[MAX_TENSORS], *p[MAX_TENSORS];
   float* pristine; /* m, v, p of every tensor, back to back */
   float* reference;
+  traffic_t traffic[MAX_TENSORS]; /* each tensor's: reads m, g, v, p; writes m, v, p in place */
   float hyper[NHYPER];
   uj_tensor_t hyper_t[NHYPER];
   uj_tensor_t tm[MAX_TENSORS], tg[MAX_TENSORS], tv[MAX_TENSORS], tp[MAX_TENSORS];
@@ -145,6 +149,8 @@ static int model_new(model_t* m, const uj_program_t* program) {
       m->outputs[k][o] = !strcmp(name, "m") ? &m->tm[k] : !strcmp(name, "v") ? &m->tv[k] : &m->tp[k];
     }
     m->groups[k] = (uj_group_t){m->inputs[k], m->outputs[k]};
+    m->traffic[k] = (traffic_t){.reads = {m->m[k], m->g[k], m->v[k], m->p[k]}, .nreads = 4,
+                                .writes = {m->m[k], m->v[k], m->p[k]}, .nwrites = 3, .n = m->numel[k]};
   }
   model_copy_out(m, m->pristine);
   return 0;
@@ -160,14 +166,7 @@ typedef struct {
 static int step_call(void* arg) {
   step_t* st = arg;
   model_t* m = st->model;
-  if (st->copy_threads > 0) {
-    for (int k = 0; k < m->count; k++) {
-      traffic_t t = {.reads = {m->m[k], m->g[k], m->v[k], m->p[k]}, .nreads = 4, .writes = {m->m[k], m->v[k], m->p[k]},
-                     .nwrites = 3, .n = m->numel[k], .threads = st->copy_threads};
-      if (traffic_copy(&t) != 0) return -1;
-    }
-    return 0;
-  }
+  if (st->copy_threads > 0) return traffic_copy_all(m->traffic, m->count, st->copy_threads);
   if (!st->runner) {
     for (int k = 0; k < m->count; k++) hand_adamw_step(m->m[k], m->g[k], m->v[k], m->p[k], m->numel[k], m->hyper);
     return 0;
@@ -241,7 +240,9 @@ int suite_measure_adamw(suite_t* s) {
           int ok = row->max_error <= spec.tolerance;
           snprintf(row->status, sizeof row->status, "%s", ok ? "ok" : "mismatch");
           if (ok && st.runner) runner_warm_auto(&runner, step_call, &st);
-          if (ok && bench_time_stats(step_call, &st, s->samples, s->min_sample_ns, &row->timing) != 0)
+          step_t limit = {&model, NULL, NULL, row->threads};
+          if (ok && bench_time_alternating(step_call, &st, step_call, &limit, s->samples, s->min_sample_ns,
+                                           &row->timing, &row->limit_timing, &row->limit_ratio) != 0)
             snprintf(row->status, sizeof row->status, "failed");
         }
         if (plan[k].kind != RUNNER_HAND) runner_close(&runner);

@@ -12,8 +12,11 @@
  *                  JIT engines, one AOT call or hand loop per tensor;
  *                  reference: the hand-written loop's result
  *
- * Times are bench_time_stats' (median, min, max of the samples). Bytes per
- * call count each array the workload reads once and each it writes once. */
+ * Times are bench_time_stats' (median, min, max of the samples). Each
+ * runner is timed in alternation with its copy kernel on its own thread
+ * count (bench_time_alternating), so that its % of limit compares samples
+ * taken at the same moments; the copy rows are timed alone. Bytes per call
+ * count each array the workload reads once and each it writes once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +120,12 @@ int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n) {
         if (status == ROW_OK) {
           runner_call_t call = {&runner, &ws};
           runner_warm_auto(&runner, runner_call, &call);
-          if (bench_time_stats(runner_call, &call, s->samples, s->min_sample_ns, &row->timing) != 0) status = ROW_FAILED;
+          traffic_t limit = traffic;
+          limit.threads = row->threads;
+          copy_call_t copy = {&limit};
+          if (bench_time_alternating(runner_call, &call, copy_call, &copy, s->samples, s->min_sample_ns, &row->timing,
+                                     &row->limit_timing, &row->limit_ratio) != 0)
+            status = ROW_FAILED;
         }
         runner_close(&runner);
       }
@@ -153,8 +161,12 @@ int suite_measure_rows(suite_t* s, const char* name, int64_t n, int64_t cols) {
       if (!row) return 1;
       snprintf(row->shape, sizeof row->shape, "%s", shape);
       row->bytes = bytes;
-      row_status_t status = row_case_measure(c, kind, row->threads, s->samples, s->min_sample_ns, &row->timing,
-                                             &row->max_error);
+      traffic_t limit;
+      row_case_traffic(c, row->threads, &limit);
+      copy_call_t copy = {&limit};
+      bench_paired_t alongside = {copy_call, &copy, &row->limit_timing, &row->limit_ratio};
+      row_status_t status = row_case_measure(c, kind, row->threads, s->samples, s->min_sample_ns, &alongside,
+                                             &row->timing, &row->max_error);
       snprintf(row->status, sizeof row->status, "%s", status_text(status));
       if (status == ROW_MISMATCH || status == ROW_FAILED) failed = 1;
     }

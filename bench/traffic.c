@@ -11,17 +11,32 @@
  *
  * The loop takes eight elements at a time: every input's lanes loaded and
  * XORed, then stored to every output, so the inputs of an element are all
- * read before an in-place output overwrites one. On several
- * threads the elements are taken in chunks (an eighth of a thread's share)
- * by threads kept between calls.
+ * read before an in-place output overwrites one. An in-place output gets
+ * its own input's bits back unchanged: the XOR is folded in under a mask
+ * the compiler cannot see is zero, so the loads stay while the values do
+ * not change. The copy kernel can thus be timed between calls of the
+ * workload on the same arrays (in alternation, for a ratio taken at the
+ * same moments) without turning an optimizer's state into arbitrary bits,
+ * denormals among them, that would slow the workload down. On several
+ * threads the elements are split into one contiguous run per thread (at
+ * least 16K elements each) by the library's own thread pool, as the JIT
+ * engines split theirs.
+ *
+ * A multi-tensor workload (an optimizer step over a model's tensors) is one
+ * job over the concatenation of its tensors' elements, as the library's
+ * multi-tensor pass splits it (jit/groups_cpu.c): the threads' runs are equal
+ * runs of that concatenation, so a run may hold the end of one tensor and
+ * several tiny ones after it, and no tensor costs a round of the pool of
+ * its own. A copy per tensor, each split over the threads, would pay a
+ * barrier per tensor and leave threads idle on the small ones: slower than
+ * the workload, which is no limit.
  * The Makefile compiles this file with -O3 -march=native. */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rt/rt.h"
 #include "bench.h"
 
 enum { BLOCK = 1024, MAX_THREADS = 64, LANES = 8 };
@@ -36,6 +51,29 @@ typedef uint32_t lanes_t __attribute__((vector_size(LANES * sizeof(uint32_t)), a
  * per-element output, as a sum), so its loads stay. */
 static volatile uint32_t traffic_sink;
 
+/* Zero, read at run time, so that the compiler keeps what it masks. */
+static volatile uint32_t opaque_zero;
+
+/* For each output: the input it is (in place), else the first, and the
+ * masks that select that input's bits (in place) or the XOR of all the
+ * inputs (a separate output): stored = (own & keep) ^ (xor & take). */
+typedef struct {
+  int source[BENCH_MAX_IO];
+  uint32_t keep[BENCH_MAX_IO], take[BENCH_MAX_IO];
+} output_plan_t;
+
+static void plan_outputs(const traffic_t* t, output_plan_t* plan) {
+  uint32_t zero = opaque_zero;
+  for (int w = 0; w < t->nwrites; w++) {
+    plan->source[w] = 0;
+    for (int r = 0; r < t->nreads; r++)
+      if (t->reads[r] == t->writes[w]) plan->source[w] = r;
+    int in_place = t->reads[plan->source[w]] == t->writes[w];
+    plan->keep[w] = in_place ? ~zero : zero;
+    plan->take[w] = in_place ? zero : ~zero;
+  }
+}
+
 /* The copy of [begin, end) with `reads` inputs and `writes` outputs; always
  * inlined with constant counts, so each case gets its own loop with the
  * inner loops unrolled and everything in registers. */
@@ -43,21 +81,29 @@ static inline __attribute__((always_inline)) void copy_fixed(const traffic_t* t,
                                                              const int reads, const int writes) {
   const uint32_t* in[BENCH_MAX_IO];
   uint32_t* out[BENCH_MAX_IO];
+  const uint32_t* own[BENCH_MAX_IO];
+  output_plan_t plan;
+  plan_outputs(t, &plan);
+  lanes_t keep[BENCH_MAX_IO], take[BENCH_MAX_IO];
   for (int r = 0; r < reads; r++) in[r] = t->reads[r];
-  for (int w = 0; w < writes; w++) out[w] = t->writes[w];
+  for (int w = 0; w < writes; w++) {
+    out[w] = t->writes[w], own[w] = in[plan.source[w]];
+    keep[w] = (lanes_t){0} + plan.keep[w], take[w] = (lanes_t){0} + plan.take[w];
+  }
   lanes_t fold = {0};
   int64_t i = begin;
   for (; i + LANES <= end; i += LANES) {
     lanes_t x = *(const lanes_t*)(in[0] + i);
     for (int r = 1; r < reads; r++) x ^= *(const lanes_t*)(in[r] + i);
-    for (int w = 0; w < writes; w++) *(lanes_t*)(out[w] + i) = x;
+    for (int w = 0; w < writes; w++)
+      *(lanes_t*)(out[w] + i) = (*(const lanes_t*)(own[w] + i) & keep[w]) ^ (x & take[w]);
     if (writes == 0) fold ^= x;
   }
   uint32_t tail_fold = 0;
   for (; i < end; i++) {
     uint32_t x = in[0][i];
     for (int r = 1; r < reads; r++) x ^= in[r][i];
-    for (int w = 0; w < writes; w++) out[w][i] = x;
+    for (int w = 0; w < writes; w++) out[w][i] = (own[w][i] & plan.keep[w]) ^ (x & plan.take[w]);
     tail_fold ^= x;
   }
   if (writes == 0) {
@@ -67,9 +113,12 @@ static inline __attribute__((always_inline)) void copy_fixed(const traffic_t* t,
 }
 
 /* The general case, for counts no workload has yet: the XOR of a block of
- * inputs in a buffer, then each output's block stored from it. */
+ * inputs in a buffer, then each output's block stored from it (masked as
+ * in copy_fixed). */
 static void copy_blocks(const traffic_t* t, int64_t begin, int64_t end) {
   uint32_t block[BLOCK], fold = 0;
+  output_plan_t plan;
+  plan_outputs(t, &plan);
   for (int64_t start = begin; start < end; start += BLOCK) {
     int64_t count = end - start < BLOCK ? end - start : BLOCK;
     const uint32_t* first = (const uint32_t*)t->reads[0] + start;
@@ -79,8 +128,9 @@ static void copy_blocks(const traffic_t* t, int64_t begin, int64_t end) {
       for (int64_t i = 0; i < count; i++) block[i] ^= in[i];
     }
     for (int w = 0; w < t->nwrites; w++) {
+      const uint32_t* own = (const uint32_t*)t->reads[plan.source[w]] + start;
       uint32_t* out = (uint32_t*)t->writes[w] + start;
-      for (int64_t i = 0; i < count; i++) out[i] = block[i];
+      for (int64_t i = 0; i < count; i++) out[i] = (own[i] & plan.keep[w]) ^ (block[i] & plan.take[w]);
     }
     if (t->nwrites == 0)
       for (int64_t i = 0; i < count; i++) fold ^= block[i];
@@ -99,84 +149,56 @@ static void copy_part(const traffic_t* t, int64_t begin, int64_t end) {
   }
 }
 
-/* The helper threads, kept between calls (as the JIT engines keep their
- * pool), so that a call costs no thread start: `size` threads in all, the
- * caller being the first; each round starts and ends at a barrier. */
-static struct {
-  int size;
-  pthread_t ids[MAX_THREADS];
-  pthread_barrier_t start, finish;
-  const traffic_t* job; /* NULL: stop */
-} pool;
+/* One call's work: `count` tensors' traffic, `total` elements in all. */
+typedef struct {
+  const traffic_t* parts;
+  int count;
+  int64_t total;
+} job_t;
 
-/* The next chunk of the current job; threads take chunks until none is
- * left, so that a thread the machine holds back (another process on its
- * core) leaves its share to the others rather than making every call wait
- * for it, as the JIT engines' pool does. */
-static _Atomic int64_t next_chunk;
-
-static void run_share(const traffic_t* t, int index, int threads) {
-  (void)index;
-  int64_t chunk = t->n / (8 * threads);
-  chunk = chunk < 16 * BLOCK ? 16 * BLOCK : chunk / BLOCK * BLOCK;
-  for (;;) {
-    int64_t begin = atomic_fetch_add(&next_chunk, chunk);
-    if (begin >= t->n) return;
-    copy_part(t, begin, begin + chunk < t->n ? begin + chunk : t->n);
+/* Copies [begin, end) of the concatenation: the part in each tensor it
+ * covers. The walk from the first tensor is cheap beside a run's copy (a
+ * model has some hundreds of tensors, a run some 16K elements or more). */
+static void copy_span(const job_t* job, int64_t begin, int64_t end) {
+  int64_t base = 0;
+  for (int k = 0; k < job->count && base < end; base += job->parts[k].n, k++) {
+    int64_t lo = begin > base ? begin - base : 0;
+    int64_t hi = end - base < job->parts[k].n ? end - base : job->parts[k].n;
+    if (hi > lo) copy_part(&job->parts[k], lo, hi);
   }
 }
 
-static void* pool_main(void* arg) {
-  int index = (int)(intptr_t)arg;
-  for (;;) {
-    pthread_barrier_wait(&pool.start);
-    const traffic_t* job = pool.job;
-    if (!job) return NULL;
-    run_share(job, index, pool.size);
-    pthread_barrier_wait(&pool.finish);
+/* The library's own thread pool (rt/threads.c), kept between calls as a
+ * context keeps it: the same split into contiguous runs, one per thread,
+ * and the same wake-up (a brief spin, then sleep) as the JIT engines' calls
+ * that the limit is compared with, so that a difference between the two is
+ * the kernels' and not the pools'. */
+static rt_pool_t* pool;
+
+static void run_range(void* arg, int64_t begin, int64_t end) { copy_span(arg, begin, end); }
+
+int traffic_copy_all(const traffic_t* parts, int count, int threads) {
+  if (count < 1) return -1;
+  job_t job = {parts, count, 0};
+  for (int k = 0; k < count; k++) {
+    if (parts[k].nreads < 1 || parts[k].n < 0) return -1;
+    job.total += parts[k].n;
   }
-}
-
-static void pool_stop(void) {
-  if (pool.size <= 1) return;
-  pool.job = NULL;
-  pthread_barrier_wait(&pool.start);
-  for (int k = 1; k < pool.size; k++) pthread_join(pool.ids[k], NULL);
-  pthread_barrier_destroy(&pool.start);
-  pthread_barrier_destroy(&pool.finish);
-  pool.size = 1;
-}
-
-/* Makes the pool `threads` strong. A thread that cannot start ends the
- * program, as in stream.c: the ones started wait at a barrier that can no
- * longer fill. */
-static void pool_resize(int threads) {
-  if (pool.size == threads) return;
-  pool_stop();
-  pool.size = 1;
-  if (threads <= 1) return;
-  pthread_barrier_init(&pool.start, NULL, (unsigned)threads);
-  pthread_barrier_init(&pool.finish, NULL, (unsigned)threads);
-  for (int k = 1; k < threads; k++)
-    if (pthread_create(&pool.ids[k], NULL, pool_main, (void*)(intptr_t)k) != 0) {
-      fprintf(stderr, "bench: the copy kernel could not start %d threads\n", threads);
-      exit(1);
-    }
-  pool.size = threads;
-}
-
-int traffic_copy(const traffic_t* t) {
-  if (t->nreads < 1 || t->n < 1) return -1;
-  int threads = t->threads < 1 ? 1 : t->threads > MAX_THREADS ? MAX_THREADS : t->threads;
-  if (threads == 1 || t->n < (int64_t)threads * BLOCK) {
-    copy_part(t, 0, t->n);
+  if (job.total < 1) return -1;
+  threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+  if (threads == 1 || job.total < (int64_t)threads * BLOCK) {
+    copy_span(&job, 0, job.total);
     return 0;
   }
-  pool_resize(threads);
-  atomic_store(&next_chunk, 0);
-  pool.job = t;
-  pthread_barrier_wait(&pool.start);
-  run_share(t, 0, threads);
-  pthread_barrier_wait(&pool.finish);
+  if (!pool || rt_pool_size(pool) != threads) {
+    rt_pool_free(pool);
+    if (!(pool = rt_pool_new(threads))) {
+      fprintf(stderr, "bench: the copy kernel could not start %d threads\n", threads);
+      return -1;
+    }
+  }
+  rt_pool_run(pool, 0, job.total, 16 * BLOCK, run_range, &job);
   return 0;
 }
+
+int traffic_copy(const traffic_t* t) { return traffic_copy_all(t, 1, t->threads); }

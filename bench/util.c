@@ -126,6 +126,56 @@ int bench_time_stats(bench_call_fn call, void* arg, int samples, double min_samp
   return 0;
 }
 
+/* How many calls make a sample of at least min_sample_ns, from one call
+ * that took one_call_ns. */
+static int64_t calls_per_sample(double one_call_ns, double min_sample_ns) {
+  return one_call_ns >= min_sample_ns ? 1 : (int64_t)ceil(min_sample_ns / fmax(one_call_ns, 1.0));
+}
+
+static void timing_of(const double* per_call, int samples, bench_timing_t* out) {
+  out->samples = samples;
+  out->median_ns = bench_median(per_call, samples);
+  out->min_ns = out->max_ns = per_call[0];
+  for (int s = 1; s < samples; s++) out->min_ns = fmin(out->min_ns, per_call[s]), out->max_ns = fmax(out->max_ns, per_call[s]);
+}
+
+/* Round by round: a sample of `call`, then one of `alongside`, so that both
+ * see the same machine (the same other processes, clock and cache state)
+ * and their ratio does not drift with the load between two separate runs;
+ * the median of the rounds' ratios is the steadiest figure of the two, as
+ * a round that another process slows is one ratio out of many, where the
+ * fastest samples of each may come from rounds far apart. Each call is
+ * made once first to size its samples. */
+int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongside, void* alongside_arg, int samples,
+                           double min_sample_ns, bench_timing_t* out, bench_timing_t* alongside_out,
+                           double* median_ratio) {
+  enum { MAX_SAMPLES = 64 };
+  if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
+  if (samples < 1) samples = 1;
+  bench_call_fn calls[2] = {call, alongside};
+  void* args[2] = {arg, alongside_arg};
+  int64_t count[2];
+  for (int k = 0; k < 2; k++) {
+    double start = bench_now_ns();
+    if (calls[k](args[k]) != 0) return -1;
+    count[k] = calls_per_sample(bench_now_ns() - start, min_sample_ns);
+  }
+  double per_call[2][MAX_SAMPLES];
+  for (int s = 0; s < samples; s++)
+    for (int k = 0; k < 2; k++) {
+      double start = bench_now_ns();
+      for (int64_t c = 0; c < count[k]; c++)
+        if (calls[k](args[k]) != 0) return -1;
+      per_call[k][s] = (bench_now_ns() - start) / (double)count[k];
+    }
+  timing_of(per_call[0], samples, out);
+  timing_of(per_call[1], samples, alongside_out);
+  double ratios[MAX_SAMPLES];
+  for (int s = 0; s < samples; s++) ratios[s] = per_call[1][s] / per_call[0][s];
+  *median_ratio = bench_median(ratios, samples);
+  return 0;
+}
+
 double bench_time_calls(bench_call_fn call, void* arg, int samples, double min_sample_ns) {
   bench_timing_t timing;
   return bench_time_stats(call, arg, samples, min_sample_ns, &timing) == 0 ? timing.median_ns : -1;
