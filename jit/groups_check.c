@@ -36,31 +36,39 @@ static int64_t bytes_of(const uj_tensor_t* t) {
 }
 
 /* 1 when [a, a+na) and [b, b+nb) share a byte. */
-static int overlaps(const uj_tensor_t* a, const uj_tensor_t* b) {
-  int64_t na = bytes_of(a), nb = bytes_of(b);
-  const char *pa = a->data, *pb = b->data;
+static int overlaps(const void* a, int64_t na, const void* b, int64_t nb) {
+  const char *pa = a, *pb = b;
   return na && nb && pa < pb + nb && pb < pa + na;
 }
 
 /* Within the group: an output shares memory with an input only exactly,
- * where the flat build may write it in place, and with no other output. */
-static int group_memory_ok(const groups_plan_t* plan, const uj_group_t* g) {
+ * where the flat build may write it in place, and with no other output.
+ * The byte counts come from group_ok, which has checked every shape and
+ * dtype: nothing here walks dims again (a call may bring 10,000 groups). */
+static int group_memory_ok(const groups_plan_t* plan, const uj_group_t* g, const int64_t* in_bytes,
+                           const int64_t* out_bytes) {
   for (int o = 0; o < plan->nout; o++) {
     const uj_tensor_t* out = g->outputs[o];
     for (int i = 0; i < plan->nin; i++) {
       const uj_tensor_t* in = g->inputs[i];
-      if (!overlaps(out, in)) continue;
-      int exact = in->data == out->data && bytes_of(in) == bytes_of(out) && in->dtype == out->dtype;
+      if (!overlaps(out->data, out_bytes[o], in->data, in_bytes[i])) continue;
+      int exact = in->data == out->data && in_bytes[i] == out_bytes[o] && in->dtype == out->dtype;
       if (!exact || plan->in_kind[i] != GK_GROUP || plan->out_kind[o] != GK_GROUP || !plan->alias_safe[o][i])
         return 0;
     }
     for (int o2 = 0; o2 < o; o2++)
-      if (overlaps(out, g->outputs[o2])) return 0;
+      if (overlaps(out->data, out_bytes[o], g->outputs[o2]->data, out_bytes[o2])) return 0;
   }
   return 1;
 }
 
-static int group_ok(const groups_plan_t* plan, const uj_group_t* g, uj_device_t dev, int64_t* numel_out) {
+/* Element sizes of the plan's slots, looked up once per call. */
+typedef struct {
+  int64_t in[GROUPS_MAX_SLOTS], out[GROUPS_MAX_SLOTS];
+} slot_sizes_t;
+
+static int group_ok(const groups_plan_t* plan, const slot_sizes_t* esize, const uj_group_t* g, uj_device_t dev,
+                    int64_t* numel_out) {
   if ((plan->nin && !g->inputs) || !g->outputs) return 0;
   const uj_tensor_t* shape = NULL;
   for (int i = 0; i < plan->nin && !shape; i++)
@@ -72,29 +80,37 @@ static int group_ok(const groups_plan_t* plan, const uj_group_t* g, uj_device_t 
     numel *= shape->dims[a];
   }
   *numel_out = numel;
+  int64_t in_bytes[GROUPS_MAX_SLOTS], out_bytes[GROUPS_MAX_SLOTS];
   for (int i = 0; i < plan->nin; i++) {
     const uj_tensor_t* t = g->inputs[i];
-    if (!tensor_ok(t, dev, plan->in_dtype[i], plan->in_kind[i] == GK_SCALAR ? 1 : numel)) return 0;
-    if (plan->in_kind[i] == GK_SCALAR ? t->ndim != 0 : !same_shape(t, shape->ndim, shape->dims)) return 0;
+    int scalar = plan->in_kind[i] == GK_SCALAR;
+    if (!tensor_ok(t, dev, plan->in_dtype[i], scalar ? 1 : numel)) return 0;
+    if (scalar ? t->ndim != 0 : !same_shape(t, shape->ndim, shape->dims)) return 0;
+    in_bytes[i] = (scalar ? 1 : numel) * esize->in[i];
   }
   for (int o = 0; o < plan->nout; o++) {
     const uj_tensor_t* t = g->outputs[o];
     if (plan->out_kind[o] == GK_GROUP) {
       if (!tensor_ok(t, dev, plan->out_dtype[o], numel) || !same_shape(t, shape->ndim, shape->dims)) return 0;
+      out_bytes[o] = numel * esize->out[o];
       continue;
     }
     int rank = plan->reduced_rank[shape->ndim][o];
     if (!tensor_ok(t, dev, plan->out_dtype[o], 1) || t->ndim != rank) return 0;
     for (int a = 0; a < rank; a++)
       if (t->dims[a] != 1) return 0;
+    out_bytes[o] = esize->out[o];
   }
-  return group_memory_ok(plan, g);
+  return group_memory_ok(plan, g, in_bytes, out_bytes);
 }
 
 int groups_check_fast(groups_plan_t* plan, const uj_group_t* groups, int group_count, uj_device_t dev) {
   plan->total = 0;
+  slot_sizes_t esize;
+  for (int i = 0; i < plan->nin; i++) esize.in[i] = uj_dtype_size(plan->in_dtype[i]);
+  for (int o = 0; o < plan->nout; o++) esize.out[o] = uj_dtype_size(plan->out_dtype[o]);
   for (int g = 0; g < group_count; g++) {
-    if (!group_ok(plan, &groups[g], dev, &plan->numel[g])) return 0;
+    if (!group_ok(plan, &esize, &groups[g], dev, &plan->numel[g])) return 0;
     plan->total += plan->numel[g];
   }
   return 1;
@@ -195,22 +211,34 @@ static uj_status_t overlap_error(const range_t* a, const range_t* b) {
  * those that are exactly one of its outputs (in place) or group 0's
  * (shared). */
 static size_t list_ranges(const uj_group_t* groups, int group_count, int input_count, int output_count, range_t* r) {
+  /* each tensor's bytes counted once: group 0's inputs for the shared
+   * test, each group's outputs for the in-place test */
+  int64_t shared_bytes[GROUPS_MAX_SLOTS], out_bytes[GROUPS_MAX_SLOTS];
+  int small = input_count <= GROUPS_MAX_SLOTS && output_count <= GROUPS_MAX_SLOTS;
+  for (int i = 0; small && i < input_count; i++)
+    shared_bytes[i] = groups[0].inputs[i] ? bytes_of(groups[0].inputs[i]) : 0;
   size_t n = 0;
   for (int g = 0; g < group_count; g++) {
     const uj_group_t* gr = &groups[g];
     for (int o = 0; o < output_count; o++) {
       const uj_tensor_t* t = gr->outputs[o];
       int64_t bytes = t ? bytes_of(t) : 0;
+      if (small) out_bytes[o] = bytes;
       if (bytes) r[n++] = (range_t){(uintptr_t)t->data, (uintptr_t)t->data + (uintptr_t)bytes, g, (short)o, 1};
     }
     for (int i = 0; i < input_count; i++) {
       const uj_tensor_t* t = gr->inputs[i];
       if (!t) continue;
-      if (g > 0 && groups[0].inputs[i] && t->data == groups[0].inputs[i]->data && bytes_of(t) == bytes_of(groups[0].inputs[i])) continue;
+      const uj_tensor_t* shared = groups[0].inputs[i];
+      if (g > 0 && shared && t->data == shared->data &&
+          bytes_of(t) == (small ? shared_bytes[i] : bytes_of(shared)))
+        continue;
       int64_t bytes = bytes_of(t);
       int in_place = 0;
-      for (int o = 0; o < output_count && !in_place; o++)
-        in_place = gr->outputs[o] && gr->outputs[o]->data == t->data && bytes_of(gr->outputs[o]) == bytes;
+      for (int o = 0; o < output_count && !in_place; o++) {
+        const uj_tensor_t* out = gr->outputs[o];
+        in_place = out && out->data == t->data && (small ? out_bytes[o] : bytes_of(out)) == bytes;
+      }
       if (bytes && !in_place)
         r[n++] = (range_t){(uintptr_t)t->data, (uintptr_t)t->data + (uintptr_t)bytes, g, (short)i, 0};
     }

@@ -26,6 +26,8 @@ enum {
   PIECE_OVERHEAD = 64,      /* the cost of a call, in elements, for balancing tasks */
   TASKS_PER_THREAD = 16,    /* imbalance at most about 1/16 of a thread's share */
   MIN_TASK = 16384,         /* elements: about what pays for waking a thread (jit/blocks.c) */
+  PREFETCH_BYTES = 4096,    /* of each tensor of the next piece: a small group whole */
+  CACHE_LINE = 64,
 };
 
 uj_status_t groups_pieces(const groups_plan_t* plan, int group_count, int64_t piece, groups_piece_t** pieces,
@@ -120,7 +122,40 @@ static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
     if (plan->t_kind[t] == GK_REDUCED) dims[t * UJ_MAX_DIMS] = 1;
     else if (f->tensors[t].ndim == 1) group_t[ngroup_t++] = t;
   }
-  for (int64_t pc = j->task_first[first_task]; pc < j->task_first[end_task]; pc++) {
+  int64_t end_piece = j->task_first[end_task];
+  for (int64_t pc = j->task_first[first_task]; pc < end_piece; pc++) {
+    /* The data of the next piece, fetched toward the cache while this one
+     * runs. A small group is a short stream in memory of its own: the
+     * hardware prefetcher learns each stream only after several misses,
+     * so each of 10,000 groups of a few KB began with a stall on memory
+     * per tensor, and the step over them took about twice as long as over
+     * one tensor of the same elements. The next piece's first
+     * PREFETCH_BYTES of each tensor (all of a small group) hide that
+     * start; in a long piece the hardware prefetcher carries on from
+     * there. Written here, not in a function of its own: gcc takes a
+     * function of only prefetches for one without effect and drops the
+     * call. */
+#if defined(__GNUC__)
+    if (pc + 1 < end_piece) {
+      const groups_piece_t* next = &j->pieces[pc + 1];
+      const uj_group_t* ng = &j->groups[next->group];
+      const void* fetched[GROUPS_MAX_TENSORS];
+      int nfetched = 0;
+      for (int i = 0; i < ngroup_t; i++) {
+        int t = group_t[i];
+        const uj_tensor_t* bound = plan->t_input[t] >= 0    ? ng->inputs[plan->t_input[t]]
+                                   : plan->t_output[t] >= 0 ? ng->outputs[plan->t_output[t]]
+                                                            : NULL;
+        int seen = !bound;
+        for (int k = 0; k < nfetched && !seen; k++) seen = fetched[k] == bound->data; /* updated in place */
+        if (seen) continue;
+        fetched[nfetched++] = bound->data;
+        const char* at = (const char*)bound->data + next->begin * esize[t];
+        int64_t bytes = (next->end - next->begin) * esize[t];
+        for (int64_t b = 0; b < bytes && b < PREFETCH_BYTES; b += CACHE_LINE) __builtin_prefetch(at + b);
+      }
+    }
+#endif
     const groups_piece_t* piece = &j->pieces[pc];
     const uj_group_t* g = &j->groups[piece->group];
     int64_t len = piece->end - piece->begin;

@@ -221,18 +221,22 @@ static int slots_from_groups(groups_plan_t* plan, const uj_group_t* groups, int 
     for (int o = 0; o < plan->nout; o++)
       if (!groups[g].outputs[o]) return 0;
   }
+  int scalar[GROUPS_MAX_SLOTS];
   for (int i = 0; i < plan->nin; i++) {
     if (!groups[0].inputs[i]) return 0;
-    const uj_tensor_t* first = groups[0].inputs[i];
-    int scalar = 1;
-    for (int g = 0; g < group_count; g++) {
-      const uj_tensor_t* t = groups[g].inputs[i];
+    scalar[i] = 1;
+  }
+  /* group by group, not slot by slot: one walk through the groups' tensors */
+  for (int g = 0; g < group_count; g++)
+    for (int i = 0; i < plan->nin; i++) {
+      const uj_tensor_t *t = groups[g].inputs[i], *first = groups[0].inputs[i];
       if (!t || t->dtype != first->dtype || t->device != first->device) return 0;
-      scalar &= t->ndim == 0;
+      scalar[i] &= t->ndim == 0;
     }
-    plan->in_kind[i] = scalar ? GK_SCALAR : GK_GROUP;
-    plan->in_dtype[i] = first->dtype;
-    any_group |= !scalar;
+  for (int i = 0; i < plan->nin; i++) {
+    plan->in_kind[i] = scalar[i] ? GK_SCALAR : GK_GROUP;
+    plan->in_dtype[i] = groups[0].inputs[i]->dtype;
+    any_group |= !scalar[i];
   }
   return any_group;
 }
