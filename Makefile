@@ -344,7 +344,8 @@ $(BUILD)/obj/bench/suite.o: override CFLAGS += $(if $(MIR_ARCHIVE),-DBENCH_MIR_L
 $(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o $(BUILD)/obj/bench/hand.o: \
   override CFLAGS += $(BENCH_NATIVE_FLAGS) -ffast-math
 $(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o $(BUILD)/obj/bench/groups_copy.o: \
-  override CFLAGS += $(BENCH_NATIVE_FLAGS) -fno-tree-loop-distribute-patterns
+  override CFLAGS += $(BENCH_NATIVE_FLAGS) -fno-tree-loop-distribute-patterns \
+  -mprefer-vector-width=512
 
 # tests/test_bench_traffic.c checks the bench's copy kernel, linked in.
 $(BUILD)/tests/test_bench_traffic: $(BUILD)/obj/tests/test_bench_traffic.o $(BUILD)/obj/bench/traffic.o $(LIB_A)
