@@ -18,9 +18,10 @@ system's library path (see _lib).
 from ._context import engine_available
 from ._dtypes import bf16
 from ._kernel import Kernel, cache_clear, evaluate
+from . import optim
 from ._lib import Error, version as library_version
 from ._lib import path as library_path
 
 __version__ = "0.1.0"
 __all__ = ["Kernel", "evaluate", "cache_clear", "Error", "bf16", "engine_available", "library_version",
-           "library_path"]
+           "library_path", "optim"]

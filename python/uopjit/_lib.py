@@ -51,6 +51,18 @@ class RunInfo(ctypes.Structure):
                 ("c_ms", ctypes.c_double), ("c_from_disk", ctypes.c_int), ("c_error", ctypes.c_char * 512)]
 
 
+class OptimGroup(ctypes.Structure):
+    """uj_optim_group_t: one parameter, its gradient, its state tensors."""
+    _fields_ = [("param", ctypes.POINTER(Tensor)), ("grad", ctypes.POINTER(Tensor)),
+                ("state", ctypes.POINTER(ctypes.POINTER(Tensor))), ("param_half", ctypes.POINTER(Tensor))]
+
+
+class OptimReport(ctypes.Structure):
+    """uj_optim_report_t: what a step did."""
+    _fields_ = [("skipped", ctypes.c_int), ("grad_norm", ctypes.c_double), ("gscale", ctypes.c_double),
+                ("t", ctypes.c_int64)]
+
+
 CPU, CUDA = 0, 1
 TIER_NAMES = ("none", "waiting", "compiling", "ready", "failed")
 
@@ -86,6 +98,22 @@ _SIGNATURES = {
     "uj_program_run": (_int, [_p, _p, _int, ctypes.POINTER(_TensorPtr), _int, _i64p, _int,
                               ctypes.POINTER(_TensorPtr), _int]),
     "uj_program_last_run": (_int, [_p, _p, _int, ctypes.POINTER(RunInfo)]),
+    "uj_optim_builtin_name": (ctypes.c_char_p, [_int]),
+    "uj_optim_new": (_int, [ctypes.c_char_p, ctypes.POINTER(_p)]),
+    "uj_optim_new_source": (_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_p)]),
+    "uj_optim_free": (None, [_p]),
+    "uj_optim_state_count": (_int, [_p]),
+    "uj_optim_state_name": (ctypes.c_char_p, [_p, _int]),
+    "uj_optim_hparam_count": (_int, [_p]),
+    "uj_optim_hparam_name": (ctypes.c_char_p, [_p, _int]),
+    "uj_optim_set": (_int, [_p, ctypes.c_char_p, ctypes.c_double]),
+    "uj_optim_set_per_group": (_int, [_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double), _int]),
+    "uj_optim_get": (_int, [_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)]),
+    "uj_optim_step_count": (ctypes.c_int64, [_p]),
+    "uj_optim_set_step_count": (_int, [_p, ctypes.c_int64]),
+    "uj_optim_set_grad_scale": (_int, [_p, ctypes.c_double]),
+    "uj_optim_set_max_grad_norm": (_int, [_p, ctypes.c_double]),
+    "uj_optim_step": (_int, [_p, _p, ctypes.POINTER(OptimGroup), _int, ctypes.POINTER(OptimReport)]),
 }
 
 

@@ -1,0 +1,108 @@
+"""uopjit.optim against NumPy in float64: torch's AdamW rule over several
+arrays of different shapes, a custom updater text, a shape error carrying the
+library's message, and a found-inf step that writes nothing."""
+import numpy as np
+import pytest
+
+import uopjit
+
+
+def adamw_reference(params, grads_per_step, lr, b1, b2, eps, wd):
+    """torch.optim.AdamW in float64: p *= 1 - lr*wd; m, v; bias corrections with t."""
+    params = [p.astype(np.float64) for p in params]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    for t, grads in enumerate(grads_per_step, start=1):
+        bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
+        for i, g in enumerate(grads):
+            g = g.astype(np.float64)
+            params[i] *= 1 - lr * wd
+            m[i] = b1 * m[i] + (1 - b1) * g
+            v[i] = b2 * v[i] + (1 - b2) * g * g
+            params[i] -= lr / bc1 * m[i] / (np.sqrt(v[i]) / np.sqrt(bc2) + eps)
+    return params, m, v
+
+
+SHAPES = [(37,), (5, 19), (3, 4, 33), (1,)]
+
+
+@pytest.mark.parametrize("engine", ["auto", "interp"])
+def test_adamw_matches_numpy_float64(rng, engine):
+    params = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    start = [p.copy() for p in params]
+    grads_per_step = [[rng.standard_normal(s).astype(np.float32) for s in SHAPES] for _ in range(3)]
+    hp = dict(lr=1e-2, b1=0.9, b2=0.99, eps=1e-8, wd=0.05)
+    opt = uopjit.optim.Optimizer(params, "adamw", engine=engine, **hp)
+    assert opt.state_names == ("m", "v")
+    for t, grads in enumerate(grads_per_step, start=1):
+        report = opt.step(grads)
+        assert report == {"skipped": False, "grad_norm": None, "gscale": 1.0, "t": t}
+    want_p, want_m, want_v = adamw_reference(start, grads_per_step, **hp)
+    for i in range(len(SHAPES)):
+        np.testing.assert_allclose(params[i], want_p[i], rtol=1e-5, atol=1e-6, err_msg=f"param {i}")
+        np.testing.assert_allclose(opt.state[i]["m"], want_m[i], rtol=1e-5, atol=1e-6, err_msg=f"m {i}")
+        np.testing.assert_allclose(opt.state[i]["v"], want_v[i], rtol=1e-5, atol=1e-7, err_msg=f"v {i}")
+    assert not np.array_equal(params[0], start[0])
+
+
+def test_adamw_convenience_uses_torch_names(rng):
+    params = [rng.standard_normal(8).astype(np.float32)]
+    opt = uopjit.optim.AdamW(params, lr=3e-4, betas=(0.8, 0.95), weight_decay=0.1)
+    assert (opt.get("lr"), opt.get("b1"), opt.get("b2"), opt.get("wd")) == pytest.approx((3e-4, 0.8, 0.95, 0.1))
+
+
+def test_custom_text_with_per_group_learning_rate(rng):
+    text = "[defaults]\nlr = 0.5\n[update]\nacc = acc + g*g\np = p - lr*g/sqrt(acc + 1e-12)\n"
+    params = [rng.standard_normal(s).astype(np.float32) for s in [(6,), (2, 3)]]
+    start = [p.astype(np.float64) for p in params]
+    grads = [rng.standard_normal(p.shape).astype(np.float32) for p in params]
+    opt = uopjit.optim.Optimizer.from_source(text, params, name="sign_step", lr=[0.1, 0.2])
+    assert opt.state_names == ("acc",) and "lr" in opt.hparam_names
+    opt.step(grads)
+    for p, p0, g, lr, s in zip(params, start, grads, [0.1, 0.2], opt.state):
+        g = g.astype(np.float64)
+        np.testing.assert_allclose(s["acc"], g * g, rtol=1e-6)
+        np.testing.assert_allclose(p, p0 - lr * g / np.sqrt(g * g + 1e-12), rtol=1e-5, atol=1e-6)
+
+
+def test_wrong_grad_shape_raises_the_library_message(rng):
+    params = [np.zeros(4, np.float32), np.zeros((2, 3), np.float32)]
+    opt = uopjit.optim.Optimizer(params, "adamw")
+    with pytest.raises(uopjit.Error) as caught:
+        opt.step([np.ones(4, np.float32), np.ones((3, 2), np.float32)])
+    assert caught.value.status == "UJ_ERR_SHAPE"
+    assert "group 1" in caught.value.message, caught.value.message
+    assert np.array_equal(params[0], np.zeros(4)), "a refused step wrote a parameter"
+    assert opt.step_count == 0
+
+
+def test_refuses_arrays_it_cannot_update_in_place():
+    with pytest.raises(TypeError, match="float64"):
+        uopjit.optim.Optimizer([np.zeros(3)], "sgd")
+    with pytest.raises(ValueError, match="C-contiguous"):
+        uopjit.optim.Optimizer([np.zeros((4, 4), np.float32)[:, ::2]], "sgd")
+    with pytest.raises(uopjit.Error, match="adamw"):
+        uopjit.optim.Optimizer([np.zeros(3, np.float32)], "no_such_updater")
+    opt = uopjit.optim.Optimizer([np.zeros(3, np.float32)], "sgd")
+    with pytest.raises(ValueError, match="2 gradients for 1 parameters"):
+        opt.step([np.zeros(3, np.float32)] * 2)
+
+
+def test_found_inf_skips_the_step_and_writes_nothing(rng):
+    params = [rng.standard_normal(s).astype(np.float32) for s in [(10,), (3, 3)]]
+    start = [p.copy() for p in params]
+    opt = uopjit.optim.Optimizer(params, "adamw", grad_scale=1024.0, lr=0.1)
+    grads = [rng.standard_normal(p.shape).astype(np.float32) for p in params]
+    grads[1][2, 1] = np.inf
+    report = opt.step(grads)
+    assert report["skipped"] and report["t"] == 0 and opt.step_count == 0
+    for p, p0, s in zip(params, start, opt.state):
+        assert np.array_equal(p, p0)
+        assert not s["m"].any() and not s["v"].any()
+    grads[1][2, 1] = 1.0
+    report = opt.step(grads)
+    assert not report["skipped"] and report["t"] == 1 and report["gscale"] == pytest.approx(1 / 1024)
+    assert report["grad_norm"] == pytest.approx(np.sqrt(sum((g.astype(np.float64) ** 2).sum() for g in grads)) / 1024,
+                                                rel=1e-5)
+    assert not np.array_equal(params[0], start[0])
+
