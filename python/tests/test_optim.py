@@ -106,3 +106,11 @@ def test_found_inf_skips_the_step_and_writes_nothing(rng):
                                                 rel=1e-5)
     assert not np.array_equal(params[0], start[0])
 
+
+def test_the_readme_optim_example_runs():
+    import os
+    import re
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "uopjit.optim.Optimizer(" in b]
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "README.md (uopjit.optim)", "exec"), {})
