@@ -67,12 +67,13 @@ typedef struct {
 } bench_timing_t;
 /* bench_time_calls with every figure: 0, or -1 when a call failed. */
 int bench_time_stats(bench_call_fn call, void* arg, int samples, double min_sample_ns, bench_timing_t* out);
-/* Times `call` and `alongside` in alternation, a sample of each per round,
- * into out and alongside_out, and the median over the rounds of
- * alongside's time / call's: 0, or -1 when a call failed. */
-int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongside, void* alongside_arg, int samples,
+/* Times `call` and `alongside` in alternation for `rounds` rounds (1..64),
+ * a batch of each per round, each batch of as many calls as fill about
+ * min_sample_ns, into out and alongside_out, and alongside's fastest batch
+ * per call / call's fastest: 0, or -1 when a call failed. */
+int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongside, void* alongside_arg, int rounds,
                            double min_sample_ns, bench_timing_t* out, bench_timing_t* alongside_out,
-                           double* median_ratio);
+                           double* fastest_ratio);
 /* Fills data[0..count) with values uniform in [0.5, 1.5) from a 64-bit
  * xorshift state (never 0), which it advances. */
 void bench_fill_uniform(float* data, int64_t count, uint64_t* state);
@@ -408,11 +409,11 @@ typedef struct {
   bench_call_fn call;
   void* arg;
   bench_timing_t* timing;
-  double* median_ratio;
+  double* fastest_ratio;
 } bench_paired_t;
 /* Opens a runner, checks its result, then times it: alone
  * (bench_time_stats), or with `alongside` when not NULL
- * (bench_time_alternating). */
+ * (bench_time_alternating), `samples` being then its rounds. */
 row_status_t row_case_measure(row_case_t* c, runner_kind_t kind, int threads, int samples, double min_sample_ns,
                               const bench_paired_t* alongside, bench_timing_t* timing, double* max_error);
 /* The copy kernel of the row program's traffic: x read, y written (w and b,

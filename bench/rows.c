@@ -438,7 +438,7 @@ row_status_t row_case_measure(row_case_t* c, runner_kind_t kind, int threads, in
   if (status == ROW_OK) {
     int timed = alongside ? bench_time_alternating(row_call, &call, alongside->call, alongside->arg, samples,
                                                    min_sample_ns, timing, alongside->timing,
-                                                   alongside->median_ratio)
+                                                   alongside->fastest_ratio)
                           : bench_time_stats(row_call, &call, samples, min_sample_ns, timing);
     if (timed != 0) status = ROW_FAILED;
   }

@@ -42,7 +42,7 @@ typedef struct {
    * with it (bench_time_alternating); samples 0: not timed so (peers,
    * convolutions, the limit rows themselves) */
   bench_timing_t limit_timing;
-  double limit_ratio; /* the median over those rounds of the copy kernel's time / this row's */
+  double limit_ratio; /* the copy kernel's fastest batch over those rounds / this row's fastest */
   double max_error;
   double bytes; /* per call: each array the workload reads counted once, each it writes once; NAN: not memory-bound */
   double flops; /* per call, where the workload counts them (convolutions); else NAN */
@@ -67,6 +67,7 @@ typedef struct {
   int sizes_log2[SUITE_MAX_SIZES];
   int engines[SR_COUNT]; /* 1: measured */
   int samples;
+  int alternation_rounds; /* rounds of a row timed in alternation with its copy kernel */
   double min_sample_ns;
   /* the machine */
   char cpu_model[128], cache_sizes[128], compiler[128], mir[128], cuda[160], load_average[32], started[32];

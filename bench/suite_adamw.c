@@ -241,7 +241,7 @@ int suite_measure_adamw(suite_t* s) {
           snprintf(row->status, sizeof row->status, "%s", ok ? "ok" : "mismatch");
           if (ok && st.runner) runner_warm_auto(&runner, step_call, &st);
           step_t limit = {&model, NULL, NULL, row->threads};
-          if (ok && bench_time_alternating(step_call, &st, step_call, &limit, s->samples, s->min_sample_ns,
+          if (ok && bench_time_alternating(step_call, &st, step_call, &limit, s->alternation_rounds, s->min_sample_ns,
                                            &row->timing, &row->limit_timing, &row->limit_ratio) != 0)
             snprintf(row->status, sizeof row->status, "failed");
         }

@@ -14,8 +14,8 @@
  *
  * Times are bench_time_stats' (median, min, max of the samples). Each
  * runner is timed in alternation with its copy kernel on its own thread
- * count (bench_time_alternating), so that its % of limit compares samples
- * taken at the same moments; the copy rows are timed alone. Bytes per call
+ * count (bench_time_alternating), so that its % of limit compares batches
+ * taken at the same moments, the fastest of each side; the copy rows are timed alone. Bytes per call
  * count each array the workload reads once and each it writes once. */
 #include <math.h>
 #include <stdio.h>
@@ -123,7 +123,7 @@ int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n) {
           traffic_t limit = traffic;
           limit.threads = row->threads;
           copy_call_t copy = {&limit};
-          if (bench_time_alternating(runner_call, &call, copy_call, &copy, s->samples, s->min_sample_ns, &row->timing,
+          if (bench_time_alternating(runner_call, &call, copy_call, &copy, s->alternation_rounds, s->min_sample_ns, &row->timing,
                                      &row->limit_timing, &row->limit_ratio) != 0)
             status = ROW_FAILED;
         }
@@ -165,7 +165,7 @@ int suite_measure_rows(suite_t* s, const char* name, int64_t n, int64_t cols) {
       row_case_traffic(c, row->threads, &limit);
       copy_call_t copy = {&limit};
       bench_paired_t alongside = {copy_call, &copy, &row->limit_timing, &row->limit_ratio};
-      row_status_t status = row_case_measure(c, kind, row->threads, s->samples, s->min_sample_ns, &alongside,
+      row_status_t status = row_case_measure(c, kind, row->threads, s->alternation_rounds, s->min_sample_ns, &alongside,
                                              &row->timing, &row->max_error);
       snprintf(row->status, sizeof row->status, "%s", status_text(status));
       if (status == ROW_MISMATCH || status == ROW_FAILED) failed = 1;

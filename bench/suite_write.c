@@ -12,7 +12,7 @@
  *                   % of limit = the copy kernel's time / this row's, the
  *                                copy kernel on the row's traffic and
  *                                threads timed in alternation with it:
- *                                the median of the rounds' ratios
+ *                                the ratio of each one's fastest batch
  *                                (suite_row_t.limit_ratio); rows without
  *                                (peers: medians, all they report) against
  *                                the copy row at the same size and threads
@@ -61,8 +61,8 @@ static const suite_row_t* limit_of(const suite_t* s, const suite_row_t* row) {
 
 static int timed(const suite_row_t* row) { return row && !strcmp(row->status, "ok") && row->timing.median_ns > 0; }
 
-/* The median ratio of the copy kernel timed in alternation with the row
- * (the same moments of the machine). A row timed without it: the fastest
+/* The ratio of the fastest batches of the copy kernel timed in alternation
+ * with the row (the same moments of the machine). A row timed without it: the fastest
  * samples of the row and its copy row, the ones least disturbed by
  * whatever else the machine runs (as STREAM reports its best); medians for
  * a row that came with its median alone. */
@@ -260,8 +260,8 @@ static void summary_table(FILE* f, const suite_t* s) {
     fprintf(f, "|\n");
   }
   fprintf(f, "\nns per element (median), at each workload's largest size; c / aot on one thread; "
-             "%% of limit: the traffic-matched copy kernel's time over C's (the two timed in alternation: the median "
-             "of the rounds' ratios).\n");
+             "%% of limit: the traffic-matched copy kernel's time over C's (the two timed in alternation: the ratio of "
+             "each one's fastest batch over the rounds).\n");
 }
 
 void suite_print_summary(const suite_t* s) {
@@ -330,13 +330,14 @@ static int write_markdown(const suite_t* s, const char* path) {
   fprintf(f, "\ncold: parse and first run in a new context with an empty disk cache; disk-cache hit: the same in "
              "another new context on the filled cache (C only); dispatch: per call with the kernel in memory; first "
              "result: parse and first run at the size given, cold. Medians.\n");
-  fprintf(f, "\n## Throughput\n\nChecked before timed; times are medians of %d samples per call (peers and "
+  fprintf(f, "\n## Throughput\n\nChecked before timed; times are medians of %d samples per call (%d "
+             "rounds for a row timed in alternation with its copy kernel; peers and "
              "convolutions: the median their own timing reports). GB/s counts each array read once and each written "
              "once; conv3x3 gives GFLOP/s instead (ref: the convolution built of uops on the JIT engine; cpu_direct, "
              "cpu_winograd: the library's hand-written backends; max error in units of the bound of bench/conv.c). "
              "The AOT kernels are compiled with cc -O3 -march=native, without -ffast-math or -fno-math-errno, as a "
              "user would.\n",
-          s->samples);
+          s->samples, s->alternation_rounds);
   for (int w = 0; w < NWORKLOADS; w++)
     if (largest(s, workloads[w])) workload_table(f, s, workloads[w]);
   return fclose(f) == 0 ? 0 : -1;

@@ -2,7 +2,8 @@
  * nanoseconds, medians (every figure the bench prints is a median of
  * repeated measurements, machines being noisy), the timing of a call as the
  * median of samples of back-to-back calls (so that short calls are not lost
- * in the clock's resolution), seeded input values, reading the program files
+ * in the clock's resolution), two calls timed in alternation and the ratio
+ * of their fastest batches, seeded input values, reading the program files
  * and the private directories that hold the kernel cache while it runs. */
 #include <dirent.h>
 #include <errno.h>
@@ -139,19 +140,25 @@ static void timing_of(const double* per_call, int samples, bench_timing_t* out) 
   for (int s = 1; s < samples; s++) out->min_ns = fmin(out->min_ns, per_call[s]), out->max_ns = fmax(out->max_ns, per_call[s]);
 }
 
-/* Round by round: a sample of `call`, then one of `alongside`, so that both
- * see the same machine (the same other processes, clock and cache state)
- * and their ratio does not drift with the load between two separate runs;
- * the median of the rounds' ratios is the steadiest figure of the two, as
- * a round that another process slows is one ratio out of many, where the
- * fastest samples of each may come from rounds far apart. Each call is
- * made once first to size its samples. */
-int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongside, void* alongside_arg, int samples,
+/* Round by round: a batch of `call`, then one of `alongside`, each batch
+ * as many back-to-back calls as fill min_sample_ns, so that both see the
+ * same machine (the same other processes, clock and cache state) and their
+ * ratio does not drift with the load between two separate runs. The ratio
+ * is alongside's fastest batch over call's fastest batch: preemption,
+ * another process's share of the cores or of the memory bus only ever add
+ * time to a batch, never take it away, so the minimum over the rounds of
+ * each side is the standard robust estimator of its undisturbed time,
+ * where a median of per-round ratios still moves when one of only a few
+ * rounds has one side held back (a quick run printed 176% so). The rounds
+ * alternate so that a disturbance lasting longer than a round reaches
+ * both sides' batches alike. Each call is made once first to size its
+ * batches. */
+int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongside, void* alongside_arg, int rounds,
                            double min_sample_ns, bench_timing_t* out, bench_timing_t* alongside_out,
-                           double* median_ratio) {
-  enum { MAX_SAMPLES = 64 };
-  if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
-  if (samples < 1) samples = 1;
+                           double* fastest_ratio) {
+  enum { MAX_ROUNDS = 64 };
+  if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
+  if (rounds < 1) rounds = 1;
   bench_call_fn calls[2] = {call, alongside};
   void* args[2] = {arg, alongside_arg};
   int64_t count[2];
@@ -160,19 +167,17 @@ int bench_time_alternating(bench_call_fn call, void* arg, bench_call_fn alongsid
     if (calls[k](args[k]) != 0) return -1;
     count[k] = calls_per_sample(bench_now_ns() - start, min_sample_ns);
   }
-  double per_call[2][MAX_SAMPLES];
-  for (int s = 0; s < samples; s++)
+  double per_call[2][MAX_ROUNDS];
+  for (int r = 0; r < rounds; r++)
     for (int k = 0; k < 2; k++) {
       double start = bench_now_ns();
       for (int64_t c = 0; c < count[k]; c++)
         if (calls[k](args[k]) != 0) return -1;
-      per_call[k][s] = (bench_now_ns() - start) / (double)count[k];
+      per_call[k][r] = (bench_now_ns() - start) / (double)count[k];
     }
-  timing_of(per_call[0], samples, out);
-  timing_of(per_call[1], samples, alongside_out);
-  double ratios[MAX_SAMPLES];
-  for (int s = 0; s < samples; s++) ratios[s] = per_call[1][s] / per_call[0][s];
-  *median_ratio = bench_median(ratios, samples);
+  timing_of(per_call[0], rounds, out);
+  timing_of(per_call[1], rounds, alongside_out);
+  *fastest_ratio = alongside_out->min_ns / out->min_ns;
   return 0;
 }
 
