@@ -21,6 +21,15 @@ calls run on MIR), writing into preallocated outputs as the C side does;
 costs the page faults of fresh memory on every call; "c (uopjit run)" is the
 same program on the C engine in the `uopjit run` tool (its median of
 --samples runs after a warm-up; the same threads through UOPJIT_THREADS).
+"python c, interleaved" and "c in process (interleaved)" (sigmoid) are the
+same kernel through the Python package and through C in this process:
+bench/py_bench_driver.c, compiled at run time (cc, or $CC, -O2) against the
+library the package loads and called with ctypes, times each uj_program_run
+with clock_gettime, so no Python runs on its side; round by round (--samples
+rounds) one batch of Kernel calls (out=) then one batch of driver calls, on
+the same arrays, engine c and threads, so that both meet the same load,
+which the separate `uopjit run` process does not. Their times are per call,
+over all rounds (samples_ns: every call).
 numexpr runs on the same thread counts (numexpr.set_num_threads); NumPy's
 ufuncs use one thread and get 1-thread rows only.
 
@@ -39,7 +48,8 @@ A time is the median over --samples samples of the time per call, each
 sample as many back-to-back calls as fill 20 ms.
 
 Output: a table, with the ratios the Python package is held to (sigmoid:
-python c within 1.1x of c (uopjit run), at least 3x faster than numexpr on
+python c within 1.1x of c (uopjit run) and, interleaved, of c in
+process, the ratio of medians and of minima; at least 3x faster than numexpr on
 the same threads). --json FILE ('-': standard output) writes the rows as
 {"generator", "load_average", "numpy_huge_pages", "uopjit_version", "notes",
 "measurements": [row, ...]} with each row in
@@ -57,8 +67,11 @@ import json
 import os
 import re
 import statistics
+import ctypes
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -160,6 +173,76 @@ class Bench:
             return None
         return [float(match.group(1)) * 1e6]
 
+    def c_driver(self):
+        """bench/py_bench_driver.c compiled (cc -O2) against build/libuopjit.so
+        and loaded with ctypes, or None with a note (no compiler, no library)."""
+        if hasattr(self, "_driver"):
+            return self._driver
+        self._driver = None
+        library = os.environ.get("UOPJIT_LIBRARY") or os.path.join(ROOT, "build", "libuopjit.so")
+        compiler = os.environ.get("CC", "cc")
+        if not shutil.which(compiler) or not os.path.exists(library):
+            self.notes.append(f"in-process C driver skipped: no {compiler} or no {library}")
+            return None
+        self._driver_dir = tempfile.TemporaryDirectory(prefix="py_bench_driver")
+        shared = os.path.join(self._driver_dir.name, "driver.so")
+        lib_dir = os.path.dirname(os.path.abspath(library))
+        command = [compiler, "-O2", "-std=c11", "-shared", "-fPIC", "-I", os.path.join(ROOT, "include"),
+                   os.path.join(HERE, "py_bench_driver.c"), "-o", shared, os.path.abspath(library),
+                   "-Wl,-rpath," + lib_dir]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            self.notes.append(f"in-process C driver did not compile: {result.stderr.strip()}")
+            return None
+        d = ctypes.CDLL(shared)
+        d.driver_open.restype, d.driver_open.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+        d.driver_close.restype, d.driver_close.argtypes = None, [ctypes.c_void_p]
+        d.driver_run.restype = ctypes.c_int64
+        d.driver_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_float, ctypes.c_void_p,
+                                 ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
+        self._driver = d
+        return d
+
+    def interleaved(self, k, source, threads, x, a, b, y, ref, tol):
+        """Rows "python c, interleaved" and "c in process (interleaved)": round
+        by round, one batch of Kernel calls (out=y), then one batch of the C
+        driver's uj_program_run calls on the same arrays, engine c and threads,
+        so that both see the same load. Times are per call, over all rounds."""
+        np, d = self.np, self.c_driver()
+        if d is None:
+            return
+        handle = d.driver_open(source.encode(), threads)
+        if not handle:
+            self.notes.append("in-process C driver: could not open the program on the C engine")
+            return
+        try:
+            n = x.size
+            xp, yp = x.ctypes.data, y.ctypes.data
+            start = time.perf_counter_ns()
+            k(x=x, a=a, b=b, out=y)
+            one = time.perf_counter_ns() - start
+            calls = max(3, int(20e6 // max(one, 1)))
+            per_call = (ctypes.c_int64 * calls)()
+            y.fill(np.nan)
+            if d.driver_run(handle, xp, a, b, yp, n, 1, per_call) < 0:
+                self.notes.append("in-process C driver: uj_program_run failed")
+                return
+            c_error = self.relative_to_one(y, ref)
+            py_times, c_times = [], []
+            for _ in range(self.args.samples):
+                for _ in range(calls):
+                    t0 = time.perf_counter_ns()
+                    k(x=x, a=a, b=b, out=y)
+                    py_times.append(time.perf_counter_ns() - t0)
+                d.driver_run(handle, xp, a, b, yp, n, calls, per_call)
+                c_times.extend(per_call)
+            py_error = self.relative_to_one(y, ref)
+        finally:
+            d.driver_close(handle)
+        shape = (x.size,)
+        self.add("sigmoid", "python c, interleaved", "jit", shape, threads, py_times, py_error, tol)
+        self.add("sigmoid", "c in process (interleaved)", "jit", shape, threads, c_times, c_error, tol)
+
     # ---- workloads ---------------------------------------------------------------
 
     def sigmoid(self, threads):
@@ -182,6 +265,7 @@ class Bench:
             if engine == "c":
                 fresh = {}
                 measure("python c, new output", "jit", lambda: fresh.update(y=k(x=x, a=a, b=b)), lambda: fresh["y"])
+                self.interleaved(k, source, threads, x, a, b, y, ref, tol)
         self.add("sigmoid", "c (uopjit run)", "jit", shape, threads,
                  self.cli("sigmoid", source, ["--scalar", "a,b", "--shape", str(n)], threads),
                  None, tol, median_only=True)
@@ -308,12 +392,12 @@ def print_table(bench, out):
     print(f"bench/py_bench.py: uopjit {bench.uopjit.library_version} ({bench.uopjit.library_path}), "
           f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}, NumPy huge pages "
           f"{'off' if args.no_huge_pages else 'as NumPy asks (madvise)'}", file=out)
-    print(f"{'workload':9} {'shape':>10} {'threads':>7}  {'runner':24} {'median ms':>10} {'min ms':>8} "
+    print(f"{'workload':9} {'shape':>10} {'threads':>7}  {'runner':28} {'median ms':>10} {'min ms':>8} "
           f"{'max ms':>8} {'max error':>10}  status", file=out)
     for r in bench.rows:
         ms = [f"{r[k] / 1e6:.3f}" if r[k] is not None else "-" for k in ("median_ns", "min_ns", "max_ns")]
         error = f"{r['max_error']:.2e}" if r["max_error"] is not None else "-"
-        print(f"{r['workload']:9} {r['shape']:>10} {r['threads']:>7}  {r['runner']:24} {ms[0]:>10} {ms[1]:>8} "
+        print(f"{r['workload']:9} {r['shape']:>10} {r['threads']:>7}  {r['runner']:28} {ms[0]:>10} {ms[1]:>8} "
               f"{ms[2]:>8} {error:>10}  {r['status']}", file=out)
     for threads in args.threads:
         py, c, ne = (median_of(bench.rows, "sigmoid", r, threads)
@@ -322,6 +406,13 @@ def print_table(bench, out):
             verdict = "yes" if py <= 1.1 * c else "NO"
             print(f"sigmoid, {threads} thread(s): python c / c (uopjit run) = {py / c:.3f} "
                   f"(within 1.1x: {verdict})", file=out)
+        ipy, ic = (next((r for r in bench.rows if (r["workload"], r["runner"], r["threads"]) == ("sigmoid", name, threads)
+                         and r["status"] == "ok"), None)
+                   for name in ("python c, interleaved", "c in process (interleaved)"))
+        if ipy and ic:
+            ratio = ipy["median_ns"] / ic["median_ns"]
+            print(f"sigmoid, {threads} thread(s): python c / c in process (interleaved) = {ratio:.3f} median, "
+                  f"{ipy['min_ns'] / ic['min_ns']:.3f} min (within 1.1x: {'yes' if ratio <= 1.1 else 'NO'})", file=out)
         if py and ne:
             verdict = "yes" if ne >= 3 * py else "NO"
             print(f"sigmoid, {threads} thread(s): numexpr / python c = {ne / py:.2f} (at least 3x: {verdict})",
