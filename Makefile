@@ -136,8 +136,10 @@ SONAME := libuopjit.so.$(VERSION_MAJOR)
 LIB_SO_FILE := $(BUILD)/libuopjit.so.$(VERSION)
 LIB_SO_LINKS := $(BUILD)/$(SONAME) $(BUILD)/libuopjit.so
 
-# The bench's code (bench/*.c) is part of the tool: `uopjit bench`.
-CLI_SRCS := $(sort $(wildcard tools/*.c) $(wildcard bench/*.c))
+# The bench's code (bench/*.c) is part of the tool: `uopjit bench`; except
+# bench/py_bench_driver.c, which bench/py_bench.py compiles at run time
+# into a library of its own and loads beside the Python package.
+CLI_SRCS := $(sort $(wildcard tools/*.c) $(filter-out bench/py_bench_driver.c,$(wildcard bench/*.c)))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI := $(BUILD)/uopjit
 
