@@ -277,7 +277,7 @@ debug:
 
 # ---- install -----------------------------------------------------------------------
 
-# make install [PREFIX=/usr/local] [DESTDIR=/staging]: the header, the
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: the headers, the
 # shared library with its links, libuopjit.a, the CLI and uopjit.pc (from
 # mk/uopjit.pc.in). DESTDIR is prepended to every path written but is not
 # part of uopjit.pc, which names where the files will be used.
@@ -290,10 +290,13 @@ INSTALL ?= install
 # uopjit.pc names its directories through ${prefix} where they lie under it,
 # so that PKG_CONFIG_SYSROOT_DIR and pkg-config --define-prefix work.
 PC_DIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# The public headers: uopjit.h, which a user includes, and the part of the API
+# it includes at its end (uopjit_optim.h).
+PUBLIC_HEADERS = include/uopjit.h include/uopjit_optim.h
 
 install: all
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
-	$(INSTALL) -m 644 include/uopjit.h $(DESTDIR)$(INCLUDEDIR)/uopjit.h
+	$(INSTALL) -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
 	$(INSTALL) -m 755 $(LIB_SO_FILE) $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_FILE))
 	ln -sf $(notdir $(LIB_SO_FILE)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libuopjit.so
@@ -306,7 +309,8 @@ install: all
 
 # Removes what install wrote (the directories stay: they may hold others' files).
 uninstall:
-	rm -f $(DESTDIR)$(INCLUDEDIR)/uopjit.h $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_FILE)) \
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS))) \
+	      $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_FILE)) \
 	      $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libuopjit.so \
 	      $(DESTDIR)$(LIBDIR)/libuopjit.a $(DESTDIR)$(BINDIR)/uopjit $(DESTDIR)$(PKGCONFIGDIR)/uopjit.pc
 

@@ -42,51 +42,31 @@ Output: a table in bench's format, or with --tsv the lines bench reads:
   note<TAB>text
   row<TAB>workload<TAB>elements<TAB>peer<TAB>threads<TAB>ns per call<TAB>max error<TAB>ok|MISMATCH
 Without numpy it prints a note and exits 0; numexpr and torch are optional
-(a note says which are missing).
+(a note says which are missing). What it shares with bench/py_bench.py
+(imports, timing, inputs) is in bench/peers_common.py.
 """
 import argparse
 import statistics
 import sys
-import time
+
+from peers_common import (SeededInputs, describe_versions, import_optional, numpy_sigmoid, row_tolerance,
+                          time_samples)
 
 BYTES_PER_ELEMENT = {"sigmoid": 8, "gelu": 8, "adam": 28, "sumsq": 4, "softmax": 8, "layernorm": 8}
-U = 2.0 ** -24
 
 
-def time_ns(call, samples, min_sample_ns=20e6):
-    start = time.perf_counter_ns()
-    call()
-    one = time.perf_counter_ns() - start
-    calls = 1 if one >= min_sample_ns else int(-(-min_sample_ns // max(one, 1)))
-    per_call = [one] if calls == 1 else []
-    while len(per_call) < samples:
-        start = time.perf_counter_ns()
-        for _ in range(calls):
-            call()
-        per_call.append((time.perf_counter_ns() - start) / calls)
-    return statistics.median(per_call)
-
-
-class Peers:
+class Peers(SeededInputs):
     def __init__(self, args, np):
-        self.args, self.np = args, np
+        super().__init__(np)
+        self.args = args
         self.rows = []
-        self.rng = np.random.default_rng(20240607)
-
-    def uniform(self, *shape):
-        return (self.rng.random(shape, dtype=self.np.float32) + self.np.float32(0.5)).astype(self.np.float32)
-
-    def relative_to_one(self, got, ref):
-        np = self.np
-        return float(np.max(np.abs(got.astype(np.float64) - ref) / np.maximum(1.0, np.abs(ref))))
 
     def row_tolerance(self):
-        n = self.args.cols
-        return n * U / (1 - n * U) + 16 * U
+        return row_tolerance(self.args.cols)
 
     def add(self, workload, elements, peer, threads, err, tolerance, call):
         ok = err <= tolerance
-        ns = time_ns(call, self.args.samples) if ok else float("nan")
+        ns = statistics.median(time_samples(call, self.args.samples)) if ok else float("nan")
         self.rows.append((workload, elements, peer, threads, ns, err, ok))
 
     # ---- 1-D programs ----
@@ -157,12 +137,7 @@ class Peers:
         y, t = np.empty_like(x), np.empty_like(x)
 
         def numpy_call():
-            np.multiply(x, a, out=t)
-            np.add(t, b, out=t)
-            np.negative(t, out=t)
-            np.exp(t, out=t)
-            np.add(t, np.float32(1), out=t)
-            np.divide(np.float32(1), t, out=y)
+            numpy_sigmoid(np, x, a, b, t, y)
 
         numpy_call()
         self.add("sigmoid", n, "numpy", 1, self.relative_to_one(y, ref), 1e-5, numpy_call)
@@ -340,23 +315,13 @@ def main():
     def note(text):
         print(f"note\t{text}" if args.tsv else text, flush=True)
 
-    try:
-        import numpy as np
-    except ImportError as e:
-        note(f"peers skipped: {sys.executable} cannot import numpy ({e})")
+    np, error = import_optional("numpy")
+    if np is None:
+        note(f"peers skipped: {sys.executable} cannot import numpy ({error})")
         return 0
-    versions, missing = [f"numpy {np.__version__}"], []
-    try:
-        import numexpr as ne
-        versions.append(f"numexpr {ne.__version__}")
-    except ImportError:
-        ne, missing = None, missing + ["numexpr"]
-    try:
-        import torch
-        versions.append(f"torch {torch.__version__}")
-    except ImportError:
-        torch, missing = None, missing + ["torch"]
-    note(f"{', '.join(versions)} (python {sys.version.split()[0]})" + (f"; not importable: {', '.join(missing)}" if missing else ""))
+    ne, _ = import_optional("numexpr")
+    torch, _ = import_optional("torch")
+    note(describe_versions([("numpy", np), ("numexpr", ne), ("torch", torch)]))
 
     peers = Peers(args, np)
     fixed_rows = args.rows

@@ -60,7 +60,8 @@ sample), median_ns, min_ns, max_ns, max_error, bytes.
 
 Needs numpy and the uopjit package (importable, or python/ of this
 repository with build/libuopjit.so: both are found from this file's place);
-numexpr is optional (a note says when it is missing).
+numexpr is optional (a note says when it is missing). What it shares with
+bench/cpu_peers.py (imports, timing, inputs) is in bench/peers_common.py.
 """
 import argparse
 import json
@@ -74,10 +75,11 @@ import sys
 import tempfile
 import time
 
+from peers_common import SeededInputs, import_optional, numpy_sigmoid, row_tolerance, time_samples
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BYTES_PER_ELEMENT = {"sigmoid": 8, "adam": 28, "softmax": 8}
-U = 2.0 ** -24
 SCALARS = {"a": 1.5, "b": 0.2, "lr": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8}
 
 
@@ -98,30 +100,11 @@ def program(name):
         return f.read().strip()
 
 
-def time_samples(call, samples, min_sample_ns=20e6):
-    """Per-call times in ns, one per sample."""
-    start = time.perf_counter_ns()
-    call()
-    one = time.perf_counter_ns() - start
-    calls = 1 if one >= min_sample_ns else int(-(-min_sample_ns // max(one, 1)))
-    per_call = [one] if calls == 1 else []
-    while len(per_call) < samples:
-        start = time.perf_counter_ns()
-        for _ in range(calls):
-            call()
-        per_call.append((time.perf_counter_ns() - start) / calls)
-    return per_call
-
-
-class Bench:
+class Bench(SeededInputs):
     def __init__(self, args, np, uopjit, ne):
-        self.args, self.np, self.uopjit, self.ne = args, np, uopjit, ne
-        self.rng = np.random.default_rng(20240607)
+        super().__init__(np)
+        self.args, self.uopjit, self.ne = args, uopjit, ne
         self.rows, self.notes = [], []
-
-    def uniform(self, *shape):
-        np = self.np
-        return (self.rng.random(shape, dtype=np.float32) + np.float32(0.5)).astype(np.float32)
 
     def add(self, workload, runner, kind, shape, threads, per_call, error, tolerance, median_only=False):
         """One row; median_only: per_call is [the median] another program
@@ -141,10 +124,6 @@ class Bench:
             "median_ns": statistics.median(timed) if timed else None,
             "min_ns": min(timed) if spread else None, "max_ns": max(timed) if spread else None,
             "max_error": error, "bytes": BYTES_PER_ELEMENT[workload] * elements})
-
-    def relative_to_one(self, got, ref):
-        np = self.np
-        return float(np.max(np.abs(got.astype(np.float64) - ref) / np.maximum(1.0, np.abs(ref))))
 
     def uopjit_kernel(self, source, engine, threads, call):
         """A Kernel on engine, warmed until its C kernel serves (auto tiers)."""
@@ -279,14 +258,7 @@ class Bench:
             t = np.empty_like(x)
             a32, b32 = np.float32(a), np.float32(b)
 
-            def numpy_sigmoid():
-                np.multiply(x, a32, out=t)
-                np.add(t, b32, out=t)
-                np.negative(t, out=t)
-                np.exp(t, out=t)
-                np.add(t, np.float32(1), out=t)
-                np.divide(np.float32(1), t, out=y)
-            measure("numpy", "peer", numpy_sigmoid, lambda: y)
+            measure("numpy", "peer", lambda: numpy_sigmoid(np, x, a32, b32, t, y), lambda: y)
 
     def adam(self, threads):
         np, n = self.np, 1 << self.args.log2_size
@@ -354,7 +326,7 @@ class Bench:
         e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
         ref = e / e.sum(-1, keepdims=True)
         y = np.empty_like(x)
-        tol = cols * U / (1 - cols * U) + 16 * U
+        tol = row_tolerance(cols)
 
         def measure(runner, kind, call):
             y.fill(np.nan)
@@ -441,17 +413,13 @@ def main():
     unknown = [w for w in workloads if w not in BYTES_PER_ELEMENT]
     if unknown or args.samples < 1 or min(args.threads) < 1:
         parser.error(f"workloads are {', '.join(BYTES_PER_ELEMENT)}; samples and threads at least 1")
-    try:
-        import numpy as np
-    except ImportError:
+    np, _ = import_optional("numpy")
+    if np is None:
         print("bench/py_bench.py: no numpy in this python; nothing to compare")
         return 0
     if args.no_huge_pages:
         np.core.multiarray._set_madvise_hugepage(False)
-    try:
-        import numexpr as ne
-    except ImportError:
-        ne = None
+    ne, _ = import_optional("numexpr")
     bench = Bench(args, np, import_uopjit(), ne)
     if ne is None:
         bench.notes.append("no numexpr in this python: its rows are missing")

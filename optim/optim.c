@@ -1,4 +1,4 @@
-/* optim/optim.c: the optimizer API (include/uopjit.h, "optimizers"). An
+/* optim/optim.c: the optimizer API (include/uopjit_optim.h). An
  * optimizer is a parsed updater (optim/spec.c) plus the values of its
  * hyperparameters and its step count. A step:
  *   1. checks every group (shapes, dtypes, hyperparameter values) before

@@ -11,10 +11,13 @@
 # DESTDIR staging tree and the two pkg-config lines (shared, static) against
 # it, with PKG_CONFIG_SYSROOT_DIR standing for DESTDIR. The three programs
 # must print the same thing; the shared one must load libuopjit.so.MAJOR,
-# the static one must not. The shared library must export exactly the uj_*
-# functions the header declares, and name its SONAME; the static library's
-# global symbols must be those same functions. Last, `make uninstall`
-# removes every file install wrote.
+# the static one must not. The installed headers must compile on their own,
+# in C and in C++, through <uopjit.h> (which includes uopjit_optim.h), and
+# uopjit_optim.h included by itself must stop with its own message. The
+# shared library must export exactly the uj_* functions the installed
+# headers declare, and name its SONAME; the static library's global symbols
+# must be those same functions. Last, `make uninstall` removes every file
+# install wrote.
 #
 # make test runs this from the source root as $(BUILD)/tests/test_install,
 # with UJ_TEST_CC, UJ_TEST_SANFLAGS and UJ_TEST_MAKE_ARGS (BUILD=, DEBUG=,
@@ -106,9 +109,10 @@ build_and_run() {
 # The shared library's NEEDED entries.
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 
-# The functions the header declares: its preprocessed text, comments gone.
+# The functions the installed headers declare: the preprocessed text of
+# uopjit.h (which includes uopjit_optim.h from beside it), comments gone.
 header_functions() {
-  $cc -E -P include/uopjit.h | grep -oE '\buj_[a-z0-9_]+[[:space:]]*\(' | tr -d ' \t(' | sort -u
+  $cc -E -P "$stage$prefix/include/uopjit.h" | grep -oE '\buj_[a-z0-9_]+[[:space:]]*\(' | tr -d ' \t(' | sort -u
 }
 
 # The same set, or what differs.
@@ -143,7 +147,7 @@ if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s install DESTDIR="$stage" PR
   sed 's/^/    /' "$scratch/install.log"
   fail "make install DESTDIR=$stage PREFIX=$prefix failed"
 fi
-for f in include/uopjit.h lib/libuopjit.so.$version lib/libuopjit.a bin/uopjit lib/pkgconfig/uopjit.pc; do
+for f in include/uopjit.h include/uopjit_optim.h lib/libuopjit.so.$version lib/libuopjit.a bin/uopjit lib/pkgconfig/uopjit.pc; do
   [ -f "$stage$prefix/$f" ] || fail "make install did not write $prefix/$f"
 done
 [ "$(readlink "$libdir/libuopjit.so.$major")" = "libuopjit.so.$version" ] ||
@@ -186,6 +190,44 @@ if [ $have_pkg_config = no ]; then skip "pkg-config is not installed"; else
   fi
 fi
 
+# A program that includes only <uopjit.h> from the installed tree and calls
+# a function of each header: compiled as C11 with every warning, and built
+# as C++ against the installed shared library and run, which links only
+# when each header declares its functions extern "C" (unmangled names). The
+# C++ build takes this build's sanitizer flags, as a sanitized library
+# loads only into a program built with the same runtime.
+begin_test installed_headers
+cat > "$scratch/headers.c" <<'EOF_C'
+#include <uopjit.h>
+int main(void) {
+  uj_optim_t* opt = 0;
+  if (uj_optim_new("sgd", &opt) != UJ_OK || !uj_version()) return 1;
+  uj_optim_free(opt);
+  return 0;
+}
+EOF_C
+include_dir=$stage$prefix/include
+check "the installed <uopjit.h> does not compile as C11 with -Wall -Wextra -Werror" \
+  $cc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -I"$include_dir" "$scratch/headers.c"
+if command -v c++ > /dev/null 2>&1; then
+  if ! c++ $sanflags -Wall -Wextra -Werror -x c++ -I"$include_dir" "$scratch/headers.c" -x none -L"$libdir" -luopjit \
+       -o "$scratch/headers_cxx" > "$scratch/headers_cxx.log" 2>&1; then
+    sed 's/^/    /' "$scratch/headers_cxx.log"
+    fail "a C++ program including the installed <uopjit.h> did not build against libuopjit.so"
+  elif ! LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$scratch/headers_cxx"; then
+    fail "the C++ program calling uj_optim_new and uj_version failed"
+  fi
+else
+  skip "no c++ compiler to check the headers' extern \"C\" blocks"
+fi
+printf '#include <uopjit_optim.h>\n' > "$scratch/optim_alone.c"
+if $cc -fsyntax-only -I"$include_dir" "$scratch/optim_alone.c" > "$scratch/optim_alone.log" 2>&1; then
+  fail "uopjit_optim.h included by itself compiled; it must name uopjit.h instead"
+elif ! grep -q 'include <uopjit.h> instead' "$scratch/optim_alone.log"; then
+  sed 's/^/    /' "$scratch/optim_alone.log"
+  fail "uopjit_optim.h included by itself failed without its message naming uopjit.h"
+fi
+
 declared=$(header_functions)
 
 begin_test shared_library_abi
@@ -193,12 +235,12 @@ so=$libdir/libuopjit.so.$version
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libuopjit.so.$major" ] || fail "SONAME of libuopjit.so.$version: '$soname', expected libuopjit.so.$major"
 exported=$(nm -D --defined-only "$so" | awk '{ print $NF }' | sort -u)
-[ -n "$declared" ] || fail "no uj_* function found in include/uopjit.h"
-same_set "nm -D --defined-only libuopjit.so.$version against include/uopjit.h" "$declared" "$exported"
+[ -n "$declared" ] || fail "no uj_* function found in the installed uopjit.h"
+same_set "nm -D --defined-only libuopjit.so.$version against the installed headers" "$declared" "$exported"
 
 begin_test static_library_abi
 globals=$(nm -g --defined-only "$libdir/libuopjit.a" | awk 'NF == 3 { print $3 }' | sort -u)
-same_set "nm -g --defined-only libuopjit.a against include/uopjit.h" "$declared" "$globals"
+same_set "nm -g --defined-only libuopjit.a against the installed headers" "$declared" "$globals"
 undefined_mir=$(nm -u "$libdir/libuopjit.a" | grep -c ' MIR_')
 [ "$undefined_mir" -eq 0 ] || fail "libuopjit.a leaves $undefined_mir MIR_ symbols undefined (it should carry MIR)"
 

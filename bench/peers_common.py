@@ -1,0 +1,95 @@
+"""bench/peers_common.py: what bench/cpu_peers.py and bench/py_bench.py share
+so that their peer rows are measured alike.
+
+  import_optional    a peer library (numpy, numexpr, torch) when this python
+                     can import it, else None and the reason
+  describe_versions  the libraries' versions and python's, and which are
+                     missing, for the note that heads a run
+  time_samples       per-call times: each sample as many back-to-back calls
+                     as fill 20 ms (a slower call is a sample of its own)
+  numpy_sigmoid      NumPy's sigmoid peer, ufuncs into preallocated arrays
+  row_tolerance      the error bound of a row program (softmax, layernorm)
+                     over rows of n elements: gamma_n + 16u
+  SeededInputs       f32 inputs uniform in [0.5, 1.5) from one fixed seed,
+                     and the error of a result against a float64 reference
+                     relative to max(1, |ref|)
+
+Both scripts run from bench/ as scripts, so this module is found beside
+them.
+"""
+import importlib
+import sys
+import time
+
+# The unit roundoff of f32.
+U = 2.0 ** -24
+# One seed for every run, so that runs time and check the same data.
+INPUT_SEED = 20240607
+
+
+def import_optional(name):
+    """(module, None), or (None, the ImportError) when it cannot be imported."""
+    try:
+        return importlib.import_module(name), None
+    except ImportError as e:
+        return None, e
+
+
+def describe_versions(modules):
+    """modules: (name, module or None) pairs, e.g. "numpy 1.24.2, torch 2.1
+    (python 3.11.2); not importable: numexpr"."""
+    versions = [f"{name} {module.__version__}" for name, module in modules if module is not None]
+    missing = [name for name, module in modules if module is None]
+    return (f"{', '.join(versions)} (python {sys.version.split()[0]})"
+            + (f"; not importable: {', '.join(missing)}" if missing else ""))
+
+
+def numpy_sigmoid(np, x, a, b, t, y):
+    """y = 1/(1+exp(-(a*x+b))) as a NumPy user writes it for speed: one ufunc
+    per operation, each into a preallocated array (t, scratch of x's shape),
+    so that no call allocates. a and b are np.float32, keeping it in f32."""
+    np.multiply(x, a, out=t)
+    np.add(t, b, out=t)
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    np.add(t, np.float32(1), out=t)
+    np.divide(np.float32(1), t, out=y)
+
+
+def row_tolerance(n):
+    """gamma_n + 16u, u the unit roundoff of f32: what a sum over a row of n
+    elements may lose, with room for the few operations around it."""
+    return n * U / (1 - n * U) + 16 * U
+
+
+def time_samples(call, samples, min_sample_ns=20e6):
+    """Per-call times in ns, one per sample. The first call, timed alone,
+    sets how many calls make a sample."""
+    start = time.perf_counter_ns()
+    call()
+    one = time.perf_counter_ns() - start
+    calls = 1 if one >= min_sample_ns else int(-(-min_sample_ns // max(one, 1)))
+    per_call = [one] if calls == 1 else []
+    while len(per_call) < samples:
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            call()
+        per_call.append((time.perf_counter_ns() - start) / calls)
+    return per_call
+
+
+class SeededInputs:
+    """The inputs of a run and how a result is checked; np is numpy."""
+
+    def __init__(self, np):
+        self.np = np
+        self.rng = np.random.default_rng(INPUT_SEED)
+
+    def uniform(self, *shape):
+        np = self.np
+        return (self.rng.random(shape, dtype=np.float32) + np.float32(0.5)).astype(np.float32)
+
+    def relative_to_one(self, got, ref):
+        """max |got - ref| / max(1, |ref|), got widened to float64."""
+        np = self.np
+        return float(np.max(np.abs(got.astype(np.float64) - ref) / np.maximum(1.0, np.abs(ref))))
