@@ -345,7 +345,7 @@ $(BENCH_OBJS): override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
 $(BUILD)/obj/bench/suite.o: override CFLAGS += $(if $(MIR_ARCHIVE),-DBENCH_MIR_LIBRARY='"$(MIR_ARCHIVE)"')
 $(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o $(BUILD)/obj/bench/hand.o: \
   override CFLAGS += $(BENCH_NATIVE_FLAGS) -ffast-math
-$(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o $(BUILD)/obj/bench/groups_copy.o: \
+$(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o: \
   override CFLAGS += $(BENCH_NATIVE_FLAGS) -fno-tree-loop-distribute-patterns \
   -mprefer-vector-width=512
 
