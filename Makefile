@@ -162,7 +162,7 @@ $(BUILD)/obj/%.o: %.c
 # name the code that wrote the cached source: a checksum of the emitter's
 # files. A changed emitter then misses instead of loading what an older one
 # compiled (the IR text alone cannot tell them apart).
-C_EMITTER_FILES := jit/c/c.c jit/c/c_emit.c jit/c/c_reduce.c jit/c/c_divide.c jit/c_like.c ir/deps.c ir/lanes.c ir/loop_indep.c \
+C_EMITTER_FILES := jit/c/c.c jit/c/c_emit.c jit/c/c_ahead.c jit/c/c_reduce.c jit/c/c_divide.c jit/c_like.c ir/deps.c ir/lanes.c ir/loop_indep.c \
                    ir/semantics.c jit/prelude.c
 C_EMITTER_ID := $(firstword $(shell cat $(C_EMITTER_FILES) | cksum))
 $(BUILD)/obj/jit/c/c.o $(BUILD)/obj/tests/test_engines_cache.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
@@ -349,7 +349,7 @@ $(BENCH_OBJS): override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
 $(BUILD)/obj/bench/suite.o: override CFLAGS += $(if $(MIR_ARCHIVE),-DBENCH_MIR_LIBRARY='"$(MIR_ARCHIVE)"')
 $(BUILD)/obj/bench/baseline.o $(BUILD)/obj/bench/rows_baseline.o $(BUILD)/obj/bench/hand.o: \
   override CFLAGS += $(BENCH_NATIVE_FLAGS) -ffast-math
-$(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o $(BUILD)/obj/bench/groups_copy.o: \
+$(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o: \
   override CFLAGS += $(BENCH_NATIVE_FLAGS) -fno-tree-loop-distribute-patterns \
   -mprefer-vector-width=512
 

@@ -483,16 +483,12 @@ double gpu_case_row(uj_ctx_t* ctx, const gpu_case_t* c, double copy_gbs, int sam
 /* One Adam step (adam_source, one call per tensor) over GPT-2 small's parameters: 0, or -1. */
 int gpu_gpt2_adam_row(uj_ctx_t* ctx, const char* adam_source, double copy_gbs, int samples);
 
-/* ---- groups.c, groups_copy.c ---------------------------------------------------------- */
+/* ---- groups.c -------------------------------------------------------------------------- */
 
 /* `bench --groups [--short]`: an AdamW step through uj_program_run_groups
  * over GPT-2 small's 148 tensors and over 10,000 small ones, against the
  * traffic limit and torch.optim.AdamW in the same run; prints its tables
  * to stdout. 0, or 1 when it could not run. */
 int bench_groups(int short_run);
-/* Median ns of a loop that reads p, g, m, v and writes p, m, v over the
- * tensors (numel[i] elements each), split over `threads` by elements. */
-double groups_copy_ns(float* const* p, float* const* g, float* const* m, float* const* v, const int64_t* numel,
-                      int count, int threads, int repetitions);
 
 #endif

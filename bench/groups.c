@@ -7,7 +7,8 @@
  * threads, against:
  *   - the memory-traffic limit of the step's bytes (p, g, m, v read; p, m,
  *     v written: 28 bytes per element), measured here by a loop that moves
- *     exactly those bytes over the same tensors (bench/groups_copy.c);
+ *     exactly those bytes over the same tensors as one job split by
+ *     elements, as the suite's AdamW row does (traffic_copy_all, traffic.c);
  *   - torch.optim.AdamW(foreach=True), and fused=True where the installed
  *     torch offers it on the CPU, in the same run (bench/groups_peers.py).
  * Then the many-small-tensors case: 10,000 tensors of 1..1000 elements
@@ -56,6 +57,7 @@ typedef struct {
   int64_t* numel;
   float **p, **g, **m, **v;
   uj_tensor_t* tensors; /* per group: p, g, m, v */
+  traffic_t* traffic;   /* per group: reads p, g, m, v; writes p, m, v in place */
   float scalar_value[MAX_SCALARS];
   uj_tensor_t scalars[MAX_SCALARS];
   const uj_tensor_t** in;
@@ -76,7 +78,7 @@ static void set_step(param_set_t* s, int t) {
 static void set_free(param_set_t* s) {
   for (int i = 0; s->p && i < s->count; i++) free(s->p[i]), free(s->g[i]), free(s->m[i]), free(s->v[i]);
   free(s->numel), free(s->p), free(s->g), free(s->m), free(s->v), free(s->tensors);
-  free(s->in), free(s->out), free(s->groups);
+  free(s->in), free(s->out), free(s->groups), free(s->traffic);
   memset(s, 0, sizeof *s);
 }
 
@@ -117,7 +119,9 @@ static int set_new(param_set_t* s, const shape_t* shapes, int count, uj_program_
   s->in = calloc((size_t)count * 16, sizeof *s->in);
   s->out = calloc((size_t)count * 16, sizeof *s->out);
   s->groups = calloc((size_t)count, sizeof *s->groups);
-  if (!s->numel || !s->p || !s->g || !s->m || !s->v || !s->tensors || !s->in || !s->out || !s->groups) return -1;
+  s->traffic = calloc((size_t)count, sizeof *s->traffic);
+  if (!s->numel || !s->p || !s->g || !s->m || !s->v || !s->tensors || !s->in || !s->out || !s->groups || !s->traffic)
+    return -1;
   uint64_t state = seed | 1;
   for (int i = 0; i < count; i++) {
     int64_t n = 1;
@@ -130,6 +134,8 @@ static int set_new(param_set_t* s, const shape_t* shapes, int count, uj_program_
       s->tensors[i * 4 + k] = (uj_tensor_t){*arrays[k], UJ_F32, UJ_CPU, shapes[i].ndim, {0}};
       memcpy(s->tensors[i * 4 + k].dims, shapes[i].dims, sizeof shapes[i].dims);
     }
+    s->traffic[i] = (traffic_t){.reads = {s->p[i], s->g[i], s->m[i], s->v[i]}, .nreads = 4,
+                                .writes = {s->p[i], s->m[i], s->v[i]}, .nwrites = 3, .n = n};
   }
   set_step(s, 1);
   return uj_program_io_count(prog, 0) > 16 ? -1 : set_bind(s, prog);
@@ -219,8 +225,7 @@ typedef struct {
 
 static int copy_call(void* arg) {
   copy_arg_t* c = arg;
-  groups_copy_ns(c->s->p, c->s->g, c->s->m, c->s->v, c->s->numel, c->s->count, c->threads, 1);
-  return 0;
+  return traffic_copy_all(c->s->traffic, c->s->count, c->threads);
 }
 
 /* Round-robin timing: each round calls every item once, so that they share

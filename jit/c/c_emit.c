@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../c_like.h"
+#include "c_ahead.h"
 #include "c_divide.h"
 #include "c_reduce.h"
 #include "../jit.h"
@@ -172,6 +173,11 @@ static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   jit_c_hoist_divides(&E->cx, b, k);
   if (ir_lanes_fit(b, k)) {
     jit_c_emit_lanes(&E->cx, b, k);
+    E->cx.ndivides = 0;
+    return;
+  }
+  if (jit_c_ahead_fits(&E->cx, b, k)) {
+    jit_c_emit_ahead(&E->cx, b, k, emit_inner_loop, E);
     E->cx.ndivides = 0;
     return;
   }

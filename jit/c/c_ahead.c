@@ -1,0 +1,117 @@
+/* jit/c/c_ahead.c: the C engine's flat elementwise loops, with software
+ * prefetch ahead of every stream.
+ *
+ * A block of one loop whose iterations are independent (an elementwise
+ * program over flat arrays: a sigmoid chain, an optimizer update, a piece
+ * of a multi-tensor call) streams each tensor it touches at [i]. On a large
+ * array one core keeps only as many misses in flight as its line-fill
+ * buffers allow, and the hardware prefetcher follows each stream only
+ * after it has seen several misses: a loop of Adam's four streams waited
+ * on memory for part of every pass. Such a loop is therefore printed in
+ * groups of GROUP iterations (an inner loop of constant trip count, which
+ * the compiler vectorizes whole), and after each group prefetches, for
+ * every tensor accessed at exactly [i], the lines GROUP iterations cover
+ * AHEAD elements further on: to read, or to write where the loop writes
+ * the tensor (the store then finds its line owned). The iterations past
+ * the last whole group run as before. No value changes: the iterations run
+ * in their order, and a prefetch neither faults nor stores.
+ *
+ * Measured on a 2-core Xeon (AVX-512), in-place Adam at 2^24 f32 elements,
+ * one thread, a plain loop against the same loop in groups of 32 with
+ * every stream prefetched 256 elements (1 KiB) ahead, fastest of 21 calls
+ * each alternated, six runs: 17.5-19.4 ms against 16.4-18.4, 6-10% less
+ * in each run. The bench's traffic-matched copy kernel, the limit such a
+ * loop is judged by, prefetches the same way (bench/traffic.c).
+ *
+ * Which loops: jit_c_ahead_fits; others are printed as before. */
+#include <stdlib.h>
+
+#include "c_ahead.h"
+
+enum {
+  GROUP = 32,      /* iterations per group: two 64-byte vectors of f32 */
+  AHEAD = 256,     /* elements ahead: 1 KiB of f32 */
+  LINE_BYTES = 64, /* a cache line */
+};
+
+typedef struct {
+  int loop;            /* the loop's id */
+  int streams;         /* tensors accessed at [i] */
+  unsigned char* mode; /* by tensor: 1 read at [i], 2 written at [i] (or both) */
+} stream_walk_t;
+
+static int is_loop_index(const ir_access_t* acc, int loop) {
+  return acc->nidx == 1 && acc->idx[0]->kind == IR_IX_LOOP && acc->idx[0]->id == loop;
+}
+
+static void note_stream(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)level, (void)stmt;
+  stream_walk_t* w = ctx;
+  if (!is_loop_index(acc, w->loop) || acc->check_mask) return;
+  if (!w->mode[acc->tensor]) w->streams++;
+  w->mode[acc->tensor] |= (unsigned char)(is_write ? 2 : 1);
+}
+
+/* The tensors b's only loop streams, or NULL when it streams none (or on
+ * out of memory: the loop is then printed as before). */
+static unsigned char* stream_modes(const ir_func_t* f, const ir_block_t* b) {
+  stream_walk_t w = {b->loops[0].id, 0, calloc((size_t)f->ntensors + 1, 1)};
+  if (!w.mode) return NULL;
+  ir_walk_accesses((ir_block_t*)b, note_stream, &w);
+  for (int t = 0; t < f->ntensors; t++)
+    if (w.mode[t] && (f->tensors[t].local || f->tensors[t].noalloc)) w.mode[t] = 0, w.streams--;
+  if (w.streams > 0) return w.mode;
+  free(w.mode);
+  return NULL;
+}
+
+int jit_c_ahead_fits(const jit_cx_t* E, const ir_block_t* b, int k) {
+  if (k != 0 || b->nloops != 1 || !ir_loop_independent(E->f, b, 0, NULL)) return 0;
+  unsigned char* mode = stream_modes(E->f, b);
+  free(mode);
+  return mode != NULL;
+}
+
+void jit_c_emit_ahead(jit_cx_t* E, const ir_block_t* b, int k, jit_cx_loop_fn inner, void* inner_ctx) {
+  const ir_func_t* f = E->f;
+  int id = b->loops[k].id;
+  unsigned char* mode = stream_modes(f, b);
+  jit_cx_indent(E, k);
+  rt_buf_printf(E->out, "{\n");
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "uj_i64 uj_g = begin;\n");
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "for (; end - uj_g >= %d; uj_g += %d) {\n", GROUP, GROUP);
+  jit_cx_indent(E, k + 2);
+  rt_buf_printf(E->out, "#pragma GCC ivdep\n");
+  jit_cx_indent(E, k + 2);
+  rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) {\n", GROUP);
+  jit_cx_indent(E, k + 3);
+  rt_buf_printf(E->out, "const uj_i64 i%d = uj_g + uj_l;\n", id);
+  jit_cx_iteration(E, b, k, k + 3, inner, inner_ctx);
+  jit_cx_indent(E, k + 2);
+  rt_buf_printf(E->out, "}\n");
+  if (mode) {
+    jit_cx_indent(E, k + 2);
+    rt_buf_printf(E->out, "if (end - uj_g >= %d) {", GROUP + AHEAD);
+    for (int t = 0; t < f->ntensors; t++) {
+      if (!mode[t]) continue;
+      int size = uj_dtype_size(f->tensors[t].dtype), per_line = LINE_BYTES / size;
+      int lines = GROUP * size / LINE_BYTES;
+      for (int line = 0; line < (lines > 0 ? lines : 1); line++)
+        rt_buf_printf(E->out, " __builtin_prefetch(&t%d[uj_g + %d], %d);", t, AHEAD + line * per_line,
+                      mode[t] & 2 ? 1 : 0);
+    }
+    rt_buf_printf(E->out, " }\n");
+  }
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "}\n");
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "for (uj_i64 i%d = uj_g; i%d < end; i%d++) {\n", id, id, id);
+  jit_cx_iteration(E, b, k, k + 2, inner, inner_ctx);
+  jit_cx_indent(E, k + 1);
+  rt_buf_printf(E->out, "}\n");
+  jit_cx_indent(E, k);
+  rt_buf_printf(E->out, "}\n");
+  free(mode);
+}
