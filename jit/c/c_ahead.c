@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "c_ahead.h"
+#include "c_group.h"
 
 enum {
   GROUP = 32,      /* iterations per group: two 64-byte vectors of f32 */
@@ -82,12 +83,7 @@ void jit_c_emit_ahead(jit_cx_t* E, const ir_block_t* b, int k, jit_cx_loop_fn in
   rt_buf_printf(E->out, "uj_i64 uj_g = begin;\n");
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "for (; end - uj_g >= %d; uj_g += %d) {\n", GROUP, GROUP);
-  jit_cx_indent(E, k + 2);
-  rt_buf_printf(E->out, "#pragma GCC ivdep\n");
-  jit_cx_indent(E, k + 2);
-  rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) {\n", GROUP);
-  jit_cx_indent(E, k + 3);
-  rt_buf_printf(E->out, "const uj_i64 i%d = uj_g + uj_l;\n", id);
+  jit_c_open_lanes(E, k + 2, GROUP, id, 1);
   jit_cx_iteration(E, b, k, k + 3, inner, inner_ctx);
   jit_cx_indent(E, k + 2);
   rt_buf_printf(E->out, "}\n");

@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "c_group.h"
 #include "c_reduce.h"
 
 /* The lane type of a carried variable: i32 sums and products wrap in uint32_t. */
@@ -210,14 +211,7 @@ void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   rt_buf_printf(E->out, "uj_i64 uj_g = uj_s;\n");
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "for (; uj_e > uj_g && (uint64_t)(uj_e - uj_g) >= %d; uj_g += %d) {\n", L, L);
-  if (ir_loop_accesses_disjoint(E->f, b, k, NULL)) {
-    jit_cx_indent(E, k + 2);
-    rt_buf_printf(E->out, "#pragma GCC ivdep\n");
-  }
-  jit_cx_indent(E, k + 2);
-  rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) {\n", L);
-  jit_cx_indent(E, k + 3);
-  rt_buf_printf(E->out, "const uj_i64 i%d = uj_g + uj_l;\n", id);
+  jit_c_open_lanes(E, k + 2, L, id, ir_loop_accesses_disjoint(E->f, b, k, NULL));
   jit_cx_locals(E, l, k + 3);
   E->lanes = 1;
   for (int s = 0; s < l->nstmts; s++) jit_cx_stmt(E, &l->stmts[s], k + 3);
