@@ -264,11 +264,14 @@ uj_status_t ir_pass_into_output(ir_func_t* f) {
     free(use), free(chain_start);
     return rt_error(UJ_ERR_OOM, "into_output: out of memory over %d blocks and %d tensors", f->nblocks, f->ntensors);
   }
-  uj_status_t s = ir_block_chains(f, chain_start);
+  int* chain_length = malloc(((size_t)f->nblocks + 1) * sizeof *chain_length);
+  uj_status_t s = chain_length ? ir_block_chains(f, chain_start)
+                               : rt_error(UJ_ERR_OOM, "into_output: out of memory over %d blocks", f->nblocks);
   if (s != UJ_OK) {
-    free(use), free(chain_start);
+    free(use), free(chain_start), free(chain_length);
     return s;
   }
+  for (int b = 0; b < f->nblocks; b++) chain_length[b] = chain_start[b];
   /* lengths to the first block of each block's chain */
   for (int b = 0, start = 0; b < f->nblocks; b++) chain_start[b] = chain_start[b] ? (start = b) : start;
   for (int b = 0; b < f->nblocks; b++) {
@@ -285,15 +288,19 @@ uj_status_t ir_pass_into_output(ir_func_t* f) {
     if (at.level < 0 || !stores_each_element_once(B, at, &o->write_stmt->target)) continue;
     int T = staged_temporary(f, use, chain_start, O, at);
     if (T < 0 || may_overwrite_an_input(f, O)) continue;
+    if (ir_output_streamable(f, O, NULL) && ir_temp_chain_local(f, T, chain_length)) {
+      f->tensors[T].chain_local = 1; /* a row of scratch and a streamed O: see the file's comment */
+      continue;
+    }
     if (!retarget_block(f, B, T, O)) {
       int block = o->write_block;
-      free(use), free(chain_start);
+      free(use), free(chain_start), free(chain_length);
       return rt_error(UJ_ERR_OOM, "into_output: out of memory copying the statements of block %d", block);
     }
     use[T].write_stmt->target.tensor = O;
     /* O and T are now touched where the tables do not say: neither is
      * looked at again (O's write is no longer its only access, T is gone) */
   }
-  free(use), free(chain_start);
+  free(use), free(chain_start), free(chain_length);
   return UJ_OK;
 }

@@ -30,6 +30,7 @@
 #include "../c_like.h"
 #include "c_divide.h"
 #include "c_reduce.h"
+#include "c_stream.h"
 #include "../jit.h"
 #include "../prelude.h"
 
@@ -93,6 +94,34 @@ static const char prelude[] =
     "}\n"
     "#else\n"
     "static inline float uj_fdiv_r(float a, double d, double r) { (void)r; return a / (float)d; }\n"
+    "#endif\n"
+    /* UJ_STREAM64(dst, src): the 64 bytes at src (a 64-byte aligned local
+     * array) to dst (64-byte aligned) with a non-temporal store, which
+     * skips reading the line first (jit/c/c_stream.c); the compilers'
+     * builtins, so that no intrinsics header costs compile time. UJ_SFENCE
+     * orders such stores before those that follow (x86). */
+    "#if defined(__clang__)\n"
+    "typedef long long uj_v8q __attribute__((vector_size(64), may_alias));\n"
+    "#define UJ_STREAM64(dst, src) __builtin_nontemporal_store(*(const uj_v8q*)(const void*)(src), (uj_v8q*)(void*)(dst))\n"
+    "#elif defined(__GNUC__) && defined(__AVX512F__)\n"
+    "typedef long long uj_v8q __attribute__((vector_size(64), may_alias));\n"
+    "#define UJ_STREAM64(dst, src) __builtin_ia32_movntdq512((uj_v8q*)(void*)(dst), *(const uj_v8q*)(const void*)(src))\n"
+    "#elif defined(__GNUC__) && defined(__AVX__)\n"
+    "typedef long long uj_v4q __attribute__((vector_size(32), may_alias));\n"
+    "#define UJ_STREAM64(dst, src) do { for (int uj_q = 0; uj_q < 2; uj_q++) \\\n"
+    "  __builtin_ia32_movntdq256((uj_v4q*)(void*)(dst) + uj_q, ((const uj_v4q*)(const void*)(src))[uj_q]); } while (0)\n"
+    "#elif defined(__GNUC__) && defined(__SSE2__)\n"
+    "typedef long long uj_v2q __attribute__((vector_size(16), may_alias));\n"
+    "#define UJ_STREAM64(dst, src) do { for (int uj_q = 0; uj_q < 4; uj_q++) \\\n"
+    "  __builtin_ia32_movntdq((uj_v2q*)(void*)(dst) + uj_q, ((const uj_v2q*)(const void*)(src))[uj_q]); } while (0)\n"
+    "#else\n"
+    "#define UJ_STREAM64(dst, src) do { for (int uj_q = 0; uj_q < 64; uj_q++) \\\n"
+    "  ((unsigned char*)(void*)(dst))[uj_q] = ((const unsigned char*)(const void*)(src))[uj_q]; } while (0)\n"
+    "#endif\n"
+    "#if (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE__) || defined(__x86_64__))\n"
+    "#define UJ_SFENCE() __builtin_ia32_sfence()\n"
+    "#else\n"
+    "#define UJ_SFENCE() ((void)0)\n"
     "#endif\n"
     "static inline float uj_expf(float x) {\n"
     "  uj_bits c; c.f = x;\n"
@@ -170,6 +199,10 @@ static void emit_inner_loop(void* ctx, const ir_block_t* b, int k, int depth) {
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   jit_c_hoist_divides(&E->cx, b, k);
+  if (jit_c_stream_loop(&E->cx, b, k)) {
+    E->cx.ndivides = 0;
+    return;
+  }
   if (ir_lanes_fit(b, k)) {
     jit_c_emit_lanes(&E->cx, b, k);
     E->cx.ndivides = 0;
@@ -209,7 +242,9 @@ static void emit_block(emitter_t* E, int bi) {
       rt_buf_printf(E->cx.out, "  %s%s* t%d = (%s%s*)buf[%d]; (void)t%d;\n", tt->role == IR_TENSOR_INPUT ? "const " : "",
                     jit_cx_ctype(tt->dtype), t, tt->role == IR_TENSOR_INPUT ? "const " : "", jit_cx_ctype(tt->dtype), t, t);
   }
+  jit_c_stream_tests(&E->cx, bi);
   if (f->blocks[bi].nloops) emit_loop(E, &f->blocks[bi], 0);
+  jit_c_stream_fence(&E->cx, bi);
   rt_buf_printf(E->cx.out, "}\n");
 }
 
@@ -299,8 +334,10 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
                 "int %s_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,\n"
                 "           const int64_t* params) {\n"
                 "  uj_i64 dims[%d];\n  void* buf[%d] = {0};\n  int status = 0, uj_bad = 0;\n"
-                "  if (uj_sizes(input_dims, params, dims) != 0) return -1;\n",
-                nin, nout, name, name, f->ntensors * UJ_MAX_DIMS + 1, f->ntensors + 1);
+                "  if (uj_sizes(input_dims, params, dims) != 0) return -1;\n"
+                "  dims[%d] = %lld; /* outputs of this many bytes or more are streamed past the cache */\n",
+                nin, nout, name, name, f->ntensors * UJ_MAX_DIMS + 1, f->ntensors + 1, JIT_STREAM_SLOT(f->ntensors),
+                (long long)RT_DEFAULT_STREAM_BYTES);
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role == IR_TENSOR_INPUT) rt_buf_printf(E->cx.out, "  buf[%d] = inputs[%d];\n", t, tt->io_index);
@@ -351,10 +388,12 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
                         " * errno keeps loops from vectorizing. */\n");
   rt_buf_printf(&out, "%s%s", prelude, jit_prelude_shared);
   int* chain = calloc((size_t)f->nblocks + 1, sizeof *chain);
-  if (!chain || ir_block_chains(f, chain) != UJ_OK) {
-    free(chain), free(ops), rt_buf_release(&out);
+  int* stream_block = jit_c_stream_blocks(f);
+  if (!chain || !stream_block || ir_block_chains(f, chain) != UJ_OK) {
+    free(chain), free(stream_block), free(ops), rt_buf_release(&out);
     return NULL;
   }
+  E.cx.stream_block = stream_block;
   for (int b = 0, first = 0; b < f->nblocks; b++) {
     if (chain[b]) first = b;
     /* the AOT runs each block over all rows at once: no next chunk */
@@ -363,6 +402,7 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
   }
   free(chain);
   if (flags & JIT_C_AOT) emit_aot_entry(&E, name ? name : "uopjit_kernel");
+  free(stream_block);
   free(ops);
   return rt_buf_take(&out);
 }
