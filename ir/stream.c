@@ -19,8 +19,11 @@
  *    it where the output's lines start would make the order of the
  *    reduction's additions depend on an address, and results must depend
  *    on sizes alone;
- *  - no input may be written in place over O (ir_alias_safe): in place,
- *    the line was just read and is in cache anyway (Adam's parameters).
+ * An output an input may be written over (ir_alias_safe: an elementwise
+ * chain's, Adam's) qualifies too: whether a call runs in place is known
+ * only when it runs (the caller passes the same buffer twice), so the
+ * engine tests it then, and does not stream in place, where the line was
+ * just read and is in cache anyway (jit/c/c_stream.c).
  * The values stored are the same; only where they pass through changes. */
 #include <stdlib.h>
 
@@ -87,8 +90,6 @@ const ir_stmt_t* ir_output_streamable(const ir_func_t* f, int O, int* block) {
     int once = l->start->kind == IR_IX_CONST && l->end->kind == IR_IX_CONST && l->end->value - l->start->value <= 1;
     if (!once && !named(w.acc, l->id)) return NULL;
   }
-  for (int in = 0; in < f->ntensors; in++)
-    if (f->tensors[in].role == IR_TENSOR_INPUT && ir_alias_safe(f, in, O)) return NULL;
   if (block) *block = w.block;
   return w.stmt;
 }

@@ -15,7 +15,9 @@
  * in memory instead. Each block tests at run time, once per call, whether
  * the output's bytes reach the threshold the runner passes in
  * dims[JIT_STREAM_SLOT(ntensors)] (uj_ctx_set_stream_bytes,
- * UOPJIT_STREAM_BYTES); below it the loop runs exactly as without this file.
+ * UOPJIT_STREAM_BYTES), and that it is not written in place over an input
+ * (the same pointer: an in-place update such as Adam's has just read each
+ * line); otherwise the loop runs exactly as without this file.
  *
  * The loop that stores a streamed output, over [s, e), runs as
  *  - scalar iterations until the output's address is 64-byte aligned (none
@@ -25,6 +27,8 @@
  *    a 64-byte local array, written with one 64-byte non-temporal store
  *    (UJ_STREAM64, the prelude) after the group;
  *  - the remaining iterations, scalar.
+ * One output per loop streams, the first stored (others keep ordinary
+ * stores): the peel aligns that output's lines only.
  * Every statement runs in the same order on the same values; the streamed
  * output's elements are stored later within their group, and nothing reads
  * them. Non-temporal stores are weakly ordered, so a block that streamed
@@ -38,11 +42,27 @@
 
 int* jit_c_stream_blocks(const ir_func_t* f) {
   int* block = malloc(((size_t)f->ntensors + 1) * sizeof *block);
-  if (!block) return NULL;
+  const ir_stmt_t** stmt = malloc(((size_t)f->ntensors + 1) * sizeof *stmt);
+  if (!block || !stmt) {
+    free(block), free(stmt);
+    return NULL;
+  }
   for (int t = 0; t < f->ntensors; t++) {
     block[t] = -1;
-    ir_output_streamable(f, t, &block[t]);
+    stmt[t] = ir_output_streamable(f, t, &block[t]);
   }
+  /* one per loop, the first stored: the loop is split where that output's
+   * lines start, and another output's lines need not start there too */
+  for (int t = 0; t < f->ntensors; t++) {
+    if (block[t] < 0) continue;
+    const ir_loop_t* l = &f->blocks[block[t]].loops[f->blocks[block[t]].nloops - 1];
+    for (const ir_stmt_t* s = l->stmts; s < stmt[t]; s++)
+      if (s->kind == IR_ST_STORE && stmt[s->target.tensor] == s) {
+        block[t] = -1;
+        break;
+      }
+  }
+  free(stmt);
   return block;
 }
 
@@ -53,7 +73,12 @@ void jit_c_stream_tests(jit_cx_t* E, int bi) {
     const ir_tensor_t* tt = &f->tensors[t];
     rt_buf_printf(E->out, "  const int uj_nt%d = ", t);
     for (int k = 0; k < tt->ndim; k++) rt_buf_printf(E->out, "(uint64_t)d%d_%d * ", t, k);
-    rt_buf_printf(E->out, "%du >= (uint64_t)dims[%d];\n", uj_dtype_size(tt->dtype), JIT_STREAM_SLOT(f->ntensors));
+    rt_buf_printf(E->out, "%du >= (uint64_t)dims[%d]", uj_dtype_size(tt->dtype), JIT_STREAM_SLOT(f->ntensors));
+    /* not in place: written over an input, the lines were just read */
+    for (int in = 0; in < f->ntensors; in++)
+      if (f->tensors[in].role == IR_TENSOR_INPUT && ir_alias_safe(f, in, t))
+        rt_buf_printf(E->out, " && (const void*)t%d != (const void*)t%d", t, in);
+    rt_buf_printf(E->out, ";\n");
   }
 }
 
