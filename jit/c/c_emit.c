@@ -182,6 +182,7 @@ static const char prelude[] =
 typedef struct {
   jit_cx_t cx; /* the shared printer (jit/c_like.c) */
   int flags;
+  const int* chain; /* AOT: ir_block_chains */
 } emitter_t;
 
 int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) {
@@ -277,9 +278,69 @@ static const char aot_size_arithmetic[] =
     "  return uj_fmod(a, b);\n"
     "}\n";
 
+typedef struct {
+  int tensor, block, first;
+} first_touch_t;
+
+static void note_first_touch(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write, (void)level, (void)stmt;
+  first_touch_t* w = ctx;
+  if (acc->tensor == w->tensor && w->first < 0) w->first = w->block;
+}
+
+/* The first block of the chain (chain: ir_block_chains) whose rows
+ * chain-local temporary t lives in, or -1 for any other tensor. */
+static int scratch_chain_of(const ir_func_t* f, const int* chain, int t) {
+  if (!f->tensors[t].chain_local) return -1;
+  first_touch_t w = {t, 0, -1};
+  for (; w.block < f->nblocks && w.first < 0; w.block++) ir_walk_accesses(&f->blocks[w.block], note_first_touch, &w);
+  int b = w.first;
+  while (b > 0 && !chain[b]) b--;
+  return b >= 0 && chain[b] >= 2 ? b : -1;
+}
+
+/* The AOT's run of the chain of blocks first..first+count-1 whose
+ * chain-local temporaries (scratch[t] == first) get rows of scratch
+ * uj_scratch<t>: the chain runs a chunk of rows at a time through every
+ * block, as the JIT's runner runs it (jit/blocks.c), each chunk's first row
+ * placed on the scratch's row 0. A chunk holds JIT_CHAIN_BYTES of the
+ * temporaries' rows (one row at least). */
+static void emit_aot_chain(emitter_t* E, int first, int count, const int* scratch) {
+  const ir_func_t* f = E->cx.f;
+  rt_buf_printf(E->cx.out, "    { uj_i64 uj_begin = ");
+  jit_cx_ix(&E->cx, f->blocks[first].loops[0].start);
+  rt_buf_printf(E->cx.out, ", uj_end = ");
+  jit_cx_ix(&E->cx, f->blocks[first].loops[0].end);
+  rt_buf_printf(E->cx.out, ", uj_rows_bytes = 0;\n");
+  for (int t = 0; t < f->ntensors; t++) {
+    if (scratch[t] != first) continue;
+    rt_buf_printf(E->cx.out, "      uj_i64 uj_rb%d = %d;", t, uj_dtype_size(f->tensors[t].dtype));
+    for (int k = 1; k < f->tensors[t].ndim; k++)
+      rt_buf_printf(E->cx.out, " uj_rb%d = uj_sz_mul(&uj_bad, uj_rb%d, dims[%d]);", t, t, t * UJ_MAX_DIMS + k);
+    rt_buf_printf(E->cx.out, " uj_rows_bytes = uj_sz_add(&uj_bad, uj_rows_bytes, uj_rb%d);\n", t);
+  }
+  rt_buf_printf(E->cx.out, "      const uj_i64 uj_rows = uj_rows_bytes > 0 && uj_rows_bytes < %d ? %d / uj_rows_bytes : 1;\n",
+                JIT_CHAIN_BYTES, JIT_CHAIN_BYTES);
+  for (int t = 0; t < f->ntensors; t++)
+    if (scratch[t] == first)
+      rt_buf_printf(E->cx.out,
+                    "      if (!uj_bad && !(uj_scratch%d = malloc((size_t)(uj_rows * uj_rb%d) + 1))) status = -2;\n", t,
+                    t);
+  rt_buf_printf(E->cx.out,
+                "      for (uj_i64 uj_r = uj_begin; !uj_bad && status == 0 && uj_r < uj_end; uj_r += uj_rows) {\n"
+                "        uj_i64 uj_last = uj_end - uj_r < uj_rows ? uj_end : uj_r + uj_rows;\n");
+  for (int t = 0; t < f->ntensors; t++)
+    if (scratch[t] == first)
+      rt_buf_printf(E->cx.out, "        buf[%d] = (void*)((uintptr_t)uj_scratch%d - (uintptr_t)uj_r * (uintptr_t)uj_rb%d);\n",
+                    t, t, t);
+  for (int b = first; b < first + count; b++)
+    if (f->blocks[b].nloops) rt_buf_printf(E->cx.out, "        uj_block_%d(buf, dims, params, uj_r, uj_last);\n", b);
+  rt_buf_printf(E->cx.out, "      }\n    }\n");
+}
+
 /* The AOT entry: sizes from the inputs' sizes and params, the checks, the
  * temporaries, then every block in order on one thread. */
-static void emit_aot_entry(emitter_t* E, const char* name) {
+static void emit_aot_entry(emitter_t* E, const char* name, const int* scratch) {
   const ir_func_t* f = E->cx.f;
   int nin = 0, nout = 0;
   for (int t = 0; t < f->ntensors; t++) {
@@ -342,6 +403,8 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role == IR_TENSOR_INPUT) rt_buf_printf(E->cx.out, "  buf[%d] = inputs[%d];\n", t, tt->io_index);
     else if (tt->role == IR_TENSOR_OUTPUT) rt_buf_printf(E->cx.out, "  buf[%d] = outputs[%d];\n", t, tt->io_index);
+    else if (scratch[t] >= 0)
+      rt_buf_printf(E->cx.out, "  void* uj_scratch%d = NULL; /* rows of a chain (chain-local) */\n", t);
     else if (!tt->noalloc && !tt->local) {
       rt_buf_printf(E->cx.out, "  { uj_i64 n = 1;");
       for (int k = 0; k < tt->ndim; k++)
@@ -354,6 +417,13 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
   }
   rt_buf_printf(E->cx.out, "  if (status == 0) {\n");
   for (int b = 0; b < f->nblocks; b++) {
+    int chained = 0;
+    for (int t = 0; t < f->ntensors && !chained; t++) chained = scratch[t] == b;
+    if (chained) {
+      emit_aot_chain(E, b, E->chain[b], scratch);
+      b += E->chain[b] - 1;
+      continue;
+    }
     if (!f->blocks[b].nloops) continue;
     rt_buf_printf(E->cx.out, "    { uj_i64 uj_begin = ");
     jit_cx_ix(&E->cx, f->blocks[b].loops[0].start);
@@ -363,7 +433,8 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
   }
   rt_buf_printf(E->cx.out, "    if (uj_bad) status = -1;\n  }\n");
   for (int t = 0; t < f->ntensors; t++)
-    if (f->tensors[t].role == IR_TENSOR_TEMP && !f->tensors[t].noalloc && !f->tensors[t].local)
+    if (scratch[t] >= 0) rt_buf_printf(E->cx.out, "  free(uj_scratch%d);\n", t);
+    else if (f->tensors[t].role == IR_TENSOR_TEMP && !f->tensors[t].noalloc && !f->tensors[t].local)
       rt_buf_printf(E->cx.out, "  free(buf[%d]);\n", t);
   rt_buf_printf(E->cx.out, "  return status;\n}\n");
   E->cx.size_mode = 0;
@@ -373,7 +444,7 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
   rt_buf_t out = {0};
   uj_reduce_op_t* ops = jit_cx_carried_ops(f);
   if (!ops) return NULL;
-  emitter_t E = {{0}, flags};
+  emitter_t E = {{0}, flags, NULL};
   E.cx.f = f;
   E.cx.dialect = JIT_CX_C;
   E.cx.out = &out;
@@ -396,13 +467,25 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
   E.cx.stream_block = stream_block;
   for (int b = 0, first = 0; b < f->nblocks; b++) {
     if (chain[b]) first = b;
-    /* the AOT runs each block over all rows at once: no next chunk */
+    /* the AOT runs each block over all rows at once (a chain with chain-local
+     * temporaries a chunk at a time, emit_aot_chain), prefetching nothing */
     E.cx.prefetch_next_chunk = !(flags & JIT_C_AOT) && b > first;
     emit_block(&E, b);
   }
+  int* scratch = flags & JIT_C_AOT ? malloc(((size_t)f->ntensors + 1) * sizeof *scratch) : NULL;
+  if (scratch) {
+    for (int t = 0; t < f->ntensors; t++) scratch[t] = scratch_chain_of(f, chain, t);
+    E.chain = chain;
+    emit_aot_entry(&E, name ? name : "uopjit_kernel", scratch);
+  }
+  int failed = (flags & JIT_C_AOT) && !scratch;
+  free(scratch);
   free(chain);
-  if (flags & JIT_C_AOT) emit_aot_entry(&E, name ? name : "uopjit_kernel");
   free(stream_block);
+  if (failed) {
+    free(ops), rt_buf_release(&out);
+    return NULL;
+  }
   free(ops);
   return rt_buf_take(&out);
 }
