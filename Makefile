@@ -162,8 +162,9 @@ $(BUILD)/obj/%.o: %.c
 # name the code that wrote the cached source: a checksum of the emitter's
 # files. A changed emitter then misses instead of loading what an older one
 # compiled (the IR text alone cannot tell them apart).
-C_EMITTER_FILES := jit/c/c.c jit/c/c_emit.c jit/c/c_ahead.c jit/c/c_group.h jit/c/c_reduce.c jit/c/c_divide.c jit/c_like.c ir/deps.c ir/lanes.c ir/loop_indep.c \
-                   ir/semantics.c jit/prelude.c
+C_EMITTER_FILES := jit/c/c.c jit/c/c_emit.c jit/c/c_ahead.c jit/c/c_group.h jit/c/c_reduce.c jit/c/c_divide.c \
+                   jit/c/c_stream.c jit/c_like.c ir/deps.c ir/lanes.c ir/loop_indep.c ir/semantics.c ir/stream.c \
+                   jit/prelude.c
 C_EMITTER_ID := $(firstword $(shell cat $(C_EMITTER_FILES) | cksum))
 $(BUILD)/obj/jit/c/c.o $(BUILD)/obj/tests/test_engines_cache.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
 $(BUILD)/obj/jit/c/c.o $(BUILD)/obj/tests/test_engines_cache.o: $(C_EMITTER_FILES)

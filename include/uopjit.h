@@ -127,7 +127,7 @@ typedef struct uj_ctx uj_ctx_t;
  * Settings. Each has a setter below, and its default comes from the
  * environment, read once here: UOPJIT_ENGINE, UOPJIT_THREADS,
  * UOPJIT_MIR_LEVEL, UOPJIT_CACHE and UOPJIT_CACHE_DIR,
- * UOPJIT_CACHE_MEMORY_LIMIT, UOPJIT_CACHE_DISK_LIMIT, UOPJIT_TIER (README.md lists them
+ * UOPJIT_CACHE_MEMORY_LIMIT, UOPJIT_CACHE_DISK_LIMIT, UOPJIT_TIER, UOPJIT_STREAM_BYTES (README.md lists them
  * with their values). An unset or empty variable leaves the built-in
  * default. A variable set to a value it does not accept does not stop the
  * context from being made; instead the setting keeps its built-in default,
@@ -225,6 +225,16 @@ uj_status_t uj_ctx_set_mir_level(uj_ctx_t* ctx, int level);
  * AUTO then runs MIR alone (C without MIR). Default: UOPJIT_TIER, else 1.
  * UJ_ERR_INVALID for a NULL ctx or calls outside 0 to 1000000000. */
 uj_status_t uj_ctx_set_tier(uj_ctx_t* ctx, int calls);
+/* The size in bytes from which the C engine writes an output with streaming
+ * (non-temporal) stores, which skip reading each line of it from memory
+ * before writing it: for outputs written once, by one store covering them,
+ * and read nowhere else in the program (softmax's, layernorm's, an
+ * elementwise chain's). Smaller outputs keep ordinary stores, which leave
+ * them in cache for whatever reads them next. Results are the same either
+ * way. 0 streams every such output; a size past any output's, none.
+ * Default: UOPJIT_STREAM_BYTES, else 32 MiB. UJ_ERR_INVALID for a NULL
+ * ctx or a negative size. */
+uj_status_t uj_ctx_set_stream_bytes(uj_ctx_t* ctx, int64_t bytes);
 /* "auto", "interp", "mir", "c", "cuda"; "?" when out of range. */
 const char* uj_engine_name(uj_engine_t e);
 

@@ -158,6 +158,9 @@ typedef struct {
   int noalloc;         /* substituted away: never read or written */
   int local;           /* a 0-d scalar written and read within one iteration of one loop:
                           engines keep it in a register, private to each iteration */
+  int chain_local;     /* a temporary whose row i is written and read only at row i of one chain
+                          (ir/chain_local.c): the CPU runner gives it per-thread rows of scratch
+                          when the chain runs in chunks, full-size memory otherwise */
   const char* name;    /* for printing only; may be NULL */
 } ir_tensor_t;
 
@@ -445,6 +448,20 @@ int ir_lanes_fit(const ir_block_t* b, int k);
 /* The carried variable with id `id` among loops 0..k-1 of b, or NULL. */
 const ir_carried_t* ir_outer_carried(const ir_block_t* b, int k, int id);
 
+/* ---- streamed outputs (ir/stream.c) and chain-local temporaries (ir/chain_local.c) ---- */
+
+/* 1 when statement s, a plain store in block b, is unchecked and covers its
+ * target: each index a distinct loop of b over [0, the size of that axis). */
+int ir_store_covers(const ir_func_t* f, const ir_block_t* b, const ir_stmt_t* s);
+/* Output O's only statement when O is written once and never read, so that
+ * an engine may write it around the cache (the file's comment states the
+ * rule), with its block in *block (may be NULL); NULL otherwise. */
+const ir_stmt_t* ir_output_streamable(const ir_func_t* f, int O, int* block);
+/* 1 when temporary T is written and read only by the blocks of one chain
+ * (length: ir_block_chains), one covering store writing it, each of its
+ * rows (axis 0, the chain's row) read only at that row by later blocks. */
+int ir_temp_chain_local(const ir_func_t* f, int T, const int* length);
+
 /* ---- passes (one file each) ------------------------------------------------------------ */
 
 /* Each rewrites f in place and returns UJ_OK, or UJ_ERR_OOM. */
@@ -456,6 +473,8 @@ uj_status_t ir_pass_cse(ir_func_t* f);
 uj_status_t ir_pass_into_output(ir_func_t* f);
 uj_status_t ir_pass_recompute(ir_func_t* f);
 uj_status_t ir_pass_bounds(ir_func_t* f);
+/* Sets ir_tensor_t.chain_local on the temporaries ir_temp_chain_local finds. */
+uj_status_t ir_pass_chain_local(ir_func_t* f);
 
 /* ---- pipeline (ir/pipeline.c) --------------------------------------------------------- */
 

@@ -19,7 +19,9 @@
  *           when that moves fewer bytes than its temporary (ir/recompute.c)
  *   dce     the stores subst and recompute left unread go; their tensors,
  *           and the temporaries into_output replaced, become no-alloc
- *   cse     each element is loaded once per iteration */
+ *   cse     each element is loaded once per iteration
+ *   chain_local temporaries read only at the row of a chain that wrote them
+ *           are marked, for the CPU runner's scratch rows (ir/chain_local.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,7 @@ static const pass_entry_t pipeline[] = {
     {"dce", ir_pass_dce},       {"fuse", ir_pass_fuse},
     {"subst", ir_pass_subst},   {"into_output", ir_pass_into_output},
     {"recompute", ir_pass_recompute}, {"dce", ir_pass_dce},
-    {"cse", ir_pass_cse},
+    {"cse", ir_pass_cse},      {"chain_local", ir_pass_chain_local},
 };
 
 uj_status_t ir_debug_from_env(unsigned* flags) {

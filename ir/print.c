@@ -4,6 +4,7 @@
  *   tensors
  *     t0 "x" input 0 f32 [d0_0, d0_1]
  *     t1 temp f32 [d0_0, 1] noalloc
+ *     t4 temp f32 [d0_0, d0_1] chain-local
  *   asserts
  *     d1_0 == d0_0  (what: "reindex shape")
  *   block 0
@@ -559,6 +560,7 @@ static void print_tensor(printer_t* p, int t) {
   put(p, "]");
   if (x->noalloc) put(p, " noalloc");
   if (x->local) put(p, " local");
+  if (x->chain_local) put(p, " chain-local");
   put(p, "\n");
 }
 

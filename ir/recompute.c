@@ -42,6 +42,9 @@
  * that exp runs once per element; what it leaves, such as a softmax whose
  * output may be written over an input, is recomputed here.)
  *
+ * A temporary ir/into_output.c left as chain-local scratch (chain_local)
+ * is kept: it moves no bytes.
+ *
  * Runs after fuse and subst (so that the consumers fusion could serve have
  * been served, and V is the forwarded expression), before dce. Invalidates
  * deps. */
@@ -306,7 +309,10 @@ static int value_loads(const ir_expr_t* e, int t) {
  * are now short of the loads V brought into the readers), 0 not, -1 OOM. */
 static int try_tensor(ir_func_t* f, const ir_deps_t* d, int T, accesses_t a, unsigned char* touched) {
   const ir_tensor_t* tt = &f->tensors[T];
-  if (tt->role != IR_TENSOR_TEMP || tt->local || tt->noalloc || touched[T]) return 0;
+  /* chain_local set here is ir/into_output.c's choice of a row of scratch
+   * with a streamed output over staging T in that output: T then costs no
+   * memory traffic, and recomputing it would only repeat its compute */
+  if (tt->role != IR_TENSOR_TEMP || tt->local || tt->noalloc || tt->chain_local || touched[T]) return 0;
   int result = 0;
   const access_t* w = NULL;
   int nwrites = 0, last_reader = -1, ok = a.n > 1;

@@ -20,8 +20,21 @@
  * once, at its deepest access, times the iterations of the loops inside
  * the row down to that depth (evaluated per call: sizes change). With
  * threads, each thread takes a range of rows through the whole chain in
- * chunks, with no barrier between the blocks. */
+ * chunks, with no barrier between the blocks.
+ *
+ * Chain-local temporaries (ir/chain_local.c: row i written and read only at
+ * row i, within one chain) get no full-size memory when their chain runs in
+ * chunks: each thread taking part gets scratch of rows_per_chunk rows, and
+ * for each chunk [first, last) the blocks see a copy of the data pointers
+ * in which the temporary's is placed so that row `first` lands on the
+ * scratch's row 0 (computed in uintptr_t; the blocks touch only rows
+ * first..last-1 of it). The scratch stays in L1 from the block that writes
+ * a row to those that read it, and the temporary costs no memory traffic. When the chain does not run in
+ * chunks (chain_bytes 0, or a chain longer than CHAIN_MAX_BLOCKS, which
+ * runs in pieces), the runner gives the temporary full-size memory of its
+ * own for the call, unless the caller already has. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "jit.h"
 
@@ -68,8 +81,38 @@ static int chain_footprints(jit_blocks_t* k, const ir_func_t* f) {
   return 1;
 }
 
+typedef struct {
+  int* first_block; /* per tensor: the first block touching it, -1 none yet */
+  int block;
+} first_touch_t;
+
+static void note_first(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write, (void)level, (void)stmt;
+  first_touch_t* w = ctx;
+  if (w->first_block[acc->tensor] < 0) w->first_block[acc->tensor] = w->block;
+}
+
+/* scratch_chain: the chain of each chain-local temporary (all its accesses
+ * lie in one chain: ir_temp_chain_local), found from the first block that
+ * touches it. */
+static void find_scratch_chains(jit_blocks_t* k, const ir_func_t* f) {
+  for (int t = 0; t < f->ntensors; t++) k->scratch_chain[t] = -1;
+  first_touch_t w = {k->scratch_chain, 0};
+  for (w.block = 0; w.block < f->nblocks; w.block++) ir_walk_accesses(&f->blocks[w.block], note_first, &w);
+  for (int t = 0; t < f->ntensors; t++) {
+    int b = k->scratch_chain[t];
+    if (!f->tensors[t].chain_local || b < 0) {
+      k->scratch_chain[t] = -1;
+      continue;
+    }
+    while (b > 0 && !k->chain[b]) b--;
+    k->scratch_chain[t] = k->chain[b] >= 2 ? b : -1;
+  }
+}
+
 uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
   k->nblocks = f->nblocks;
+  k->ntensors = f->ntensors;
   k->nlevels = 0;
   for (int b = 0; b < f->nblocks; b++) k->nlevels += f->blocks[b].nloops;
   k->fns = calloc((size_t)f->nblocks + 1, sizeof *k->fns);
@@ -78,7 +121,9 @@ uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
   k->chain = calloc((size_t)f->nblocks + 1, sizeof *k->chain);
   k->level_first = calloc((size_t)f->nblocks + 1, sizeof *k->level_first);
   k->level_bytes = calloc((size_t)k->nlevels + 1, sizeof *k->level_bytes);
-  if (!k->fns || !k->strips || !k->parallel || !k->chain || !k->level_first || !k->level_bytes) {
+  k->scratch_chain = calloc((size_t)f->ntensors + 1, sizeof *k->scratch_chain);
+  if (!k->fns || !k->strips || !k->parallel || !k->chain || !k->level_first || !k->level_bytes ||
+      !k->scratch_chain) {
     jit_blocks_free(k);
     return rt_error(UJ_ERR_OOM, "out of memory allocating the tables of %d blocks (%zu bytes)", f->nblocks,
                     jit_blocks_bytes(k));
@@ -91,6 +136,7 @@ uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
   if (s == UJ_OK && !chain_footprints(k, f))
     s = rt_error(UJ_ERR_OOM, "out of memory estimating what the chains of %d blocks over %d tensors touch",
                  f->nblocks, f->ntensors);
+  if (s == UJ_OK) find_scratch_chains(k, f);
   if (s != UJ_OK) jit_blocks_free(k);
   return s;
 }
@@ -102,6 +148,8 @@ void jit_blocks_free(jit_blocks_t* k) {
   free(k->chain);
   free(k->level_first);
   free(k->level_bytes);
+  free(k->scratch_chain);
+  k->scratch_chain = NULL;
   k->fns = NULL;
   k->strips = NULL;
   k->parallel = NULL;
@@ -114,7 +162,7 @@ size_t jit_blocks_bytes(const jit_blocks_t* k) {
   size_t n = (size_t)k->nblocks + 1;
   return n * (sizeof *k->fns + sizeof *k->strips + sizeof *k->parallel + sizeof *k->chain +
               sizeof *k->level_first) +
-         ((size_t)k->nlevels + 1) * sizeof *k->level_bytes;
+         ((size_t)k->nlevels + 1) * sizeof *k->level_bytes + ((size_t)k->ntensors + 1) * sizeof *k->scratch_chain;
 }
 
 typedef struct {
@@ -184,15 +232,41 @@ typedef struct {
   int count;              /* blocks in the chain */
   range_job_t jobs[CHAIN_MAX_BLOCKS]; /* per block; fn and strips both NULL: nothing to run */
   int64_t rows_per_chunk;
+  /* chain-local temporaries (see the file's comment): each call of
+   * run_chain takes slot next_slot++ of nslots, slot_bytes each: a copy of
+   * the data pointers, then each temporary's scratch */
+  int ntensors, nscratch;
+  const int* scratch;           /* the tensors */
+  const int64_t* scratch_row;   /* bytes of one row of each */
+  const size_t* scratch_offset; /* where its scratch starts in a slot */
+  unsigned char* slots;
+  size_t slot_bytes;
+  int nslots, next_slot;
 } chain_job_t;
 
 /* Rows [begin, end) of a chain, a chunk through every block at a time. */
 static void run_chain(void* ctx, int64_t begin, int64_t end) {
-  const chain_job_t* c = ctx;
+  chain_job_t* c = ctx;
+  void** data = NULL;
+  unsigned char* slot = NULL;
+  if (c->nscratch) {
+    /* rt_pool_run calls this at most rt_pool_size() times per run: a slot each */
+    int i = __atomic_fetch_add(&c->next_slot, 1, __ATOMIC_RELAXED);
+    slot = c->slots + (size_t)(i < c->nslots ? i : 0) * c->slot_bytes;
+    data = (void**)(void*)slot;
+    memcpy(data, c->jobs[0].buf, (size_t)c->ntensors * sizeof *data);
+  }
   for (int64_t first = begin; first < end; first += c->rows_per_chunk) {
     int64_t last = end - first < c->rows_per_chunk ? end : first + c->rows_per_chunk;
-    for (int b = 0; b < c->count; b++)
-      if (c->jobs[b].fn || c->jobs[b].strips) run_range((void*)&c->jobs[b], first, last);
+    for (int s = 0; s < c->nscratch; s++) /* row `first` at the scratch's row 0 */
+      data[c->scratch[s]] =
+          (void*)((uintptr_t)(slot + c->scratch_offset[s]) - (uintptr_t)first * (uintptr_t)c->scratch_row[s]);
+    for (int b = 0; b < c->count; b++) {
+      if (!c->jobs[b].fn && !c->jobs[b].strips) continue;
+      range_job_t job = c->jobs[b];
+      if (data) job.buf = data;
+      run_range(&job, first, last);
+    }
   }
 }
 
@@ -207,14 +281,19 @@ static void run_rows(jit_state_t* js, int parallel, int64_t work, int64_t begin,
     fn(ctx, begin, end);
 }
 
-/* Runs the chain of blocks first..first+count-1 over their common range. */
-static void run_chain_rows(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, const ir_env_t* env,
-                           int first, int count, void* const* data, const int64_t* dims, const int64_t* params) {
+static size_t round_up_64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Runs the chain of blocks first..first+count-1 over their common range;
+ * the chain-local temporaries among `scratch` whose chain starts at first
+ * get their rows of scratch. */
+static uj_status_t run_chain_rows(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, const ir_env_t* env,
+                                  int first, int count, void* const* data, const int64_t* dims,
+                                  const int64_t* params) {
   const ir_block_t* head = &f->blocks[first];
   int oob = 0;
   int64_t begin = ir_ix_eval(env, head->loops[0].start, &oob), end = ir_ix_eval(env, head->loops[0].end, &oob);
-  if (end <= begin) return;
-  chain_job_t c = {count, {{0}}, 1};
+  if (end <= begin) return UJ_OK;
+  chain_job_t c = {count, {{0}}, 1, f->ntensors, 0, NULL, NULL, NULL, NULL, 0, 1, 0};
   int64_t row_bytes = 0, work = 0;
   for (int i = 0; i < count; i++) {
     int b = first + i;
@@ -226,36 +305,93 @@ static void run_chain_rows(jit_state_t* js, const jit_blocks_t* k, const ir_func
     work += inner_work(env, blk, begin);
   }
   if (row_bytes > 0 && js->chain_bytes > row_bytes) c.rows_per_chunk = js->chain_bytes / row_bytes;
-  run_rows(js, 1, work, begin, end, run_chain, &c);
+  int nscratch = 0;
+  for (int t = 0; t < f->ntensors; t++) nscratch += k->scratch_chain[t] == first;
+  if (!nscratch) {
+    run_rows(js, 1, work, begin, end, run_chain, &c);
+    return UJ_OK;
+  }
+  /* on the stack for a few temporaries, as is the usual case */
+  enum { SCRATCH_ON_STACK = 8 };
+  int stack_scratch[SCRATCH_ON_STACK];
+  int64_t stack_row[SCRATCH_ON_STACK];
+  size_t stack_offset[SCRATCH_ON_STACK];
+  int small = nscratch <= SCRATCH_ON_STACK;
+  int* scratch = small ? stack_scratch : malloc((size_t)nscratch * sizeof *scratch);
+  int64_t* scratch_row = small ? stack_row : malloc((size_t)nscratch * sizeof *scratch_row);
+  size_t* scratch_offset = small ? stack_offset : malloc((size_t)nscratch * sizeof *scratch_offset);
+  uj_status_t s = UJ_OK;
+  if (!scratch || !scratch_row || !scratch_offset)
+    s = rt_error(UJ_ERR_OOM, "out of memory listing the %d chain-local temporaries of blocks %d to %d", nscratch,
+                 first, first + count - 1);
+  size_t slot_bytes = round_up_64((size_t)f->ntensors * sizeof(void*));
+  for (int t = 0, i = 0; t < f->ntensors && s == UJ_OK; t++) {
+    if (k->scratch_chain[t] != first) continue;
+    const ir_buffer_t* b = &env->buf[t];
+    int64_t row = b->dims[0] > 0 ? b->numel / b->dims[0] * uj_dtype_size(f->tensors[t].dtype) : 0;
+    scratch[i] = t;
+    scratch_row[i] = row;
+    scratch_offset[i] = slot_bytes;
+    slot_bytes += round_up_64((size_t)row * (size_t)c.rows_per_chunk);
+    i++;
+  }
+  c.nslots = js->pool && rt_pool_size(js->pool) > 1 ? rt_pool_size(js->pool) : 1;
+  if (s == UJ_OK && !(c.slots = aligned_alloc(64, slot_bytes * (size_t)c.nslots)))
+    s = rt_error(UJ_ERR_OOM, "out of memory allocating %zu bytes of scratch rows for %d temporaries of blocks %d to %d",
+                 slot_bytes * (size_t)c.nslots, nscratch, first, first + count - 1);
+  if (s == UJ_OK) {
+    c.nscratch = nscratch, c.scratch = scratch, c.scratch_row = scratch_row, c.scratch_offset = scratch_offset;
+    c.slot_bytes = slot_bytes;
+    run_rows(js, 1, work, begin, end, run_chain, &c);
+  }
+  free(c.slots);
+  if (!small) free(scratch), free(scratch_row), free(scratch_offset);
+  return s;
+}
+
+/* Whether block b's chain runs in chunks this call (see jit_blocks_run). */
+static int chain_runs(const jit_state_t* js, const jit_blocks_t* k, int b) {
+  return js->chain_bytes > 0 && k->chain[b] >= 2 && k->chain[b] <= CHAIN_MAX_BLOCKS;
 }
 
 uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
                            const int64_t* params) {
   /* on the stack for small functions: this runs on every call */
   enum { TENSORS_ON_STACK = 32, LOOPS_ON_STACK = 64 };
-  int64_t stack_dims[TENSORS_ON_STACK * UJ_MAX_DIMS], stack_loops[LOOPS_ON_STACK];
+  int64_t stack_dims[TENSORS_ON_STACK * UJ_MAX_DIMS + 1], stack_loops[LOOPS_ON_STACK];
   void* stack_data[TENSORS_ON_STACK];
+  void* stack_owned[TENSORS_ON_STACK];
   int small = f->ntensors <= TENSORS_ON_STACK && f->next_loop_id <= LOOPS_ON_STACK;
   int64_t* dims = small ? stack_dims : calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
   void** data = small ? stack_data : calloc((size_t)f->ntensors + 1, sizeof *data);
+  void** owned = small ? stack_owned : calloc((size_t)f->ntensors + 1, sizeof *owned);
   int64_t* loops = small ? stack_loops : calloc((size_t)f->next_loop_id + 1, sizeof *loops);
-  uj_status_t s = dims && data && loops ? UJ_OK
+  uj_status_t s = dims && data && owned && loops
+                 ? UJ_OK
                  : rt_error(UJ_ERR_OOM, "out of memory allocating the sizes of %d tensors and %d loops (%zu bytes)",
                             f->ntensors, f->next_loop_id,
-                            ((size_t)f->ntensors * (UJ_MAX_DIMS + 1) + (size_t)f->next_loop_id + 3) * sizeof(int64_t));
+                            ((size_t)f->ntensors * (UJ_MAX_DIMS + 2) + (size_t)f->next_loop_id + 3) * sizeof(int64_t));
+  for (int t = 0; t < f->ntensors && s == UJ_OK; t++) {
+    data[t] = buf[t].data;
+    owned[t] = NULL;
+    for (int a = 0; a < f->tensors[t].ndim; a++) dims[t * UJ_MAX_DIMS + a] = buf[t].dims[a];
+    /* a chain-local temporary the caller left without memory, whose chain
+     * will not run in chunks: full-size memory for this call */
+    if (k->scratch_chain[t] < 0 || buf[t].data || chain_runs(js, k, k->scratch_chain[t])) continue;
+    size_t bytes = (size_t)buf[t].numel * (size_t)uj_dtype_size(f->tensors[t].dtype);
+    if (!(data[t] = owned[t] = malloc(bytes ? bytes : 1)))
+      s = rt_error(UJ_ERR_OOM, "out of memory allocating tensor t%d (%zu bytes)", t, bytes);
+  }
   if (s == UJ_OK) {
-    for (int t = 0; t < f->ntensors; t++) {
-      data[t] = buf[t].data;
-      for (int a = 0; a < f->tensors[t].ndim; a++) dims[t * UJ_MAX_DIMS + a] = buf[t].dims[a];
-    }
+    dims[JIT_STREAM_SLOT(f->ntensors)] = __atomic_load_n(&js->stream_bytes, __ATOMIC_RELAXED);
     ir_env_t env = {f, buf, params, loops};
     int chain_left = 0; /* blocks of the current chain not run yet, this one included */
-    for (int b = 0; b < f->nblocks; b++) {
+    for (int b = 0; b < f->nblocks && s == UJ_OK; b++) {
       const ir_block_t* blk = &f->blocks[b];
       if (k->chain[b]) chain_left = k->chain[b];
       int count = chain_left < CHAIN_MAX_BLOCKS ? chain_left : CHAIN_MAX_BLOCKS;
       if (count >= 2 && js->chain_bytes > 0) {
-        run_chain_rows(js, k, f, &env, b, count, data, dims, params);
+        s = run_chain_rows(js, k, f, &env, b, count, data, dims, params);
         b += count - 1;
         chain_left -= count;
         continue;
@@ -269,9 +405,11 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
       run_rows(js, k->parallel[b], inner_work(&env, blk, begin), begin, end, run_range, &job);
     }
   }
+  for (int t = 0; owned && t < f->ntensors; t++) free(owned[t]);
   if (!small) {
     free(dims);
     free(data);
+    free(owned);
     free(loops);
   }
   return s;

@@ -171,6 +171,7 @@ jit_state_t* jit_state(uj_ctx_t* ctx) {
   }
   js->pool = rt_pool_new(ctx->set.threads);
   js->chain_bytes = JIT_CHAIN_BYTES;
+  js->stream_bytes = ctx->set.stream_bytes;
   pthread_mutex_init(&js->lock, NULL);
   js->id = next_state_id++;
   if (!engine_states_new(js)) {

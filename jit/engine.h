@@ -36,6 +36,10 @@ typedef struct jit_engine {
   uj_device_t device; /* where the tensors of a call it runs must be */
   unsigned settings;  /* the RT_SETTING_* bits it reads: a call fails on a bad environment value only then */
   unsigned dumps;     /* the uj_dump_t kinds its dump writes, a bit each */
+  /* 1 when its run gives the chain-local temporaries (ir_tensor_t.chain_local)
+   * their memory itself (jit_blocks_run: rows of scratch when their chain
+   * runs in chunks, full size otherwise): the runner leaves them unallocated */
+  int chain_scratch;
   /* 1 when it can run in this build and on this machine, setting no error
    * (ctx may be NULL: then an engine that needs the context's state says 0). */
   int (*available)(uj_ctx_t* ctx);

@@ -105,6 +105,7 @@ typedef struct {
   const int64_t* task_first; /* by task: its first piece; [ntasks] = the count */
   const int64_t* params;
   char* partials;            /* by piece and reduction, PARTIAL_BYTES each */
+  int64_t stream_bytes;      /* the kernels' JIT_STREAM_SLOT */
 } job_t;
 
 static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
@@ -112,7 +113,8 @@ static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
   const groups_plan_t* plan = j->plan;
   const ir_func_t* f = plan->f;
   void* data[GROUPS_MAX_TENSORS] = {0};
-  int64_t dims[GROUPS_MAX_TENSORS * UJ_MAX_DIMS] = {0};
+  int64_t dims[GROUPS_MAX_TENSORS * UJ_MAX_DIMS + 1] = {0};
+  dims[JIT_STREAM_SLOT(f->ntensors)] = j->stream_bytes;
   /* the tensors a piece rebinds, and their element sizes */
   int group_t[GROUPS_MAX_TENSORS], ngroup_t = 0, other_t[GROUPS_MAX_TENSORS], nother = 0;
   int64_t esize[GROUPS_MAX_TENSORS];
@@ -208,7 +210,8 @@ uj_status_t groups_cpu_run(jit_state_t* js, const jit_blocks_t* k, const groups_
     int64_t target = total / ((int64_t)threads * TASKS_PER_THREAD);
     if (target < MIN_TASK) target = MIN_TASK;
     int64_t ntasks = make_tasks(pieces, npieces, target, task_first);
-    job_t job = {plan, k, groups, pieces, task_first, params, partials};
+    job_t job = {plan, k, groups, pieces, task_first, params, partials,
+                 __atomic_load_n(&js->stream_bytes, __ATOMIC_RELAXED)};
     if (threads > 1 && ntasks >= 2) rt_pool_run(js->pool, 0, ntasks, 1, run_tasks, &job);
     else if (ntasks) run_tasks(&job, 0, ntasks);
     for (int g = 0; g < group_count && plan->nred; g++)

@@ -15,6 +15,11 @@
  * size on axis k, params the $param values (folded kernels ignore them). */
 typedef void (*jit_block_fn)(void* const* buf, const int64_t* dims, const int64_t* params, int64_t begin,
                              int64_t end);
+/* dims has one entry past the tensors' sizes: the bytes from which an
+ * output written once and never read is written with streaming stores
+ * (jit/c/c_stream.c; the context's stream_bytes). Engines that do not
+ * stream ignore it. */
+#define JIT_STREAM_SLOT(ntensors) ((ntensors) * UJ_MAX_DIMS)
 
 enum {
   JIT_C_FOLD_PARAMS = 1,  /* $params become constants (JIT); else read from params[] (AOT) */
@@ -70,6 +75,10 @@ typedef struct {
   int* level_first;
   int64_t* level_bytes; /* nlevels entries: the blocks' loops in all */
   int nlevels;
+  /* [tensor]: for a chain-local temporary (ir_tensor_t.chain_local), the
+   * first block of its chain; -1 for every other tensor */
+  int* scratch_chain;
+  int ntensors;
 } jit_blocks_t;
 
 /* Allocates fns and strips (all NULL), parallel and the chains (computed
@@ -101,6 +110,9 @@ typedef struct {
    * between its blocks (JIT_CHAIN_BYTES); 0 runs every block over all its
    * rows before the next (tests compare the two) */
   int64_t chain_bytes;
+  /* the output size in bytes from which outputs written once and never
+   * read are streamed past the cache (uj_ctx_set_stream_bytes) */
+  int64_t stream_bytes;
 } jit_state_t;
 
 /* An L1 data cache (32 KiB on most current x86 and ARM cores, 48 KiB on

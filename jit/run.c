@@ -213,6 +213,20 @@ static uj_status_t call_device(const uj_program_t* p, uj_pass_t pass, const uj_t
   return UJ_OK;
 }
 
+/* Memory for the temporaries: those not chain-local (chain_local 0), or
+ * those that are (1), which only an engine whose run does not place them
+ * itself gets (jit_engine_t.chain_scratch). */
+static uj_status_t alloc_temporaries(const ir_func_t* f, const run_memory_t* mem, ir_buffer_t* buf, int chain_local) {
+  for (int t = 0; t < f->ntensors; t++) {
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (tt->role != IR_TENSOR_TEMP || tt->noalloc || !tt->chain_local != !chain_local) continue;
+    size_t bytes = (size_t)buf[t].numel * (size_t)uj_dtype_size(tt->dtype);
+    uj_status_t s = memory_alloc(mem, bytes, &buf[t].data, "tensor t", t);
+    if (s != UJ_OK) return s;
+  }
+  return UJ_OK;
+}
+
 /* uj_program_run on a uop program (a parsed one resolved) with engine e. */
 static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p, uj_pass_t pass,
                           const uj_tensor_t* const* inputs, int input_count, const int64_t* params, int param_count,
@@ -235,12 +249,7 @@ static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p,
   if (!buf) return UJ_ERR_OOM;
   uj_status_t s = bind_inputs(f, p, pass, need, inputs, input_count, params, param_count, buf);
   if (s == UJ_OK) s = check_outputs(f, need, outputs, output_count, p->noutputs[pass], buf);
-  for (int t = 0; t < f->ntensors && s == UJ_OK; t++) {
-    const ir_tensor_t* tt = &f->tensors[t];
-    if (tt->role != IR_TENSOR_TEMP || tt->noalloc) continue;
-    size_t bytes = (size_t)buf[t].numel * (size_t)uj_dtype_size(tt->dtype);
-    s = memory_alloc(&mem, bytes, &buf[t].data, "tensor t", t);
-  }
+  if (s == UJ_OK) s = alloc_temporaries(f, &mem, buf, 0);
   void** aside = s != UJ_OK ? NULL
                 : small ? memset(stack_aside, 0, sizeof stack_aside[0] * (size_t)f->ntensors)
                         : calloc((size_t)f->ntensors + 1, sizeof *aside);
@@ -249,7 +258,8 @@ static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p,
                  ((size_t)f->ntensors + 1) * sizeof *aside);
   if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, &mem, buf, aside);
   if (s == UJ_OK && !e->get && !e->choose) {
-    s = e->run(ctx, NULL, NULL, f, buf, params); /* it runs the IR itself */
+    s = alloc_temporaries(f, &mem, buf, 1);
+    if (s == UJ_OK) s = e->run(ctx, NULL, NULL, f, buf, params); /* it runs the IR itself */
   } else if (s == UJ_OK) {
     jit_state_t* js = jit_state(ctx);
     if (!js) s = UJ_ERR_OOM;
@@ -257,7 +267,9 @@ static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p,
       *state = js->id;
       /* the row that runs it: e, or the one a choosing row picked (with no
        * kernel when that one runs the IR itself) */
-      s = served->engine->run(ctx, js, served->kernel ? jit_cache_value(served->kernel) : NULL, f, buf, params);
+      if (!served->engine->chain_scratch) s = alloc_temporaries(f, &mem, buf, 1);
+      if (s == UJ_OK)
+        s = served->engine->run(ctx, js, served->kernel ? jit_cache_value(served->kernel) : NULL, f, buf, params);
       jit_cache_release(js->cache, served->kernel); /* the cache may evict it now */
       served->kernel = NULL;
       if (served->after_run) e->after_run(ctx, js, f, params, served);

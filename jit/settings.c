@@ -1,7 +1,7 @@
 /* jit/settings.c: the context setters of what the environment sets by
  * default (docs/DESIGN.md section 12): threads, the disk cache's directory
- * (or none), the cache limits, MIR's optimization level and the tiering
- * policy; the engine's setter is in jit/engine.c beside the engine table.
+ * (or none), the cache limits, MIR's optimization level, the tiering
+ * policy and the size from which outputs are streamed; the engine's setter is in jit/engine.c beside the engine table.
  *
  * Each setter checks its value first and changes nothing when it is bad
  * (UJ_ERR_INVALID naming the parameter). A valid value is stored in the
@@ -111,5 +111,18 @@ uj_status_t uj_ctx_set_tier(uj_ctx_t* ctx, int calls) {
                     calls, RT_MAX_TIER_CALLS);
   ctx->set.tier_calls = calls; /* read by each tiered call: nothing to apply */
   rt_ctx_setting_fixed(ctx, RT_SETTING_TIER);
+  return UJ_OK;
+}
+
+uj_status_t uj_ctx_set_stream_bytes(uj_ctx_t* ctx, int64_t bytes) {
+  if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_stream_bytes: ctx is NULL");
+  if (bytes < 0)
+    return rt_error(UJ_ERR_INVALID,
+                    "uj_ctx_set_stream_bytes: %lld bytes: expected 0 (stream every output that may be) or more",
+                    (long long)bytes);
+  jit_state_t* js = existing_state(ctx);
+  if (js) __atomic_store_n(&js->stream_bytes, bytes, __ATOMIC_RELAXED);
+  ctx->set.stream_bytes = bytes;
+  rt_ctx_setting_fixed(ctx, RT_SETTING_STREAM);
   return UJ_OK;
 }

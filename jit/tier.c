@@ -565,7 +565,8 @@ const jit_engine_t jit_engine_tiered = {
     .name = "auto",
     .device = UJ_CPU,
     .settings = 1u << RT_SETTING_THREADS | 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_CACHE |
-                1u << RT_SETTING_DISK_CACHE_LIMIT | 1u << RT_SETTING_MIR_LEVEL | 1u << RT_SETTING_TIER,
+                1u << RT_SETTING_DISK_CACHE_LIMIT | 1u << RT_SETTING_MIR_LEVEL | 1u << RT_SETTING_TIER |
+                1u << RT_SETTING_STREAM,
     .key_setting = tier_mir_level,
     .choose = tier_choose,
     .still = tier_still,

@@ -149,6 +149,7 @@ void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT
   out->memory_cache_limit = -1;
   out->disk_cache_limit_from = "the default";
   out->tier_calls = RT_DEFAULT_TIER_CALLS;
+  out->stream_bytes = RT_DEFAULT_STREAM_BYTES;
 
   int set, index;
   int64_t n;
@@ -194,5 +195,8 @@ void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT
                   "0 (tiering off) or the calls a new kernel makes before its C compile starts, up to 1000000000",
                   &n, &set));
   if (set) out->tier_calls = (int)n;
+
+  note(problems, RT_SETTING_STREAM, rt_env_size("UOPJIT_STREAM_BYTES", 0, RT_SIZE_ACCEPTED, &n, &set));
+  if (set) out->stream_bytes = n;
   rt_error(UJ_OK, "%s", saved);
 }

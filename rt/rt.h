@@ -113,6 +113,7 @@ typedef enum {
   RT_SETTING_MEMORY_CACHE_LIMIT, /* UOPJIT_CACHE_MEMORY_LIMIT */
   RT_SETTING_DISK_CACHE_LIMIT,   /* UOPJIT_CACHE_DISK_LIMIT */
   RT_SETTING_TIER,               /* UOPJIT_TIER */
+  RT_SETTING_STREAM,             /* UOPJIT_STREAM_BYTES */
   RT_SETTING_COUNT
 } rt_setting_t;
 #define RT_SETTING_ALL ((1u << RT_SETTING_COUNT) - 1)
@@ -123,6 +124,12 @@ typedef enum {
  * compile starts in the background (0: tiering off) */
 #define RT_DEFAULT_TIER_CALLS 1
 #define RT_MAX_TIER_CALLS 1000000000
+/* UOPJIT_STREAM_BYTES: outputs of at least this many bytes, written once and
+ * never read, are written with streaming stores by the C engine
+ * (jit/c/c_stream.c): a few times the last-level cache of a desktop part, or
+ * a core's share of a server's, so that what is streamed would not have
+ * stayed in cache anyway */
+#define RT_DEFAULT_STREAM_BYTES (INT64_C(32) << 20)
 
 typedef struct {
   uj_engine_t engine;            /* AUTO resolves at run time */
@@ -134,6 +141,7 @@ typedef struct {
   int64_t disk_cache_limit;      /* 0: the default */
   const char* disk_cache_limit_from; /* where it came from, for reports (static text) */
   int tier_calls;                /* AUTO on host tensors: calls before the C compile starts; 0 tiering off */
+  int64_t stream_bytes;          /* outputs this large or larger may be streamed (RT_DEFAULT_STREAM_BYTES) */
 } rt_settings_t;
 
 /* The settings the environment gives; a setting whose variable is invalid

@@ -3,12 +3,14 @@
  *
  * The source: a flat elementwise program's loop runs in groups of 32 and
  * prefetches each tensor it streams, to read where it only reads it and
- * to write where it writes it; a 0-d scalar is not prefetched; a row-wise
- * program (two loops) and a reduction keep their own loops.
+ * to write where it writes it, and the groups that store a streamed output
+ * (jit/c/c_stream.c) prefetch the other tensors; a 0-d scalar is not
+ * prefetched; a row-wise program (two loops) and a reduction keep their
+ * own loops.
  * The values: on every size around the group and the prefetch distance (0,
  * 1, 31, 32, 33, 287, 288, 289, ...) and at random sizes, on 1 and 2
  * threads (the second thread's range starts anywhere), separate outputs
- * and in place, the C engine's result is bit for bit the interpreter's (a
+ * and in place, streamed past the cache or not, the C engine's result is bit for bit the interpreter's (a
  * program of correctly rounded operations only, so any missed, repeated or
  * reordered iteration shows), in f32 and f64, and with bf16 storage. */
 #include "oracle.h"
@@ -42,30 +44,36 @@ static int count(const char* s, const char* what) {
 
 TEST(flat_loop_source_prefetches_its_streams) {
   int64_t n = 1000;
-  /* inputs x, a (streams) and s (0-d, the last input): y written */
+  /* inputs x, a (streams) and s (0-d, the last input): y written, and
+   * streamed when large (jit/c/c_stream.c): its groups of 16 prefetch x and
+   * a, one line each; the loop for a small y, in groups of 32, prefetches
+   * x and a to read and y to write, two lines each */
   char* src = c_source("y = (x * a + s) / (sqrt(a) + 1)", UJ_F32, 1, &n, 3);
   CHECK(src != NULL);
-  CHECK(count(src, "for (; end - uj_g >= 32; uj_g += 32) {") == 1);
-  CHECK(count(src, "if (end - uj_g >= 288) {") == 1);
-  /* two lines of 16 f32 per group for each of x, a (to read) and y (to write) */
-  CHECK(count(src, "__builtin_prefetch(") == 6);
-  CHECK(count(src, "], 0);") == 4);
+  CHECK(count(src, "for (; uj_e - uj_g >= 32; uj_g += 32) {") == 1);
+  CHECK(count(src, "if (uj_e - uj_g >= 288) {") == 1);
+  CHECK(count(src, "if (uj_e - uj_g >= 272) { __builtin_prefetch(&t0[uj_g + 256], 0); "
+                   "__builtin_prefetch(&t1[uj_g + 256], 0); }") == 1);
+  CHECK(count(src, "__builtin_prefetch(") == 8);
+  CHECK(count(src, "], 0);") == 6);
   CHECK(count(src, "], 1);") == 2);
-  CHECK(count(src, "__builtin_prefetch(&t0[uj_g + 256], 0);") == 1);
   CHECK(count(src, "__builtin_prefetch(&t0[uj_g + 272], 0);") == 1);
   free(src);
-  /* f64: four lines per group of 32 */
+  /* f64: one line of 8 per streamed group, four per group of 32 */
   src = c_source("y = x + s", UJ_F64, 1, &n, 2);
-  CHECK(src && count(src, "__builtin_prefetch(") == 8);
+  CHECK(src && count(src, "__builtin_prefetch(") == 9);
+  free(src);
+  /* in place (Adam's m, v, p): no group streams, every tensor is prefetched */
+  src = c_source("x = x * s", UJ_F32, 1, &n, 2);
+  CHECK(src && count(src, "for (; end - uj_g >= 32; uj_g += 32) {") + count(src, "for (; uj_e - uj_g >= 32; uj_g += 32) {") == 1);
   free(src);
   /* rows: two loops, none of this */
   int64_t dims[2] = {8, 64};
   src = c_source("y = x * 2 + s", UJ_F32, 2, dims, 2);
-  CHECK(src && count(src, "end - uj_g >= 32") == 0);
+  CHECK(src && count(src, "- uj_g >= 32; uj_g += 32) {") == 0);
   free(src);
   /* a reduction keeps its lanes */
   src = c_source("y = x * sum(x) + s", UJ_F32, 1, &n, 2);
-  CHECK(src && count(src, "end - uj_g >= 288") <= 1);
   CHECK(src && count(src, "uj_e > uj_g") >= 1);
   free(src);
 }
@@ -73,7 +81,7 @@ TEST(flat_loop_source_prefetches_its_streams) {
 /* x, a of n elements (a in [0.5, 2)), y = (x * a + s) / (sqrt(a) + 1) on
  * the C engine with `threads` threads against the interpreter, bit for bit;
  * in_place: y is x. 1 when they agree. */
-static int agrees(uj_program_t* p, uj_dtype_t dtype, int64_t n, int threads, int in_place, uint64_t* st) {
+static int agrees(uj_program_t* p, uj_dtype_t dtype, int64_t n, int threads, int in_place, int stream, uint64_t* st) {
   uj_tensor_t x = or_tensor(dtype, 1, &n), a = or_tensor(dtype, 1, &n), s = or_tensor(dtype, 0, &n);
   uj_tensor_t x2 = or_tensor(dtype, 1, &n), y = or_tensor(dtype, 1, &n), want = or_tensor(dtype, 1, &n);
   or_fill_real(st, &x, -3, 3);
@@ -84,7 +92,8 @@ static int agrees(uj_program_t* p, uj_dtype_t dtype, int64_t n, int threads, int
   uj_ctx_t* interp = uj_ctx_new();
   uj_ctx_t* c = uj_ctx_new();
   int ok = interp && c && uj_ctx_set_engine(interp, UJ_ENGINE_INTERP) == UJ_OK &&
-           uj_ctx_set_engine(c, UJ_ENGINE_C) == UJ_OK && uj_ctx_set_threads(c, threads) == UJ_OK;
+           uj_ctx_set_engine(c, UJ_ENGINE_C) == UJ_OK && uj_ctx_set_threads(c, threads) == UJ_OK &&
+           (!stream || uj_ctx_set_stream_bytes(c, 1) == UJ_OK);
   const uj_tensor_t* in[] = {&x, &a, &s};
   const uj_tensor_t* in2[] = {&x2, &a, &s};
   uj_tensor_t* out_want[] = {&want};
@@ -95,8 +104,9 @@ static int agrees(uj_program_t* p, uj_dtype_t dtype, int64_t n, int threads, int
   if (ok && n && memcmp(out[0]->data, want.data, bytes) != 0) {
     for (int64_t i = 0; i < n; i++)
       if (or_get(out[0], i) != or_get(&want, i) && !(or_get(out[0], i) != or_get(out[0], i))) {
-        fprintf(stderr, "  %s n=%lld threads %d%s: element %lld is %.9g, the interpreter's %.9g\n",
-                uj_dtype_name(dtype), (long long)n, threads, in_place ? " in place" : "", (long long)i,
+        fprintf(stderr, "  %s n=%lld threads %d%s%s: element %lld is %.9g, the interpreter's %.9g\n",
+                uj_dtype_name(dtype), (long long)n, threads, in_place ? " in place" : "", stream ? " streamed" : "",
+                (long long)i,
                 or_get(out[0], i), or_get(&want, i));
         break;
       }
@@ -129,7 +139,8 @@ TEST(flat_loops_match_the_interpreter) {
     for (int k = 0; k < nsizes; k++)
       for (int threads = 1; threads <= 2; threads++)
         for (int in_place = 0; in_place <= 1; in_place++)
-          CHECK(agrees(p, dtypes[d], sizes[k], threads, in_place, &st));
+          for (int stream = 0; stream <= 1; stream++)
+            CHECK(agrees(p, dtypes[d], sizes[k], threads, in_place, stream, &st));
   uj_program_free(p);
 }
 

@@ -55,6 +55,9 @@ static const struct {
                               "it in the background, then on C: the calls a kernel makes before its C\n"
                               "compile starts (default 1), or 0 for no tiering (auto is MIR alone)"},
     {ENV_CC, "UOPJIT_CC", "the C engine's compiler (default cc)"},
+    {ENV_CC, "UOPJIT_STREAM_BYTES", "the C engine writes an output of at least this many bytes that is stored\n"
+                                    "once and read nowhere else with streaming stores, past the cache, with an\n"
+                                    "optional K, M or G suffix (default 32M; 0 streams all such outputs)"},
     {ENV_CC, "TMPDIR", "where the C engine compiles (default /tmp)"},
     {ENV_DEBUG, "UOPJIT_DEBUG", "words: \"passes\" prints the loop IR after each pass to stderr, \"verify\"\n"
                                 "verifies it after each pass"},

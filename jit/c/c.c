@@ -704,7 +704,8 @@ const jit_engine_t jit_engine_c = {
     .name = "c",
     .device = UJ_CPU,
     .settings = 1u << RT_SETTING_THREADS | 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_CACHE |
-                1u << RT_SETTING_DISK_CACHE_LIMIT,
+                1u << RT_SETTING_DISK_CACHE_LIMIT | 1u << RT_SETTING_STREAM,
+    .chain_scratch = 1,
     .dumps = 1u << UJ_DUMP_C | 1u << UJ_DUMP_C_AOT,
     .available = c_available,
     .check = c_check,

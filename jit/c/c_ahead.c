@@ -73,41 +73,50 @@ int jit_c_ahead_fits(const jit_cx_t* E, const ir_block_t* b, int k) {
   return mode != NULL;
 }
 
-void jit_c_emit_ahead(jit_cx_t* E, const ir_block_t* b, int k, jit_cx_loop_fn inner, void* inner_ctx) {
+void jit_c_ahead_prefetch(jit_cx_t* E, const ir_block_t* b, int depth, int group, int skip, const char* end) {
   const ir_func_t* f = E->f;
-  int id = b->loops[k].id;
   unsigned char* mode = stream_modes(f, b);
-  jit_cx_indent(E, k);
-  rt_buf_printf(E->out, "{\n");
-  jit_cx_indent(E, k + 1);
-  rt_buf_printf(E->out, "uj_i64 uj_g = begin;\n");
-  jit_cx_indent(E, k + 1);
-  rt_buf_printf(E->out, "for (; end - uj_g >= %d; uj_g += %d) {\n", GROUP, GROUP);
-  jit_c_open_lanes(E, k + 2, GROUP, id, 1);
-  jit_cx_iteration(E, b, k, k + 3, inner, inner_ctx);
-  jit_cx_indent(E, k + 2);
-  rt_buf_printf(E->out, "}\n");
-  if (mode) {
-    jit_cx_indent(E, k + 2);
-    rt_buf_printf(E->out, "if (end - uj_g >= %d) {", GROUP + AHEAD);
+  int any = 0;
+  for (int t = 0; mode && t < f->ntensors; t++) any |= mode[t] && t != skip;
+  if (any) {
+    jit_cx_indent(E, depth);
+    rt_buf_printf(E->out, "if (%s - uj_g >= %d) {", end, group + AHEAD);
     for (int t = 0; t < f->ntensors; t++) {
-      if (!mode[t]) continue;
+      if (!mode[t] || t == skip) continue;
       int size = uj_dtype_size(f->tensors[t].dtype), per_line = LINE_BYTES / size;
-      int lines = GROUP * size / LINE_BYTES;
+      int lines = group * size / LINE_BYTES;
       for (int line = 0; line < (lines > 0 ? lines : 1); line++)
         rt_buf_printf(E->out, " __builtin_prefetch(&t%d[uj_g + %d], %d);", t, AHEAD + line * per_line,
                       mode[t] & 2 ? 1 : 0);
     }
     rt_buf_printf(E->out, " }\n");
   }
-  jit_cx_indent(E, k + 1);
-  rt_buf_printf(E->out, "}\n");
-  jit_cx_indent(E, k + 1);
-  rt_buf_printf(E->out, "for (uj_i64 i%d = uj_g; i%d < end; i%d++) {\n", id, id, id);
-  jit_cx_iteration(E, b, k, k + 2, inner, inner_ctx);
-  jit_cx_indent(E, k + 1);
-  rt_buf_printf(E->out, "}\n");
-  jit_cx_indent(E, k);
-  rt_buf_printf(E->out, "}\n");
   free(mode);
+}
+
+void jit_c_emit_ahead(jit_cx_t* E, const ir_block_t* b, int k, int depth, const char* from, const char* end,
+                      jit_cx_loop_fn inner, void* inner_ctx) {
+  int id = b->loops[k].id;
+  jit_cx_indent(E, depth);
+  rt_buf_printf(E->out, "{\n");
+  if (from) {
+    jit_cx_indent(E, depth + 1);
+    rt_buf_printf(E->out, "uj_i64 uj_g = %s;\n", from);
+  }
+  jit_cx_indent(E, depth + 1);
+  rt_buf_printf(E->out, "for (; %s - uj_g >= %d; uj_g += %d) {\n", end, GROUP, GROUP);
+  jit_c_open_lanes(E, depth + 2, GROUP, id, 1);
+  jit_cx_iteration(E, b, k, depth + 3, inner, inner_ctx);
+  jit_cx_indent(E, depth + 2);
+  rt_buf_printf(E->out, "}\n");
+  jit_c_ahead_prefetch(E, b, depth + 2, GROUP, -1, end);
+  jit_cx_indent(E, depth + 1);
+  rt_buf_printf(E->out, "}\n");
+  jit_cx_indent(E, depth + 1);
+  rt_buf_printf(E->out, "for (uj_i64 i%d = uj_g; i%d < %s; i%d++) {\n", id, id, end, id);
+  jit_cx_iteration(E, b, k, depth + 2, inner, inner_ctx);
+  jit_cx_indent(E, depth + 1);
+  rt_buf_printf(E->out, "}\n");
+  jit_cx_indent(E, depth);
+  rt_buf_printf(E->out, "}\n");
 }

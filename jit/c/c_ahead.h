@@ -9,9 +9,17 @@
  * and it accesses some tensor in memory at exactly [i]. */
 int jit_c_ahead_fits(const jit_cx_t* E, const ir_block_t* b, int k);
 
-/* Prints loop k of b in groups with prefetch ahead, at indentation k (in
- * place of the loop); only for a loop jit_c_ahead_fits accepts. The loop's
- * statements are printed by jit_cx_iteration with inner and inner_ctx. */
-void jit_c_emit_ahead(jit_cx_t* E, const ir_block_t* b, int k, jit_cx_loop_fn inner, void* inner_ctx);
+/* Prints loop k of b in groups with prefetch ahead, at indentation depth
+ * (in place of the loop): from `from` (a C expression; NULL: on from the
+ * variable uj_g already declared) to `end`, only for a loop
+ * jit_c_ahead_fits accepts. The loop's statements are printed by
+ * jit_cx_iteration with inner and inner_ctx. */
+void jit_c_emit_ahead(jit_cx_t* E, const ir_block_t* b, int k, int depth, const char* from, const char* end,
+                      jit_cx_loop_fn inner, void* inner_ctx);
+
+/* After a group of `group` iterations from uj_g of b's only loop, at
+ * indentation depth: the prefetch ahead of every tensor it streams but
+ * skip (-1: none), when the loop runs on that far before `end`. */
+void jit_c_ahead_prefetch(jit_cx_t* E, const ir_block_t* b, int depth, int group, int skip, const char* end);
 
 #endif

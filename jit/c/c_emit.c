@@ -31,6 +31,7 @@
 #include "c_ahead.h"
 #include "c_divide.h"
 #include "c_reduce.h"
+#include "c_stream.h"
 #include "../jit.h"
 #include "../prelude.h"
 
@@ -95,6 +96,34 @@ static const char prelude[] =
     "#else\n"
     "static inline float uj_fdiv_r(float a, double d, double r) { (void)r; return a / (float)d; }\n"
     "#endif\n"
+    /* UJ_STREAM64(dst, src): the 64 bytes at src (a 64-byte aligned local
+     * array) to dst (64-byte aligned) with a non-temporal store, which
+     * skips reading the line first (jit/c/c_stream.c); the compilers'
+     * builtins, so that no intrinsics header costs compile time. UJ_SFENCE
+     * orders such stores before those that follow (x86). */
+    "#if defined(__clang__)\n"
+    "typedef long long uj_v8q __attribute__((vector_size(64), may_alias));\n"
+    "#define UJ_STREAM64(dst, src) __builtin_nontemporal_store(*(const uj_v8q*)(const void*)(src), (uj_v8q*)(void*)(dst))\n"
+    "#elif defined(__GNUC__) && defined(__AVX512F__)\n"
+    "typedef long long uj_v8q __attribute__((vector_size(64), may_alias));\n"
+    "#define UJ_STREAM64(dst, src) __builtin_ia32_movntdq512((uj_v8q*)(void*)(dst), *(const uj_v8q*)(const void*)(src))\n"
+    "#elif defined(__GNUC__) && defined(__AVX__)\n"
+    "typedef long long uj_v4q __attribute__((vector_size(32), may_alias));\n"
+    "#define UJ_STREAM64(dst, src) do { for (int uj_q = 0; uj_q < 2; uj_q++) \\\n"
+    "  __builtin_ia32_movntdq256((uj_v4q*)(void*)(dst) + uj_q, ((const uj_v4q*)(const void*)(src))[uj_q]); } while (0)\n"
+    "#elif defined(__GNUC__) && defined(__SSE2__)\n"
+    "typedef long long uj_v2q __attribute__((vector_size(16), may_alias));\n"
+    "#define UJ_STREAM64(dst, src) do { for (int uj_q = 0; uj_q < 4; uj_q++) \\\n"
+    "  __builtin_ia32_movntdq((uj_v2q*)(void*)(dst) + uj_q, ((const uj_v2q*)(const void*)(src))[uj_q]); } while (0)\n"
+    "#else\n"
+    "#define UJ_STREAM64(dst, src) do { for (int uj_q = 0; uj_q < 64; uj_q++) \\\n"
+    "  ((unsigned char*)(void*)(dst))[uj_q] = ((const unsigned char*)(const void*)(src))[uj_q]; } while (0)\n"
+    "#endif\n"
+    "#if (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE__) || defined(__x86_64__))\n"
+    "#define UJ_SFENCE() __builtin_ia32_sfence()\n"
+    "#else\n"
+    "#define UJ_SFENCE() ((void)0)\n"
+    "#endif\n"
     "static inline float uj_expf(float x) {\n"
     "  uj_bits c; c.f = x;\n"
     "  c.u = x < -104.0f ? 0xC2D00000u : c.u; c.u = x > 89.0f ? 0x42B20000u : c.u;\n"
@@ -154,6 +183,7 @@ static const char prelude[] =
 typedef struct {
   jit_cx_t cx; /* the shared printer (jit/c_like.c) */
   int flags;
+  const int* chain; /* AOT: ir_block_chains */
 } emitter_t;
 
 int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) {
@@ -171,13 +201,17 @@ static void emit_inner_loop(void* ctx, const ir_block_t* b, int k, int depth) {
 static void emit_loop(emitter_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   jit_c_hoist_divides(&E->cx, b, k);
+  if (jit_c_stream_loop(&E->cx, b, k)) {
+    E->cx.ndivides = 0;
+    return;
+  }
   if (ir_lanes_fit(b, k)) {
     jit_c_emit_lanes(&E->cx, b, k);
     E->cx.ndivides = 0;
     return;
   }
   if (jit_c_ahead_fits(&E->cx, b, k)) {
-    jit_c_emit_ahead(&E->cx, b, k, emit_inner_loop, E);
+    jit_c_emit_ahead(&E->cx, b, k, k, "begin", "end", emit_inner_loop, E);
     E->cx.ndivides = 0;
     return;
   }
@@ -215,7 +249,9 @@ static void emit_block(emitter_t* E, int bi) {
       rt_buf_printf(E->cx.out, "  %s%s* t%d = (%s%s*)buf[%d]; (void)t%d;\n", tt->role == IR_TENSOR_INPUT ? "const " : "",
                     jit_cx_ctype(tt->dtype), t, tt->role == IR_TENSOR_INPUT ? "const " : "", jit_cx_ctype(tt->dtype), t, t);
   }
+  jit_c_stream_tests(&E->cx, bi);
   if (f->blocks[bi].nloops) emit_loop(E, &f->blocks[bi], 0);
+  jit_c_stream_fence(&E->cx, bi);
   rt_buf_printf(E->cx.out, "}\n");
 }
 
@@ -248,9 +284,69 @@ static const char aot_size_arithmetic[] =
     "  return uj_fmod(a, b);\n"
     "}\n";
 
+typedef struct {
+  int tensor, block, first;
+} first_touch_t;
+
+static void note_first_touch(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  (void)is_write, (void)level, (void)stmt;
+  first_touch_t* w = ctx;
+  if (acc->tensor == w->tensor && w->first < 0) w->first = w->block;
+}
+
+/* The first block of the chain (chain: ir_block_chains) whose rows
+ * chain-local temporary t lives in, or -1 for any other tensor. */
+static int scratch_chain_of(const ir_func_t* f, const int* chain, int t) {
+  if (!f->tensors[t].chain_local) return -1;
+  first_touch_t w = {t, 0, -1};
+  for (; w.block < f->nblocks && w.first < 0; w.block++) ir_walk_accesses(&f->blocks[w.block], note_first_touch, &w);
+  int b = w.first;
+  while (b > 0 && !chain[b]) b--;
+  return b >= 0 && chain[b] >= 2 ? b : -1;
+}
+
+/* The AOT's run of the chain of blocks first..first+count-1 whose
+ * chain-local temporaries (scratch[t] == first) get rows of scratch
+ * uj_scratch<t>: the chain runs a chunk of rows at a time through every
+ * block, as the JIT's runner runs it (jit/blocks.c), each chunk's first row
+ * placed on the scratch's row 0. A chunk holds JIT_CHAIN_BYTES of the
+ * temporaries' rows (one row at least). */
+static void emit_aot_chain(emitter_t* E, int first, int count, const int* scratch) {
+  const ir_func_t* f = E->cx.f;
+  rt_buf_printf(E->cx.out, "    { uj_i64 uj_begin = ");
+  jit_cx_ix(&E->cx, f->blocks[first].loops[0].start);
+  rt_buf_printf(E->cx.out, ", uj_end = ");
+  jit_cx_ix(&E->cx, f->blocks[first].loops[0].end);
+  rt_buf_printf(E->cx.out, ", uj_rows_bytes = 0;\n");
+  for (int t = 0; t < f->ntensors; t++) {
+    if (scratch[t] != first) continue;
+    rt_buf_printf(E->cx.out, "      uj_i64 uj_rb%d = %d;", t, uj_dtype_size(f->tensors[t].dtype));
+    for (int k = 1; k < f->tensors[t].ndim; k++)
+      rt_buf_printf(E->cx.out, " uj_rb%d = uj_sz_mul(&uj_bad, uj_rb%d, dims[%d]);", t, t, t * UJ_MAX_DIMS + k);
+    rt_buf_printf(E->cx.out, " uj_rows_bytes = uj_sz_add(&uj_bad, uj_rows_bytes, uj_rb%d);\n", t);
+  }
+  rt_buf_printf(E->cx.out, "      const uj_i64 uj_rows = uj_rows_bytes > 0 && uj_rows_bytes < %d ? %d / uj_rows_bytes : 1;\n",
+                JIT_CHAIN_BYTES, JIT_CHAIN_BYTES);
+  for (int t = 0; t < f->ntensors; t++)
+    if (scratch[t] == first)
+      rt_buf_printf(E->cx.out,
+                    "      if (!uj_bad && !(uj_scratch%d = malloc((size_t)(uj_rows * uj_rb%d) + 1))) status = -2;\n", t,
+                    t);
+  rt_buf_printf(E->cx.out,
+                "      for (uj_i64 uj_r = uj_begin; !uj_bad && status == 0 && uj_r < uj_end; uj_r += uj_rows) {\n"
+                "        uj_i64 uj_last = uj_end - uj_r < uj_rows ? uj_end : uj_r + uj_rows;\n");
+  for (int t = 0; t < f->ntensors; t++)
+    if (scratch[t] == first)
+      rt_buf_printf(E->cx.out, "        buf[%d] = (void*)((uintptr_t)uj_scratch%d - (uintptr_t)uj_r * (uintptr_t)uj_rb%d);\n",
+                    t, t, t);
+  for (int b = first; b < first + count; b++)
+    if (f->blocks[b].nloops) rt_buf_printf(E->cx.out, "        uj_block_%d(buf, dims, params, uj_r, uj_last);\n", b);
+  rt_buf_printf(E->cx.out, "      }\n    }\n");
+}
+
 /* The AOT entry: sizes from the inputs' sizes and params, the checks, the
  * temporaries, then every block in order on one thread. */
-static void emit_aot_entry(emitter_t* E, const char* name) {
+static void emit_aot_entry(emitter_t* E, const char* name, const int* scratch) {
   const ir_func_t* f = E->cx.f;
   int nin = 0, nout = 0;
   for (int t = 0; t < f->ntensors; t++) {
@@ -305,12 +401,16 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
                 "int %s_run(void* const* inputs, const int64_t* const* input_dims, void* const* outputs,\n"
                 "           const int64_t* params) {\n"
                 "  uj_i64 dims[%d];\n  void* buf[%d] = {0};\n  int status = 0, uj_bad = 0;\n"
-                "  if (uj_sizes(input_dims, params, dims) != 0) return -1;\n",
-                nin, nout, name, name, f->ntensors * UJ_MAX_DIMS + 1, f->ntensors + 1);
+                "  if (uj_sizes(input_dims, params, dims) != 0) return -1;\n"
+                "  dims[%d] = %lld; /* outputs of this many bytes or more are streamed past the cache */\n",
+                nin, nout, name, name, f->ntensors * UJ_MAX_DIMS + 1, f->ntensors + 1, JIT_STREAM_SLOT(f->ntensors),
+                (long long)RT_DEFAULT_STREAM_BYTES);
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role == IR_TENSOR_INPUT) rt_buf_printf(E->cx.out, "  buf[%d] = inputs[%d];\n", t, tt->io_index);
     else if (tt->role == IR_TENSOR_OUTPUT) rt_buf_printf(E->cx.out, "  buf[%d] = outputs[%d];\n", t, tt->io_index);
+    else if (scratch[t] >= 0)
+      rt_buf_printf(E->cx.out, "  void* uj_scratch%d = NULL; /* rows of a chain (chain-local) */\n", t);
     else if (!tt->noalloc && !tt->local) {
       rt_buf_printf(E->cx.out, "  { uj_i64 n = 1;");
       for (int k = 0; k < tt->ndim; k++)
@@ -323,6 +423,13 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
   }
   rt_buf_printf(E->cx.out, "  if (status == 0) {\n");
   for (int b = 0; b < f->nblocks; b++) {
+    int chained = 0;
+    for (int t = 0; t < f->ntensors && !chained; t++) chained = scratch[t] == b;
+    if (chained) {
+      emit_aot_chain(E, b, E->chain[b], scratch);
+      b += E->chain[b] - 1;
+      continue;
+    }
     if (!f->blocks[b].nloops) continue;
     rt_buf_printf(E->cx.out, "    { uj_i64 uj_begin = ");
     jit_cx_ix(&E->cx, f->blocks[b].loops[0].start);
@@ -332,7 +439,8 @@ static void emit_aot_entry(emitter_t* E, const char* name) {
   }
   rt_buf_printf(E->cx.out, "    if (uj_bad) status = -1;\n  }\n");
   for (int t = 0; t < f->ntensors; t++)
-    if (f->tensors[t].role == IR_TENSOR_TEMP && !f->tensors[t].noalloc && !f->tensors[t].local)
+    if (scratch[t] >= 0) rt_buf_printf(E->cx.out, "  free(uj_scratch%d);\n", t);
+    else if (f->tensors[t].role == IR_TENSOR_TEMP && !f->tensors[t].noalloc && !f->tensors[t].local)
       rt_buf_printf(E->cx.out, "  free(buf[%d]);\n", t);
   rt_buf_printf(E->cx.out, "  return status;\n}\n");
   E->cx.size_mode = 0;
@@ -342,7 +450,7 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
   rt_buf_t out = {0};
   uj_reduce_op_t* ops = jit_cx_carried_ops(f);
   if (!ops) return NULL;
-  emitter_t E = {{0}, flags};
+  emitter_t E = {{0}, flags, NULL};
   E.cx.f = f;
   E.cx.dialect = JIT_CX_C;
   E.cx.out = &out;
@@ -357,18 +465,33 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
                         " * errno keeps loops from vectorizing. */\n");
   rt_buf_printf(&out, "%s%s", prelude, jit_prelude_shared);
   int* chain = calloc((size_t)f->nblocks + 1, sizeof *chain);
-  if (!chain || ir_block_chains(f, chain) != UJ_OK) {
-    free(chain), free(ops), rt_buf_release(&out);
+  int* stream_block = jit_c_stream_blocks(f);
+  if (!chain || !stream_block || ir_block_chains(f, chain) != UJ_OK) {
+    free(chain), free(stream_block), free(ops), rt_buf_release(&out);
     return NULL;
   }
+  E.cx.stream_block = stream_block;
   for (int b = 0, first = 0; b < f->nblocks; b++) {
     if (chain[b]) first = b;
-    /* the AOT runs each block over all rows at once: no next chunk */
+    /* the AOT runs each block over all rows at once (a chain with chain-local
+     * temporaries a chunk at a time, emit_aot_chain), prefetching nothing */
     E.cx.prefetch_next_chunk = !(flags & JIT_C_AOT) && b > first;
     emit_block(&E, b);
   }
+  int* scratch = flags & JIT_C_AOT ? malloc(((size_t)f->ntensors + 1) * sizeof *scratch) : NULL;
+  if (scratch) {
+    for (int t = 0; t < f->ntensors; t++) scratch[t] = scratch_chain_of(f, chain, t);
+    E.chain = chain;
+    emit_aot_entry(&E, name ? name : "uopjit_kernel", scratch);
+  }
+  int failed = (flags & JIT_C_AOT) && !scratch;
+  free(scratch);
   free(chain);
-  if (flags & JIT_C_AOT) emit_aot_entry(&E, name ? name : "uopjit_kernel");
+  free(stream_block);
+  if (failed) {
+    free(ops), rt_buf_release(&out);
+    return NULL;
+  }
   free(ops);
   return rt_buf_take(&out);
 }

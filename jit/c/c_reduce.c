@@ -167,7 +167,9 @@ static void note_row_access(void* ctx, ir_access_t* acc, int is_write, int level
   (void)stmt;
   row_walk_t* w = ctx;
   const ir_tensor_t* t = &w->f->tensors[acc->tensor];
-  if (level != w->k || t->local || t->noalloc || acc->nidx != 2 || acc->check_mask) return;
+  /* a chain-local temporary's next rows are in scratch the runner reuses,
+   * not at the address the prefetch would compute (ir/chain_local.c) */
+  if (level != w->k || t->local || t->noalloc || t->chain_local || acc->nidx != 2 || acc->check_mask) return;
   if (acc->idx[0]->kind != IR_IX_LOOP || acc->idx[0]->id != w->row_id) return;
   if (acc->idx[1]->kind != IR_IX_LOOP || acc->idx[1]->id != w->col_id) return;
   w->mode[acc->tensor] |= (unsigned char)(is_write ? 2 : 1);

@@ -409,6 +409,7 @@ const jit_engine_t jit_engine_mir = {
     .name = "mir",
     .device = UJ_CPU,
     .settings = 1u << RT_SETTING_THREADS | 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_MIR_LEVEL,
+    .chain_scratch = 1,
     .dumps = 1u << UJ_DUMP_MIR,
     .available = mir_available,
     .check = mir_check,

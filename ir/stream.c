@@ -1,0 +1,95 @@
+/* ir/stream.c: which outputs are written once and never read, so that an
+ * engine may write them around the cache (the C engine's streaming
+ * stores, jit/c/c_stream.c).
+ *
+ * A store to memory first reads the line it lands in (read for ownership),
+ * so an output written over memory not in cache costs a read and a write
+ * per line; a streaming (non-temporal) store of a whole line costs the
+ * write alone. That is only right for a line nothing reads back soon: the
+ * output must be written once, by one statement, and read nowhere in the
+ * function. The rule, for output O and its statement S in block B:
+ *  - S is the only access to O in the whole function, a plain store (no
+ *    scatter-add), guarded by no run-time check, whose target covers O:
+ *    each index a distinct loop of B over [0, the size of that axis);
+ *  - every loop around S of more than one iteration is named by the
+ *    target (S stores each element once), S sits in B's innermost loop and
+ *    O's last index is that loop's variable: consecutive iterations store
+ *    consecutive elements, so whole lines can be gathered;
+ *  - that loop is not a reduction loop in lanes (ir_lanes_fit): splitting
+ *    it where the output's lines start would make the order of the
+ *    reduction's additions depend on an address, and results must depend
+ *    on sizes alone;
+ * An output an input may be written over (ir_alias_safe: an elementwise
+ * chain's, Adam's) qualifies too: whether a call runs in place is known
+ * only when it runs (the caller passes the same buffer twice), so the
+ * engine tests it then, and does not stream in place, where the line was
+ * just read and is in cache anyway (jit/c/c_stream.c).
+ * The values stored are the same; only where they pass through changes. */
+#include <stdlib.h>
+
+#include "ir.h"
+
+typedef struct {
+  int tensor;
+  int accesses, block, level;
+  int is_write;
+  const ir_stmt_t* stmt;
+  const ir_access_t* acc;
+} find_t;
+
+static void note_access(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
+  find_t* w = ctx;
+  if (acc->tensor != w->tensor) return;
+  if (w->accesses++ == 0) w->is_write = is_write, w->level = level, w->stmt = stmt, w->acc = acc;
+}
+
+/* The loop of b with this id, or NULL. */
+static const ir_loop_t* loop_of(const ir_block_t* b, int id) {
+  for (int m = 0; m < b->nloops; m++)
+    if (b->loops[m].id == id) return &b->loops[m];
+  return NULL;
+}
+
+int ir_store_covers(const ir_func_t* f, const ir_block_t* b, const ir_stmt_t* s) {
+  const ir_access_t* target = &s->target;
+  const ir_tensor_t* t = &f->tensors[target->tensor];
+  if (s->kind != IR_ST_STORE || ir_stmt_has_checks(s) || target->nidx != t->ndim) return 0;
+  for (int k = 0; k < target->nidx; k++) {
+    const ir_ix_t* ix = target->idx[k];
+    if (ix->kind != IR_IX_LOOP) return 0;
+    for (int j = 0; j < k; j++)
+      if (target->idx[j]->id == ix->id) return 0;
+    const ir_loop_t* l = loop_of(b, ix->id);
+    if (!l || l->start->kind != IR_IX_CONST || l->start->value != 0 || !ir_ix_equal(l->end, t->dims[k])) return 0;
+  }
+  return 1;
+}
+
+static int named(const ir_access_t* target, int id) {
+  for (int i = 0; i < target->nidx; i++)
+    if (target->idx[i]->id == id) return 1;
+  return 0;
+}
+
+const ir_stmt_t* ir_output_streamable(const ir_func_t* f, int O, int* block) {
+  const ir_tensor_t* ot = &f->tensors[O];
+  if (ot->role != IR_TENSOR_OUTPUT || ot->local || ot->noalloc || ot->ndim < 1) return NULL;
+  find_t w = {O, 0, -1, -1, 0, NULL, NULL};
+  for (int b = 0; b < f->nblocks && w.accesses <= 1; b++) {
+    int before = w.accesses;
+    ir_walk_accesses(&f->blocks[b], note_access, &w);
+    if (before == 0 && w.accesses) w.block = b;
+  }
+  if (w.accesses != 1 || !w.is_write || w.acc != &w.stmt->target) return NULL;
+  const ir_block_t* b = &f->blocks[w.block];
+  int inner = b->nloops - 1;
+  if (w.level != inner || !ir_store_covers(f, b, w.stmt) || ir_lanes_fit(b, inner)) return NULL;
+  if (w.acc->idx[w.acc->nidx - 1]->id != b->loops[inner].id) return NULL;
+  for (int k = 0; k < inner; k++) {
+    const ir_loop_t* l = &b->loops[k];
+    int once = l->start->kind == IR_IX_CONST && l->end->kind == IR_IX_CONST && l->end->value - l->start->value <= 1;
+    if (!once && !named(w.acc, l->id)) return NULL;
+  }
+  if (block) *block = w.block;
+  return w.stmt;
+}
