@@ -138,6 +138,10 @@ int traffic_copy(const traffic_t* t);
  * of the concatenation: 0, or -1 for no elements or a part without a read
  * array. */
 int traffic_copy_all(const traffic_t* parts, int count, int threads);
+/* Outputs not in place of at least `bytes` are written with streaming
+ * stores, as the C engine writes them (default UOPJIT_STREAM_BYTES, else
+ * the library's default; negative: back to that). */
+void traffic_set_stream_bytes(int64_t bytes);
 
 /* ---- stream.c ------------------------------------------------------------------------ */
 

@@ -38,7 +38,16 @@
  * its own. A copy per tensor, each split over the threads, would pay a
  * barrier per tensor and leave threads idle on the small ones: slower than
  * the workload, which is no limit.
+ * An output the workload may write with streaming stores (not in place,
+ * at least UOPJIT_STREAM_BYTES, as the C engine streams it:
+ * jit/c/c_stream.c) is written here with streaming stores too, 64 bytes at
+ * a time from its first 64-byte aligned element, skipping the read of each
+ * line before it is written: the limit of a workload that may do so is
+ * that traffic, and a copy that read every line first would be no limit.
  * The Makefile compiles this file with -O3 -march=native. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,11 +73,51 @@ static volatile uint32_t opaque_zero;
 
 /* For each output: the input it is (in place), else the first, and the
  * masks that select that input's bits (in place) or the XOR of all the
- * inputs (a separate output): stored = (own & keep) ^ (xor & take). */
+ * inputs (a separate output): stored = (own & keep) ^ (xor & take); and
+ * whether it is streamed. */
 typedef struct {
   int source[BENCH_MAX_IO];
   uint32_t keep[BENCH_MAX_IO], take[BENCH_MAX_IO];
+  int stream[BENCH_MAX_IO];
 } output_plan_t;
+
+/* 64 bytes to a 64-byte aligned address with streaming stores. */
+static inline __attribute__((always_inline)) void stream_line(uint32_t* at, lanes_t v) {
+#if defined(__AVX512F__)
+  _mm512_stream_si512((void*)at, (__m512i)v);
+#elif defined(__AVX__)
+  for (int h = 0; h < 2; h++) _mm256_stream_si256((__m256i*)(void*)at + h, ((const __m256i*)(const void*)&v)[h]);
+#elif defined(__SSE2__)
+  for (int q = 0; q < 4; q++) _mm_stream_si128((__m128i*)(void*)at + q, ((const __m128i*)(const void*)&v)[q]);
+#else
+  *(lanes_t*)at = v;
+#endif
+}
+
+static inline void stream_fence(void) {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+/* The size from which outputs stream: traffic_set_stream_bytes's, else
+ * UOPJIT_STREAM_BYTES as the library reads it (threads that ask at once
+ * all read the same value). */
+static int64_t stream_threshold = -1;
+
+void traffic_set_stream_bytes(int64_t bytes) { __atomic_store_n(&stream_threshold, bytes, __ATOMIC_RELAXED); }
+
+static int64_t stream_bytes(void) {
+  int64_t b = __atomic_load_n(&stream_threshold, __ATOMIC_RELAXED);
+  if (b < 0) {
+    rt_settings_t settings;
+    char problems[RT_SETTING_COUNT][RT_PROBLEM_CAP];
+    rt_settings_from_env(&settings, problems);
+    b = settings.stream_bytes;
+    __atomic_store_n(&stream_threshold, b, __ATOMIC_RELAXED);
+  }
+  return b;
+}
 
 static void plan_outputs(const traffic_t* t, output_plan_t* plan) {
   uint32_t zero = opaque_zero;
@@ -79,6 +128,7 @@ static void plan_outputs(const traffic_t* t, output_plan_t* plan) {
     int in_place = t->reads[plan->source[w]] == t->writes[w];
     plan->keep[w] = in_place ? ~zero : zero;
     plan->take[w] = in_place ? zero : ~zero;
+    plan->stream[w] = !in_place && t->n * (int64_t)sizeof(uint32_t) >= stream_bytes();
   }
 }
 
@@ -100,6 +150,24 @@ static inline __attribute__((always_inline)) void copy_fixed(const traffic_t* t,
   }
   lanes_t fold = {0};
   int64_t i = begin;
+  /* the streamed outputs' lines from the first element aligned in all of
+   * them (none streams when their alignments differ) */
+  int streams = 0, offset = -1;
+  for (int w = 0; w < writes; w++) {
+    if (!plan.stream[w]) continue;
+    int at = (int)(((uintptr_t)(out[w] + i) & 63u) / sizeof(uint32_t));
+    if ((uintptr_t)out[w] & 3u || (offset >= 0 && at != offset)) {
+      streams = 0;
+      break;
+    }
+    streams = 1, offset = at;
+  }
+  for (int w = 0; w < writes; w++) plan.stream[w] &= streams;
+  for (int64_t peel = streams ? (LANES - offset) % LANES : 0; i < end && peel > 0; i++, peel--) {
+    uint32_t x = in[0][i];
+    for (int r = 1; r < reads; r++) x ^= in[r][i];
+    for (int w = 0; w < writes; w++) out[w][i] = (own[w][i] & plan.keep[w]) ^ (x & plan.take[w]);
+  }
   for (; i + LANES <= end; i += LANES) {
     if (i + PREFETCH_AHEAD < end) {
       for (int r = 0; r < reads; r++) __builtin_prefetch(in[r] + i + PREFETCH_AHEAD, 0);
@@ -107,10 +175,14 @@ static inline __attribute__((always_inline)) void copy_fixed(const traffic_t* t,
     }
     lanes_t x = *(const lanes_t*)(in[0] + i);
     for (int r = 1; r < reads; r++) x ^= *(const lanes_t*)(in[r] + i);
-    for (int w = 0; w < writes; w++)
-      *(lanes_t*)(out[w] + i) = (*(const lanes_t*)(own[w] + i) & keep[w]) ^ (x & take[w]);
+    for (int w = 0; w < writes; w++) {
+      lanes_t v = (*(const lanes_t*)(own[w] + i) & keep[w]) ^ (x & take[w]);
+      if (plan.stream[w]) stream_line(out[w] + i, v);
+      else *(lanes_t*)(out[w] + i) = v;
+    }
     if (writes == 0) fold ^= x;
   }
+  if (streams) stream_fence();
   uint32_t tail_fold = 0;
   for (; i < end; i++) {
     uint32_t x = in[0][i];

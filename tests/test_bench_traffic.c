@@ -3,7 +3,8 @@
  * step's limit uses it: on 1, 2 and 3 threads, with tensors from 1 element
  * to some hundred thousand (tiny ones packed into a chunk with the end of a
  * big one), every element of every tensor is written: a separate output
- * holds the XOR of its inputs' bits; an in-place output (the optimizer's
+ * holds the XOR of its inputs' bits, written with ordinary stores and with
+ * streaming ones (from its first 64-byte aligned element); an in-place output (the optimizer's
  * m, v, p) keeps its bits, so that the copy kernel can be timed between
  * steps of the workload on the same arrays. Calls without elements or
  * without an input are refused with -1. No timing is checked. */
@@ -33,7 +34,10 @@ TEST(separate_outputs_get_every_element_of_every_tensor) {
     for (int64_t i = 0; i < sizes[k]; i++) a[k][i] = next_bits(&state), b[k][i] = next_bits(&state);
     parts[k] = (traffic_t){.reads = {a[k], b[k]}, .nreads = 2, .writes = {y[k]}, .nwrites = 1, .n = sizes[k]};
   }
-  for (int threads = 1; threads <= 3; threads++) {
+  /* ordinary stores, then streamed ones (every output of 4 bytes or more) */
+  for (int run = 0; run < 6; run++) {
+    int threads = 1 + run % 3;
+    traffic_set_stream_bytes(run < 3 ? INT64_MAX : 4);
     for (int k = 0; k < NTENSORS; k++) memset(y[k], 0, (size_t)sizes[k] * 4);
     CHECK(traffic_copy_all(parts, NTENSORS, threads) == 0);
     int64_t wrong = 0;
@@ -42,11 +46,13 @@ TEST(separate_outputs_get_every_element_of_every_tensor) {
     if (wrong) fprintf(stderr, "  %lld elements wrong on %d threads\n", (long long)wrong, threads);
     CHECK(wrong == 0);
   }
+  traffic_set_stream_bytes(-1);
   for (int k = 0; k < NTENSORS; k++) free(a[k]), free(b[k]), free(y[k]);
 }
 
 TEST(in_place_outputs_keep_their_bits) {
   uint64_t state = 0x243f6a8885a308d3ull;
+  traffic_set_stream_bytes(4); /* an output in place is never streamed */
   uint32_t *arrays[NTENSORS][4], *kept[NTENSORS][4];
   traffic_t parts[NTENSORS];
   for (int k = 0; k < NTENSORS; k++) {
@@ -69,6 +75,7 @@ TEST(in_place_outputs_keep_their_bits) {
     if (changed) fprintf(stderr, "  %lld arrays changed on %d threads\n", (long long)changed, threads);
     CHECK(changed == 0);
   }
+  traffic_set_stream_bytes(-1);
   for (int k = 0; k < NTENSORS; k++)
     for (int a = 0; a < 4; a++) free(arrays[k][a]), free(kept[k][a]);
 }
