@@ -127,7 +127,7 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
   if (s == UJ_OK && fast && (param_count != plan.flat->nparams || (param_count && !params))) fast = 0;
   if (s == UJ_OK && fast) fast = groups_check_fast(&plan, groups, group_count, dev);
   if (s == UJ_OK && !fast) s = check_all(p, groups, group_count, input_count, params, output_count);
-  if (s == UJ_OK) s = groups_check_overlap(groups, group_count, input_count, output_count);
+  if (s == UJ_OK) s = groups_check_overlap(&plan.gather, groups, group_count, input_count, output_count);
   if (s == UJ_OK && fast) s = rt_ctx_settings_check(ctx, 1u << RT_SETTING_ENGINE);
   if (s == UJ_OK && fast) s = jit_engine_for_call(ctx, dev, &engine);
   if (s == UJ_OK && fast) s = rt_ctx_settings_check(ctx, engine->settings);
