@@ -89,29 +89,28 @@ static int64_t esize_of(const walk_t* w, uj_dtype_t dtype) {
   return (unsigned)dtype <= UJ_F16 ? w->dtype_size[dtype] : uj_dtype_size(dtype);
 }
 
-/* The overlap list of group g: its outputs, and its inputs but for those
- * that are exactly one of its outputs (in place) or group 0's (shared). */
-static void list_ranges(walk_t* w, const uj_group_t* gr, int g) {
-  groups_gather_t* ga = w->ga;
-  for (int o = 0; o < w->nout; o++) {
-    int64_t bytes = w->bytes[w->nin + o];
-    if (bytes)
-      ga->ranges[ga->nranges++] =
-          (groups_range_t){w->data[w->nin + o], w->data[w->nin + o] + (uintptr_t)bytes, g, (short)o, 1};
-  }
+/* The overlap list of group g, appended at r: its outputs, and its inputs
+ * but for those that are exactly one of its outputs (in place) or group
+ * 0's (shared). Returns the ranges appended. */
+static size_t list_ranges(const walk_t* w, const uj_group_t* gr, int g, groups_range_t* r) {
+  const uintptr_t *data = w->data, *out_data = w->data + w->nin;
+  const int64_t *bytes = w->bytes, *out_bytes = w->bytes + w->nin;
+  size_t n = 0;
+  for (int o = 0; o < w->nout; o++)
+    if (out_bytes[o]) r[n++] = (groups_range_t){out_data[o], out_data[o] + (uintptr_t)out_bytes[o], g, (short)o, 1};
   for (int i = 0; i < w->nin; i++) {
     if (!gr->inputs[i]) continue;
-    uintptr_t data = w->data[i];
-    int64_t bytes = w->bytes[i];
-    if (g > 0 && w->first_present[i] && data == w->first_data[i] && bytes == w->first_bytes[i]) continue;
+    if (g > 0 && w->first_present[i] && data[i] == w->first_data[i] && bytes[i] == w->first_bytes[i]) continue;
     int in_place = 0;
     for (int o = 0; o < w->nout && !in_place; o++)
-      in_place = gr->outputs[o] && w->data[w->nin + o] == data && w->bytes[w->nin + o] == bytes;
-    if (bytes && !in_place) ga->ranges[ga->nranges++] = (groups_range_t){data, data + (uintptr_t)bytes, g, (short)i, 0};
+      in_place = gr->outputs[o] && out_data[o] == data[i] && out_bytes[o] == bytes[i];
+    if (bytes[i] && !in_place) r[n++] = (groups_range_t){data[i], data[i] + (uintptr_t)bytes[i], g, (short)i, 0};
   }
+  return n;
 }
 
-/* Folds group g into the summary (groups.h says what each field means). */
+/* Folds group g into the summary (groups.h says what each field means).
+ * Accumulates in locals: stores through ga could alias the tensors read. */
 static void summarize_group(walk_t* w, const uj_group_t* gr, int g) {
   groups_gather_t* ga = w->ga;
   int nin = w->nin, nout = w->nout;
@@ -133,47 +132,56 @@ static void summarize_group(walk_t* w, const uj_group_t* gr, int g) {
   }
   /* a shape of a bad rank is compared with nothing (the call is not the fast path's) */
   int same_rank = shape_ok ? rank : -1;
-  const int64_t* dims = shape ? shape->dims : NULL;
-  uint32_t same_in = 0, same_out = 0, nodata_in = 0, nodata_out = 0, not_ones = 0;
+  int64_t dims[UJ_MAX_DIMS];
+  for (int a = 0; a < same_rank; a++) dims[a] = shape->dims[a];
+  uj_device_t device = ga->device;
+  int unlike_first = 0, off_device = 0, inexact = 0;
+  uint32_t nonscalar = 0, same_in = 0, same_out = 0, nodata_in = 0, nodata_out = 0, not_ones = 0;
+  uint32_t out_unlike_first = 0;
   for (int i = 0; i < nin; i++) {
     const uj_tensor_t* t = gr->inputs[i];
     if (!t) continue;
-    if (t->dtype != ga->first_dtype[i] || t->device != ga->first_device[i]) ga->unlike_first = 1;
-    if (t->device != ga->device) ga->off_device = 1;
-    if (t->ndim != 0) ga->nonscalar |= 1u << i;
-    if (same_shape(t, same_rank, dims)) same_in |= 1u << i;
-    if (!t->data) nodata_in |= 1u << i;
+    unlike_first |= t->dtype != ga->first_dtype[i] || t->device != ga->first_device[i];
+    off_device |= t->device != device;
+    nonscalar |= (uint32_t)(t->ndim != 0) << i;
+    same_in |= (uint32_t)same_shape(t, same_rank, dims) << i;
+    nodata_in |= (uint32_t)!t->data << i;
   }
   for (int o = 0; o < nout; o++) {
     const uj_tensor_t* t = gr->outputs[o];
     if (!t) continue;
-    if (t->dtype != ga->first_out_dtype[o]) ga->out_unlike_first |= 1u << o;
-    if (t->device != ga->device) ga->off_device = 1;
-    if (same_shape(t, same_rank, dims)) same_out |= 1u << o;
-    if (!t->data) nodata_out |= 1u << o;
+    out_unlike_first |= (uint32_t)(t->dtype != ga->first_out_dtype[o]) << o;
+    off_device |= t->device != device;
+    same_out |= (uint32_t)same_shape(t, same_rank, dims) << o;
+    nodata_out |= (uint32_t)!t->data << o;
     if (!all_ones(t)) not_ones |= 1u << o;
     else if (shape_ok) ga->ones_rank[rank][o] |= (uint16_t)(1u << t->ndim);
   }
+  /* memory within the group: an output shares it with an input only
+   * exactly, and with no other output */
+  const uintptr_t *data = w->data, *out_data = w->data + nin;
+  const int64_t *bytes = w->bytes, *out_bytes = w->bytes + nin;
+  for (int o = 0; o < nout; o++) {
+    const uj_tensor_t* out = gr->outputs[o];
+    if (!out) continue;
+    uint32_t exact = 0;
+    for (int i = 0; i < nin; i++) {
+      if (!overlaps(out_data[o], out_bytes[o], data[i], bytes[i]) || !gr->inputs[i]) continue;
+      if (out_data[o] == data[i] && out_bytes[o] == bytes[i] && out->dtype == gr->inputs[i]->dtype)
+        exact |= 1u << i;
+      else
+        inexact = 1;
+    }
+    ga->exact[o] |= exact;
+    for (int o2 = 0; o2 < o; o2++)
+      if (gr->outputs[o2] && overlaps(out_data[o], out_bytes[o], out_data[o2], out_bytes[o2])) inexact = 1;
+  }
+  ga->unlike_first |= unlike_first, ga->off_device |= off_device, ga->inexact |= inexact;
+  ga->nonscalar |= nonscalar, ga->out_unlike_first |= out_unlike_first;
   ga->same_in &= same_in, ga->same_out &= same_out;
   ga->nodata_in |= nodata_in, ga->nodata_out |= nodata_out;
   if (numel) ga->nodata_nonempty_in |= nodata_in, ga->nodata_nonempty_out |= nodata_out;
   ga->not_ones |= not_ones;
-  /* memory within the group: an output shares it with an input only
-   * exactly, and with no other output */
-  for (int o = 0; o < nout; o++) {
-    uintptr_t od = w->data[nin + o];
-    int64_t ob = w->bytes[nin + o];
-    if (!gr->outputs[o]) continue;
-    for (int i = 0; i < nin; i++) {
-      if (!gr->inputs[i] || !overlaps(od, ob, w->data[i], w->bytes[i])) continue;
-      if (od == w->data[i] && ob == w->bytes[i] && gr->outputs[o]->dtype == gr->inputs[i]->dtype)
-        ga->exact[o] |= 1u << i;
-      else
-        ga->inexact = 1;
-    }
-    for (int o2 = 0; o2 < o; o2++)
-      if (gr->outputs[o2] && overlaps(od, ob, w->data[nin + o2], w->bytes[nin + o2])) ga->inexact = 1;
-  }
 }
 
 /* Notes group 0's inputs and outputs: what the others are compared with. */
@@ -199,11 +207,14 @@ static void walk_group(walk_t* w, const uj_group_t* gr, int g) {
   }
   for (int s = 0; s < w->nin + w->nout; s++) {
     const uj_tensor_t* t = s < w->nin ? gr->inputs[s] : gr->outputs[s - w->nin];
-    if (!t) w->ga->missing = 1;
-    w->data[s] = t ? (uintptr_t)t->data : 0;
-    w->bytes[s] = t ? bytes_of(t, esize_of(w, t->dtype)) : 0;
+    if (!t) {
+      w->ga->missing = 1;
+      w->data[s] = 0, w->bytes[s] = 0;
+    } else {
+      w->data[s] = (uintptr_t)t->data, w->bytes[s] = bytes_of(t, esize_of(w, t->dtype));
+    }
   }
-  list_ranges(w, gr, g);
+  w->ga->nranges += list_ranges(w, gr, g, w->ga->ranges + w->ga->nranges);
   if (w->summarize) summarize_group(w, gr, g);
 }
 
