@@ -3,8 +3,10 @@
  * A call checks every group before anything is written. When the program
  * and the groups fit the fast path (jit/groups_plan.c: the program's flat
  * build is elementwise with full reductions, every group's tensors share
- * the group's shape, the dtypes agree between groups), the checks are a
- * few compares per tensor (jit/groups_check.c) and the whole list runs as
+ * the group's shape, the dtypes agree between groups), the checks read
+ * what one walk over the groups' tensors gathered (jit/groups_gather.c:
+ * the plan, the fast path's checks and the overlap list all come from it)
+ * and the whole list runs as
  * one pass over its elements: on the CPU one threaded pass through the
  * flat build's compiled kernel (jit/groups_cpu.c), on CUDA one launch over
  * a table of chunks (jit/cuda/cuda_groups.c). The kernel is the program's
