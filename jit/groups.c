@@ -3,8 +3,10 @@
  * A call checks every group before anything is written. When the program
  * and the groups fit the fast path (jit/groups_plan.c: the program's flat
  * build is elementwise with full reductions, every group's tensors share
- * the group's shape, the dtypes agree between groups), the checks are a
- * few compares per tensor (jit/groups_check.c) and the whole list runs as
+ * the group's shape, the dtypes agree between groups), the checks read
+ * what one walk over the groups' tensors gathered (jit/groups_gather.c:
+ * the plan, the fast path's checks and the overlap list all come from it)
+ * and the whole list runs as
  * one pass over its elements: on the CPU one threaded pass through the
  * flat build's compiled kernel (jit/groups_cpu.c), on CUDA one launch over
  * a table of chunks (jit/cuda/cuda_groups.c). The kernel is the program's
@@ -127,7 +129,7 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
   if (s == UJ_OK && fast && (param_count != plan.flat->nparams || (param_count && !params))) fast = 0;
   if (s == UJ_OK && fast) fast = groups_check_fast(&plan, groups, group_count, dev);
   if (s == UJ_OK && !fast) s = check_all(p, groups, group_count, input_count, params, output_count);
-  if (s == UJ_OK) s = groups_check_overlap(groups, group_count, input_count, output_count);
+  if (s == UJ_OK) s = groups_check_overlap(&plan.gather, groups, group_count, input_count, output_count);
   if (s == UJ_OK && fast) s = rt_ctx_settings_check(ctx, 1u << RT_SETTING_ENGINE);
   if (s == UJ_OK && fast) s = jit_engine_for_call(ctx, dev, &engine);
   if (s == UJ_OK && fast) s = rt_ctx_settings_check(ctx, engine->settings);

@@ -6,7 +6,9 @@
  * straight into outputs. Any group's tensors then run as one flat range of
  * elements, cut into pieces; jit/groups_plan.c decides whether a program
  * and a list of groups qualify and how each tensor of the flat build is
- * bound per group; jit/groups_check.c checks the groups and their memory;
+ * bound per group; jit/groups_gather.c walks the groups' tensors once per
+ * call, gathering all that those decisions and jit/groups_check.c's checks
+ * of the groups and their memory read;
  * jit/groups_cpu.c runs the pieces on the thread pool; jit/cuda/cuda_groups.c
  * runs them in one CUDA launch over a table of chunks. */
 #ifndef UJ_JIT_GROUPS_H
@@ -27,6 +29,63 @@ typedef enum {
   GK_GROUP,   /* of the group's shape: read or written at [i] */
   GK_REDUCED  /* an output holding a full reduction of the group's elements */
 } groups_kind_t;
+
+/* A byte range of a group's tensor, for the overlap check between groups. */
+typedef struct {
+  uintptr_t start, end;
+  int group;
+  short slot;   /* input or output slot */
+  short output; /* 1: an output */
+} groups_range_t;
+
+enum {
+  GROUPS_GATHER_NO_SLOT = GROUPS_MAX_SLOTS, /* the shape slot of a group whose inputs are all 0-d */
+  GROUPS_GATHER_BAD_RANK = UJ_MAX_DIMS + 1  /* a shape tensor's rank out of range, or its sizes bad */
+};
+
+/* A group's shape slot (its first input that is not 0-d) and that input's rank. */
+typedef struct {
+  unsigned char slot, rank;
+} groups_rank_t;
+
+/* What the one walk over the groups' tensors gathers (jit/groups_gather.c):
+ * the overlap list, and, when summarized (at most GROUPS_MAX_SLOTS inputs
+ * and outputs), each group's elements and masks over the slots (bit i:
+ * input or output slot i) folded over all groups. A group's shape tensor
+ * is its first input that is not 0-d; a 0-d one where there is none. */
+typedef struct {
+  groups_range_t* ranges; /* each group's outputs, and its inputs but those in place or shared with group 0 */
+  size_t nranges;
+  int summarized;
+  int64_t* numel;         /* by group: its shape tensor's elements */
+  uint64_t total;         /* their sum */
+  int missing;            /* a group lacks its inputs, its outputs or a tensor */
+  int unlike_first;       /* an input's dtype or device differs from group 0's */
+  int bad_shape;          /* a shape tensor's rank is out of range or its elements overflow */
+  int off_device;         /* a tensor is on another device than group 0's input 0 */
+  int inexact;            /* an output shares memory with another output, or with an input other than exactly */
+  uj_device_t device;     /* group 0's input 0's */
+  uj_dtype_t first_dtype[GROUPS_MAX_SLOTS], first_out_dtype[GROUPS_MAX_SLOTS];
+  uj_device_t first_device[GROUPS_MAX_SLOTS];
+  uint32_t nonscalar;           /* inputs not 0-d in some group */
+  uint32_t same_in, same_out;   /* of its shape tensor's shape in every group */
+  uint32_t nodata_in, nodata_out;                     /* data NULL in some group */
+  uint32_t nodata_nonempty_in, nodata_nonempty_out;   /* ... in a group of elements */
+  uint32_t out_unlike_first;    /* outputs whose dtype differs from group 0's */
+  uint32_t not_ones;            /* outputs with a size other than 1 (or a bad rank) in some group */
+  uint16_t ones_rank[UJ_MAX_DIMS + 1][GROUPS_MAX_SLOTS]; /* [shape rank][output]: bit r for sizes 1 of rank r */
+  uint32_t exact[GROUPS_MAX_SLOTS];                      /* [output]: inputs it is exactly in some group */
+  /* the pairs (shape slot, rank) in the order the groups first show them */
+  uint16_t rank_seen[GROUPS_MAX_SLOTS + 1];
+  groups_rank_t rank_list[(GROUPS_MAX_SLOTS + 1) * (GROUPS_GATHER_BAD_RANK + 1)];
+  int nranks_listed;
+} groups_gather_t;
+
+/* Walks the groups once (summarize: and fills the summary when the slot
+ * counts allow). UJ_ERR_OOM only. Release with groups_gather_release. */
+uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int group_count, int input_count,
+                          int output_count, int summarize);
+void groups_gather_release(groups_gather_t* ga);
 
 typedef struct {
   uj_program_t* flat;   /* the program whose build runs (the parsed program's rank-1 specialization) */
@@ -50,12 +109,14 @@ typedef struct {
    * run as iteration 0 over a piece), 0 elementwise (run over [0, length)) */
   unsigned char block_reduces[GROUPS_MAX_TENSORS];
   int alias_safe[GROUPS_MAX_SLOTS][GROUPS_MAX_SLOTS]; /* [output][input]: may share memory exactly */
-  /* by group: its elements (groups_check_fast fills them), and their sum */
+  /* by group: its elements (gather.numel), and their sum (groups_check_fast sets it) */
   int64_t* numel;
   int64_t total;
+  groups_gather_t gather; /* groups_plan_make's walk over the groups */
 } groups_plan_t;
 
-/* Whether the fast path serves p on these groups (*fast 1) and its plan;
+/* Whether the fast path serves p on these groups (*fast 1) and its plan
+ * (the groups walked once, into plan->gather, for every later check);
  * *fast 0 when not (the program's flat build is not elementwise, a group's
  * tensors differ in shape, dtypes differ between groups, ...): the caller
  * runs the groups one by one. Errors only for out of memory. Release the
@@ -65,8 +126,8 @@ uj_status_t groups_plan_make(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* g
 void groups_plan_release(groups_plan_t* plan);
 
 /* Checks every group against the plan (device dev, the dtypes, ranks and
- * sizes it needs, data present) and notes its elements in plan->numel
- * (the group's shape is that of its first input that is not a scalar):
+ * sizes it needs, data present) from what groups_plan_make gathered of
+ * the same groups, and sets plan->total:
  * 1 when all pass; 0 names nothing (the
  * caller's per-group check says what is wrong, or that the fast path's
  * stricter rules are what failed). Also 0 when an output of a group shares
@@ -76,8 +137,11 @@ int groups_check_fast(groups_plan_t* plan, const uj_group_t* groups, int group_c
 
 /* UJ_ERR_INVALID naming both when an output of one group overlaps a tensor
  * of another (sorted by address: linear in the tensors after a radix sort;
- * a list the previous call verified is recognized without sorting). */
-uj_status_t groups_check_overlap(const uj_group_t* groups, int group_count, int input_count, int output_count);
+ * a list the previous call verified is recognized without sorting). The
+ * ranges are gathered's when it has them (it then gives them up), else
+ * listed here. */
+uj_status_t groups_check_overlap(groups_gather_t* gathered, const uj_group_t* groups, int group_count,
+                                 int input_count, int output_count);
 
 /* A piece: elements [begin, end) of group `group`. Pieces cut each group at
  * multiples of GROUPS_PIECE, whatever the threads, so that per-piece

@@ -1,7 +1,9 @@
 /* jit/groups_check.c: the checks of multi-tensor execution that look at
- * every group: whether each fits the fast path's plan (cheap: a few
- * compares per tensor, since a call may bring 10,000 groups), and whether
- * an output of one group overlaps a tensor of another.
+ * every group: whether each fits the fast path's plan, and whether an
+ * output of one group overlaps a tensor of another. Both read what
+ * jit/groups_gather.c's one walk over the groups gathered, not the groups:
+ * the fit is a few operations per slot on the masks it folded over all
+ * groups, since a call may bring 10,000 groups.
  *
  * The overlap check sorts the byte ranges of the groups' tensors by start
  * address (an LSD radix sort, 11 bits at a time, skipping the digits all
@@ -18,112 +20,57 @@
 
 #include "groups.h"
 
-static int same_shape(const uj_tensor_t* t, int ndim, const int64_t* dims) {
-  if (t->ndim != ndim) return 0;
-  for (int a = 0; a < ndim; a++)
-    if (t->dims[a] != dims[a]) return 0;
-  return 1;
-}
+static uint32_t low_bits(int n) { return n >= 32 ? ~0u : (1u << n) - 1; }
 
-static int tensor_ok(const uj_tensor_t* t, uj_device_t dev, uj_dtype_t dtype, int64_t numel) {
-  return t && t->device == dev && t->dtype == dtype && (numel == 0 || t->data);
-}
-
-static int64_t bytes_of(const uj_tensor_t* t) {
-  int64_t n = 1;
-  for (int a = 0; a < t->ndim; a++) n *= t->dims[a];
-  return n * uj_dtype_size(t->dtype);
-}
-
-/* 1 when [a, a+na) and [b, b+nb) share a byte. */
-static int overlaps(const void* a, int64_t na, const void* b, int64_t nb) {
-  const char *pa = a, *pb = b;
-  return na && nb && pa < pb + nb && pb < pa + na;
-}
-
-/* Within the group: an output shares memory with an input only exactly,
- * where the flat build may write it in place, and with no other output.
- * The byte counts come from group_ok, which has checked every shape and
- * dtype: nothing here walks dims again (a call may bring 10,000 groups). */
-static int group_memory_ok(const groups_plan_t* plan, const uj_group_t* g, const int64_t* in_bytes,
-                           const int64_t* out_bytes) {
-  for (int o = 0; o < plan->nout; o++) {
-    const uj_tensor_t* out = g->outputs[o];
-    for (int i = 0; i < plan->nin; i++) {
-      const uj_tensor_t* in = g->inputs[i];
-      if (!overlaps(out->data, out_bytes[o], in->data, in_bytes[i])) continue;
-      int exact = in->data == out->data && in_bytes[i] == out_bytes[o] && in->dtype == out->dtype;
-      if (!exact || plan->in_kind[i] != GK_GROUP || plan->out_kind[o] != GK_GROUP || !plan->alias_safe[o][i])
-        return 0;
-    }
-    for (int o2 = 0; o2 < o; o2++)
-      if (overlaps(out->data, out_bytes[o], g->outputs[o2]->data, out_bytes[o2])) return 0;
-  }
-  return 1;
-}
-
-/* Element sizes of the plan's slots, looked up once per call. */
-typedef struct {
-  int64_t in[GROUPS_MAX_SLOTS], out[GROUPS_MAX_SLOTS];
-} slot_sizes_t;
-
-static int group_ok(const groups_plan_t* plan, const slot_sizes_t* esize, const uj_group_t* g, uj_device_t dev,
-                    int64_t* numel_out) {
-  if ((plan->nin && !g->inputs) || !g->outputs) return 0;
-  const uj_tensor_t* shape = NULL;
-  for (int i = 0; i < plan->nin && !shape; i++)
-    if (plan->in_kind[i] == GK_GROUP) shape = g->inputs[i];
-  if (!shape || shape->ndim < 0 || shape->ndim > UJ_MAX_DIMS) return 0;
-  int64_t numel = 1;
-  for (int a = 0; a < shape->ndim; a++) {
-    if (shape->dims[a] < 0 || (shape->dims[a] && numel > INT64_MAX / 16 / shape->dims[a])) return 0;
-    numel *= shape->dims[a];
-  }
-  *numel_out = numel;
-  int64_t in_bytes[GROUPS_MAX_SLOTS], out_bytes[GROUPS_MAX_SLOTS];
-  for (int i = 0; i < plan->nin; i++) {
-    const uj_tensor_t* t = g->inputs[i];
-    int scalar = plan->in_kind[i] == GK_SCALAR;
-    if (!tensor_ok(t, dev, plan->in_dtype[i], scalar ? 1 : numel)) return 0;
-    if (scalar ? t->ndim != 0 : !same_shape(t, shape->ndim, shape->dims)) return 0;
-    in_bytes[i] = (scalar ? 1 : numel) * esize->in[i];
-  }
-  for (int o = 0; o < plan->nout; o++) {
-    const uj_tensor_t* t = g->outputs[o];
-    if (plan->out_kind[o] == GK_GROUP) {
-      if (!tensor_ok(t, dev, plan->out_dtype[o], numel) || !same_shape(t, shape->ndim, shape->dims)) return 0;
-      out_bytes[o] = numel * esize->out[o];
-      continue;
-    }
-    int rank = plan->reduced_rank[shape->ndim][o];
-    if (!tensor_ok(t, dev, plan->out_dtype[o], 1) || t->ndim != rank) return 0;
-    for (int a = 0; a < rank; a++)
-      if (t->dims[a] != 1) return 0;
-    out_bytes[o] = esize->out[o];
-  }
-  return group_memory_ok(plan, g, in_bytes, out_bytes);
-}
-
+/* Every group fits the plan when, over all groups: no tensor is missing,
+ * on another device or of another dtype than the plan's; every tensor of
+ * a slot of the group's shape has its group's shape tensor's shape (which
+ * has a rank in range and elements that do not overflow), and data unless
+ * the group has no elements; every scalar input and reduced output has
+ * data, and a reduced output sizes of 1 at the rank the plan gives for
+ * the group's rank; an output shares memory only exactly with an input of
+ * the group's shape that the flat build may write in place, and never with
+ * another output. */
 int groups_check_fast(groups_plan_t* plan, const uj_group_t* groups, int group_count, uj_device_t dev) {
+  (void)groups, (void)group_count; /* groups_plan_make gathered all these read of them */
+  const groups_gather_t* ga = &plan->gather;
   plan->total = 0;
-  slot_sizes_t esize;
-  for (int i = 0; i < plan->nin; i++) esize.in[i] = uj_dtype_size(plan->in_dtype[i]);
-  for (int o = 0; o < plan->nout; o++) esize.out[o] = uj_dtype_size(plan->out_dtype[o]);
-  for (int g = 0; g < group_count; g++) {
-    if (!group_ok(plan, &esize, &groups[g], dev, &plan->numel[g])) return 0;
-    plan->total += plan->numel[g];
+  if (!ga->summarized || !ga->numel || ga->missing || ga->unlike_first || ga->bad_shape || ga->off_device ||
+      ga->device != dev || ga->inexact)
+    return 0;
+  uint32_t group_in = 0, group_out = 0;
+  for (int i = 0; i < plan->nin; i++)
+    if (plan->in_kind[i] == GK_GROUP) group_in |= 1u << i;
+  for (int o = 0; o < plan->nout; o++)
+    if (plan->out_kind[o] == GK_GROUP) group_out |= 1u << o;
+  uint32_t other_in = low_bits(plan->nin) & ~group_in, other_out = low_bits(plan->nout) & ~group_out;
+  if ((group_in & ~ga->same_in) || (group_out & ~ga->same_out)) return 0;
+  if ((ga->nodata_in & other_in) || (ga->nodata_out & other_out)) return 0;
+  if ((ga->nodata_nonempty_in & group_in) || (ga->nodata_nonempty_out & group_out)) return 0;
+  for (int i = 0; i < plan->nin; i++)
+    if (ga->first_dtype[i] != plan->in_dtype[i]) return 0;
+  for (int o = 0; o < plan->nout; o++) {
+    if ((ga->out_unlike_first >> o & 1) || ga->first_out_dtype[o] != plan->out_dtype[o]) return 0;
+    if (plan->out_kind[o] != GK_GROUP) {
+      if (ga->not_ones >> o & 1) return 0;
+      for (int r = 0; r <= UJ_MAX_DIMS; r++) {
+        if (!ga->ones_rank[r][o]) continue;
+        int rank = plan->reduced_rank[r][o];
+        if (rank < 0 || (ga->ones_rank[r][o] & ~(1u << rank))) return 0;
+      }
+    }
+    for (int i = 0; i < plan->nin; i++)
+      if ((ga->exact[o] >> i & 1) &&
+          (plan->in_kind[i] != GK_GROUP || plan->out_kind[o] != GK_GROUP || !plan->alias_safe[o][i]))
+        return 0;
   }
+  plan->total = (int64_t)ga->total;
   return 1;
 }
 
 /* ---- overlap between groups ---- */
 
-typedef struct {
-  uintptr_t start, end;
-  int group;
-  short slot;     /* input or output slot */
-  short output;   /* 1: an output */
-} range_t;
+typedef groups_range_t range_t;
 
 enum { RADIX_BITS = 11, RADIX_BUCKETS = 1 << RADIX_BITS, RADIX_DIGITS = (8 * sizeof(uintptr_t) + RADIX_BITS - 1) / RADIX_BITS };
 
@@ -207,51 +154,20 @@ static uj_status_t overlap_error(const range_t* a, const range_t* b) {
                   a->group, a->slot, b->output ? "output" : "input", b->slot, b->group);
 }
 
-/* The byte ranges to compare: each group's outputs, and its inputs but for
- * those that are exactly one of its outputs (in place) or group 0's
- * (shared). */
-static size_t list_ranges(const uj_group_t* groups, int group_count, int input_count, int output_count, range_t* r) {
-  /* each tensor's bytes counted once: group 0's inputs for the shared
-   * test, each group's outputs for the in-place test */
-  int64_t shared_bytes[GROUPS_MAX_SLOTS], out_bytes[GROUPS_MAX_SLOTS];
-  int small = input_count <= GROUPS_MAX_SLOTS && output_count <= GROUPS_MAX_SLOTS;
-  for (int i = 0; small && i < input_count; i++)
-    shared_bytes[i] = groups[0].inputs[i] ? bytes_of(groups[0].inputs[i]) : 0;
-  size_t n = 0;
-  for (int g = 0; g < group_count; g++) {
-    const uj_group_t* gr = &groups[g];
-    for (int o = 0; o < output_count; o++) {
-      const uj_tensor_t* t = gr->outputs[o];
-      int64_t bytes = t ? bytes_of(t) : 0;
-      if (small) out_bytes[o] = bytes;
-      if (bytes) r[n++] = (range_t){(uintptr_t)t->data, (uintptr_t)t->data + (uintptr_t)bytes, g, (short)o, 1};
-    }
-    for (int i = 0; i < input_count; i++) {
-      const uj_tensor_t* t = gr->inputs[i];
-      if (!t) continue;
-      const uj_tensor_t* shared = groups[0].inputs[i];
-      if (g > 0 && shared && t->data == shared->data &&
-          bytes_of(t) == (small ? shared_bytes[i] : bytes_of(shared)))
-        continue;
-      int64_t bytes = bytes_of(t);
-      int in_place = 0;
-      for (int o = 0; o < output_count && !in_place; o++) {
-        const uj_tensor_t* out = gr->outputs[o];
-        in_place = out && out->data == t->data && (small ? out_bytes[o] : bytes_of(out)) == bytes;
-      }
-      if (bytes && !in_place)
-        r[n++] = (range_t){(uintptr_t)t->data, (uintptr_t)t->data + (uintptr_t)bytes, g, (short)i, 0};
-    }
+uj_status_t groups_check_overlap(groups_gather_t* gathered, const uj_group_t* groups, int group_count,
+                                 int input_count, int output_count) {
+  groups_gather_t own;
+  memset(&own, 0, sizeof own);
+  if (!gathered || !gathered->ranges) {
+    uj_status_t s = groups_gather(&own, groups, group_count, input_count, output_count, 0);
+    if (s != UJ_OK) return s;
+    gathered = &own;
   }
-  return n;
-}
-
-uj_status_t groups_check_overlap(const uj_group_t* groups, int group_count, int input_count, int output_count) {
   size_t cap = (size_t)group_count * (size_t)(input_count + output_count);
-  range_t* r = malloc((cap + 1) * sizeof *r);
-  if (!r) return rt_error(UJ_ERR_OOM, "out of memory listing the %zu tensors of %d groups (%zu bytes)", cap,
-                          group_count, (cap + 1) * sizeof *r);
-  size_t n = list_ranges(groups, group_count, input_count, output_count, r);
+  range_t* r = gathered->ranges;
+  size_t n = gathered->nranges;
+  gathered->ranges = NULL, gathered->nranges = 0; /* r is ours now */
+  groups_gather_release(&own);
   if (seen_verified(r, n)) {
     free(r);
     return UJ_OK;

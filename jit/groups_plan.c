@@ -1,6 +1,8 @@
 /* jit/groups_plan.c: whether multi-tensor execution's fast path serves a
  * program on a list of groups, and how (jit/groups.h says what it runs).
  *
+ * The groups themselves are read once per call, by the walk of
+ * jit/groups_gather.c; the slots and ranks here come from what it gathered.
  * The slots: an input is a scalar when it is 0-d in every group, else it
  * is of the group's shape. The flat build is the program built for those
  * scalars and rank-1 tensors of the other inputs (a parsed program's
@@ -23,7 +25,6 @@
  * outputs of the group's shape have it (shape computed for sizes of 2 on
  * every axis), its reductions are all-ones (sum(x, axis=0) at rank 2 is not
  * a full reduction, and sends the call to the per-group path). */
-#include <stdlib.h>
 #include <string.h>
 
 #include "groups.h"
@@ -175,12 +176,6 @@ static int classify(groups_plan_t* plan, const ir_func_t* f) {
   return 1;
 }
 
-static int rank_of_group(const groups_plan_t* plan, const uj_group_t* g) {
-  for (int i = 0; i < plan->nin; i++)
-    if (plan->in_kind[i] == GK_GROUP) return g->inputs[i]->ndim;
-  return -1;
-}
-
 /* The program's build for groups of rank r agrees with the flat one (the
  * file's comment): fills plan->reduced_rank[r]. 0 when it does not. */
 static int rank_agrees(groups_plan_t* plan, uj_program_t* p, int r, const int64_t* params) {
@@ -211,34 +206,33 @@ static int rank_agrees(groups_plan_t* plan, uj_program_t* p, int r, const int64_
   return 1;
 }
 
-/* Slot kinds and dtypes from the groups: 0 when a group lacks a tensor,
- * the groups disagree on a dtype or a device, or no input is of the
- * group's shape. */
-static int slots_from_groups(groups_plan_t* plan, const uj_group_t* groups, int group_count) {
-  int any_group = 0;
-  for (int g = 0; g < group_count; g++) {
-    if ((plan->nin && !groups[g].inputs) || !groups[g].outputs) return 0;
-    for (int o = 0; o < plan->nout; o++)
-      if (!groups[g].outputs[o]) return 0;
-  }
-  int scalar[GROUPS_MAX_SLOTS];
+/* Slot kinds and dtypes from the groups (what plan->gather holds of
+ * them): 0 when a group lacks a tensor, the groups disagree on a dtype or a
+ * device, or no input is of the group's shape. */
+static int slots_from_groups(groups_plan_t* plan) {
+  const groups_gather_t* ga = &plan->gather;
+  if (ga->missing || ga->unlike_first) return 0;
   for (int i = 0; i < plan->nin; i++) {
-    if (!groups[0].inputs[i]) return 0;
-    scalar[i] = 1;
+    plan->in_kind[i] = ga->nonscalar >> i & 1 ? GK_GROUP : GK_SCALAR;
+    plan->in_dtype[i] = ga->first_dtype[i];
   }
-  /* group by group, not slot by slot: one walk through the groups' tensors */
-  for (int g = 0; g < group_count; g++)
-    for (int i = 0; i < plan->nin; i++) {
-      const uj_tensor_t *t = groups[g].inputs[i], *first = groups[0].inputs[i];
-      if (!t || t->dtype != first->dtype || t->device != first->device) return 0;
-      scalar[i] &= t->ndim == 0;
-    }
-  for (int i = 0; i < plan->nin; i++) {
-    plan->in_kind[i] = scalar[i] ? GK_SCALAR : GK_GROUP;
-    plan->in_dtype[i] = groups[0].inputs[i]->dtype;
-    any_group |= !scalar[i];
+  return ga->nonscalar != 0;
+}
+
+/* The build for every rank the groups have agrees with the flat one,
+ * asked in the order the groups first show the ranks. A group's rank is
+ * that of its input in the first slot of the group's shape: its shape
+ * tensor's when that is the slot, else 0 (the input there is 0-d). */
+static int ranks_agree(groups_plan_t* plan, uj_program_t* p, const int64_t* params) {
+  const groups_gather_t* ga = &plan->gather;
+  int first_group_slot = 0;
+  while (!(ga->nonscalar >> first_group_slot & 1)) first_group_slot++;
+  for (int k = 0; k < ga->nranks_listed; k++) {
+    int r = ga->rank_list[k].slot == first_group_slot ? ga->rank_list[k].rank : 0;
+    if (r > UJ_MAX_DIMS) return 0;
+    if (plan->reduced_rank[r][0] < 0 && !rank_agrees(plan, p, r, params)) return 0;
   }
-  return any_group;
+  return 1;
 }
 
 static uj_status_t flat_build(groups_plan_t* plan, uj_program_t* p) {
@@ -267,16 +261,14 @@ uj_status_t groups_plan_make(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* g
   plan->nout = uj_program_io_count(p, 1);
   if (group_count < 1 || plan->nin > GROUPS_MAX_SLOTS || plan->nout > GROUPS_MAX_SLOTS || plan->nout < 1)
     return UJ_OK;
-  if (!slots_from_groups(plan, groups, group_count)) return UJ_OK;
+  uj_status_t s = groups_gather(&plan->gather, groups, group_count, plan->nin, plan->nout, 1);
+  if (s != UJ_OK) return s;
+  if (!slots_from_groups(plan)) return UJ_OK;
   /* a build the checks cannot make (a bad dtype) goes to the per-group path, which says why */
   if (flat_build(plan, p) != UJ_OK) return UJ_OK;
   plan->f = uop_program_func(plan->flat, UJ_FORWARD, !ctx->raw_ir);
   if (!plan->f || !classify(plan, plan->f)) return UJ_OK;
-  for (int g = 0; g < group_count; g++) {
-    int r = rank_of_group(plan, &groups[g]);
-    if (r < 0 || r > UJ_MAX_DIMS) return UJ_OK;
-    if (plan->reduced_rank[r][0] < 0 && !rank_agrees(plan, p, r, params)) return UJ_OK;
-  }
+  if (!ranks_agree(plan, p, params)) return UJ_OK;
   const ir_func_t* f = plan->f;
   for (int o = 0; o < f->ntensors; o++)
     for (int i = 0; i < f->ntensors; i++)
@@ -284,15 +276,13 @@ uj_status_t groups_plan_make(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* g
           plan->t_kind[o] == GK_GROUP && plan->t_kind[i] == GK_GROUP)
         plan->alias_safe[plan->t_output[o]][plan->t_input[i]] =
             jit_memo_alias_safe(plan->flat, UJ_FORWARD, f, i, o);
-  if (!(plan->numel = malloc((size_t)group_count * sizeof *plan->numel)))
-    return rt_error(UJ_ERR_OOM, "out of memory for the sizes of %d groups (%zu bytes)", group_count,
-                    (size_t)group_count * sizeof *plan->numel);
+  plan->numel = plan->gather.numel;
   *fast = 1;
   return UJ_OK;
 }
 
 void groups_plan_release(groups_plan_t* plan) {
-  free(plan->numel);
+  groups_gather_release(&plan->gather);
   plan->numel = NULL;
   pn_release(plan->held);
   plan->held = NULL;

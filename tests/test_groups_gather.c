@@ -1,0 +1,110 @@
+/* tests/test_groups_gather.c: the fast path's decisions that depend on the
+ * whole list of groups, which jit/groups_gather.c folds into one walk: a
+ * slot's kind comes from every group (an input 0-d in one group and a
+ * vector in another is of the group's shape), a group's shape from its
+ * first input that is not 0-d, a reduced output's rank from each group's
+ * rank. Each list runs as the per-group path runs it: the same results,
+ * the same error naming the same group. */
+#include "../jit/groups.h"
+#include "../jit/jit.h"
+#include "groups_world.h"
+#include "harness.h"
+
+static uj_ctx_t* compiling_ctx(void) {
+  static const uj_engine_t engines[] = {UJ_ENGINE_C, UJ_ENGINE_MIR};
+  for (int e = 0; e < 2; e++) {
+    uj_ctx_t* ctx = uj_ctx_new();
+    if (ctx && uj_ctx_set_engine(ctx, engines[e]) == UJ_OK && uj_ctx_set_threads(ctx, 1) == UJ_OK) return ctx;
+    uj_ctx_free(ctx);
+  }
+  return NULL;
+}
+
+static int same_bits(const uj_tensor_t* a, const uj_tensor_t* b) {
+  return a->ndim == b->ndim && !memcmp(a->data, b->data, (size_t)or_tnumel(a) * 4);
+}
+
+/* Runs w's groups in one call and one by one on a clone: the same bits. */
+static void same_as_one_by_one(uj_ctx_t* ctx, gw_t* w) {
+  gw_t* one = gw_clone(w);
+  uj_status_t s = uj_program_run_groups(ctx, w->prog, w->groups, w->ngroups, w->nin, NULL, 0, w->nout);
+  CHECK(s == UJ_OK);
+  if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
+  CHECK(gw_run_one_by_one(ctx, w->prog, one) == UJ_OK);
+  for (int g = 0; g < w->ngroups; g++)
+    for (int o = 0; o < w->nout; o++) CHECK(same_bits(gw_out(w, g, o), gw_out(one, g, o)));
+  gw_free(one);
+}
+
+TEST(a_group_of_scalars_among_vectors_runs_on_the_fast_path) {
+  uj_ctx_t* ctx = compiling_ctx();
+  SKIP_IF(!ctx, "no compiling engine");
+  HARNESS_SEED(7100);
+  uint64_t st = 7100;
+  /* group 0's x is 0-d: x is still of the group's shape, its y 0-d too */
+  int ndim[4] = {0, 1, 1, 1};
+  int64_t dims[4 * UJ_MAX_DIMS] = {0};
+  for (int g = 1; g < 4; g++) dims[g * UJ_MAX_DIMS] = 10 * g;
+  gw_t* w = gw_new("y = x * a + x", 4, ndim, dims, "a", NULL, &st);
+  CHECK(w != NULL);
+  if (w) {
+    CHECK(jit_groups_fast(ctx, w->prog, w->groups, 4, NULL) == 1);
+    same_as_one_by_one(ctx, w);
+  }
+  gw_free(w);
+  uj_ctx_free(ctx);
+}
+
+TEST(a_scalar_beside_a_vector_in_one_group_leaves_the_fast_path) {
+  uj_ctx_t* ctx = compiling_ctx();
+  SKIP_IF(!ctx, "no compiling engine");
+  HARNESS_SEED(7200);
+  uint64_t st = 7200;
+  int ndim[3] = {1, 1, 1};
+  int64_t dims[3 * UJ_MAX_DIMS] = {0};
+  for (int g = 0; g < 3; g++) dims[g * UJ_MAX_DIMS] = 5 + g;
+  gw_t* w = gw_new("y = x * w", 3, ndim, dims, NULL, NULL, &st);
+  CHECK(w != NULL);
+  if (w) {
+    CHECK(jit_groups_fast(ctx, w->prog, w->groups, 3, NULL) == 1);
+    /* group 2's x is 0-d, its w a vector: it broadcasts, which only the per-group path does */
+    uj_tensor_t* x = &w->in[2 * w->nin + 0];
+    x->ndim = 0;
+    CHECK(jit_groups_fast(ctx, w->prog, w->groups, 3, NULL) == 0);
+    same_as_one_by_one(ctx, w);
+    x->ndim = 1;
+  }
+  gw_free(w);
+  uj_ctx_free(ctx);
+}
+
+TEST(reductions_of_groups_of_different_ranks_and_a_bad_one) {
+  uj_ctx_t* ctx = compiling_ctx();
+  SKIP_IF(!ctx, "no compiling engine");
+  HARNESS_SEED(7300);
+  uint64_t st = 7300;
+  int ndim[3] = {1, 2, 1};
+  int64_t dims[3 * UJ_MAX_DIMS] = {0};
+  dims[0] = 7, dims[UJ_MAX_DIMS] = 3, dims[UJ_MAX_DIMS + 1] = 4, dims[2 * UJ_MAX_DIMS] = 9;
+  gw_t* w = gw_new("y = x + 1; s = sum(x)", 3, ndim, dims, NULL, NULL, &st);
+  CHECK(w != NULL);
+  if (w) {
+    CHECK(jit_groups_fast(ctx, w->prog, w->groups, 3, NULL) == 1);
+    same_as_one_by_one(ctx, w);
+    /* group 1's sum given a rank of its own: the call fails naming it, and writes nothing */
+    uj_tensor_t* s = w->outp[1 * w->nout + 1];
+    int rank = s->ndim;
+    s->ndim = rank + 1, s->dims[rank] = 1;
+    CHECK(jit_groups_fast(ctx, w->prog, w->groups, 3, NULL) == 0);
+    gw_t* before = gw_clone(w);
+    CHECK(uj_program_run_groups(ctx, w->prog, w->groups, 3, w->nin, NULL, 0, w->nout) == UJ_ERR_SHAPE);
+    CHECK(strstr(uj_last_error(), "group 1") != NULL);
+    for (int g = 0; g < 3; g++) CHECK(same_bits(gw_out(w, g, 0), gw_out(before, g, 0)));
+    gw_free(before);
+    s->ndim = rank;
+  }
+  gw_free(w);
+  uj_ctx_free(ctx);
+}
+
+TEST_MAIN()
