@@ -203,14 +203,7 @@ void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   rt_buf_printf(E->out, "{\n");
   for (int s = 0; s < l->nstmts; s++)
     if (first_accum(l, s)) declare_lanes(E, ir_outer_carried(b, k, l->stmts[s].carried), L, k + 1);
-  jit_cx_indent(E, k + 1);
-  rt_buf_printf(E->out, "const uj_i64 uj_s = ");
-  jit_cx_ix(E, l->start);
-  rt_buf_printf(E->out, ", uj_e = ");
-  jit_cx_ix(E, l->end);
-  rt_buf_printf(E->out, ";\n");
-  jit_cx_indent(E, k + 1);
-  rt_buf_printf(E->out, "uj_i64 uj_g = uj_s;\n");
+  jit_c_group_range(E, k + 1, l, 0);
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "for (; uj_e > uj_g && (uint64_t)(uj_e - uj_g) >= %d; uj_g += %d) {\n", L, L);
   jit_c_open_lanes(E, k + 2, L, id, ir_loop_accesses_disjoint(E->f, b, k, NULL));

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 
 #include "c_ahead.h"
+#include "c_group.h"
 #include "c_stream.h"
 #include "../jit.h"
 
@@ -140,18 +141,7 @@ int jit_c_stream_loop(jit_cx_t* E, const ir_block_t* b, int k) {
   int ahead = jit_c_ahead_fits(E, b, k);
   jit_cx_indent(E, k);
   rt_buf_printf(E->out, "{\n");
-  jit_cx_indent(E, k + 1);
-  if (k == 0) {
-    rt_buf_printf(E->out, "const uj_i64 uj_s = begin, uj_e = end;\n");
-  } else {
-    rt_buf_printf(E->out, "const uj_i64 uj_s = ");
-    jit_cx_ix(E, l->start);
-    rt_buf_printf(E->out, ", uj_e = ");
-    jit_cx_ix(E, l->end);
-    rt_buf_printf(E->out, ";\n");
-  }
-  jit_cx_indent(E, k + 1);
-  rt_buf_printf(E->out, "uj_i64 uj_g = uj_s;\n");
+  jit_c_group_range(E, k + 1, l, k == 0);
   jit_cx_indent(E, k + 1);
   rt_buf_printf(E->out, "if (uj_nt%d && uj_e > uj_s) {\n", t);
   jit_cx_indent(E, k + 2);
@@ -169,14 +159,7 @@ int jit_c_stream_loop(jit_cx_t* E, const ir_block_t* b, int k) {
   rt_buf_printf(E->out, "for (uj_g = uj_p; uj_e - uj_g >= %d; uj_g += %d) {\n", group, group);
   jit_cx_indent(E, k + 4);
   rt_buf_printf(E->out, "_Alignas(64) %s uj_line[%d];\n", jit_cx_ctype(E->f->tensors[t].dtype), group);
-  if (independent) {
-    jit_cx_indent(E, k + 4);
-    rt_buf_printf(E->out, "#pragma GCC ivdep\n");
-  }
-  jit_cx_indent(E, k + 4);
-  rt_buf_printf(E->out, "for (int uj_l = 0; uj_l < %d; uj_l++) {\n", group);
-  jit_cx_indent(E, k + 5);
-  rt_buf_printf(E->out, "const uj_i64 i%d = uj_g + uj_l;\n", id);
+  jit_c_open_lanes(E, k + 4, group, id, independent);
   lane_hook_t hook = {t};
   E->access_hook = lane_target;
   E->hook_state = &hook;
