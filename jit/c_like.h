@@ -55,6 +55,9 @@ struct jit_cx {
    * block of its chain (ir_block_chains): its reduction loops prefetch the
    * next chunk's rows (jit/c/c_reduce.c) */
   int prefetch_next_chunk;
+  /* C: by tensor, what the block's streamed groups prefetch of the next
+   * chunk's rows (jit/c/c_stream.c); NULL: nothing */
+  const unsigned char* chunk_rows;
   /* C: by tensor, the block whose statement stores it streamed, -1 none
    * (jit/c/c_stream.c); NULL: nothing streams */
   const int* stream_block;

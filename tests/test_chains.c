@@ -405,19 +405,20 @@ TEST(softmax_c_source_lanes_and_prefetch) {
   }
   CHECK(lane_loops == 2);
   CHECK(with_ivdep == 2);
-  /* the exp's block, second in the chain, fetches the next chunk's x (t0)
-   * to read while it computes, but not the exp values' rows (t4), which are
-   * chain-local: the runner keeps them in scratch it reuses (ir/chain_local.c);
-   * the max's block, first, fetches nothing, nor does the AOT source, which
-   * runs each block over all rows at once. The divide's block writes y (t7)
-   * with streaming stores when it is large (jit/c/c_stream.c). */
-  const char* exp_block = text ? strstr(text, "void uj_block_1(") : NULL;
-  const char* first = text ? strstr(text, "__builtin_prefetch(") : NULL;
-  CHECK(exp_block && first && first > exp_block);
-  CHECK(text && strstr(text, "__builtin_prefetch(&t0[(i2 + (end - begin)) * d0_1 + uj_g + 16], 0, 2);"));
-  CHECK(text && !strstr(text, "__builtin_prefetch(&t4["));
+  /* The divide's block, last in the chain, writes y (t7) with streaming
+   * stores when it is large (jit/c/c_stream.c), and in those groups of 16
+   * fetches the next chunk's x (t0), one line each, to read; the exp's and
+   * the max's blocks then fetch nothing and run from cache, nor is
+   * anything fetched of the exp values' rows (t4), which are chain-local:
+   * the runner keeps them in scratch it reuses (ir/chain_local.c). The AOT
+   * source, which runs each block over all rows at once, fetches nothing. */
   const char* divide_block = text ? strstr(text, "void uj_block_2(") : NULL;
+  const char* first = text ? strstr(text, "__builtin_prefetch(") : NULL;
+  CHECK(divide_block && first && first > divide_block);
   CHECK(divide_block && strstr(divide_block, "UJ_STREAM64(&t7["));
+  CHECK(text && strstr(text, "if (i10 + (end - begin) < d0_0 && uj_g < d0_1) { "
+                             "__builtin_prefetch(&t0[(i10 + (end - begin)) * d0_1 + uj_g + 0], 0, 2); }"));
+  CHECK(text && !strstr(text, "__builtin_prefetch(&t4["));
   char* aot = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_C_AOT, NULL);
   CHECK(aot && !strstr(aot, "__builtin_prefetch("));
   free(aot);

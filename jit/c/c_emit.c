@@ -446,6 +446,38 @@ static void emit_aot_entry(emitter_t* E, const char* name, const int* scratch) {
   E->cx.size_mode = 0;
 }
 
+/* 1 when the last block of the chain from first streams an output. */
+static int streamed_chain(const ir_func_t* f, const int* chain, const int* stream_block, int first) {
+  int last = first + (chain[first] > 0 ? chain[first] : 1) - 1;
+  for (int t = 0; t < f->ntensors; t++)
+    if (stream_block[t] == last && last > first) return 1;
+  return 0;
+}
+
+/* Where a chain's last block streams its output, that block, not the
+ * reduction blocks before it, prefetches the next chunk's rows of what the
+ * chain reads at [row, column] (softmax's x): the reductions then run from
+ * cache at full speed, and the reads of memory go beside the streamed
+ * stores. Softmax 4096x4096 f32, one thread, each block timed per row:
+ * 18.0-18.2 ms with the exp's block prefetching x, 14.1-14.2 with the
+ * quotient's (its exp block from 9.2 to 4.4 ms). The tensors to fetch in
+ * block b, or NULL (another block, or out of memory). */
+static unsigned char* chunk_prefetch(const ir_func_t* f, const int* chain, const int* stream_block, int first, int b) {
+  int last = first + (chain[first] > 0 ? chain[first] : 1) - 1;
+  if (b != last || !streamed_chain(f, chain, stream_block, first)) return NULL;
+  unsigned char* rows = calloc((size_t)f->ntensors + 1, 1);
+  for (int c = first; rows && c <= last; c++) {
+    const ir_block_t* blk = &f->blocks[c];
+    unsigned char* mode = blk->nloops > 1 ? jit_c_row_tensors(f, blk, blk->nloops - 1) : NULL;
+    for (int t = 0; mode && t < f->ntensors; t++) rows[t] |= mode[t];
+    free(mode);
+  }
+  /* only what the chain reads and nothing of it writes: the streamed
+   * output needs no line fetched */
+  for (int t = 0; rows && t < f->ntensors; t++) rows[t] = rows[t] == 1;
+  return rows;
+}
+
 char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const char* name) {
   rt_buf_t out = {0};
   uj_reduce_op_t* ops = jit_cx_carried_ops(f);
@@ -475,8 +507,12 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
     if (chain[b]) first = b;
     /* the AOT runs each block over all rows at once (a chain with chain-local
      * temporaries a chunk at a time, emit_aot_chain), prefetching nothing */
-    E.cx.prefetch_next_chunk = !(flags & JIT_C_AOT) && b > first;
+    unsigned char* rows = flags & JIT_C_AOT ? NULL : chunk_prefetch(f, chain, stream_block, first, b);
+    E.cx.prefetch_next_chunk = !(flags & JIT_C_AOT) && b > first && !rows && !streamed_chain(f, chain, stream_block, first);
+    E.cx.chunk_rows = rows;
     emit_block(&E, b);
+    E.cx.chunk_rows = NULL;
+    free(rows);
   }
   int* scratch = flags & JIT_C_AOT ? malloc(((size_t)f->ntensors + 1) * sizeof *scratch) : NULL;
   if (scratch) {

@@ -60,6 +60,9 @@
  * already owned), when the row exists. No value changes. Softmax 4096x4096
  * f32, one thread, run in chunks as the runner does: 19.1-20.6 ms against
  * 17.2-18.7 (its max from 5.8-7.0 ms to 1.3-1.9; three runs each).
+ * Where the chain's last block streams its output (jit/c/c_stream.c),
+ * that block prefetches instead and these loops fetch nothing (see
+ * chunk_prefetch in jit/c/c_emit.c).
  *
  * Which loops: ir_lanes_fit (ir/lanes.c); others are printed as before. */
 #include <stdio.h>
@@ -175,25 +178,36 @@ static void note_row_access(void* ctx, ir_access_t* acc, int is_write, int level
   w->mode[acc->tensor] |= (unsigned char)(is_write ? 2 : 1);
 }
 
+unsigned char* jit_c_row_tensors(const ir_func_t* f, const ir_block_t* b, int k) {
+  row_walk_t w = {f, k, b->loops[0].id, b->loops[k].id, calloc((size_t)f->ntensors + 1, 1)};
+  if (w.mode && b->nloops > k && k > 0) ir_walk_accesses((ir_block_t*)b, note_row_access, &w);
+  return w.mode;
+}
+
+void jit_c_prefetch_rows(jit_cx_t* E, const ir_block_t* b, int depth, int group, const unsigned char* mode) {
+  int row = b->loops[0].id;
+  for (int t = 0; t < E->f->ntensors; t++) {
+    if (!mode[t]) continue;
+    int size = uj_dtype_size(E->f->tensors[t].dtype), per_line = 64 / size, lines = group * size / 64;
+    jit_cx_indent(E, depth);
+    /* uj_g < d_1: the group's columns are the tensor's (a loop over another
+     * range fetches nothing past the row) */
+    rt_buf_printf(E->out, "if (i%d + (end - begin) < d%d_0 && uj_g < d%d_1) {", row, t, t);
+    for (int line = 0; line < (lines > 0 ? lines : 1); line++)
+      rt_buf_printf(E->out, " __builtin_prefetch(&t%d[(i%d + (end - begin)) * d%d_1 + uj_g + %d], %d, 2);", t, row, t,
+                    line * per_line, mode[t] & 2 ? 1 : 0);
+    rt_buf_printf(E->out, " }\n");
+  }
+}
+
 /* After each group: the lines the group touched of every [row, column]
  * tensor, in the row one chunk further on (the block runs a chunk of rows
  * [begin, end) per call; see the file's comment). */
 static void emit_prefetch(jit_cx_t* E, const ir_block_t* b, int k, int L) {
-  row_walk_t w = {E->f, k, b->loops[0].id, b->loops[k].id, calloc((size_t)E->f->ntensors + 1, 1)};
-  if (!w.mode) return; /* out of memory: no prefetch, nothing else changes */
-  ir_walk_accesses((ir_block_t*)b, note_row_access, &w);
-  int row = b->loops[0].id;
-  for (int t = 0; t < E->f->ntensors; t++) {
-    if (!w.mode[t]) continue;
-    int size = uj_dtype_size(E->f->tensors[t].dtype), per_line = 64 / size;
-    jit_cx_indent(E, k + 2);
-    rt_buf_printf(E->out, "if (i%d + (end - begin) < d%d_0) {", row, t);
-    for (int line = 0; line < L * size / 64; line++)
-      rt_buf_printf(E->out, " __builtin_prefetch(&t%d[(i%d + (end - begin)) * d%d_1 + uj_g + %d], %d, 2);", t, row, t,
-                    line * per_line, w.mode[t] & 2 ? 1 : 0);
-    rt_buf_printf(E->out, " }\n");
-  }
-  free(w.mode);
+  unsigned char* mode = jit_c_row_tensors(E->f, b, k);
+  if (!mode) return; /* out of memory: no prefetch, nothing else changes */
+  jit_c_prefetch_rows(E, b, k + 2, L, mode);
+  free(mode);
 }
 
 void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {

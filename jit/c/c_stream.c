@@ -39,6 +39,7 @@
 
 #include "c_ahead.h"
 #include "c_group.h"
+#include "c_reduce.h"
 #include "c_stream.h"
 #include "../jit.h"
 
@@ -173,6 +174,7 @@ int jit_c_stream_loop(jit_cx_t* E, const ir_block_t* b, int k) {
   jit_cx_access(E, target);
   rt_buf_printf(E->out, ", uj_line); }\n");
   if (ahead) jit_c_ahead_prefetch(E, b, k + 4, group, t, "uj_e");
+  if (E->chunk_rows && k > 0) jit_c_prefetch_rows(E, b, k + 4, group, E->chunk_rows);
   jit_cx_indent(E, k + 3);
   rt_buf_printf(E->out, "}\n");
   jit_cx_indent(E, k + 2);
