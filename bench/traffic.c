@@ -171,7 +171,8 @@ static inline __attribute__((always_inline)) void copy_fixed(const traffic_t* t,
   for (; i + LANES <= end; i += LANES) {
     if (i + PREFETCH_AHEAD < end) {
       for (int r = 0; r < reads; r++) __builtin_prefetch(in[r] + i + PREFETCH_AHEAD, 0);
-      for (int w = 0; w < writes; w++) __builtin_prefetch(out[w] + i + PREFETCH_AHEAD, 1);
+      for (int w = 0; w < writes; w++)
+        if (!plan.stream[w]) __builtin_prefetch(out[w] + i + PREFETCH_AHEAD, 1); /* a streamed line is never read */
     }
     lanes_t x = *(const lanes_t*)(in[0] + i);
     for (int r = 1; r < reads; r++) x ^= *(const lanes_t*)(in[r] + i);
