@@ -262,6 +262,16 @@ static void summary_table(FILE* f, const suite_t* s) {
   fprintf(f, "\nns per element (median), at each workload's largest size; c / aot on one thread; "
              "%% of limit: the traffic-matched copy kernel's time over C's (the two timed in alternation: the ratio of "
              "each one's fastest batch over the rounds).\n");
+  /* Another process on one of the cores holds back one thread of a call on
+   * every core at random moments, the copy's as well as the workload's:
+   * their ratio then moves by tens of percent from run to run (seen: 46%
+   * to 171% for in-cache rows with one other busy process on 2 cores). */
+  double load = atof(s->load_average);
+  if (load >= 0.5 * s->cores && threads >= s->cores)
+    fprintf(f, "\nThe machine was busy when the run began (load average %s on %d cores): the rows on %d threads shared "
+               "their cores with other work, and their %% of limit, a ratio of two timings, can be off by tens of "
+               "percent; rerun on a quiet machine for that column.\n",
+            s->load_average, s->cores, threads);
 }
 
 void suite_print_summary(const suite_t* s) {
