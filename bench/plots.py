@@ -44,6 +44,15 @@ def caption(fig, data):
     fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7, color="dimgray")
 
 
+def finish(plt, fig, data, path, top=1.0):
+    """The machine's caption under the figure, then the PNG written and the figure closed."""
+    caption(fig, data)
+    fig.tight_layout(rect=(0, 0.03 if top < 1 else 0.04, 1, top))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
 def by_workload(rows):
     out = {}
     for r in rows:
@@ -100,11 +109,7 @@ def time_per_element(plt, data, path):
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     fig.suptitle("Time per element against size (lower is better)")
-    caption(fig, data)
-    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return finish(plt, fig, data, path, top=0.97)
 
 
 def largest_rows(data):
@@ -143,11 +148,7 @@ def jit_vs_aot(plt, data, path):
     ax.set_title("JIT engines against the same kernel compiled ahead of time, at the largest size")
     ax.legend()
     ax.grid(True, axis="y", alpha=0.3)
-    caption(fig, data)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return finish(plt, fig, data, path)
 
 
 def compile_latency(plt, data, path):
@@ -176,11 +177,7 @@ def compile_latency(plt, data, path):
     ax.set_title("Compile latency per engine (1 thread)")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    caption(fig, data)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return finish(plt, fig, data, path)
 
 
 def memory_limit(plt, data, path):
@@ -210,11 +207,7 @@ def memory_limit(plt, data, path):
                  "(100% = a copy kernel moving the same arrays, same size and threads, this run)", fontsize=10)
     ax.legend(fontsize=8, ncol=3)
     ax.grid(True, axis="y", alpha=0.3)
-    caption(fig, data)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return finish(plt, fig, data, path)
 
 
 def conv3x3(plt, data, path):
@@ -244,11 +237,7 @@ def conv3x3(plt, data, path):
     ax.set_title(f"3x3 convolutions, f32 NHWC, stride 1, on {top} thread(s)")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    caption(fig, data)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return finish(plt, fig, data, path)
 
 
 def main():
