@@ -360,7 +360,7 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
   enum { TENSORS_ON_STACK = 32, LOOPS_ON_STACK = 64 };
   int64_t stack_dims[TENSORS_ON_STACK * UJ_MAX_DIMS + 1], stack_loops[LOOPS_ON_STACK];
   void* stack_data[TENSORS_ON_STACK];
-  void* stack_owned[TENSORS_ON_STACK];
+  void* stack_owned[TENSORS_ON_STACK] = {0}; /* freed whole, also after a failure part way */
   int small = f->ntensors <= TENSORS_ON_STACK && f->next_loop_id <= LOOPS_ON_STACK;
   int64_t* dims = small ? stack_dims : calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
   void** data = small ? stack_data : calloc((size_t)f->ntensors + 1, sizeof *data);
