@@ -574,6 +574,7 @@ static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t ha
   }
   bindings_t b;
   if (s == UJ_OK) s = bindings_make(ctx, opt, groups, PROBES, values, varies, &b);
+  int bound = s == UJ_OK; /* bindings_make releases what it made when it fails */
   for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++) {
     uj_program_t* program;
     int output_count, n = 0;
@@ -582,8 +583,8 @@ static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t ha
                                        output_count, arch, &n, NULL);
     if (s != UJ_OK) rt_error_prefix("updater %s, [%s], %s: ", opt->name, k ? "apply" : "update", uj_dtype_name(half));
     *kernels += n;
-    if (k == opt->spec.pass_count - 1) bindings_release(&b);
   }
+  if (bound) bindings_release(&b); /* also when a pass failed to compile */
   if (s == UJ_OK) s = optim_grad_program(&opt->grad_program);
   if (s == UJ_OK) {
     float inv_cell = 1;
