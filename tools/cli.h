@@ -67,6 +67,14 @@ uint64_t cli_rng_next(uint64_t* state);
 /* Uniform in [-1, 1). */
 float cli_rng_float(uint64_t* state);
 
+/* ---- timing ------------------------------------------------------------------------------- */
+
+/* Seconds on the monotonic clock. */
+double cli_now_seconds(void);
+/* The median of times[0..n) (n >= 1), which it sorts; of an even count the
+ * mean of the two middle values. */
+double cli_median(double* times, int n);
+
 /* ---- options of the commands that take a program ------------------------------------------ */
 
 /* Which options a command accepts besides --shape, --dtype and --scalar,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -68,6 +69,24 @@ uint64_t cli_rng_next(uint64_t* state) {
 
 float cli_rng_float(uint64_t* state) {
   return (float)((double)(cli_rng_next(state) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+}
+
+/* ---- timing ----------------------------------------------------------------------------------- */
+
+double cli_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+double cli_median(double* times, int n) {
+  qsort(times, (size_t)n, sizeof *times, compare_doubles);
+  return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
 }
 
 /* ---- options ---------------------------------------------------------------------------------- */

@@ -213,17 +213,6 @@ static double check_bound(const conv_options_t* o, const conv_tensors_t* t, cons
   return 0;
 }
 
-static int compare_doubles(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef struct {
   uj_ctx_t *ctx, *ref_ctx;
   conv_tensors_t t, ref;
@@ -268,9 +257,9 @@ static int conv_main(conv_run_t* r, const conv_options_t* o) {
   if (o->engine_given && uj_ctx_set_engine(r->ctx, o->engine) != UJ_OK) return cli_engine_unavailable(o->engine);
   if (tensors_make(o, o->dtype, NULL, &r->t) || output_make(o, &r->t, &r->out)) return 1;
   uj_status_t s;
-  double t0 = now_seconds();
+  double t0 = cli_now_seconds();
   if ((s = conv_call(r->ctx, o, o->backend, &r->t, &r->out)) != UJ_OK) return cli_report(s);
-  double first = now_seconds() - t0;
+  double first = cli_now_seconds() - t0;
   const char* ran = uj_conv2d_last_backend(r->ctx);
   printf("conv2d %s, backend %s (%s), %s, x", op_names[o->op], ran, o->backend ? "named" : "auto",
          uj_dtype_name(o->dtype));
@@ -285,12 +274,11 @@ static int conv_main(conv_run_t* r, const conv_options_t* o) {
   if (!(r->times = malloc(sizeof *r->times * (size_t)o->repeat)))
     return cli_out_of_memory("the run times", sizeof *r->times * (size_t)o->repeat);
   for (int k = 0; k < o->repeat; k++) {
-    t0 = now_seconds();
+    t0 = cli_now_seconds();
     if ((s = conv_call(r->ctx, o, ran, &r->t, &r->out)) != UJ_OK) return cli_report(s);
-    r->times[k] = now_seconds() - t0;
+    r->times[k] = cli_now_seconds() - t0;
   }
-  qsort(r->times, (size_t)o->repeat, sizeof *r->times, compare_doubles);
-  double median = o->repeat % 2 ? r->times[o->repeat / 2] : 0.5 * (r->times[o->repeat / 2 - 1] + r->times[o->repeat / 2]);
+  double median = cli_median(r->times, o->repeat);
   double flops = 2.0 * (double)(r->t.y.dims[0] * r->t.y.dims[1] * r->t.y.dims[2]) * (double)(o->k * o->c) *
                  (double)(o->kernel * o->kernel);
   printf("time: median %.3f ms of %d runs (first call %.3f ms), %.2f GFLOP/s\n", median * 1e3, o->repeat, first * 1e3,

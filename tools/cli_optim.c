@@ -251,10 +251,14 @@ typedef struct {
   uj_optim_group_t* groups;
 } model_t;
 
+/* Also what a model_make that failed part way made: arrays it did not get
+ * are NULL, tensors it did not reach have NULL data. */
 static void model_free(model_t* m) {
-  for (int i = 0; m->p && i < m->count; i++) {
-    free(m->p[i].data), free(m->g[i].data), free(m->p_half ? m->p_half[i].data : NULL);
-    for (int k = 0; k < m->nstate; k++) free(m->state[i * m->nstate + k].data);
+  for (int i = 0; i < m->count; i++) {
+    if (m->p) free(m->p[i].data);
+    if (m->g) free(m->g[i].data);
+    if (m->p_half) free(m->p_half[i].data);
+    for (int k = 0; m->state && k < m->nstate; k++) free(m->state[i * m->nstate + k].data);
   }
   free(m->p), free(m->g), free(m->p_half), free(m->state), free(m->state_ptr), free(m->groups);
 }
@@ -494,17 +498,6 @@ static int check_norm(const optim_options_t* o, const model_t* m, const uj_optim
   return 1;
 }
 
-static int compare_doubles(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_given, const shape_t* shapes,
                       int count) {
   uj_ctx_t* ctx = uj_ctx_new();
@@ -539,9 +532,9 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
     draw_grads(&m, &st, scale);
     if (o->check) keep_before(&c, &m);
     uj_optim_report_t r;
-    double t0 = now_ms();
+    double t0 = 1e3 * cli_now_seconds();
     uj_status_t s = uj_optim_step(ctx, opt, m.groups, count, &r);
-    if (times) times[step - 1] = now_ms() - t0;
+    if (times) times[step - 1] = 1e3 * cli_now_seconds() - t0;
     if (s != UJ_OK) rc = cli_report(s);
     if (!rc && o->check && (o->grad_scale > 0 || o->max_norm > 0)) rc = check_norm(o, &m, &r, step);
     for (int i = 0; !rc && o->check && i < count; i++) rc = check_group(&c, &m, i, &r, step);
@@ -560,8 +553,7 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
   } else if (!rc && times) {
     /* the first step compiles: the median of the others */
     int n = o->steps > 1 ? o->steps - 1 : 1;
-    qsort(times + (o->steps > 1), (size_t)n, sizeof(double), compare_doubles);
-    double median = times[(o->steps > 1) + n / 2];
+    double median = cli_median(times + (o->steps > 1), n);
     /* read p, g, state; write p, state and the half copy */
     double half_bytes = o->half == UJ_F32 ? 0 : 2, grad_bytes = o->half == UJ_F32 ? 4 : 2;
     double bytes = (double)elements * (sizeof(float) * (2 + 2 * ns) + grad_bytes + half_bytes);

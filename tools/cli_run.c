@@ -171,17 +171,6 @@ static uj_status_t io_make_device(io_t* dev, uj_program_t* p, const io_t* host, 
   return UJ_OK;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
 /* "inputs x[64,130] b[130] s[], outputs y[64,130]"; a tensor whose dtype
  * is not the default one says so: "x:f64[3]". */
 static void print_io(FILE* out, const uj_program_t* p, const io_t* io, uj_dtype_t default_dtype) {
@@ -246,14 +235,12 @@ static int run_timing(run_t* r, const cli_options_t* o) {
   if (s != UJ_OK) return cli_report(s);
   if (!(r->times = malloc(sizeof *r->times * (size_t)o->repeat))) return cli_report(UJ_ERR_OOM);
   for (int k = 0; k < o->repeat; k++) {
-    double t0 = now_seconds();
+    double t0 = cli_now_seconds();
     s = run_once(r);
-    r->times[k] = now_seconds() - t0;
+    r->times[k] = cli_now_seconds() - t0;
     if (s != UJ_OK) return cli_report(s);
   }
-  qsort(r->times, (size_t)o->repeat, sizeof *r->times, compare_doubles);
-  double median = o->repeat % 2 ? r->times[o->repeat / 2]
-                                : 0.5 * (r->times[o->repeat / 2 - 1] + r->times[o->repeat / 2]);
+  double median = cli_median(r->times, o->repeat);
   const uj_tensor_t* largest = NULL;
   int largest_is_out = 0, largest_index = 0;
   double bytes = 0;
