@@ -116,7 +116,12 @@ static int classify_block(groups_plan_t* plan, const ir_func_t* f, ir_block_t* b
     int t = st->target.tensor, found = -1;
     for (int c = 0; c < outer->ncarried; c++)
       if (outer->carried[c].id == st->value->carried) found = c;
-    if (found < 0 || plan->t_kind[t] != GK_REDUCED || outer->carried[found].dtype != f->tensors[t].dtype) return -1;
+    /* groups_combine merges f32, f64 and i32 partials; a half output's
+     * carried value is f32 and fails the dtype test too, but say it here */
+    uj_dtype_t dt = f->tensors[t].dtype;
+    if (found < 0 || plan->t_kind[t] != GK_REDUCED || outer->carried[found].dtype != dt ||
+        (dt != UJ_F32 && dt != UJ_F64 && dt != UJ_I32))
+      return -1;
     plan->red_op[plan->t_red[t]] = outer->carried[found].op;
   }
   w.elem_loop = inner->id;
