@@ -121,23 +121,7 @@ static void note_access(void* ctx, ir_access_t* acc, int is_write, int level, ir
  * index a distinct loop of block b over [0, size of that axis), nothing
  * checked at run time. */
 static int covering_store(const ir_func_t* f, const ir_block_t* b, const usage_t* u) {
-  const ir_stmt_t* s = u->write_stmt;
-  const ir_access_t* target = &s->target;
-  const ir_tensor_t* t = &f->tensors[target->tensor];
-  if (u->nwrites != 1 || s->kind != IR_ST_STORE || u->write_acc != target || ir_stmt_has_checks(s) ||
-      target->nidx != t->ndim)
-    return 0;
-  for (int k = 0; k < target->nidx; k++) {
-    const ir_ix_t* ix = target->idx[k];
-    if (ix->kind != IR_IX_LOOP) return 0;
-    for (int j = 0; j < k; j++)
-      if (target->idx[j]->id == ix->id) return 0;
-    const ir_loop_t* l = NULL;
-    for (int m = 0; m < b->nloops && !l; m++)
-      if (b->loops[m].id == ix->id) l = &b->loops[m];
-    if (!l || l->start->kind != IR_IX_CONST || l->start->value != 0 || !ir_ix_equal(l->end, t->dims[k])) return 0;
-  }
-  return 1;
+  return u->nwrites == 1 && u->write_acc == &u->write_stmt->target && ir_store_covers(f, b, u->write_stmt);
 }
 
 /* Whether e, with each local it loads replaced by the value last stored to

@@ -332,6 +332,9 @@ void ir_walk_iteration(const ir_block_t* b, int k, const ir_iteration_visitor_t*
 /* 1 when the statement is guarded by run-time range checks (out of range:
  * it does nothing). */
 int ir_stmt_has_checks(const ir_stmt_t* s);
+/* 1 when statement s, a plain store in block b, is unchecked and covers its
+ * target: each index a distinct loop of b over [0, the size of that axis). */
+int ir_store_covers(const ir_func_t* f, const ir_block_t* b, const ir_stmt_t* s);
 /* Calls fn for every run-time checked axis of what the statement reads
  * (value, arg index) and, unless it accumulates, writes, in the order the
  * checks must run: inside an access, the i32 reads in its index trees
@@ -450,9 +453,6 @@ const ir_carried_t* ir_outer_carried(const ir_block_t* b, int k, int id);
 
 /* ---- streamed outputs (ir/stream.c) and chain-local temporaries (ir/chain_local.c) ---- */
 
-/* 1 when statement s, a plain store in block b, is unchecked and covers its
- * target: each index a distinct loop of b over [0, the size of that axis). */
-int ir_store_covers(const ir_func_t* f, const ir_block_t* b, const ir_stmt_t* s);
 /* Output O's only statement when O is written once and never read, so that
  * an engine may write it around the cache (the file's comment states the
  * rule), with its block in *block (may be NULL); NULL otherwise. */

@@ -79,30 +79,15 @@ static void collect(void* ctx, ir_access_t* acc, int is_write, int level, ir_stm
   a->list[a->n++] = (access_t){a->block, level, acc, is_write, stmt, acc->tensor, 0};
 }
 
-/* The loop of b with id `id`, or NULL. */
-static const ir_loop_t* loop_by_id(const ir_block_t* b, int id) {
-  for (int k = 0; k < b->nloops; k++)
-    if (b->loops[k].id == id) return &b->loops[k];
-  return NULL;
-}
 
 static int runs_once(const ir_loop_t* l) {
   return l->start->kind == IR_IX_CONST && l->end->kind == IR_IX_CONST && l->end->value - l->start->value <= 1;
 }
 
-/* The store covers T: index k is loop ids[k] of X, distinct, over [0, size of axis k). */
-static int covering_store(const ir_func_t* f, const ir_block_t* X, const ir_access_t* target, int* ids) {
-  const ir_tensor_t* t = &f->tensors[target->tensor];
-  if (target->check_mask || target->nidx != t->ndim) return 0;
-  for (int k = 0; k < target->nidx; k++) {
-    const ir_ix_t* ix = target->idx[k];
-    if (ix->kind != IR_IX_LOOP) return 0;
-    for (int j = 0; j < k; j++)
-      if (ids[j] == ix->id) return 0;
-    const ir_loop_t* l = loop_by_id(X, ix->id);
-    if (!l || l->start->kind != IR_IX_CONST || l->start->value != 0 || !ir_ix_equal(l->end, t->dims[k])) return 0;
-    ids[k] = ix->id;
-  }
+/* The store covers T (ir_store_covers): index k is loop ids[k] of X. */
+static int covering_store(const ir_func_t* f, const ir_block_t* X, const ir_stmt_t* s, int* ids) {
+  if (!ir_store_covers(f, X, s)) return 0;
+  for (int k = 0; k < s->target.nidx; k++) ids[k] = s->target.idx[k]->id;
   return 1;
 }
 
@@ -327,7 +312,7 @@ static int try_tensor(ir_func_t* f, const ir_deps_t* d, int T, accesses_t a, uns
   }
   int ids[UJ_MAX_DIMS];
   const ir_block_t* X = ok ? &f->blocks[w->block] : NULL;
-  ok = ok && covering_store(f, X, w->acc, ids) && !ir_expr_has_checks(w->stmt->value);
+  ok = ok && covering_store(f, X, w->stmt, ids); /* unchecked, its value too */
   ir_expr_t* V = NULL;
   if (ok) {
     const ir_loop_t* l = &X->loops[w->level];

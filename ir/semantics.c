@@ -13,7 +13,11 @@
  *  - the range-check walk: which axes guard a statement (the run-time
  *    checked ones of everything it reads and writes), in the order they
  *    must be tested: an index that is itself an i32 read is checked before
- *    it is used to check (or read) anything.
+ *    it is used to check (or read) anything;
+ *  - a covering store: a plain unchecked store whose every index is a
+ *    distinct loop of its block over the whole axis, the shape the passes
+ *    that replace or stream a tensor (into_output, recompute, stream,
+ *    chain_local) all ask for.
  *
  * How each target spells a value, a loop or a comparison stays with it. */
 #include <math.h>
@@ -107,4 +111,28 @@ void ir_walk_checks(const ir_stmt_t* s, ir_check_fn fn, void* ctx) {
   checks_expr(s->value, fn, ctx);
   checks_ix(s->arg_index, fn, ctx);
   if (s->kind != IR_ST_ACCUM) checks_access(&s->target, fn, ctx);
+}
+
+/* The loop of b with this id, or NULL. */
+static const ir_loop_t* loop_of(const ir_block_t* b, int id) {
+  for (int m = 0; m < b->nloops; m++)
+    if (b->loops[m].id == id) return &b->loops[m];
+  return NULL;
+}
+
+/* A covering store, the shape into_output, recompute, stream and
+ * chain_local all ask for: stated once here. */
+int ir_store_covers(const ir_func_t* f, const ir_block_t* b, const ir_stmt_t* s) {
+  const ir_access_t* target = &s->target;
+  const ir_tensor_t* t = &f->tensors[target->tensor];
+  if (s->kind != IR_ST_STORE || ir_stmt_has_checks(s) || target->nidx != t->ndim) return 0;
+  for (int k = 0; k < target->nidx; k++) {
+    const ir_ix_t* ix = target->idx[k];
+    if (ix->kind != IR_IX_LOOP) return 0;
+    for (int j = 0; j < k; j++)
+      if (target->idx[j]->id == ix->id) return 0;
+    const ir_loop_t* l = loop_of(b, ix->id);
+    if (!l || l->start->kind != IR_IX_CONST || l->start->value != 0 || !ir_ix_equal(l->end, t->dims[k])) return 0;
+  }
+  return 1;
 }

@@ -43,28 +43,6 @@ static void note_access(void* ctx, ir_access_t* acc, int is_write, int level, ir
   if (w->accesses++ == 0) w->is_write = is_write, w->level = level, w->stmt = stmt, w->acc = acc;
 }
 
-/* The loop of b with this id, or NULL. */
-static const ir_loop_t* loop_of(const ir_block_t* b, int id) {
-  for (int m = 0; m < b->nloops; m++)
-    if (b->loops[m].id == id) return &b->loops[m];
-  return NULL;
-}
-
-int ir_store_covers(const ir_func_t* f, const ir_block_t* b, const ir_stmt_t* s) {
-  const ir_access_t* target = &s->target;
-  const ir_tensor_t* t = &f->tensors[target->tensor];
-  if (s->kind != IR_ST_STORE || ir_stmt_has_checks(s) || target->nidx != t->ndim) return 0;
-  for (int k = 0; k < target->nidx; k++) {
-    const ir_ix_t* ix = target->idx[k];
-    if (ix->kind != IR_IX_LOOP) return 0;
-    for (int j = 0; j < k; j++)
-      if (target->idx[j]->id == ix->id) return 0;
-    const ir_loop_t* l = loop_of(b, ix->id);
-    if (!l || l->start->kind != IR_IX_CONST || l->start->value != 0 || !ir_ix_equal(l->end, t->dims[k])) return 0;
-  }
-  return 1;
-}
-
 static int named(const ir_access_t* target, int id) {
   for (int i = 0; i < target->nidx; i++)
     if (target->idx[i]->id == id) return 1;
