@@ -3,12 +3,14 @@
  *
  * The source: a flat elementwise program's loop runs in groups of 32 and
  * prefetches each tensor it streams, to read where it only reads it and
- * to write where it writes it, and the groups that store a streamed output
+ * to write where it writes it, and runs the rest in a group of 16, one of
+ * 8 and one by one; the groups that store a streamed output
  * (jit/c/c_stream.c) prefetch the other tensors; a 0-d scalar is not
  * prefetched; a row-wise program (two loops) and a reduction keep their
  * own loops.
- * The values: on every size around the group and the prefetch distance (0,
- * 1, 31, 32, 33, 287, 288, 289, ...) and at random sizes, on 1 and 2
+ * The values: on every size around the group, the rest's groups of 16 and
+ * 8 and the prefetch distance (0, 1, 7, 8, 9, ..., 31, 32, 33, 55, 56, 63,
+ * 287, 288, 289, ...) and at random sizes, on 1 and 2
  * threads (the second thread's range starts anywhere), separate outputs
  * and in place, streamed past the cache or not, the C engine's result is bit for bit the interpreter's (a
  * program of correctly rounded operations only, so any missed, repeated or
@@ -58,6 +60,10 @@ TEST(flat_loop_source_prefetches_its_streams) {
   CHECK(count(src, "], 0);") == 6);
   CHECK(count(src, "], 1);") == 2);
   CHECK(count(src, "__builtin_prefetch(&t0[uj_g + 272], 0);") == 1);
+  /* the rest after the groups of 32: a group of 16, one of 8, then one by one */
+  CHECK(count(src, "if (uj_e - uj_g >= 16) {") == 1 && count(src, "uj_g += 16;\n") == 1);
+  CHECK(count(src, "if (uj_e - uj_g >= 8) {") == 1 && count(src, "uj_g += 8;\n") == 1);
+  CHECK(count(src, "uj_l < 4;") == 0);
   free(src);
   /* f64: one line of 8 per streamed group, four per group of 32 */
   src = c_source("y = x + s", UJ_F64, 1, &n, 2);
@@ -128,9 +134,11 @@ TEST(flat_loops_match_the_interpreter) {
   uint64_t st = seed;
   uj_program_t* p = NULL;
   CHECK(uj_program_parse("y = (x * a + s) / (sqrt(a) + 1)", &p) == UJ_OK);
-  int64_t sizes[16] = {0, 1, 31, 32, 33, 287, 288, 289, 320, 4097, 40000, 70001};
-  int nsizes = 12;
-  while (nsizes < 16) {
+  /* every way into the rest's groups of 16 and 8 and one by one, after no
+   * group of 32 and after some */
+  int64_t sizes[28] = {0, 1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 55, 56, 63, 287, 288, 289, 320, 4097, 40000, 70001};
+  int nsizes = 24;
+  while (nsizes < 28) {
     st ^= st << 13, st ^= st >> 7, st ^= st << 17;
     sizes[nsizes++] = 1 + (int64_t)(st % 200000);
   }
