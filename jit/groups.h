@@ -58,6 +58,10 @@ typedef struct {
   size_t nranges;
   int summarized;
   int64_t* numel;         /* by group: its shape tensor's elements */
+  /* by group, its inputs' then its outputs' data (NULL for a missing
+   * tensor), nin + nout each: what the runs bind, read from here in
+   * group order rather than through each group's tensor structs again */
+  void** data;
   uint64_t total;         /* their sum */
   int missing;            /* a group lacks its inputs, its outputs or a tensor */
   int unlike_first;       /* an input's dtype or device differs from group 0's */

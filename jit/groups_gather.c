@@ -9,7 +9,8 @@
  *     the overlap check wants them (jit/groups_check.c), one contiguous
  *     array;
  *   - per group, the elements of its shape tensor (its first input that is
- *     not 0-d; 1 when all are), which the runs cut into pieces;
+ *     not 0-d; 1 when all are), which the runs cut into pieces, and the
+ *     data pointers of its tensors, which the runs bind;
  *   - a summary of all groups folded into masks over the slots, so that
  *     whether the groups fit the plan (jit/groups_plan.c) and pass the fast
  *     path's checks is a few operations per slot, whatever the groups. The
@@ -201,11 +202,13 @@ static void note_first(walk_t* w, const uj_group_t* gr) {
 }
 
 static void walk_group(walk_t* w, const uj_group_t* gr, int g) {
+  int slots = w->nin + w->nout;
+  void** table = w->ga->data ? w->ga->data + (size_t)g * (size_t)slots : NULL;
   if ((w->nin && !gr->inputs) || (w->nout && !gr->outputs)) {
     w->ga->missing = 1;
     return;
   }
-  for (int s = 0; s < w->nin + w->nout; s++) {
+  for (int s = 0; s < slots; s++) {
     const uj_tensor_t* t = s < w->nin ? gr->inputs[s] : gr->outputs[s - w->nin];
     if (!t) {
       w->ga->missing = 1;
@@ -213,6 +216,7 @@ static void walk_group(walk_t* w, const uj_group_t* gr, int g) {
     } else {
       w->data[s] = (uintptr_t)t->data, w->bytes[s] = bytes_of(t, esize_of(w, t->dtype));
     }
+    if (table) table[s] = t ? t->data : NULL;
   }
   w->ga->nranges += list_ranges(w, gr, g, w->ga->ranges + w->ga->nranges);
   if (w->summarize) summarize_group(w, gr, g);
@@ -229,12 +233,14 @@ uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int gro
                          (size_t)input_count * (1 + sizeof(uintptr_t) + sizeof(int64_t));
   ga->ranges = malloc((cap + 1) * sizeof *ga->ranges);
   ga->numel = summarize ? malloc(((size_t)group_count + 1) * sizeof *ga->numel) : NULL;
+  ga->data = summarize ? malloc((cap + 1) * sizeof *ga->data) : NULL;
   char* scratch = malloc(scratch_bytes + 1);
-  if (!ga->ranges || (summarize && !ga->numel) || !scratch) {
+  if (!ga->ranges || (summarize && (!ga->numel || !ga->data)) || !scratch) {
     free(scratch);
     groups_gather_release(ga);
     return rt_error(UJ_ERR_OOM, "out of memory listing the %zu tensors of %d groups (%zu bytes)", cap, group_count,
-                    (cap + 1) * sizeof *ga->ranges + ((size_t)group_count + 1) * sizeof(int64_t) + scratch_bytes);
+                    (cap + 1) * (sizeof *ga->ranges + sizeof *ga->data) +
+                        ((size_t)group_count + 1) * sizeof(int64_t) + scratch_bytes);
   }
   walk_t w = {.ga = ga, .nin = input_count, .nout = output_count, .summarize = summarize};
   for (int d = 0; d <= UJ_F16; d++) w.dtype_size[d] = uj_dtype_size((uj_dtype_t)d);
@@ -254,7 +260,9 @@ uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int gro
 void groups_gather_release(groups_gather_t* ga) {
   free(ga->ranges);
   free(ga->numel);
+  free(ga->data);
   ga->ranges = NULL;
   ga->numel = NULL;
+  ga->data = NULL;
   ga->nranges = 0;
 }
