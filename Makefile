@@ -320,11 +320,12 @@ uninstall:
 # The library and the threading tests, built with ThreadSanitizer under
 # build/tsan and run by `make test`: the thread pool's own test, the
 # tiering test (the library's compile threads), the chains of blocks (rows
-# split over the pool through several blocks) and every test that starts
+# split over the pool through several blocks), the multi-tensor walk split
+# over the pool, and every test that starts
 # threads of its own (calls pthread_create). A race
 # report makes the binary exit non-zero (TSan's status 66), which counts
 # as a failure.
-THREAD_TEST_SRCS := $(sort tests/test_threads.c tests/test_tier.c tests/test_chains.c tests/test_groups_fast.c tests/test_stream.c $(shell grep -l pthread_create $(TEST_SRCS)))
+THREAD_TEST_SRCS := $(sort tests/test_threads.c tests/test_tier.c tests/test_chains.c tests/test_groups_fast.c tests/test_groups_gather.c tests/test_stream.c $(shell grep -l pthread_create $(TEST_SRCS)))
 tsan:
 	@TSAN_OPTIONS="second_deadlock_stack=1" \
 	  $(MAKE) --no-print-directory BUILD=build/tsan TSAN=1 \

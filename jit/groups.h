@@ -86,9 +86,11 @@ typedef struct {
 } groups_gather_t;
 
 /* Walks the groups once (summarize: and fills the summary when the slot
- * counts allow). UJ_ERR_OOM only. Release with groups_gather_release. */
+ * counts allow), split over pool's threads when there are enough groups
+ * (pool may be NULL): what it gathers is the same whatever the split.
+ * UJ_ERR_OOM only. Release with groups_gather_release. */
 uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int group_count, int input_count,
-                          int output_count, int summarize);
+                          int output_count, int summarize, rt_pool_t* pool);
 void groups_gather_release(groups_gather_t* ga);
 
 typedef struct {

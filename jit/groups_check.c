@@ -159,7 +159,7 @@ uj_status_t groups_check_overlap(groups_gather_t* gathered, const uj_group_t* gr
   groups_gather_t own;
   memset(&own, 0, sizeof own);
   if (!gathered || !gathered->ranges) {
-    uj_status_t s = groups_gather(&own, groups, group_count, input_count, output_count, 0);
+    uj_status_t s = groups_gather(&own, groups, group_count, input_count, output_count, 0, NULL);
     if (s != UJ_OK) return s;
     gathered = &own;
   }

@@ -65,6 +65,8 @@ static int all_ones(const uj_tensor_t* t) {
   return 1;
 }
 
+enum { GATHER_PART = 2048 }; /* groups: the least a thread of the walk takes (a few hundred us) */
+
 /* 1 when [a, a+na) and [b, b+nb) share a byte. */
 static int overlaps(uintptr_t a, int64_t na, uintptr_t b, int64_t nb) {
   return na && nb && a < b + (uintptr_t)nb && b < a + (uintptr_t)na;
@@ -222,14 +224,74 @@ static void walk_group(walk_t* w, const uj_group_t* gr, int g) {
   if (w->summarize) summarize_group(w, gr, g);
 }
 
+/* A part of the walk: groups [begin, end) on one thread, folded into a
+ * summary of its own whose ranges start at the part's place in the call's
+ * list (a group lists at most nin + nout of them). */
+typedef struct {
+  _Alignas(64) int64_t begin; /* a cache line of its own: the walks write their parts all the time */
+  groups_gather_t ga;
+} part_t;
+
+typedef struct {
+  const walk_t* call;       /* group 0's facts, read only */
+  const uj_group_t* groups;
+  part_t* parts;
+  char* scratch;            /* per part: its walk's data and bytes */
+  size_t walk_bytes;        /* of each part's scratch */
+  int nparts;               /* parts begun (atomic) */
+} split_t;
+
+static void walk_part(void* ctx, int64_t begin, int64_t end) {
+  split_t* sp = ctx;
+  int k = __atomic_fetch_add(&sp->nparts, 1, __ATOMIC_RELAXED);
+  part_t* part = &sp->parts[k];
+  walk_t w = *sp->call;
+  size_t slots = (size_t)w.nin + (size_t)w.nout;
+  part->begin = begin;
+  part->ga = *w.ga; /* the call's starting summary and group 0's dtypes */
+  part->ga.ranges = w.ga->ranges + (size_t)begin * slots;
+  part->ga.nranges = 0;
+  w.ga = &part->ga;
+  w.data = (uintptr_t*)(void*)(sp->scratch + (size_t)k * sp->walk_bytes);
+  w.bytes = (int64_t*)(w.data + slots);
+  for (int64_t g = begin; g < end; g++) walk_group(&w, &sp->groups[g], (int)g);
+}
+
+/* Folds a part into the call's summary, the parts taken in group order:
+ * its ranges moved up behind the earlier parts', its ranks listed where
+ * they first show. */
+static void merge_part(groups_gather_t* ga, const groups_gather_t* part) {
+  memmove(ga->ranges + ga->nranges, part->ranges, part->nranges * sizeof *ga->ranges);
+  ga->nranges += part->nranges;
+  ga->total += part->total;
+  ga->missing |= part->missing, ga->unlike_first |= part->unlike_first, ga->bad_shape |= part->bad_shape;
+  ga->off_device |= part->off_device, ga->inexact |= part->inexact;
+  ga->nonscalar |= part->nonscalar, ga->same_in &= part->same_in, ga->same_out &= part->same_out;
+  ga->nodata_in |= part->nodata_in, ga->nodata_out |= part->nodata_out;
+  ga->nodata_nonempty_in |= part->nodata_nonempty_in, ga->nodata_nonempty_out |= part->nodata_nonempty_out;
+  ga->out_unlike_first |= part->out_unlike_first, ga->not_ones |= part->not_ones;
+  for (int r = 0; r <= UJ_MAX_DIMS; r++)
+    for (int o = 0; o < GROUPS_MAX_SLOTS; o++) ga->ones_rank[r][o] |= part->ones_rank[r][o];
+  for (int o = 0; o < GROUPS_MAX_SLOTS; o++) ga->exact[o] |= part->exact[o];
+  for (int k = 0; k < part->nranks_listed; k++) {
+    groups_rank_t e = part->rank_list[k];
+    if (ga->rank_seen[e.slot] >> e.rank & 1) continue;
+    ga->rank_seen[e.slot] |= (uint16_t)(1u << e.rank);
+    ga->rank_list[ga->nranks_listed++] = e;
+  }
+}
+
 uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int group_count, int input_count,
-                          int output_count, int summarize) {
+                          int output_count, int summarize, rt_pool_t* pool) {
   groups_gather_release(ga);
   memset(ga, 0, sizeof *ga);
   summarize = summarize && input_count <= GROUPS_MAX_SLOTS && output_count <= GROUPS_MAX_SLOTS;
   size_t slots = (size_t)input_count + (size_t)output_count;
   size_t cap = (size_t)group_count * slots;
-  size_t scratch_bytes = slots * (sizeof(uintptr_t) + sizeof(int64_t)) +
+  int max_parts = pool && group_count >= 2 * GATHER_PART ? rt_pool_size(pool) : 1;
+  /* each part's walk scratch on cache lines of its own, as its part_t */
+  size_t walk_bytes = (slots * (sizeof(uintptr_t) + sizeof(int64_t)) + 63) / 64 * 64;
+  size_t scratch_bytes = 64 + (size_t)max_parts * (walk_bytes + sizeof(part_t)) +
                          (size_t)input_count * (1 + sizeof(uintptr_t) + sizeof(int64_t));
   ga->ranges = malloc((cap + 1) * sizeof *ga->ranges);
   ga->numel = summarize ? malloc(((size_t)group_count + 1) * sizeof *ga->numel) : NULL;
@@ -242,17 +304,27 @@ uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int gro
                     (cap + 1) * (sizeof *ga->ranges + sizeof *ga->data) +
                         ((size_t)group_count + 1) * sizeof(int64_t) + scratch_bytes);
   }
+  /* scratch: the parts, their walks' data and bytes, group 0's facts */
+  char* lines = scratch + (64 - (uintptr_t)scratch % 64) % 64;
+  split_t sp = {NULL, groups, (part_t*)(void*)lines, lines + (size_t)max_parts * sizeof(part_t), walk_bytes, 0};
   walk_t w = {.ga = ga, .nin = input_count, .nout = output_count, .summarize = summarize};
   for (int d = 0; d <= UJ_F16; d++) w.dtype_size[d] = uj_dtype_size((uj_dtype_t)d);
-  w.data = (uintptr_t*)scratch;
-  w.first_data = w.data + slots;
-  w.bytes = (int64_t*)(w.first_data + input_count);
-  w.first_bytes = w.bytes + slots;
+  w.first_data = (uintptr_t*)(void*)(sp.scratch + (size_t)max_parts * walk_bytes);
+  w.first_bytes = (int64_t*)(w.first_data + input_count);
   w.first_present = (unsigned char*)(w.first_bytes + input_count);
   ga->summarized = summarize;
   ga->same_in = ga->same_out = ~0u;
   if (group_count > 0) note_first(&w, &groups[0]);
-  for (int g = 0; g < group_count; g++) walk_group(&w, &groups[g], g);
+  sp.call = &w;
+  if (max_parts > 1) rt_pool_run(pool, 0, group_count, GATHER_PART, walk_part, &sp);
+  else if (group_count > 0) walk_part(&sp, 0, group_count);
+  /* in group order: parts begin where the pool cut the range, in any order */
+  for (int i = 1; i < sp.nparts; i++)
+    for (int j = i; j > 0 && sp.parts[j].begin < sp.parts[j - 1].begin; j--) {
+      part_t t = sp.parts[j];
+      sp.parts[j] = sp.parts[j - 1], sp.parts[j - 1] = t;
+    }
+  for (int i = 0; i < sp.nparts; i++) merge_part(ga, &sp.parts[i].ga);
   free(scratch);
   return UJ_OK;
 }
