@@ -122,8 +122,9 @@ uj_status_t jit_blocks_init(jit_blocks_t* k, const ir_func_t* f) {
   k->level_first = calloc((size_t)f->nblocks + 1, sizeof *k->level_first);
   k->level_bytes = calloc((size_t)k->nlevels + 1, sizeof *k->level_bytes);
   k->scratch_chain = calloc((size_t)f->ntensors + 1, sizeof *k->scratch_chain);
+  k->ahead_next = calloc((size_t)f->nblocks + 1, sizeof *k->ahead_next);
   if (!k->fns || !k->strips || !k->parallel || !k->chain || !k->level_first || !k->level_bytes ||
-      !k->scratch_chain) {
+      !k->scratch_chain || !k->ahead_next) {
     jit_blocks_free(k);
     return rt_error(UJ_ERR_OOM, "out of memory allocating the tables of %d blocks (%zu bytes)", f->nblocks,
                     jit_blocks_bytes(k));
@@ -149,7 +150,9 @@ void jit_blocks_free(jit_blocks_t* k) {
   free(k->level_first);
   free(k->level_bytes);
   free(k->scratch_chain);
+  free(k->ahead_next);
   k->scratch_chain = NULL;
+  k->ahead_next = NULL;
   k->fns = NULL;
   k->strips = NULL;
   k->parallel = NULL;
@@ -161,7 +164,7 @@ void jit_blocks_free(jit_blocks_t* k) {
 size_t jit_blocks_bytes(const jit_blocks_t* k) {
   size_t n = (size_t)k->nblocks + 1;
   return n * (sizeof *k->fns + sizeof *k->strips + sizeof *k->parallel + sizeof *k->chain +
-              sizeof *k->level_first) +
+              sizeof *k->level_first + sizeof *k->ahead_next) +
          ((size_t)k->nlevels + 1) * sizeof *k->level_bytes + ((size_t)k->ntensors + 1) * sizeof *k->scratch_chain;
 }
 
@@ -358,11 +361,11 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
                            const int64_t* params) {
   /* on the stack for small functions: this runs on every call */
   enum { TENSORS_ON_STACK = 32, LOOPS_ON_STACK = 64 };
-  int64_t stack_dims[TENSORS_ON_STACK * UJ_MAX_DIMS + 1], stack_loops[LOOPS_ON_STACK];
+  int64_t stack_dims[JIT_DIMS_SLOTS(TENSORS_ON_STACK)], stack_loops[LOOPS_ON_STACK];
   void* stack_data[TENSORS_ON_STACK];
   void* stack_owned[TENSORS_ON_STACK] = {0}; /* freed whole, also after a failure part way */
   int small = f->ntensors <= TENSORS_ON_STACK && f->next_loop_id <= LOOPS_ON_STACK;
-  int64_t* dims = small ? stack_dims : calloc((size_t)f->ntensors * UJ_MAX_DIMS + 1, sizeof *dims);
+  int64_t* dims = small ? stack_dims : calloc((size_t)JIT_DIMS_SLOTS(f->ntensors), sizeof *dims);
   void** data = small ? stack_data : calloc((size_t)f->ntensors + 1, sizeof *data);
   void** owned = small ? stack_owned : calloc((size_t)f->ntensors + 1, sizeof *owned);
   int64_t* loops = small ? stack_loops : calloc((size_t)f->next_loop_id + 1, sizeof *loops);
@@ -384,6 +387,7 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
   }
   if (s == UJ_OK) {
     dims[JIT_STREAM_SLOT(f->ntensors)] = __atomic_load_n(&js->stream_bytes, __ATOMIC_RELAXED);
+    dims[JIT_NEXT_SLOT(f->ntensors)] = 0;
     ir_env_t env = {f, buf, params, loops};
     int chain_left = 0; /* blocks of the current chain not run yet, this one included */
     for (int b = 0; b < f->nblocks && s == UJ_OK; b++) {

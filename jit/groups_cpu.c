@@ -113,9 +113,13 @@ static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
   const ir_func_t* f = plan->f;
   void* const* table = plan->gather.data;
   int slots = plan->nin + plan->nout;
-  void* data[GROUPS_MAX_TENSORS] = {0};
-  int64_t dims[GROUPS_MAX_TENSORS * UJ_MAX_DIMS + 1] = {0};
+  void* data[2 * GROUPS_MAX_TENSORS] = {0}; /* this piece's, then the next piece's (JIT_NEXT_SLOT) */
+  int64_t dims[JIT_DIMS_SLOTS(GROUPS_MAX_TENSORS)] = {0};
   dims[JIT_STREAM_SLOT(f->ntensors)] = j->stream_bytes;
+  /* whether every block fetches the next piece itself (the C engine's
+   * flat loops), or the runner must (the MIR engine's, a reduction's) */
+  int blocks_fetch = 1;
+  for (int b = 0; b < f->nblocks; b++) blocks_fetch &= j->k->ahead_next[b];
   /* the tensors a piece rebinds, their slots in the table and element
    * sizes; the slots of the group's shape, to prefetch */
   int group_t[GROUPS_MAX_TENSORS], ngroup_t = 0, other_t[GROUPS_MAX_TENSORS], nother = 0;
@@ -140,18 +144,35 @@ static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
      * hardware prefetcher learns each stream only after several misses,
      * so each of 10,000 groups of a few KB began with a stall on memory
      * per tensor, and the step over them took about twice as long as over
-     * one tensor of the same elements. The next piece's first
-     * PREFETCH_BYTES of each tensor hide that start; in a long piece the
-     * hardware prefetcher carries on from there. Not more: the prefetches
-     * are issued in one burst, and a burst longer than the core's
-     * line-fill buffers holds the piece up until memory answers (10,000
-     * AdamW groups of 1..1000 f32 elements, medians of 61 calls alternated
-     * in one process: 1 KiB 18.6 ms, 4 KiB 20.4, none 20.8 on one thread;
-     * 9.6, 10.2, 10.3 on two). Written here, not in a function of its
+     * one tensor of the same elements.
+     * Blocks that fetch the next piece themselves get its data and
+     * elements (JIT_NEXT_SLOT): their prefetch ahead runs on into it, a
+     * line per stream at a time, while they compute. Otherwise the next
+     * piece's first PREFETCH_BYTES of each tensor are fetched here, before
+     * the call; in a long piece the hardware prefetcher carries on from
+     * there. Not more: these prefetches go in one burst, and a burst
+     * longer than the core's line-fill buffers holds the piece up until
+     * memory answers (10,000 AdamW groups of 1..1000 f32 elements,
+     * medians of 61 calls alternated in one process: 1 KiB 18.6 ms, 4 KiB
+     * 20.4, none 20.8 on one thread; 9.6, 10.2, 10.3 on two). The burst
+     * is the slower of the two: the same loop over those groups, called
+     * per group as here, took 8.2-8.6 ms with it and 7.4-7.7 prefetching
+     * into the next group itself. Written here, not in a function of its
      * own: gcc takes a function of only prefetches for one without effect
      * and drops the call. */
+    dims[JIT_NEXT_SLOT(f->ntensors)] = 0;
+    if (blocks_fetch && pc + 1 < end_piece) {
+      const groups_piece_t* next = &j->pieces[pc + 1];
+      void* const* next_data = table + (size_t)next->group * (size_t)slots;
+      for (int i = 0; i < ngroup_t; i++) {
+        int t = group_t[i];
+        char* bound = slot_of[t] >= 0 ? next_data[slot_of[t]] : NULL;
+        data[f->ntensors + t] = bound ? bound + next->begin * esize[t] : NULL;
+      }
+      dims[JIT_NEXT_SLOT(f->ntensors)] = next->end - next->begin;
+    }
 #if defined(__GNUC__)
-    if (pc + 1 < end_piece) {
+    if (!blocks_fetch && pc + 1 < end_piece) {
       const groups_piece_t* next = &j->pieces[pc + 1];
       void* const* next_data = table + (size_t)next->group * (size_t)slots;
       for (int k = 0; k < nfetch; k++) {

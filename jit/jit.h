@@ -15,11 +15,17 @@
  * size on axis k, params the $param values (folded kernels ignore them). */
 typedef void (*jit_block_fn)(void* const* buf, const int64_t* dims, const int64_t* params, int64_t begin,
                              int64_t end);
-/* dims has one entry past the tensors' sizes: the bytes from which an
+/* dims has two entries past the tensors' sizes: the bytes from which an
  * output written once and never read is written with streaming stores
- * (jit/c/c_stream.c; the context's stream_bytes). Engines that do not
- * stream ignore it. */
+ * (jit/c/c_stream.c; the context's stream_bytes; engines that do not
+ * stream ignore it), and the elements of the next piece of a multi-tensor
+ * call, 0 for none (jit/groups_cpu.c). Where that is above 0, buf has
+ * ntensors more entries: buf[ntensors + t] is tensor t's data in the next
+ * piece, which a block that prefetches across pieces (jit_blocks_t's
+ * ahead_next) fetches toward the cache near the end of this one. */
 #define JIT_STREAM_SLOT(ntensors) ((ntensors) * UJ_MAX_DIMS)
+#define JIT_NEXT_SLOT(ntensors) ((ntensors) * UJ_MAX_DIMS + 1)
+#define JIT_DIMS_SLOTS(ntensors) ((ntensors) * UJ_MAX_DIMS + 2)
 
 enum {
   JIT_C_FOLD_PARAMS = 1,  /* $params become constants (JIT); else read from params[] (AOT) */
@@ -78,6 +84,9 @@ typedef struct {
   /* [tensor]: for a chain-local temporary (ir_tensor_t.chain_local), the
    * first block of its chain; -1 for every other tensor */
   int* scratch_chain;
+  /* [block]: its code prefetches the next piece (JIT_NEXT_SLOT), so that
+   * the multi-tensor runner need not */
+  unsigned char* ahead_next;
   int ntensors;
 } jit_blocks_t;
 

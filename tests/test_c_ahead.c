@@ -3,8 +3,9 @@
  *
  * The source: a flat elementwise program's loop runs in groups of 32 and
  * prefetches each tensor it streams, to read where it only reads it and
- * to write where it writes it, and runs the rest in a group of 16, one of
- * 8 and one by one; the groups that store a streamed output
+ * to write where it writes it, near its end the next piece of a
+ * multi-tensor call, and runs the rest in a group of 16, one of 8 and one
+ * by one; the groups that store a streamed output
  * (jit/c/c_stream.c) prefetch the other tensors; a 0-d scalar is not
  * prefetched; a row-wise program (two loops) and a reduction keep their
  * own loops.
@@ -56,18 +57,23 @@ TEST(flat_loop_source_prefetches_its_streams) {
   CHECK(count(src, "if (uj_e - uj_g >= 288) {") == 1);
   CHECK(count(src, "if (uj_e - uj_g >= 272) { __builtin_prefetch(&t0[uj_g + 256], 0); "
                    "__builtin_prefetch(&t1[uj_g + 256], 0); }") == 1);
-  CHECK(count(src, "__builtin_prefetch(") == 8);
-  CHECK(count(src, "], 0);") == 6);
-  CHECK(count(src, "], 1);") == 2);
+  CHECK(count(src, "__builtin_prefetch(") == 2 * 8); /* ahead, and into the next piece */
+  CHECK(count(src, "], 0);") == 2 * 6);
+  CHECK(count(src, "], 1);") == 2 * 2);
   CHECK(count(src, "__builtin_prefetch(&t0[uj_g + 272], 0);") == 1);
   /* the rest after the groups of 32: a group of 16, one of 8, then one by one */
   CHECK(count(src, "if (uj_e - uj_g >= 16) {") == 1 && count(src, "uj_g += 16;\n") == 1);
   CHECK(count(src, "if (uj_e - uj_g >= 8) {") == 1 && count(src, "uj_g += 8;\n") == 1);
   CHECK(count(src, "uj_l < 4;") == 0);
+  /* near its end the loop prefetches the next piece of a multi-tensor
+   * call instead, in the groups that stream and in those that do not */
+  CHECK(count(src, "const uj_i64 uj_nx = dims[") == 1);
+  CHECK(count(src, "} else if (uj_nx > 0) { const uj_i64 uj_o = uj_g + 256 - uj_e;") == 2);
+  CHECK(count(src, "__builtin_prefetch(&uj_n0[uj_o + 0], 0);") == 2);
   free(src);
   /* f64: one line of 8 per streamed group, four per group of 32 */
   src = c_source("y = x + s", UJ_F64, 1, &n, 2);
-  CHECK(src && count(src, "__builtin_prefetch(") == 9);
+  CHECK(src && count(src, "__builtin_prefetch(") == 2 * 9);
   free(src);
   /* in place (Adam's m, v, p): no group streams, every tensor is prefetched */
   src = c_source("x = x * s", UJ_F32, 1, &n, 2);

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "../engine.h"
+#include "c_ahead.h"
 
 extern char** environ;
 
@@ -463,6 +464,7 @@ static uj_status_t load_image(const char* bytes, size_t size, const ir_func_t* f
       return rt_error(UJ_ERR_COMPILE, "the shared object has no symbol %s", sym_name);
     }
     memcpy(&k->blocks.fns[b], &sym, sizeof sym); /* object to function pointer, as POSIX allows */
+    k->blocks.ahead_next[b] = (unsigned char)jit_c_ahead_block(f, &f->blocks[b]);
   }
   *out = k;
   return UJ_OK;

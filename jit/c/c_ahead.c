@@ -38,6 +38,7 @@
 
 #include "c_ahead.h"
 #include "c_group.h"
+#include "../jit.h"
 
 enum {
   GROUP = 32,      /* iterations per group: two 64-byte vectors of f32 */
@@ -77,11 +78,24 @@ static unsigned char* stream_modes(const ir_func_t* f, const ir_block_t* b) {
   return NULL;
 }
 
-int jit_c_ahead_fits(const jit_cx_t* E, const ir_block_t* b, int k) {
-  if (k != 0 || b->nloops != 1 || !ir_loop_independent(E->f, b, 0, NULL)) return 0;
-  unsigned char* mode = stream_modes(E->f, b);
+int jit_c_ahead_block(const ir_func_t* f, const ir_block_t* b) {
+  if (b->nloops != 1 || !ir_loop_independent(f, b, 0, NULL)) return 0;
+  unsigned char* mode = stream_modes(f, b);
   free(mode);
   return mode != NULL;
+}
+
+int jit_c_ahead_fits(const jit_cx_t* E, const ir_block_t* b, int k) { return k == 0 && jit_c_ahead_block(E->f, b); }
+
+void jit_c_ahead_next_decls(jit_cx_t* E, const ir_block_t* b) {
+  const ir_func_t* f = E->f;
+  unsigned char* mode = stream_modes(f, b);
+  rt_buf_printf(E->out, "  const uj_i64 uj_nx = dims[%d];\n", JIT_NEXT_SLOT(f->ntensors));
+  for (int t = 0; mode && t < f->ntensors; t++)
+    if (mode[t])
+      rt_buf_printf(E->out, "  const %s* uj_n%d = (const %s*)(uj_nx > 0 ? buf[%d] : 0); (void)uj_n%d;\n",
+                    jit_cx_ctype(f->tensors[t].dtype), t, jit_cx_ctype(f->tensors[t].dtype), f->ntensors + t, t);
+  free(mode);
 }
 
 void jit_c_ahead_prefetch(jit_cx_t* E, const ir_block_t* b, int depth, int group, int skip, const char* end) {
@@ -100,7 +114,17 @@ void jit_c_ahead_prefetch(jit_cx_t* E, const ir_block_t* b, int depth, int group
         rt_buf_printf(E->out, " __builtin_prefetch(&t%d[uj_g + %d], %d);", t, AHEAD + line * per_line,
                       mode[t] & 2 ? 1 : 0);
     }
-    rt_buf_printf(E->out, " }\n");
+    /* near the end, the next piece's lines as far ahead, while there is one */
+    rt_buf_printf(E->out, " } else if (uj_nx > 0) { const uj_i64 uj_o = uj_g + %d - %s; if (uj_o >= 0 && uj_o < uj_nx) {",
+                  AHEAD, end);
+    for (int t = 0; t < f->ntensors; t++) {
+      if (!mode[t] || t == skip) continue;
+      int size = uj_dtype_size(f->tensors[t].dtype), per_line = LINE_BYTES / size;
+      int lines = group * size / LINE_BYTES;
+      for (int line = 0; line < (lines > 0 ? lines : 1); line++)
+        rt_buf_printf(E->out, " __builtin_prefetch(&uj_n%d[uj_o + %d], %d);", t, line * per_line, mode[t] & 2 ? 1 : 0);
+    }
+    rt_buf_printf(E->out, " } }\n");
   }
   free(mode);
 }

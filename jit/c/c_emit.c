@@ -249,6 +249,7 @@ static void emit_block(emitter_t* E, int bi) {
       rt_buf_printf(E->cx.out, "  %s%s* t%d = (%s%s*)buf[%d]; (void)t%d;\n", tt->role == IR_TENSOR_INPUT ? "const " : "",
                     jit_cx_ctype(tt->dtype), t, tt->role == IR_TENSOR_INPUT ? "const " : "", jit_cx_ctype(tt->dtype), t, t);
   }
+  if (jit_c_ahead_block(f, &f->blocks[bi])) jit_c_ahead_next_decls(&E->cx, &f->blocks[bi]);
   jit_c_stream_tests(&E->cx, bi);
   if (f->blocks[bi].nloops) emit_loop(E, &f->blocks[bi], 0);
   jit_c_stream_fence(&E->cx, bi);
@@ -402,9 +403,10 @@ static void emit_aot_entry(emitter_t* E, const char* name, const int* scratch) {
                 "           const int64_t* params) {\n"
                 "  uj_i64 dims[%d];\n  void* buf[%d] = {0};\n  int status = 0, uj_bad = 0;\n"
                 "  if (uj_sizes(input_dims, params, dims) != 0) return -1;\n"
-                "  dims[%d] = %lld; /* outputs of this many bytes or more are streamed past the cache */\n",
-                nin, nout, name, name, f->ntensors * UJ_MAX_DIMS + 1, f->ntensors + 1, JIT_STREAM_SLOT(f->ntensors),
-                (long long)RT_DEFAULT_STREAM_BYTES);
+                "  dims[%d] = %lld; /* outputs of this many bytes or more are streamed past the cache */\n"
+                "  dims[%d] = 0; /* no next piece to prefetch */\n",
+                nin, nout, name, name, JIT_DIMS_SLOTS(f->ntensors), f->ntensors + 1, JIT_STREAM_SLOT(f->ntensors),
+                (long long)RT_DEFAULT_STREAM_BYTES, JIT_NEXT_SLOT(f->ntensors));
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role == IR_TENSOR_INPUT) rt_buf_printf(E->cx.out, "  buf[%d] = inputs[%d];\n", t, tt->io_index);
