@@ -141,6 +141,7 @@ static void jit_state_free(void* p) {
   jit_state_t* js = p;
   if (!js) return;
   if (js->tier) js->tier_free(js->tier);
+  if (js->groups_memo) js->groups_memo_free(js->groups_memo);
   jit_cache_free(js->cache);
   rt_pool_free(js->pool);
   pthread_mutex_destroy(&js->lock);

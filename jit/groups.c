@@ -140,6 +140,9 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
     s = run_cpu(ctx, engine, p, &plan, groups, group_count, params, &ran);
   else if (s == UJ_OK && fast && dev == UJ_CUDA)
     s = jit_cuda_groups_run(ctx, &plan, groups, group_count, params, &ran);
+  jit_state_t* js = s == UJ_OK && ran ? __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE) : NULL;
+  if (js) groups_memo_keep(&js->groups_memo, &js->groups_memo_free, groups, group_count, input_count, output_count,
+                           &plan.gather);
   groups_plan_release(&plan);
   if (s == UJ_OK && !ran)
     s = run_one_by_one(ctx, p, groups, group_count, input_count, params, param_count, output_count);

@@ -62,6 +62,8 @@ typedef struct {
    * tensor), nin + nout each: what the runs bind, read from here in
    * group order rather than through each group's tensor structs again */
   void** data;
+  int borrowed;           /* numel and data are a context's memo's (jit/groups_memo.c), not to be freed */
+  int ranges_verified;    /* the overlap check passed on this very list before (the memo's) */
   uint64_t total;         /* their sum */
   int missing;            /* a group lacks its inputs, its outputs or a tensor */
   int unlike_first;       /* an input's dtype or device differs from group 0's */
@@ -92,6 +94,23 @@ typedef struct {
 uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int group_count, int input_count,
                           int output_count, int summarize, rt_pool_t* pool);
 void groups_gather_release(groups_gather_t* ga);
+
+/* ---- the memo of a context's list (jit/groups_memo.c) ---- */
+
+/* 1 when the groups are, value for value, the list the memo recorded:
+ * *ga then borrows what that list's walk gathered (ranges_verified set,
+ * no overlap list). memo may be NULL. A record that does not match is
+ * dropped. */
+int groups_memo_find(void* memo, const uj_group_t* groups, int count, int nin, int nout, groups_gather_t* ga);
+/* After a call that ran on the fast path with what *ga gathered: notes
+ * the list, and records it (taking ga's elements and data tables) when the
+ * call before had the same list. *memo is made on first use, with its
+ * free function in *memo_free. */
+void groups_memo_keep(void** memo, void (**memo_free)(void*), const uj_group_t* groups, int count, int nin,
+                      int nout, groups_gather_t* ga);
+void groups_memo_free(void* memo);
+/* 1 when memo holds a record of the list at groups (for tests). */
+int groups_memo_recorded(const void* memo, const uj_group_t* groups, int count);
 
 typedef struct {
   uj_program_t* flat;   /* the program whose build runs (the parsed program's rank-1 specialization) */

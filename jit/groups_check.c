@@ -156,6 +156,7 @@ static uj_status_t overlap_error(const range_t* a, const range_t* b) {
 
 uj_status_t groups_check_overlap(groups_gather_t* gathered, const uj_group_t* groups, int group_count,
                                  int input_count, int output_count) {
+  if (gathered && gathered->ranges_verified) return UJ_OK; /* the memo's list: checked when recorded */
   groups_gather_t own;
   memset(&own, 0, sizeof own);
   if (!gathered || !gathered->ranges) {

@@ -331,8 +331,8 @@ uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int gro
 
 void groups_gather_release(groups_gather_t* ga) {
   free(ga->ranges);
-  free(ga->numel);
-  free(ga->data);
+  if (!ga->borrowed) free(ga->numel), free(ga->data);
+  ga->borrowed = 0;
   ga->ranges = NULL;
   ga->numel = NULL;
   ga->data = NULL;

@@ -266,10 +266,12 @@ uj_status_t groups_plan_make(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* g
   plan->nout = uj_program_io_count(p, 1);
   if (group_count < 1 || plan->nin > GROUPS_MAX_SLOTS || plan->nout > GROUPS_MAX_SLOTS || plan->nout < 1)
     return UJ_OK;
-  /* the context's pool once a compiled run has made it: the walk does not make one */
+  /* the context's memo and pool once a compiled run has made them: the walk makes neither */
   const jit_state_t* js = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
-  uj_status_t s = groups_gather(&plan->gather, groups, group_count, plan->nin, plan->nout, 1, js ? js->pool : NULL);
-  if (s != UJ_OK) return s;
+  if (!js || !groups_memo_find(js->groups_memo, groups, group_count, plan->nin, plan->nout, &plan->gather)) {
+    uj_status_t s = groups_gather(&plan->gather, groups, group_count, plan->nin, plan->nout, 1, js ? js->pool : NULL);
+    if (s != UJ_OK) return s;
+  }
   if (!slots_from_groups(plan)) return UJ_OK;
   /* a build the checks cannot make (a bad dtype) goes to the per-group path, which says why */
   if (flat_build(plan, p) != UJ_OK) return UJ_OK;

@@ -122,6 +122,10 @@ typedef struct {
   /* the output size in bytes from which outputs written once and never
    * read are streamed past the cache (uj_ctx_set_stream_bytes) */
   int64_t stream_bytes;
+  /* the list of groups the multi-tensor calls ran on (jit/groups_memo.c),
+   * opaque here: made on first use */
+  void* groups_memo;
+  void (*groups_memo_free)(void* memo);
 } jit_state_t;
 
 /* An L1 data cache (32 KiB on most current x86 and ARM cores, 48 KiB on
