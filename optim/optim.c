@@ -14,7 +14,9 @@
  *      small tensors the optimizer owns, all in one block of cells that is
  *      mirrored on the GPU for a step on GPU tensors (optim/cells.c); with
  *      half copies (bf16/f16 parameters with f32 masters) the pass that
- *      writes p last runs its variant that also writes them.
+ *      writes p last runs its variant that also writes them. What the
+ *      passes bind is kept for the next step over the same groups
+ *      (optim/bindings.c).
  * Scalars are run-time inputs, so nothing recompiles as t, the learning rate
  * or the groups change. */
 #include <math.h>
@@ -37,6 +39,7 @@ struct uj_optim {
   double grad_scale, max_norm;
   uj_ctx_t* host_ctx; /* the interpreter, for [scalars] */
   uj_program_t* grad_program;
+  optim_bindings_t* kept; /* the last CPU step's bindings (optim/bindings.c) */
 };
 
 int uj_optim_builtin_count(void) { return optim_builtin_count(); }
@@ -57,6 +60,7 @@ void uj_optim_free(uj_optim_t* opt) {
   free(opt->per_group), free(opt->per_group_count), free(opt->value), free(opt->has_value);
   optim_spec_release(&opt->spec);
   uj_program_free(opt->grad_program);
+  optim_bind_forget(&opt->kept);
   uj_ctx_free(opt->host_ctx);
   free(opt->name);
   free(opt);
@@ -321,135 +325,11 @@ static uj_status_t scalar_values(uj_optim_t* opt, int G, int64_t t, double gscal
   return s;
 }
 
-/* Everything a step's passes bind, made once per step. The scalars and
- * sums live in one block of cells (optim/cells.c), mirrored on the GPU for
- * a step on GPU tensors; regions, each a multiple of 8 bytes:
- *   scalars   [scalar][group] in the parameters' dtype
- *   wide      the same in f64, for inputs a pass declares f64
- *   sums      [sum][group], 8 bytes each, used as the output's dtype
- *   sums_in   the sums in the parameters' dtype, for later passes */
-typedef struct {
-  int G;
-  uj_dtype_t dtype; /* the parameters': scalars and sums take it */
-  optim_cells_t cells;
-  size_t at_wide, at_sums, at_sums_in, sums_bytes, sums_in_bytes;
-  uj_tensor_t* scalar_tensors;
-  uj_tensor_t* scalar_wide_tensors;
-  uj_tensor_t* sum_outputs; /* rank of the group's parameter, sizes 1 */
-  uj_tensor_t* sum_inputs;  /* 0-d */
-  const uj_tensor_t** in;
-  uj_tensor_t** out;
-  uj_group_t* groups;
-} bindings_t;
-
-static void bindings_release(bindings_t* b) {
-  optim_cells_release(&b->cells);
-  free(b->scalar_tensors), free(b->sum_outputs), free(b->sum_inputs), free(b->scalar_wide_tensors);
-  free(b->in), free(b->out), free(b->groups);
-}
-
-static uj_status_t bindings_make(uj_ctx_t* ctx, const uj_optim_t* opt, const uj_optim_group_t* groups, int G,
-                                 const double* values, const int* varies, bindings_t* b) {
-  const optim_spec_t* sp = &opt->spec;
-  int max_in = 0, max_out = 0;
-  for (int k = 0; k < sp->pass_count; k++) {
-    if (sp->passes[k].input_count > max_in) max_in = sp->passes[k].input_count;
-    if (sp->passes[k].output_count > max_out) max_out = sp->passes[k].output_count;
-  }
-  size_t sg = (size_t)sp->scalar_count * G + 1, ug = (size_t)sp->sum_count * G + 1;
-  memset(b, 0, sizeof *b);
-  b->G = G;
-  b->dtype = groups[0].param->dtype;
-  size_t cell = (size_t)uj_dtype_size(b->dtype);
-  b->at_wide = optim_cells_round(sg * cell);
-  b->at_sums = b->at_wide + sg * sizeof(double);
-  b->sums_bytes = ug * sizeof(double);
-  b->at_sums_in = b->at_sums + b->sums_bytes;
-  b->sums_in_bytes = optim_cells_round(ug * cell);
-  uj_status_t s =
-      optim_cells_make(ctx, (uj_device_t)groups[0].param->device, b->at_sums_in + b->sums_in_bytes, &b->cells);
-  if (s != UJ_OK) return s;
-  b->scalar_tensors = calloc(sg, sizeof(uj_tensor_t));
-  b->scalar_wide_tensors = calloc(sg, sizeof(uj_tensor_t));
-  b->sum_outputs = calloc(ug, sizeof(uj_tensor_t));
-  b->sum_inputs = calloc(ug, sizeof(uj_tensor_t));
-  b->in = calloc((size_t)G * max_in + 1, sizeof(uj_tensor_t*));
-  b->out = calloc((size_t)G * (max_out + 1) + 1, sizeof(uj_tensor_t*)); /* + the half copy */
-  b->groups = calloc((size_t)G + 1, sizeof(uj_group_t));
-  if (!b->scalar_tensors || !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->in || !b->out ||
-      !b->groups) {
-    bindings_release(b);
-    return rt_error(UJ_ERR_OOM, "out of memory binding %d groups", G);
-  }
-  char* host = b->cells.host;
-  double* wide = (double*)(host + b->at_wide);
-  for (int k = 0; k < sp->scalar_count; k++)
-    for (int i = 0; i < (varies[k] ? G : 1); i++) {
-      size_t at = (size_t)k * G + i;
-      void* c = host + at * cell;
-      if (b->dtype == UJ_F64) *(double*)c = values[at];
-      else *(float*)c = (float)values[at];
-      b->scalar_tensors[at] = optim_cells_tensor(&b->cells, c, b->dtype, 0);
-      wide[at] = values[at];
-      b->scalar_wide_tensors[at] = optim_cells_tensor(&b->cells, &wide[at], UJ_F64, 0);
-    }
-  double* sums = (double*)(host + b->at_sums);
-  for (int k = 0; k < sp->sum_count; k++)
-    for (int i = 0; i < G; i++) {
-      size_t at = (size_t)k * G + i;
-      uj_dtype_t dtype = sp->sum_wide[k] ? UJ_F64 : b->dtype;
-      b->sum_outputs[at] = optim_cells_tensor(&b->cells, &sums[at], dtype, groups[i].param->ndim);
-      b->sum_inputs[at] = optim_cells_tensor(&b->cells, host + b->at_sums_in + at * cell, b->dtype, 0);
-    }
-  /* the scalars go up once; the sums are written by the passes */
-  s = optim_cells_sync(&b->cells, 0, b->at_sums, 1);
-  if (s != UJ_OK) bindings_release(b);
-  return s;
-}
-
-static uj_tensor_t* slot_tensor(const uj_optim_group_t* g, bindings_t* b, optim_slot_t slot, int i, const int* varies,
-                                int is_output, int wide) {
-  size_t at = (size_t)slot.index * b->G + (slot.role == OPTIM_SCALAR && !varies[slot.index] ? 0 : i);
-  switch (slot.role) {
-    case OPTIM_PARAM: return g->param;
-    case OPTIM_GRAD: return (uj_tensor_t*)g->grad; /* only ever an input */
-    case OPTIM_STATE: return g->state[slot.index];
-    case OPTIM_SCALAR: return wide ? &b->scalar_wide_tensors[at] : &b->scalar_tensors[at];
-    case OPTIM_SUM: return is_output ? &b->sum_outputs[at] : &b->sum_inputs[at];
-  }
-  return NULL;
-}
-
-/* Fills b->groups for pass k; *program and *output_count: what to run
- * (the pass that writes p last writes the half copies too, as the extra
- * last output of its variant for their dtype). */
-static void bind_pass(const uj_optim_t* opt, int k, const uj_optim_group_t* groups, bindings_t* b, const int* varies,
-                      uj_program_t** program, int* output_count) {
+static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, optim_bindings_t* b) {
   const optim_pass_t* pass = &opt->spec.passes[k];
-  int half = k == opt->spec.half_pass && groups[0].param_half ? optim_half_index(groups[0].param_half->dtype) : -1;
-  *program = half >= 0 ? pass->half_program[half] : pass->program;
-  *output_count = pass->output_count + (half >= 0);
-  for (int i = 0; i < b->G; i++) {
-    const uj_tensor_t** in = b->in + (size_t)i * pass->input_count;
-    uj_tensor_t** out = b->out + (size_t)i * *output_count;
-    for (int j = 0; j < pass->input_count; j++) {
-      uj_dtype_t declared = UJ_F32;
-      int wide = uj_program_input_dtype(pass->program, j, &declared) && declared == UJ_F64;
-      in[j] = slot_tensor(&groups[i], b, pass->inputs[j], i, varies, 0, wide);
-    }
-    for (int o = 0; o < pass->output_count; o++) out[o] = slot_tensor(&groups[i], b, pass->outputs[o], i, varies, 1, 0);
-    if (half >= 0) out[pass->output_count] = groups[i].param_half;
-    b->groups[i] = (uj_group_t){in, out};
-  }
-}
-
-static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, const uj_optim_group_t* groups, bindings_t* b,
-                            const int* varies) {
-  const optim_pass_t* pass = &opt->spec.passes[k];
-  uj_program_t* program;
-  int output_count, makes_sums = 0;
-  bind_pass(opt, k, groups, b, varies, &program, &output_count);
-  uj_status_t s = uj_program_run_groups(ctx, program, b->groups, b->G, pass->input_count, NULL, 0, output_count);
+  int makes_sums = 0;
+  uj_status_t s = uj_program_run_groups(ctx, b->program[k], b->groups[k], b->G, pass->input_count, NULL, 0,
+                                        b->output_count[k]);
   if (s != UJ_OK) rt_error_prefix("updater %s, [%s]: ", opt->name, k == 0 ? "update" : "apply");
   for (int o = 0; o < pass->output_count; o++) makes_sums |= pass->outputs[o].role == OPTIM_SUM;
   if (s != UJ_OK || !makes_sums) return s;
@@ -522,12 +402,12 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
     free(values), free(varies);
     return rt_error(UJ_ERR_OOM, "out of memory for the step scalars of %d groups", G);
   }
-  bindings_t b;
+  optim_bindings_t* b = NULL;
   s = G ? scalar_values(opt, G, t, r.gscale, values, varies) : UJ_OK;
-  if (s == UJ_OK && G) s = bindings_make(ctx, opt, groups, G, values, varies, &b);
+  if (s == UJ_OK && G) s = optim_bind(&opt->kept, ctx, &opt->spec, groups, G, values, varies, &b);
   if (s == UJ_OK && G) {
-    for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++) s = run_pass(ctx, opt, k, groups, &b, varies);
-    bindings_release(&b);
+    for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++) s = run_pass(ctx, opt, k, b);
+    optim_unbind(opt->kept, b);
   }
   free(values), free(varies);
   if (s != UJ_OK) return s;
@@ -572,19 +452,16 @@ static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t ha
     for (int k = 0; k < ns; k++) states[i * ns + k] = probe_tensor(UJ_F32, ndim, 0, &at), state_ptr[i * ns + k] = &states[i * ns + k];
     groups[i] = (uj_optim_group_t){&p[i], &g[i], &state_ptr[i * ns], half == UJ_F32 ? NULL : &h[i]};
   }
-  bindings_t b;
-  if (s == UJ_OK) s = bindings_make(ctx, opt, groups, PROBES, values, varies, &b);
-  int bound = s == UJ_OK; /* bindings_make releases what it made when it fails */
+  optim_bindings_t *probe = NULL, *b = NULL; /* the probes' own, not the optimizer's kept bindings */
+  if (s == UJ_OK) s = optim_bind(&probe, ctx, &opt->spec, groups, PROBES, values, varies, &b);
   for (int k = 0; k < opt->spec.pass_count && s == UJ_OK; k++) {
-    uj_program_t* program;
-    int output_count, n = 0;
-    bind_pass(opt, k, groups, &b, varies, &program, &output_count);
-    s = uj_program_compile_groups_cuda(ctx, program, b.groups, PROBES, opt->spec.passes[k].input_count, NULL, 0,
-                                       output_count, arch, &n, NULL);
+    int n = 0;
+    s = uj_program_compile_groups_cuda(ctx, b->program[k], b->groups[k], PROBES, opt->spec.passes[k].input_count, NULL,
+                                       0, b->output_count[k], arch, &n, NULL);
     if (s != UJ_OK) rt_error_prefix("updater %s, [%s], %s: ", opt->name, k ? "apply" : "update", uj_dtype_name(half));
     *kernels += n;
   }
-  if (bound) bindings_release(&b); /* also when a pass failed to compile */
+  optim_bind_forget(&probe); /* also when a pass failed to compile */
   if (s == UJ_OK) s = optim_grad_program(&opt->grad_program);
   if (s == UJ_OK) {
     float inv_cell = 1;

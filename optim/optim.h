@@ -129,6 +129,43 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
                             double inv_scale, int* finite, double* norm);
 /* Makes the gradient pass's program into *program when it is NULL. */
 uj_status_t optim_grad_program(uj_program_t** program);
+/* ---- what a step's passes bind (bindings.c) ------------------------------------------ */
+
+typedef struct {
+  int G;
+  const uj_optim_group_t* groups_at; /* the caller's array they were made for */
+  uj_dtype_t dtype;                  /* the parameters': scalars and sums take it */
+  optim_cells_t cells;
+  size_t at_wide, at_sums, at_sums_in, sums_bytes, sums_in_bytes;
+  uj_tensor_t* scalar_tensors;
+  uj_tensor_t* scalar_wide_tensors;
+  uj_tensor_t* sum_outputs; /* rank of the group's parameter, sizes 1 */
+  uj_tensor_t* sum_inputs;  /* 0-d */
+  /* per pass: its list of groups, the program that runs it and its outputs */
+  const uj_tensor_t** in[OPTIM_MAX_PASSES];
+  uj_tensor_t** out[OPTIM_MAX_PASSES];
+  uj_group_t* groups[OPTIM_MAX_PASSES];
+  uj_program_t* program[OPTIM_MAX_PASSES];
+  int output_count[OPTIM_MAX_PASSES];
+  /* what they were made for: per group its tensor pointers (parameter,
+   * gradient, half copy, states) and its parameter's rank; per scalar,
+   * given per group or not */
+  const void** key;
+  int* ndim;
+  int* varies;
+} optim_bindings_t;
+
+/* The bindings of a step over groups with scalar values[k*G + i] (shared
+ * scalars at i = 0, varies[k] 0): *kept when they were made for these
+ * groups (only the values written), else new ones, which become *kept on
+ * the CPU (the old freed). Release with optim_unbind. */
+uj_status_t optim_bind(optim_bindings_t** kept, uj_ctx_t* ctx, const optim_spec_t* sp, const uj_optim_group_t* groups,
+                       int G, const double* values, const int* varies, optim_bindings_t** out);
+/* Frees b unless it is the kept one. */
+void optim_unbind(optim_bindings_t* kept, optim_bindings_t* b);
+/* Frees the kept bindings. */
+void optim_bind_forget(optim_bindings_t** kept);
+
 /* The clip coefficient torch.nn.utils.clip_grad_norm_ applies:
  * min(1, max_norm / (norm + 1e-6)); 1 when max_norm is 0 (no clipping). */
 double optim_clip_coefficient(double norm, double max_norm);
