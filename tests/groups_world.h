@@ -165,6 +165,18 @@ static inline uj_status_t gw_run_one_by_one(uj_ctx_t* ctx, uj_program_t* prog, g
   return UJ_OK;
 }
 
+/* A context on a compiling engine (C, else MIR) with `threads` threads;
+ * NULL when neither is available. */
+static inline uj_ctx_t* gw_compiling_ctx(int threads) {
+  static const uj_engine_t engines[] = {UJ_ENGINE_C, UJ_ENGINE_MIR};
+  for (int e = 0; e < 2; e++) {
+    uj_ctx_t* ctx = uj_ctx_new();
+    if (ctx && uj_ctx_set_engine(ctx, engines[e]) == UJ_OK && uj_ctx_set_threads(ctx, threads) == UJ_OK) return ctx;
+    uj_ctx_free(ctx);
+  }
+  return NULL;
+}
+
 /* The tensor output o of group g. */
 static inline const uj_tensor_t* gw_out(const gw_t* w, int g, int o) { return w->outp[g * w->nout + o]; }
 

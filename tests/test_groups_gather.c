@@ -11,16 +11,6 @@
 #include "groups_world.h"
 #include "harness.h"
 
-static uj_ctx_t* compiling_ctx(void) {
-  static const uj_engine_t engines[] = {UJ_ENGINE_C, UJ_ENGINE_MIR};
-  for (int e = 0; e < 2; e++) {
-    uj_ctx_t* ctx = uj_ctx_new();
-    if (ctx && uj_ctx_set_engine(ctx, engines[e]) == UJ_OK && uj_ctx_set_threads(ctx, 1) == UJ_OK) return ctx;
-    uj_ctx_free(ctx);
-  }
-  return NULL;
-}
-
 static int same_bits(const uj_tensor_t* a, const uj_tensor_t* b) {
   return a->ndim == b->ndim && !memcmp(a->data, b->data, (size_t)or_tnumel(a) * 4);
 }
@@ -38,7 +28,7 @@ static void same_as_one_by_one(uj_ctx_t* ctx, gw_t* w) {
 }
 
 TEST(a_group_of_scalars_among_vectors_runs_on_the_fast_path) {
-  uj_ctx_t* ctx = compiling_ctx();
+  uj_ctx_t* ctx = gw_compiling_ctx(1);
   SKIP_IF(!ctx, "no compiling engine");
   HARNESS_SEED(7100);
   uint64_t st = 7100;
@@ -57,7 +47,7 @@ TEST(a_group_of_scalars_among_vectors_runs_on_the_fast_path) {
 }
 
 TEST(a_scalar_beside_a_vector_in_one_group_leaves_the_fast_path) {
-  uj_ctx_t* ctx = compiling_ctx();
+  uj_ctx_t* ctx = gw_compiling_ctx(1);
   SKIP_IF(!ctx, "no compiling engine");
   HARNESS_SEED(7200);
   uint64_t st = 7200;
@@ -80,7 +70,7 @@ TEST(a_scalar_beside_a_vector_in_one_group_leaves_the_fast_path) {
 }
 
 TEST(reductions_of_groups_of_different_ranks_and_a_bad_one) {
-  uj_ctx_t* ctx = compiling_ctx();
+  uj_ctx_t* ctx = gw_compiling_ctx(1);
   SKIP_IF(!ctx, "no compiling engine");
   HARNESS_SEED(7300);
   uint64_t st = 7300;

@@ -12,16 +12,6 @@
 #include "groups_world.h"
 #include "harness.h"
 
-static uj_ctx_t* compiling_ctx(void) {
-  static const uj_engine_t engines[] = {UJ_ENGINE_C, UJ_ENGINE_MIR};
-  for (int e = 0; e < 2; e++) {
-    uj_ctx_t* ctx = uj_ctx_new();
-    if (ctx && uj_ctx_set_engine(ctx, engines[e]) == UJ_OK && uj_ctx_set_threads(ctx, 2) == UJ_OK) return ctx;
-    uj_ctx_free(ctx);
-  }
-  return NULL;
-}
-
 static int recorded(uj_ctx_t* ctx, const gw_t* w) {
   const jit_state_t* js = ctx->jit_state;
   return js && groups_memo_recorded(js->groups_memo, w->groups, w->ngroups);
@@ -62,7 +52,7 @@ static int same_tensors(const gw_t* a, const gw_t* b) {
 }
 
 TEST(a_list_changed_between_calls_runs_as_without_the_memo) {
-  uj_ctx_t* probe = compiling_ctx();
+  uj_ctx_t* probe = gw_compiling_ctx(2);
   SKIP_IF(!probe, "no compiling engine");
   uj_ctx_free(probe);
   uint64_t seed = 7500;
@@ -89,14 +79,14 @@ TEST(a_list_changed_between_calls_runs_as_without_the_memo) {
     int i = 0;
     do i = (int)harness_int(&st, 0, w->nin - 1);
     while (w->kind[i] != 'g');
-    uj_ctx_t* kept = compiling_ctx();
+    uj_ctx_t* kept = gw_compiling_ctx(2);
     for (int call = 0; kept && call < 5; call++) {
       undo_t uw, uc;
       int now = call == 3 ? how : 0;
       change(w, now, g, i, g2, &uw);
       change(c, now, g, i, g2, &uc);
       if (call == 3) CHECK(recorded(kept, w));
-      uj_ctx_t* fresh = compiling_ctx();
+      uj_ctx_t* fresh = gw_compiling_ctx(2);
       uj_status_t sw = uj_program_run_groups(kept, w->prog, w->groups, N, w->nin, NULL, 0, w->nout);
       char mw[512];
       snprintf(mw, sizeof mw, "%s", uj_last_error());
@@ -119,7 +109,7 @@ TEST(a_list_changed_between_calls_runs_as_without_the_memo) {
 /* An optimizer's passes alternate lists (the norms, then the update): each
  * is recorded after its second call, and runs as on a new context. */
 TEST(alternating_lists_are_each_recorded) {
-  uj_ctx_t* kept = compiling_ctx();
+  uj_ctx_t* kept = gw_compiling_ctx(2);
   SKIP_IF(!kept, "no compiling engine");
   HARNESS_SEED(7600);
   uint64_t st = 7600;
@@ -136,7 +126,7 @@ TEST(alternating_lists_are_each_recorded) {
     gw_t* w = call % 2 ? b : a;
     gw_t* c = call % 2 ? cb : ca;
     if (call >= 4) CHECK(recorded(kept, w));
-    uj_ctx_t* fresh = compiling_ctx();
+    uj_ctx_t* fresh = gw_compiling_ctx(2);
     CHECK(uj_program_run_groups(kept, w->prog, w->groups, N, w->nin, NULL, 0, w->nout) == UJ_OK);
     CHECK(uj_program_run_groups(fresh, w->prog, c->groups, N, c->nin, NULL, 0, c->nout) == UJ_OK);
     CHECK(same_tensors(w, c));
