@@ -437,7 +437,13 @@ static int run_main(run_t* r, const cli_options_t* o) {
   if ((s = io_make(&r->io, r->program, r->inputs, o->seed)) != UJ_OK) return cli_report(s);
   if (uj_ctx_engine(r->ctx) == UJ_ENGINE_CUDA && (s = io_make_device(&r->dev, r->program, &r->io, r->ctx)) != UJ_OK)
     return cli_report(s);
-  printf("engine %s, %s, ", uj_engine_name(uj_ctx_engine(r->ctx)), uj_dtype_name(o->inputs.all.dtype));
+  /* the engine asked for: auto is auto (tiered, MIR then C), whatever
+   * engine serves a given call (-v says which served the last) */
+  uj_engine_t asked = o->engine_given ? o->engine : UJ_ENGINE_AUTO;
+  const char* from_env = getenv("UOPJIT_ENGINE");
+  if (!o->engine_given && from_env && *from_env) cli_parse_engine(from_env, &asked);
+  printf("engine %s, %s, ", uj_engine_name(asked == UJ_ENGINE_AUTO ? asked : uj_ctx_engine(r->ctx)),
+         uj_dtype_name(o->inputs.all.dtype));
   print_io(stdout, r->program, &r->io, o->inputs.all.dtype);
   printf("\n");
   fflush(stdout);
