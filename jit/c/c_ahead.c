@@ -98,6 +98,22 @@ void jit_c_ahead_next_decls(jit_cx_t* E, const ir_block_t* b) {
   free(mode);
 }
 
+/* The prefetches of a group of `group` iterations: for every tensor the
+ * loop streams but skip, the lines they cover at [<index> + offset] of
+ * <prefix><t>, to write where the loop writes the tensor. */
+static void print_lines(jit_cx_t* E, const unsigned char* mode, int skip, int group, const char* prefix,
+                        const char* index, int offset) {
+  const ir_func_t* f = E->f;
+  for (int t = 0; t < f->ntensors; t++) {
+    if (!mode[t] || t == skip) continue;
+    int size = uj_dtype_size(f->tensors[t].dtype), per_line = LINE_BYTES / size;
+    int lines = group * size / LINE_BYTES;
+    for (int line = 0; line < (lines > 0 ? lines : 1); line++)
+      rt_buf_printf(E->out, " __builtin_prefetch(&%s%d[%s + %d], %d);", prefix, t, index, offset + line * per_line,
+                    mode[t] & 2 ? 1 : 0);
+  }
+}
+
 void jit_c_ahead_prefetch(jit_cx_t* E, const ir_block_t* b, int depth, int group, int skip, const char* end) {
   const ir_func_t* f = E->f;
   unsigned char* mode = stream_modes(f, b);
@@ -106,24 +122,11 @@ void jit_c_ahead_prefetch(jit_cx_t* E, const ir_block_t* b, int depth, int group
   if (any) {
     jit_cx_indent(E, depth);
     rt_buf_printf(E->out, "if (%s - uj_g >= %d) {", end, group + AHEAD);
-    for (int t = 0; t < f->ntensors; t++) {
-      if (!mode[t] || t == skip) continue;
-      int size = uj_dtype_size(f->tensors[t].dtype), per_line = LINE_BYTES / size;
-      int lines = group * size / LINE_BYTES;
-      for (int line = 0; line < (lines > 0 ? lines : 1); line++)
-        rt_buf_printf(E->out, " __builtin_prefetch(&t%d[uj_g + %d], %d);", t, AHEAD + line * per_line,
-                      mode[t] & 2 ? 1 : 0);
-    }
+    print_lines(E, mode, skip, group, "t", "uj_g", AHEAD);
     /* near the end, the next piece's lines as far ahead, while there is one */
     rt_buf_printf(E->out, " } else if (uj_nx > 0) { const uj_i64 uj_o = uj_g + %d - %s; if (uj_o >= 0 && uj_o < uj_nx) {",
                   AHEAD, end);
-    for (int t = 0; t < f->ntensors; t++) {
-      if (!mode[t] || t == skip) continue;
-      int size = uj_dtype_size(f->tensors[t].dtype), per_line = LINE_BYTES / size;
-      int lines = group * size / LINE_BYTES;
-      for (int line = 0; line < (lines > 0 ? lines : 1); line++)
-        rt_buf_printf(E->out, " __builtin_prefetch(&uj_n%d[uj_o + %d], %d);", t, line * per_line, mode[t] & 2 ? 1 : 0);
-    }
+    print_lines(E, mode, skip, group, "uj_n", "uj_o", 0);
     rt_buf_printf(E->out, " } }\n");
   }
   free(mode);
