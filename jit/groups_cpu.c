@@ -107,6 +107,18 @@ typedef struct {
   int64_t stream_bytes;      /* the kernels' JIT_STREAM_SLOT */
 } job_t;
 
+/* Binds the tensors of the group's shape to a piece: data[t] at the
+ * piece's first element in its group's data (group_data, from the walk's
+ * table). */
+static void bind_piece(void** data, void* const* group_data, const groups_piece_t* piece, const int* group_t,
+                       int ngroup_t, const int* slot_of, const int64_t* esize) {
+  for (int i = 0; i < ngroup_t; i++) {
+    int t = group_t[i];
+    char* bound = slot_of[t] >= 0 ? group_data[slot_of[t]] : NULL;
+    data[t] = bound ? bound + piece->begin * esize[t] : NULL;
+  }
+}
+
 static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
   const job_t* j = ctx;
   const groups_plan_t* plan = j->plan;
@@ -163,12 +175,8 @@ static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
     dims[JIT_NEXT_SLOT(f->ntensors)] = 0;
     if (blocks_fetch && pc + 1 < end_piece) {
       const groups_piece_t* next = &j->pieces[pc + 1];
-      void* const* next_data = table + (size_t)next->group * (size_t)slots;
-      for (int i = 0; i < ngroup_t; i++) {
-        int t = group_t[i];
-        char* bound = slot_of[t] >= 0 ? next_data[slot_of[t]] : NULL;
-        data[f->ntensors + t] = bound ? bound + next->begin * esize[t] : NULL;
-      }
+      bind_piece(data + f->ntensors, table + (size_t)next->group * (size_t)slots, next, group_t, ngroup_t, slot_of,
+                 esize);
       dims[JIT_NEXT_SLOT(f->ntensors)] = next->end - next->begin;
     }
 #if defined(__GNUC__)
@@ -189,12 +197,8 @@ static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
     const groups_piece_t* piece = &j->pieces[pc];
     void* const* group_data = table + (size_t)piece->group * (size_t)slots;
     int64_t len = piece->end - piece->begin;
-    for (int i = 0; i < ngroup_t; i++) {
-      int t = group_t[i];
-      dims[t * UJ_MAX_DIMS] = len;
-      char* bound = slot_of[t] >= 0 ? group_data[slot_of[t]] : NULL;
-      data[t] = bound ? bound + piece->begin * esize[t] : NULL;
-    }
+    bind_piece(data, group_data, piece, group_t, ngroup_t, slot_of, esize);
+    for (int i = 0; i < ngroup_t; i++) dims[group_t[i] * UJ_MAX_DIMS] = len;
     for (int i = 0; i < nother; i++) {
       int t = other_t[i];
       data[t] = plan->t_kind[t] == GK_SCALAR ? group_data[slot_of[t]]

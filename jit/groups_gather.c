@@ -261,7 +261,8 @@ static void walk_part(void* ctx, int64_t begin, int64_t end) {
  * its ranges moved up behind the earlier parts', its ranks listed where
  * they first show. */
 static void merge_part(groups_gather_t* ga, const groups_gather_t* part) {
-  memmove(ga->ranges + ga->nranges, part->ranges, part->nranges * sizeof *ga->ranges);
+  if (part->ranges != ga->ranges + ga->nranges) /* the first part's are in place */
+    memmove(ga->ranges + ga->nranges, part->ranges, part->nranges * sizeof *ga->ranges);
   ga->nranges += part->nranges;
   ga->total += part->total;
   ga->missing |= part->missing, ga->unlike_first |= part->unlike_first, ga->bad_shape |= part->bad_shape;
