@@ -106,9 +106,9 @@ static int met(const uj_group_t* groups, int g, int nin, int s, const uj_tensor_
   return 0;
 }
 
-static uint64_t meta(const uj_tensor_t* t) {
-  return (uint64_t)(uint32_t)t->dtype | (uint64_t)(uint32_t)t->device << 16 | (uint64_t)(uint32_t)t->ndim << 32;
-}
+/* A struct's dtype and device, both whole: a value outside the enums
+ * must not pass for another that is inside. */
+static uint64_t kind(const uj_tensor_t* t) { return (uint64_t)(uint32_t)t->dtype | (uint64_t)(uint32_t)t->device << 32; }
 
 /* Records the list in m->words; 0 on out of memory or a struct the fast
  * path would not have taken (a rank out of range). */
@@ -120,7 +120,9 @@ static int record(list_t* m, const uj_group_t* groups, int count, int nin, int n
       const uj_tensor_t* t = slot_tensor(&groups[g], nin, s);
       if (!t || !push(m, (uintptr_t)t)) return 0;
       if (met(groups, g, nin, s, t)) continue;
-      if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS || !push(m, (uintptr_t)t->data) || !push(m, meta(t))) return 0;
+      if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS || !push(m, (uintptr_t)t->data) || !push(m, kind(t)) ||
+          !push(m, (uint64_t)t->ndim))
+        return 0;
       for (int a = 0; a < t->ndim; a++)
         if (!push(m, (uint64_t)t->dims[a])) return 0;
     }
@@ -138,8 +140,8 @@ static int matches(const list_t* m, const uj_group_t* groups, int count, int nin
       const uj_tensor_t* t = slot_tensor(&groups[g], nin, s);
       if (w == end || *w++ != (uintptr_t)t || !t) return 0;
       if (met(groups, g, nin, s, t)) continue;
-      if (end - w < 2 || w[0] != (uintptr_t)t->data || w[1] != meta(t)) return 0;
-      w += 2;
+      if (end - w < 3 || w[0] != (uintptr_t)t->data || w[1] != kind(t) || w[2] != (uint64_t)(int64_t)t->ndim) return 0;
+      w += 3;
       if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS || end - w < t->ndim) return 0;
       for (int a = 0; a < t->ndim; a++)
         if (*w++ != (uint64_t)t->dims[a]) return 0;
