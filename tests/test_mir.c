@@ -2,7 +2,9 @@
  * tests every engine runs (test_engines*.c): MIR's errors become statuses,
  * contexts are recycled after a bounded number of modules while kernels
  * from retired ones keep working, one kernel runs on many threads at once
- * while others compile, and the text dump holds nothing of the user's. */
+ * while others compile, the text dump holds nothing of the user's, and no
+ * instruction names one register in both inputs (jit/mir/mir_distinct.c). */
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -254,6 +256,137 @@ TEST(mir_batched_roots_f64) {
     CHECK(bad == 0);
     if (bad) printf("  f64 n = %lld: %ld elements differ\n", (long long)sizes[s], bad);
   }
+  uj_program_free(p);
+}
+
+/* ---- one register in both inputs (jit/mir/mir_distinct.c) ---- */
+
+/* N squares live at once, each of a value that dies at its square, and four
+ * sums of their products: more values than registers, so MIR spills the
+ * squares. Before the rewrite, coalescing made each square `fmul r, r, r`
+ * and the allocator's rewrite of a spilled r wrote past a two-entry stack
+ * array: a stack-protected MIR aborted ("stack smashing detected") at 14. */
+enum { SQ_N = 16, SQ_OUT = 4 };
+
+static char* squares_source(void) {
+  size_t cap = 16384, len = 0;
+  char* src = malloc(cap);
+  if (!src) return NULL;
+  src[0] = 0;
+  for (int i = 0; i < SQ_N; i++)
+    len += (size_t)snprintf(src + len, cap - len, "_s%d = x%d * x%d + x%d; _q%d = _s%d * _s%d; ", i, i, (i + 1) % SQ_N,
+                            (i + 3) % SQ_N, i, i, i);
+  for (int j = 0; j < SQ_OUT; j++) {
+    len += (size_t)snprintf(src + len, cap - len, "y%d = ", j);
+    for (int i = 0; i < SQ_N; i++)
+      len += (size_t)snprintf(src + len, cap - len, "%s_q%d * _q%d", i ? " + " : "", (i + j) % SQ_N,
+                              (i + 2 * j + 1) % SQ_N);
+    len += (size_t)snprintf(src + len, cap - len, "; ");
+  }
+  return src;
+}
+
+/* The first instruction of the dump whose last two operands name one
+ * register ("fmul r14, r12, r12"), copied into line; 0 when there is none. */
+static int find_same_inputs(const char* text, char* line, size_t size) {
+  for (const char* at = text; *at;) {
+    const char* end = strchr(at, '\n');
+    size_t n = end ? (size_t)(end - at) : strlen(at);
+    char buf[256];
+    if (n < sizeof buf) {
+      memcpy(buf, at, n);
+      buf[n] = 0;
+      char* ops[3];
+      int nops = 0;
+      for (char* tok = strtok(buf, " \t,"); tok && nops < 3; tok = strtok(NULL, " \t,"))
+        if (tok != buf + strspn(buf, " \t")) ops[nops++] = tok; /* skip the code */
+      if (nops == 3 && ops[1][0] == 'r' && isdigit((unsigned char)ops[1][1]) && !strcmp(ops[1], ops[2]) &&
+          strtok(NULL, " \t,") == NULL) {
+        snprintf(line, size, "%.*s", (int)n, at);
+        return 1;
+      }
+    }
+    at += n + (end != NULL);
+  }
+  return 0;
+}
+
+TEST(mir_no_instruction_names_one_register_in_both_inputs) {
+  SKIP_WITHOUT_MIR();
+  char* src = squares_source();
+  uj_program_t* p = NULL;
+  CHECK(src && uj_program_parse(src, &p) == UJ_OK);
+  free(src);
+  if (!p) return;
+  uj_ctx_t* ctx = uj_ctx_new();
+  char* text = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_MIR, NULL);
+  CHECK(text != NULL);
+  char line[256];
+  CHECK(text && strstr(text, "fneg") != NULL); /* x * x became -(x * -x) */
+  CHECK(text && !find_same_inputs(text, line, sizeof line));
+  if (text && find_same_inputs(text, line, sizeof line)) printf("  %s\n", line);
+  free(text);
+
+  /* and the kernel builds and runs under register pressure, against the
+   * formula in double */
+  enum { N = 333 };
+  float* data = malloc(sizeof(float) * N * (SQ_N + SQ_OUT));
+  CHECK(data && uj_ctx_set_engine(ctx, UJ_ENGINE_MIR) == UJ_OK);
+  if (!data) {
+    uj_ctx_free(ctx);
+    uj_program_free(p);
+    return;
+  }
+  uj_tensor_t in[SQ_N], out[SQ_OUT];
+  const uj_tensor_t* ip[SQ_N];
+  uj_tensor_t* op[SQ_OUT];
+  uint64_t state = 0x5eedu;
+  HARNESS_SEED(state);
+  for (int i = 0; i < SQ_N; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "x%d", i);
+    int slot = -1;
+    for (int k = 0; k < SQ_N; k++)
+      if (!strcmp(uj_program_io_name(p, 0, k), name)) slot = k;
+    CHECK(slot >= 0);
+    if (slot < 0) slot = i;
+    float* x = data + (size_t)N * i;
+    for (int k = 0; k < N; k++) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      x[k] = (float)((double)(state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    in[slot] = (uj_tensor_t){x, UJ_F32, UJ_CPU, 1, {N}};
+    ip[slot] = &in[slot];
+  }
+  for (int j = 0; j < SQ_OUT; j++) {
+    out[j] = (uj_tensor_t){data + (size_t)N * (SQ_N + j), UJ_F32, UJ_CPU, 1, {N}};
+    op[j] = &out[j];
+  }
+  CHECK(uj_program_io_count(p, 0) == SQ_N && uj_program_io_count(p, 1) == SQ_OUT);
+  CHECK(uj_program_run(ctx, p, UJ_FORWARD, ip, SQ_N, NULL, 0, op, SQ_OUT) == UJ_OK);
+  long bad = 0;
+  for (int j = 0; j < SQ_OUT; j++) {
+    const float* y = out[j].data;
+    for (int k = 0; k < N; k++) {
+      double q[SQ_N], ref = 0, mass = 0;
+      for (int i = 0; i < SQ_N; i++) {
+        const float* x = data + (size_t)N * i;
+        double s = (double)x[k] * data[(size_t)N * ((i + 1) % SQ_N) + k] + data[(size_t)N * ((i + 3) % SQ_N) + k];
+        q[i] = s * s;
+      }
+      for (int i = 0; i < SQ_N; i++) {
+        double t = q[(i + j) % SQ_N] * q[(i + 2 * j + 1) % SQ_N];
+        ref += t;
+        mass += fabs(t);
+      }
+      /* f32 rounding of each of about 5 operations per term */
+      if (!(fabs(y[k] - ref) <= 1e-5 * (mass + 1e-30))) bad++;
+    }
+  }
+  CHECK(bad == 0);
+  if (bad) printf("  %ld elements differ from the formula\n", bad);
+  free(data);
+  uj_ctx_free(ctx);
   uj_program_free(p);
 }
 

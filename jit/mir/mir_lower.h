@@ -51,8 +51,16 @@ typedef struct {
 static inline void emit(lower_t* L, MIR_insn_t insn) { MIR_append_insn(L->ctx, L->item, insn); }
 static inline void emit_at_entry(lower_t* L, MIR_insn_t insn) { MIR_insert_insn_after(L->ctx, L->item, L->entry, insn); }
 static inline void insn2(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b) { emit(L, MIR_new_insn(L->ctx, c, a, b)); }
+/* An instruction that writes a register from one register in both inputs
+ * goes through jit_mir_insn3_same_inputs (jit/mir/mir_distinct.c): MIR's
+ * allocator overflows a stack array on an instruction that names one
+ * register three times, which coalescing makes of `y = x op x`. */
+void jit_mir_insn3_same_inputs(lower_t* L, MIR_insn_code_t c, MIR_op_t out, MIR_reg_t x);
 static inline void insn3(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b, MIR_op_t d) {
-  emit(L, MIR_new_insn(L->ctx, c, a, b, d));
+  if (a.mode == MIR_OP_REG && b.mode == MIR_OP_REG && d.mode == MIR_OP_REG && b.u.reg == d.u.reg)
+    jit_mir_insn3_same_inputs(L, c, a, b.u.reg);
+  else
+    emit(L, MIR_new_insn(L->ctx, c, a, b, d));
 }
 static inline void jump(lower_t* L, MIR_insn_t label) { emit(L, MIR_new_insn(L->ctx, MIR_JMP, LBL(label))); }
 
