@@ -11,6 +11,7 @@
 #                   the peers, as a report in build/bench-report; then the convolution
 #                   backends on network layers (uopjit bench --conv)
 #   make fuzz       libFuzzer targets (clang, ASan + UBSan), each run FUZZ_SECONDS
+#   make fuzz-replay those targets once over their committed seed corpus
 #   make install    the header, both libraries, the CLI and uopjit.pc under
 #                   PREFIX (default /usr/local), below DESTDIR if set; make uninstall
 #   make clean
@@ -146,7 +147,7 @@ CLI := $(BUILD)/uopjit
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TESTS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test debug tsan install uninstall run bench fuzz clean
+.PHONY: all test debug tsan install uninstall run bench fuzz fuzz-replay clean
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 # Keep the test objects that only chained rules mention.
@@ -227,7 +228,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
 # Tests keep compiled kernels in a cache of their own, not the user's.
-TESTS += $(BUILD)/tests/test_install $(BUILD)/tests/test_python
+TESTS += $(BUILD)/tests/test_install $(BUILD)/tests/test_python $(BUILD)/tests/test_fuzz_replay
 TEST_RESULTS = $(TESTS:=.result)
 # The binaries are only prerequisites of their results; keep them.
 .SECONDARY: $(TESTS)
@@ -245,6 +246,10 @@ $(BUILD)/tests/test_install: tests/test_install.sh
 	cp $< $@
 	chmod +x $@
 $(BUILD)/tests/test_python: tests/test_python.sh
+	@mkdir -p $(dir $@)
+	cp $< $@
+	chmod +x $@
+$(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.sh
 	@mkdir -p $(dir $@)
 	cp $< $@
 	chmod +x $@
@@ -413,6 +418,18 @@ fuzz: $(FUZZ_BINS)
 	  UBSAN_OPTIONS=$(FUZZ_UBSAN_OPTIONS) $(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 \
 	    -dict=tests/fuzz/$$name.dict -artifact_prefix=$(FUZZ_DIR)/crashes/$$name/ \
 	    $(FUZZ_DIR)/corpus/$$name tests/fuzz/corpus/$$name || exit 1; \
+	done
+
+# `make fuzz-replay`: each target run once over every input of its committed
+# seed corpus (-runs=0), under the same sanitizers; no new inputs. make test
+# runs it (tests/test_fuzz_replay.sh) where clang and libFuzzer are there, so
+# that a report on a seed fails the tests, not only a later fuzzing run.
+fuzz-replay: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	  name=$${t#fuzz_}; \
+	  echo "== $$t over tests/fuzz/corpus/$$name"; \
+	  UBSAN_OPTIONS=$(FUZZ_UBSAN_OPTIONS) $(FUZZ_DIR)/$$t -runs=0 -timeout=$(FUZZ_TIMEOUT) \
+	    tests/fuzz/corpus/$$name || exit 1; \
 	done
 
 # The demo, then two fused chains through the expression language checked

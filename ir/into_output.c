@@ -171,9 +171,12 @@ typedef struct {
 } place_t;
 
 static place_t place_of(const ir_block_t* b, const ir_stmt_t* S) {
-  for (int k = 0; k < b->nloops; k++)
-    if (S >= b->loops[k].stmts && S < b->loops[k].stmts + b->loops[k].nstmts)
-      return (place_t){k, (int)(S - b->loops[k].stmts)};
+  for (int k = 0; k < b->nloops; k++) {
+    const ir_loop_t* l = &b->loops[k];
+    /* a loop without statements may have no list at all: stmts + 0 on NULL
+     * is undefined behaviour, so it is not formed */
+    if (l->nstmts > 0 && S >= l->stmts && S < l->stmts + l->nstmts) return (place_t){k, (int)(S - l->stmts)};
+  }
   return (place_t){-1, -1};
 }
 
