@@ -164,3 +164,12 @@ def test_torch_cpu_tensors_are_host_arrays():
     t = torch.arange(5, dtype=torch.float32)
     assert not _gpu.is_gpu(t)
     np.testing.assert_array_equal(uopjit.evaluate("y = t * 2", t=t), np.arange(5, dtype=np.float32) * 2)
+
+
+def test_gpu_calls_check_numbers_before_anything_runs(recording_driver):
+    # The numbers of a GPU call become 0-d tensors on the GPU: an int that
+    # does not fit the dtype raises naming the input, as on the host.
+    x = np.arange(8, dtype=np.int32)
+    with pytest.raises(OverflowError, match="input 'b' .*out of bounds for i32"):
+        uopjit.Kernel("y = x + b")(x=FakeCai(x), b=2 ** 32, out=FakeCai(np.zeros(8, np.int32)))
+    assert recording_driver.synchronized == []

@@ -114,3 +114,80 @@ def test_the_readme_optim_example_runs():
     blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "uopjit.optim.Optimizer(" in b]
     assert len(blocks) == 1
     exec(compile(blocks[0], "README.md (uopjit.optim)", "exec"), {})
+
+
+def test_read_only_parameters_are_refused_before_any_write(tmp_path):
+    frozen = np.ones(4, np.float32)
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError, match=r"params\[1\] is read-only"):
+        uopjit.optim.Optimizer([np.ones(3, np.float32), frozen], "sgd", lr=0.5)
+    assert np.array_equal(frozen, np.ones(4))
+    raw = bytes(bytearray(np.arange(4, dtype=np.float32).tobytes()))  # immutable memory
+    with pytest.raises(ValueError, match=r"params\[0\] is read-only"):
+        uopjit.optim.SGD([np.frombuffer(raw, np.float32)], lr=0.5)
+    assert np.array_equal(np.frombuffer(raw, np.float32), np.arange(4))
+    # Gradients are only read: a read-only one is fine.
+    p = np.ones(4, np.float32)
+    uopjit.optim.SGD([p], lr=0.5).step([frozen])
+    np.testing.assert_array_equal(p, 0.5)
+
+
+def test_a_read_only_memmap_parameter_raises_instead_of_crashing(tmp_path):
+    # A mode='r' memmap is mapped read-only: a write into it is SIGSEGV,
+    # so this runs in a child process that a crash cannot take pytest with.
+    import os
+    import subprocess
+    import sys
+    path = tmp_path / "weights.f32"
+    np.arange(16, dtype=np.float32).tofile(path)
+    code = ("import sys, numpy as np, uopjit\n"
+            f"w = np.memmap({str(path)!r}, dtype=np.float32, mode='r')\n"
+            "try:\n"
+            "    uopjit.optim.SGD([w], lr=0.5).step([np.ones(16, np.float32)])\n"
+            "except ValueError as e:\n"
+            "    print(e)\n"
+            "    sys.exit(3)\n")
+    package = os.path.dirname(os.path.dirname(os.path.abspath(uopjit.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 3, (result.returncode, result.stdout, result.stderr)
+    assert "params[0] is read-only" in result.stdout
+    np.testing.assert_array_equal(np.fromfile(path, np.float32), np.arange(16))
+
+
+def test_a_nul_in_updater_names_and_text_is_refused():
+    params = [np.zeros(3, np.float32)]
+    with pytest.raises(ValueError, match="updater name contains a NUL character at offset 3, line 1, column 4"):
+        uopjit.optim.Optimizer(params, "sgd\0junk")
+    text = "[defaults]\nlr = 0.5\n[update]\np = p - lr*g\0\np = p * 100\n"
+    with pytest.raises(ValueError, match="updater text contains a NUL character at offset 41, line 4, column 13"):
+        uopjit.optim.Optimizer.from_source(text, params)
+    with pytest.raises(ValueError, match="updater name contains a NUL"):
+        uopjit.optim.Optimizer.from_source(text.replace("\0", ""), params, name="mine\0")
+    opt = uopjit.optim.Optimizer(params, "sgd")
+    with pytest.raises(ValueError, match="hyperparameter name contains a NUL character at offset 2"):
+        opt.set("lr\0junk", 0.1)
+    with pytest.raises(ValueError, match="hyperparameter name contains a NUL"):
+        opt.set("lr\0junk", [0.1])
+    with pytest.raises(ValueError, match="hyperparameter name contains a NUL"):
+        opt.get("lr\0junk")
+    with pytest.raises(ValueError, match="engine contains a NUL"):
+        uopjit.optim.Optimizer(params, "sgd", engine="c\0")
+
+
+def test_integer_settings_beyond_their_c_type_raise_not_wrap():
+    opt = uopjit.optim.Optimizer([np.zeros(3, np.float32)], "sgd")
+    for count, error in [(2 ** 64 + 5, OverflowError), (-2 ** 63 - 1, OverflowError), (3.7, TypeError)]:
+        with pytest.raises(error, match="step_count"):
+            opt.step_count = count
+    assert opt.step_count == 0
+    opt.step_count = np.int64(7)
+    assert opt.step_count == 7
+    with pytest.raises(OverflowError, match="threads"):
+        uopjit.optim.Optimizer([np.zeros(3, np.float32)], "sgd", threads=2 ** 32 + 1)
+    with pytest.raises(OverflowError, match="'lr'"):
+        opt.set("lr", 10 ** 400)
+    with pytest.raises(OverflowError, match=r"'lr'\[0\]"):
+        opt.set("lr", [10 ** 400])
+    with pytest.raises(OverflowError, match="grad_scale"):
+        opt.set_grad_scale(10 ** 400)

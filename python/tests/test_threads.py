@@ -51,3 +51,44 @@ def test_the_gil_is_released_while_a_kernel_runs():
         if seen_partial:
             return
     raise AssertionError("the output was never seen half-written in 10 calls: the GIL seems held during runs")
+
+
+def test_last_run_reports_the_calling_threads_own_call():
+    # One kernel, two threads taking turns with different sizes: each
+    # thread's last_run() is its own call's, not whichever thread called
+    # last. A thread that never called gets the library's "never run"
+    # answer. With tiering on, a call's own record has a tier (waiting,
+    # compiling, ready, failed); another thread's run, read through this
+    # thread's context, has none, which is how a borrowed report shows.
+    k = uopjit.Kernel("y = x * 3 + 1")
+    never = {"engine": "auto", "tier": "none", "mir_ms": -1.0, "c_ms": -1.0, "c_from_disk": False, "c_error": ""}
+    assert k.last_run() == never
+    turn = [threading.Event() for _ in range(3)]
+    seen = {}
+
+    def first():
+        k(x=np.ones(1000))
+        seen["a"] = k.last_run()
+        turn[0].set()
+        turn[1].wait()
+        seen["a again"] = k.last_run()
+        turn[2].set()
+
+    def second():
+        turn[0].wait()
+        k(x=np.ones(3000))
+        seen["b"] = k.last_run()
+        turn[1].set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert turn[2].is_set(), seen
+    assert k.last_run() == never, "the main thread never called the kernel"
+    a, again = seen["a"], seen["a again"]
+    assert a["engine"] != "auto" and seen["b"]["engine"] != "auto"
+    assert again["engine"] == a["engine"]
+    # the tier may have moved on (compiling -> ready), but it stays this thread's
+    assert (again["tier"] == "none") == (a["tier"] == "none"), (a, again)

@@ -38,11 +38,19 @@ class Context:
 
 def engine_value(engine):
     """The uj_engine_t of an engine name ("auto", "interp", "mir", "c", "cuda")."""
+    if isinstance(engine, str):
+        _lib.check_text(engine, "engine")  # a NUL said where it is, as for every other name
     try:
         return _lib.ENGINES[engine]
     except (KeyError, TypeError):
         raise ValueError(f"uopjit: unknown engine {engine!r}; expected one of "
                          + ", ".join(sorted(_lib.ENGINES, key=_lib.ENGINES.get))) from None
+
+
+def threads_value(threads):
+    """threads (None: the library's default) checked as a C int: ctypes would
+    pass 2**32 + 1 as 1. The library checks the range it takes (0 to 1024)."""
+    return None if threads is None else _lib.c_integer(threads, "threads", 32)
 
 
 def get(engine, threads):

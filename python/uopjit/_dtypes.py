@@ -67,15 +67,42 @@ def numpy_of_name(name):
     raise TypeError(f"uopjit: no NumPy dtype for uopjit's {name}")
 
 
-def number_array(value, name):
-    """A 0-d array holding the number `value` as uopjit dtype `name`. Without
-    ml_dtypes a bf16 number is its bits, rounded to nearest even from f32."""
+def number_array(value, name, what="a number"):
+    """A 0-d array holding the Python number `value` as uopjit dtype `name`.
+    Without ml_dtypes a bf16 number is its bits, rounded to nearest even from
+    f32.
+
+    Nothing is wrapped or truncated behind the caller's back, as in NumPy 2
+    (NEP 50) for a Python number beside an array: an int out of an integer
+    dtype's bounds is an OverflowError (NumPy 1.x would wrap it, with only a
+    DeprecationWarning), as is an int past every float (10**400); a float
+    for an integer dtype (an input the program declares i32) must be a whole
+    number, else TypeError. A float past a float dtype's range becomes inf,
+    as NumPy makes it. Every error names `what` (the input)."""
+    dtype = numpy_of_name(name)
+    if name != "bf16" and dtype.kind in "iu":
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise TypeError(f"uopjit: {what} is {value!r}, not a whole number, but it takes {name} here "
+                                f"(the dtype the program declares for it)")
+            value = int(value)
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"uopjit: {what} is the Python int {value}, out of bounds for {name} "
+                                f"[{info.min}, {info.max}], the dtype it takes here (NumPy 2 raises too, for an "
+                                f"int32 array + 2**32); pass a float or an f64 array to compute in floating point")
+    elif isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            raise OverflowError(f"uopjit: {what} is a Python int of {len(str(abs(value)))} digits, beyond "
+                                f"every float dtype (the largest f64 is about 1.8e308)") from None
     if name == "bf16" and BFLOAT16 is None:
         if not np.isfinite(value):
             return np.array(np.array(value, np.float32).view(np.uint32) >> 16, dtype=np.uint16)
         bits = int(np.array(value, np.float32).view(np.uint32))
         return np.array((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16, dtype=np.uint16)
-    return np.array(value, dtype=numpy_of_name(name))
+    return np.array(value, dtype=dtype)
 
 
 def name_of_value(value):

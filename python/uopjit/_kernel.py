@@ -13,7 +13,10 @@ broadcasts as NumPy); the Python side only prepares memory:
     the result);
   - Python numbers are "weak", as in NumPy 2: they take the dtype the program
     declares for the input, else that of the call's array inputs (the widest),
-    so that a*x with x f32 stays f32; with no array at all they are f64;
+    so that a*x with x f32 stays f32; with no array at all they are f64. As
+    in NumPy 2, an int that does not fit that dtype (2**32 for i32) raises
+    OverflowError naming the input, never wraps; a float for an input
+    declared i32 must be a whole number (_dtypes.number_array);
   - NumPy scalars and 0-d arrays keep their own dtype;
   - GPU arrays (torch, CuPy: _gpu) are borrowed, never copied, and make the
     call run on the CUDA engine; the numbers of such a call go to the GPU as
@@ -35,17 +38,16 @@ def parse(source):
     """A uj_program_t* for source; a bare expression ('1/(1+exp(-x))') means
     'y = EXPR'. When neither form parses, the error is the one that got
     further into the text, in the columns of the text as given."""
-    if not isinstance(source, str):
-        raise TypeError(f"uopjit: a program source is a str, got {type(source).__name__}")
+    text = _lib.c_string(source, "source text")
     handle = ctypes.c_void_p()
-    status = _lib.lib.uj_program_parse(source.encode(), ctypes.byref(handle))
+    status = _lib.lib.uj_program_parse(text, ctypes.byref(handle))
     if status == 0:
         return handle
     first = (_lib.lib.uj_status_str(status).decode(), _lib.lib.uj_last_error().decode(errors="replace"))
     if first[0] != "UJ_ERR_PARSE":
         raise _lib.Error(*first)
     prefix = "y = "
-    if _lib.lib.uj_program_parse((prefix + source).encode(), ctypes.byref(handle)) == 0:
+    if _lib.lib.uj_program_parse(prefix.encode() + text, ctypes.byref(handle)) == 0:
         return handle
     second = _lib.lib.uj_last_error().decode(errors="replace")
     column_first, column_second = _column(first[1]), _column(second)
@@ -140,12 +142,11 @@ class Kernel:
 
     def __init__(self, source, engine="auto", threads=None):
         self._engine = _context.engine_value(engine)
-        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)):
-            raise TypeError(f"uopjit: threads is a whole number, got {threads!r}")
-        self._threads = threads
+        threads = self._threads = _context.threads_value(threads)
         _context.get(self._engine, threads)  # an unavailable engine or bad count fails here
         self.source = source
         self._program = _Program(source)
+        self._last = threading.local()  # .info: this thread's last call, for last_run()
         handle = self._program.handle
         lib = _lib.lib
         self.inputs = tuple(lib.uj_program_io_name(handle, 0, i).decode()
@@ -238,7 +239,7 @@ class Kernel:
         for i, value in enumerate(values):
             if arrays[i] is None:
                 names[i] = self._number_dtype(i, value, array_names)
-                arrays[i] = _dtypes.number_array(value, names[i])
+                arrays[i] = _dtypes.number_array(value, names[i], f"input {self.inputs[i]!r}")
         tensors = [_host_tensor(a, _dtypes.library_dtype(n, f"input {self.inputs[i]!r}"))
                    for i, (a, n) in enumerate(zip(arrays, names))]
         in_ptrs = _lib.tensor_pointers(tensors)
@@ -260,6 +261,7 @@ class Kernel:
         out_ptrs = _lib.tensor_pointers(out_tensors)
         _lib.check(_lib.lib.uj_program_run(ctx.handle, handle, _lib.FORWARD, in_ptrs, len(tensors), None, 0,
                                            out_ptrs, len(out_tensors)))
+        self._last.info = self._read_last_run(ctx)
         return results[0] if len(results) == 1 else tuple(results)
 
     def _run_gpu(self, ctx, values, given_out):
@@ -287,7 +289,7 @@ class Kernel:
                 value = values[i]
                 name = (_dtypes.name_of_numpy(value.dtype, f"input {self.inputs[i]!r}")
                         if isinstance(value, np.generic) else self._number_dtype(i, value, array_names))
-                tensors[i] = _device_scalar(ctx, value, name, scalars)
+                tensors[i] = _device_scalar(ctx, value, name, scalars, f"input {self.inputs[i]!r}")
             in_ptrs = _lib.tensor_pointers(tensors)
             handle = self._program.handle
             allocate = _gpu.allocator_for([b.owner for b in borrowed if b is not None])
@@ -314,6 +316,7 @@ class Kernel:
             _gpu.wait_for_producers(waits, driver(), device)
             _lib.check(_lib.lib.uj_program_run(ctx.handle, handle, _lib.FORWARD, in_ptrs, len(tensors), None, 0,
                                                _lib.tensor_pointers(out_tensors), len(out_tensors)))
+            self._last.info = self._read_last_run(ctx)
             _lib.check(_lib.lib.uj_ctx_synchronize(ctx.handle))
         finally:
             for t in scalars:
@@ -321,8 +324,29 @@ class Kernel:
         return results[0] if len(results) == 1 else tuple(results)
 
     def last_run(self):
-        """What served this thread's last call: {"engine": "c", "tier": "ready", ...}."""
-        ctx = _context.get(self._engine, self._threads)
+        """What served this thread's last call of this kernel: {"engine": "c",
+        "tier": "ready", ...}. Before this thread's first call: engine "auto",
+        tier "none" (the library's answer for a program never run).
+
+        uj_program_last_run answers for the program's last run by any
+        thread, so the answer is read on this thread right after each of its
+        calls and kept per thread. Only the tier fields can change after
+        that (a C compile under way finishes): while the kept tier is
+        "waiting" or "compiling" they are read again, and taken when the
+        library still describes a run of this thread's context (another
+        context's run comes with tier "none"), which is then this thread's
+        last call, since only this thread runs its context."""
+        info = getattr(self._last, "info", None)
+        if info is None:
+            return dict(_NEVER_RUN)
+        if info["tier"] in ("waiting", "compiling"):
+            now = self._read_last_run(_context.get(self._engine, self._threads))
+            if now["tier"] != "none" and now["engine"] == info["engine"]:
+                info = self._last.info = now
+        return dict(info)
+
+    def _read_last_run(self, ctx):
+        """uj_program_last_run's answer for ctx, as last_run's dict."""
         info = _lib.RunInfo()
         _lib.check(_lib.lib.uj_program_last_run(ctx.handle, self._program.handle, _lib.FORWARD, ctypes.byref(info)))
         return {"engine": _lib.ENGINE_NAMES.get(info.engine, "?"), "tier": _lib.TIER_NAMES[info.tier],
@@ -330,9 +354,12 @@ class Kernel:
                 "c_error": info.c_error.decode(errors="replace")}
 
 
-def _device_scalar(ctx, value, name, keep):
+_NEVER_RUN = {"engine": "auto", "tier": "none", "mir_ms": -1.0, "c_ms": -1.0, "c_from_disk": False, "c_error": ""}
+
+
+def _device_scalar(ctx, value, name, keep, what):
     """A 0-d tensor on the GPU holding value as dtype `name`."""
-    host = _dtypes.number_array(value, name)
+    host = _dtypes.number_array(value, name, what)
     dtype = _dtypes.library_dtype(name, "a number")
     t = _lib.Tensor()
     _lib.check(_lib.lib.uj_tensor_alloc(ctx.handle, _lib.CUDA, dtype, 0, None, ctypes.byref(t)))

@@ -14,6 +14,7 @@ library keeps the message per thread).
 """
 import ctypes
 import ctypes.util
+import numbers
 import os
 
 # The ABI this package speaks: libuopjit.so.MAJOR. A different major has
@@ -161,6 +162,56 @@ def check(status):
     """Raises Error for a non-zero uj_status_t, with this thread's message."""
     if status != 0:
         raise Error(lib.uj_status_str(status).decode(), lib.uj_last_error().decode(errors="replace"))
+
+
+def check_text(text, what):
+    """text, a str that may go to the library as a C string, or a ValueError
+    naming `what` and where the text goes wrong. C reads a string up to its
+    first NUL, so "y = x\\0 + 100" would silently be the program "y = x": a
+    NUL is refused wherever it is. So is a str UTF-8 cannot encode (a lone
+    surrogate), which would otherwise fail with no name attached."""
+    if not isinstance(text, str):
+        raise TypeError(f"uopjit: {what} is a str, got {type(text).__name__}")
+    bad, kind = text.find("\0"), "a NUL character"
+    if bad < 0:
+        try:
+            text.encode()
+        except UnicodeEncodeError as e:
+            bad, kind = e.start, f"the character {text[e.start]!r}, which UTF-8 cannot encode,"
+    if bad >= 0:
+        # offsets count characters from 0; lines and columns from 1, as the parser's messages do
+        line = text.count("\n", 0, bad) + 1
+        column = bad - (text.rfind("\n", 0, bad) + 1) + 1
+        raise ValueError(f"uopjit: {what} contains {kind} at offset {bad}, line {line}, column {column}")
+    return text
+
+
+def c_string(text, what):
+    """text checked by check_text, as the bytes of a C string argument."""
+    return check_text(text, what).encode()
+
+
+def c_integer(value, what, bits):
+    """value as a Python int that fits a C signed integer of `bits` bits.
+    ctypes would pass a larger one modulo 2**bits (2**32 + 1 threads is 1),
+    and int() would truncate a float: both raise here instead, naming `what`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"uopjit: {what} is a whole number, got {value!r}")
+    value = int(value)
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not low <= value <= high:
+        raise OverflowError(f"uopjit: {what} is {value}, out of bounds for a {bits}-bit integer "
+                            f"[{low}, {high}]")
+    return value
+
+
+def c_double(value, what):
+    """value as a float for a C double argument; the TypeError, ValueError or
+    OverflowError of float() (an int past 1.8e308) names `what`."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise type(e)(f"uopjit: {what} is not a number a double can hold: {e}") from None
 
 
 def _names(name_fn, limit):

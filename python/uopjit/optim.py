@@ -12,8 +12,9 @@ in `state`, one dict per parameter in the updater's state order.
         report = opt.step([dw, db])      # {"skipped", "grad_norm", "gscale", "t"}
 
 The arrays are borrowed by address: a parameter must stay the same array
-(C-contiguous float32, never reallocated) for the optimizer's life, which is
-why anything else is refused rather than copied.
+(C-contiguous float32, writable, never reallocated) for the optimizer's
+life, which is why anything else is refused rather than copied. Gradients
+are only read, so a read-only gradient is fine.
 """
 import ctypes
 
@@ -34,8 +35,9 @@ def builtin_names():
         names.append(name.decode())
 
 
-def _float32_array(value, what):
-    """value as the array the library may read and write in place, or a clear error."""
+def _float32_array(value, what, written):
+    """value as the array the library may read (and when `written`, write) in
+    place, or a clear error."""
     if not isinstance(value, np.ndarray):
         raise TypeError(f"uopjit.optim: {what} is a {type(value).__name__}; expected a numpy.ndarray of float32")
     if value.dtype != np.float32:
@@ -46,6 +48,12 @@ def _float32_array(value, what):
                          f"and keep that array")
     if value.ndim > _lib.MAX_DIMS:
         raise ValueError(f"uopjit.optim: {what} has {value.ndim} axes; uopjit takes at most {_lib.MAX_DIMS}")
+    # The library writes through the pointer regardless of NumPy's flag: a
+    # read-only memmap (mode='r') is a SIGSEGV, a frozen array or one over
+    # bytes (np.frombuffer) would change behind its owner's back.
+    if written and not value.flags.writeable:
+        raise ValueError(f"uopjit.optim: {what} is read-only; the optimizer updates it in place "
+                         f"(for a memmap, open it with mode='r+')")
     return value
 
 
@@ -69,7 +77,7 @@ class Optimizer:
     def __init__(self, params, updater="adamw", engine="auto", threads=None, grad_scale=None,
                  max_grad_norm=None, **hparams):
         handle = ctypes.c_void_p()
-        _lib.check(_lib.lib.uj_optim_new(str(updater).encode(), ctypes.byref(handle)))
+        _lib.check(_lib.lib.uj_optim_new(_lib.c_string(updater, "updater name"), ctypes.byref(handle)))
         self._setup(handle, params, engine, threads, grad_scale, max_grad_norm, hparams)
 
     @classmethod
@@ -78,7 +86,8 @@ class Optimizer:
         """An optimizer running the updater in `text` (sections [defaults],
         [scalars], [update], [apply]; see the README), called `name` in messages."""
         handle = ctypes.c_void_p()
-        _lib.check(_lib.lib.uj_optim_new_source(str(name).encode(), str(text).encode(), ctypes.byref(handle)))
+        _lib.check(_lib.lib.uj_optim_new_source(_lib.c_string(name, "updater name"),
+                                                _lib.c_string(text, "updater text"), ctypes.byref(handle)))
         self = cls.__new__(cls)
         self._setup(handle, params, engine, threads, grad_scale, max_grad_norm, hparams)
         return self
@@ -88,8 +97,8 @@ class Optimizer:
         self._handle = handle.value
         self._free = _lib.lib.uj_optim_free
         self._engine = _context.engine_value(engine)
-        self._threads = threads
-        self.params = [_float32_array(p, f"params[{i}]") for i, p in enumerate(params)]
+        self._threads = _context.threads_value(threads)
+        self.params = [_float32_array(p, f"params[{i}]", written=True) for i, p in enumerate(params)]
         if not self.params:
             raise ValueError("uopjit.optim: params is empty; an optimizer needs at least one array")
         count = _lib.lib.uj_optim_state_count(self._handle)
@@ -121,29 +130,31 @@ class Optimizer:
     def set(self, name, value):
         """Sets hyperparameter `name`: a number for every parameter, or a
         sequence with one value per parameter."""
+        key = _lib.c_string(name, "hyperparameter name")
         if isinstance(value, (list, tuple, np.ndarray)):
-            values = [float(v) for v in value]
+            values = [_lib.c_double(v, f"hyperparameter {name!r}[{i}]") for i, v in enumerate(value)]
             if len(values) != len(self.params):
                 raise ValueError(f"uopjit.optim: {len(values)} values for {name!r}; "
                                  f"expected one per parameter ({len(self.params)})")
             array = (ctypes.c_double * len(values))(*values)
-            _lib.check(_lib.lib.uj_optim_set_per_group(self._handle, str(name).encode(), array, len(values)))
+            _lib.check(_lib.lib.uj_optim_set_per_group(self._handle, key, array, len(values)))
         else:
-            _lib.check(_lib.lib.uj_optim_set(self._handle, str(name).encode(), float(value)))
+            _lib.check(_lib.lib.uj_optim_set(self._handle, key, _lib.c_double(value, f"hyperparameter {name!r}")))
 
     def get(self, name):
         """The shared value of hyperparameter `name`."""
         value = ctypes.c_double()
-        _lib.check(_lib.lib.uj_optim_get(self._handle, str(name).encode(), ctypes.byref(value)))
+        _lib.check(_lib.lib.uj_optim_get(self._handle, _lib.c_string(name, "hyperparameter name"),
+                                         ctypes.byref(value)))
         return value.value
 
     def set_grad_scale(self, scale):
         """The loss scale the gradients carry (0 or 1: none)."""
-        _lib.check(_lib.lib.uj_optim_set_grad_scale(self._handle, float(scale)))
+        _lib.check(_lib.lib.uj_optim_set_grad_scale(self._handle, _lib.c_double(scale, "grad_scale")))
 
     def set_max_grad_norm(self, max_norm):
         """Clip the unscaled gradients by their global 2-norm (0: none)."""
-        _lib.check(_lib.lib.uj_optim_set_max_grad_norm(self._handle, float(max_norm)))
+        _lib.check(_lib.lib.uj_optim_set_max_grad_norm(self._handle, _lib.c_double(max_norm, "max_grad_norm")))
 
     @property
     def step_count(self):
@@ -152,7 +163,7 @@ class Optimizer:
 
     @step_count.setter
     def step_count(self, count):
-        _lib.check(_lib.lib.uj_optim_set_step_count(self._handle, int(count)))
+        _lib.check(_lib.lib.uj_optim_set_step_count(self._handle, _lib.c_integer(count, "step_count", 64)))
 
     def step(self, grads):
         """One step with `grads`, one float32 array per parameter, of its
@@ -162,7 +173,7 @@ class Optimizer:
         grads = list(grads)
         if len(grads) != len(self.params):
             raise ValueError(f"uopjit.optim: {len(grads)} gradients for {len(self.params)} parameters")
-        grads = [_float32_array(g, f"grads[{i}]") for i, g in enumerate(grads)]
+        grads = [_float32_array(g, f"grads[{i}]", written=False) for i, g in enumerate(grads)]
         grad_tensors = [_tensor(g) for g in grads]
         groups = (_lib.OptimGroup * len(grads))()
         for i, group in enumerate(groups):
