@@ -388,8 +388,12 @@ uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_prog
  * on first use for each combination of input ranks, dtypes and size-1
  * axes, and kept (the 8 most recently used); several threads may run one
  * parsed program at the same time, each with its own context. Errors: UJ_ERR_PARSE with "program line L, column C:
- * expected ..., found ..."; sources over 1 MiB or expressions nested
- * deeper than 256 levels are errors. The program takes no $params. */
+ * expected ..., found ..."; sources over 1 MiB and expressions nested
+ * deeper than 256 levels (parentheses, function calls, unary operators,
+ * exponents of `**`; a chain of binary operators is not nesting) are
+ * errors naming the line and column, and so is a second dtype hint for a
+ * name. A program needing more than 8192 operations is refused with
+ * UJ_ERR_UNSUPPORTED when it is built. The program takes no $params. */
 uj_status_t uj_program_parse(const char* source, uj_program_t** out);
 /* Number of inputs (is_output = 0) or outputs (1) of the forward pass; -1
  * for a NULL program. */

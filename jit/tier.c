@@ -92,6 +92,7 @@
 #include "tier.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,10 @@ typedef struct {
   int paused;  /* jit_tier_pause calls not yet resumed: no compile starts */
   int stop;
   pthread_t workers[JIT_TIER_WORKERS];
+  /* for jit_tier_served: calls the quick tier served, on MIR and on the
+   * interpreter, and picks of a C kernel (a memo hit on a C kernel is a
+   * settled pick that never comes here, so C's calls are not counted) */
+  _Atomic int64_t served_mir, served_interp, picked_c;
 } jit_tier_t;
 
 static double now_ms(void) {
@@ -403,8 +408,9 @@ static int64_t largest_tensor(const ir_func_t* f, const ir_buffer_t* buf) {
   return most;
 }
 
-static void serve_c(jit_cache_entry_t* kernel, ir_hash_t key, jit_served_t* out) {
+static void serve_c(jit_tier_t* t, jit_cache_entry_t* kernel, ir_hash_t key, jit_served_t* out) {
   *out = (jit_served_t){kernel, &jit_engine_c, 1, key.lo, 0};
+  atomic_fetch_add_explicit(&t->picked_c, 1, memory_order_relaxed);
 }
 
 /* Why C cannot serve, once the probe has found no compiler: jit_c_check's
@@ -421,12 +427,16 @@ static uj_status_t serve_quick(uj_ctx_t* ctx, jit_state_t* js, jit_tier_t* t, ti
                                const ir_func_t* f, const int64_t* params, int start, jit_served_t* out) {
   /* r is only compared, never read, outside t->lock: it may be dropped meanwhile */
   *out = (jit_served_t){NULL, &jit_engine_interp, 0, key.lo, start};
-  if (!jit_engine_mir.available(ctx)) return UJ_OK;
+  if (!jit_engine_mir.available(ctx)) {
+    atomic_fetch_add_explicit(&t->served_interp, 1, memory_order_relaxed);
+    return UJ_OK;
+  }
   double begin = now_ms();
   uj_status_t s = jit_engine_mir.get(ctx, js, f, params, &out->kernel);
   double ms = now_ms() - begin;
   if (s != UJ_OK) return s;
   out->engine = &jit_engine_mir;
+  atomic_fetch_add_explicit(&t->served_mir, 1, memory_order_relaxed);
   pthread_mutex_lock(&t->lock);
   /* r may have been dropped meanwhile (too many records): look again */
   if (find_by_id(t, out->record) == r) {
@@ -456,7 +466,7 @@ static uj_status_t compile_here(jit_state_t* js, jit_tier_t* t, tier_record_t* r
     else fail_record(r, why);
   }
   pthread_mutex_unlock(&t->lock);
-  if (s == UJ_OK) serve_c(kernel, key, out);
+  if (s == UJ_OK) serve_c(t, kernel, key, out);
   else rt_error_clear(); /* reported through the record */
   return UJ_OK;
 }
@@ -515,7 +525,7 @@ static uj_status_t tier_choose(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* 
     if (s != UJ_OK) return s;
   }
   if (c_kernel) {
-    serve_c(c_kernel, key, out);
+    serve_c(t, c_kernel, key, out);
     return UJ_OK;
   }
   if (state != UJ_TIER_FAILED && !jit_engine_mir.available(ctx) && largest_tensor(f, buf) >= JIT_TIER_INTERP_ELEMENTS) {
@@ -543,6 +553,7 @@ static int tier_still(uj_ctx_t* ctx, jit_state_t* js, uint64_t serial, jit_serve
     served->after_run = count_call(ctx, r);
   }
   pthread_mutex_unlock(&t->lock);
+  if (still) atomic_fetch_add_explicit(&t->served_mir, 1, memory_order_relaxed); /* the memo's MIR kernel */
   return still;
 }
 
@@ -600,4 +611,15 @@ uj_status_t uj_program_last_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, 
   }
   pthread_mutex_unlock(&t->lock);
   return UJ_OK;
+}
+
+/* ---- what served a context's tiered calls --------------------------------------------------- */
+
+int jit_tier_served(uj_ctx_t* ctx, int64_t* mir, int64_t* interp, int64_t* c) {
+  jit_state_t* js = ctx ? __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE) : NULL;
+  jit_tier_t* t = js ? __atomic_load_n(&js->tier, __ATOMIC_ACQUIRE) : NULL;
+  *mir = t ? atomic_load_explicit(&t->served_mir, memory_order_relaxed) : 0;
+  *interp = t ? atomic_load_explicit(&t->served_interp, memory_order_relaxed) : 0;
+  *c = t ? atomic_load_explicit(&t->picked_c, memory_order_relaxed) : 0;
+  return t != NULL;
 }

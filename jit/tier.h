@@ -26,4 +26,13 @@ void jit_tier_pause(jit_state_t* js);
 void jit_tier_resume(jit_state_t* js);
 int jit_tier_applies(uj_ctx_t* ctx);
 
+/* What served ctx's tiered calls so far: *mir and *interp, the calls the
+ * quick tier served on each; *c, the times a C kernel was picked (its later
+ * calls are memo hits that never reach the row, so a call that moved
+ * neither quick count ran C). Returns 0, every count 0, when ctx has made
+ * no tiered call. For callers that have no program to ask
+ * uj_program_last_run about: the tool's `optim`, whose programs the
+ * optimizer keeps, compares the counts before and after each step. */
+int jit_tier_served(uj_ctx_t* ctx, int64_t* mir, int64_t* interp, int64_t* c);
+
 #endif

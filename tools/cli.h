@@ -59,6 +59,31 @@ int cli_parse_engine(const char* text, uj_engine_t* e);
  * text, from the engines' names. */
 const char* cli_engine_usage(void);
 
+/* ---- which engine served ------------------------------------------------------------------ */
+
+/* The engine a context of the tool was asked for: --engine when given,
+ * else UOPJIT_ENGINE when it names one, else AUTO. */
+uj_engine_t cli_engine_asked(int engine_given, uj_engine_t engine);
+
+/* Under AUTO the calls of one context may be served by several engines
+ * (tiered: MIR at once, C once compiled), so what served a series of
+ * calls is told call by call: cli_served_mark before a call, then
+ * cli_served_since after it. */
+typedef struct {
+  int64_t mir, interp, c;
+} cli_served_mark_t;
+void cli_served_mark(uj_ctx_t* ctx, cli_served_mark_t* mark);
+/* The engine that served ctx's calls since mark: `asked` when it is not
+ * AUTO; under AUTO the quick tier's engine (MIR, else the interpreter) when
+ * it served any of them, C when the calls were tiered and it served none,
+ * and uj_ctx_engine(ctx) when nothing was tiered (tiering off, no C). */
+uj_engine_t cli_served_since(uj_ctx_t* ctx, uj_engine_t asked, const cli_served_mark_t* mark);
+/* "c", or "c (steps 1-3 on mir)", "c (4 of 10 steps on mir)": the engine
+ * of the last of n calls and, when others served some of them, which and
+ * how many (`call` names one: "step", "run"). */
+void cli_served_summary(const uj_engine_t* served, int n, const char* call, char* out, size_t cap);
+
+
 /* ---- seeded values ------------------------------------------------------------------------ */
 
 /* splitmix64: small, seedable and identical on every platform, so that runs
@@ -126,7 +151,8 @@ int cli_check_input_names(const char* cmd, const uj_program_t* p, const cli_inpu
 int cli_resolve_inputs(const char* cmd, const uj_program_t* p, const cli_inputs_t* in, cli_input_t* out);
 
 typedef struct {
-  const char* source;
+  const char* source;      /* the SOURCE argument; NULL with source_file */
+  const char* source_file; /* --file FILE ("-": stdin); NULL for none */
   cli_inputs_t inputs;
   /* run */
   uj_engine_t engine;
@@ -142,14 +168,15 @@ typedef struct {
 } cli_options_t;
 
 /* Options come as "--name value" or "--name=value" (and "-o FILE"); the
- * one other argument is the program source. Returns 0, or the exit status
- * of a usage error after printing it. */
+ * one other argument is the program source, unless --file names a file
+ * that holds it. Returns 0, or the exit status of a usage error after
+ * printing it. */
 int cli_parse_options(const char* cmd, int argc, char** argv, unsigned accepted, cli_options_t* o);
 
 /* ---- programs ------------------------------------------------------------------------------- */
 
-/* Parses the options' source (a bare expression such as '1/(1+exp(-x))' is
- * taken as 'y = EXPR'), checks that every name in --shape, --dtype and
+/* Parses the options' source, the argument or --file's text (a bare
+ * expression such as '1/(1+exp(-x))' is taken as 'y = EXPR'), checks that every name in --shape, --dtype and
  * --scalar is an input and resolves each input's shape and dtype into
  * *inputs (malloc'ed, one per input; the caller frees it). parsed, when
  * not NULL, receives the text that parsed (the source, or 'y = ' and the

@@ -7,11 +7,13 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../jit/tier.h"
 #include "cli.h"
 
 /* ---- reporting -------------------------------------------------------------------------- */
@@ -50,6 +52,60 @@ const char* cli_engine_usage(void) {
   }
   if (used < sizeof text) snprintf(text + used, sizeof text - used, ", got");
   return text;
+}
+
+uj_engine_t cli_engine_asked(int engine_given, uj_engine_t engine) {
+  if (engine_given) return engine;
+  const char* from_env = getenv("UOPJIT_ENGINE");
+  uj_engine_t e = UJ_ENGINE_AUTO;
+  if (from_env && *from_env) cli_parse_engine(from_env, &e);
+  return e;
+}
+
+/* ---- which engine served ---------------------------------------------------------------- */
+
+void cli_served_mark(uj_ctx_t* ctx, cli_served_mark_t* mark) {
+  jit_tier_served(ctx, &mark->mir, &mark->interp, &mark->c);
+}
+
+uj_engine_t cli_served_since(uj_ctx_t* ctx, uj_engine_t asked, const cli_served_mark_t* mark) {
+  if (asked != UJ_ENGINE_AUTO) return asked;
+  cli_served_mark_t now;
+  if (!jit_tier_served(ctx, &now.mir, &now.interp, &now.c)) return uj_ctx_engine(ctx); /* AUTO, not tiered */
+  /* a call the quick tier served shows in its count; a C kernel's memo hits
+   * show nowhere, so tiered calls that moved neither count ran C */
+  if (now.mir > mark->mir) return UJ_ENGINE_MIR;
+  if (now.interp > mark->interp) return UJ_ENGINE_INTERP;
+  return UJ_ENGINE_C;
+}
+
+void cli_served_summary(const uj_engine_t* served, int n, const char* call, char* out, size_t cap) {
+  if (n < 1) {
+    snprintf(out, cap, "-");
+    return;
+  }
+  uj_engine_t last = served[n - 1];
+  size_t used = (size_t)snprintf(out, cap, "%s", uj_engine_name(last));
+  const char* open = " (";
+  for (int e = 0; e < CLI_ENGINE_COUNT && used < cap; e++) {
+    if ((uj_engine_t)e == last) continue;
+    int count = 0, first = -1, last_at = -1;
+    for (int i = 0; i < n; i++)
+      if (served[i] == (uj_engine_t)e) count++, last_at = i, first = first < 0 ? i : first;
+    if (!count) continue;
+    /* a run of calls from the first (the usual switch from MIR to C) by
+     * their numbers, else a count */
+    if (first == 0 && last_at == count - 1 && count == 1)
+      used += (size_t)snprintf(out + used, cap - used, "%s%s 1 on %s", open, call, uj_engine_name((uj_engine_t)e));
+    else if (first == 0 && last_at == count - 1)
+      used += (size_t)snprintf(out + used, cap - used, "%s%ss 1-%d on %s", open, call, count,
+                               uj_engine_name((uj_engine_t)e));
+    else
+      used += (size_t)snprintf(out + used, cap - used, "%s%d of %d %ss on %s", open, count, n, call,
+                               uj_engine_name((uj_engine_t)e));
+    open = "; ";
+  }
+  if (*open == ';' && used < cap) snprintf(out + used, cap - used, ")");
 }
 
 void cli_print_dims(FILE* out, int ndim, const int64_t* dims) {
@@ -116,7 +172,8 @@ static int parse_flag(const char* arg, unsigned accepted, cli_options_t* o) {
 }
 
 static int takes_value(const char* name, unsigned accepted) {
-  if (!strcmp(name, "--shape") || !strcmp(name, "--dtype") || !strcmp(name, "--scalar")) return 1;
+  if (!strcmp(name, "--shape") || !strcmp(name, "--dtype") || !strcmp(name, "--scalar") || !strcmp(name, "--file"))
+    return 1;
   if ((accepted & CLI_ACCEPT_RUN) && (!strcmp(name, "--engine") || !strcmp(name, "--repeat") || !strcmp(name, "--seed")))
     return 1;
   return (accepted & CLI_ACCEPT_OUTPUT) && (!strcmp(name, "-o") || !strcmp(name, "--output"));
@@ -127,6 +184,10 @@ static int set_value(const char* cmd, const char* name, const char* value, cli_o
   char* end = NULL;
   if (!strcmp(name, "--shape") || !strcmp(name, "--dtype") || !strcmp(name, "--scalar")) {
     return cli_inputs_option(cmd, name, value, &o->inputs);
+  } else if (!strcmp(name, "--file")) {
+    if (!*value) return cli_usage_error(cmd, "--file wants a file name (- for stdin)", NULL);
+    if (o->source_file) return cli_usage_error(cmd, "--file given twice, again as", value);
+    o->source_file = value;
   } else if (!strcmp(name, "--engine")) {
     if (!cli_parse_engine(value, &o->engine)) return cli_usage_error(cmd, cli_engine_usage(), value);
     o->engine_given = 1;
@@ -181,7 +242,10 @@ int cli_parse_options(const char* cmd, int argc, char** argv, unsigned accepted,
     int rc = set_value(cmd, name, value, o);
     if (rc) return rc;
   }
-  if (!o->source) return cli_usage_error(cmd, "missing the program source, e.g. 'y = 1/(1+exp(-x))'", NULL);
+  if (o->source && o->source_file)
+    return cli_usage_error(cmd, "takes the program as SOURCE or from --file, not both; SOURCE is", o->source);
+  if (!o->source && !o->source_file)
+    return cli_usage_error(cmd, "missing the program source, e.g. 'y = 1/(1+exp(-x))' or --file FILE", NULL);
   return 0;
 }
 
@@ -244,12 +308,96 @@ static uj_status_t parse_source(const char* source, uj_program_t** p, char** par
   return s;
 }
 
+/* The most a source may hold (the README: "sources over 1 MiB ... are
+ * errors"); a file is read to one byte past it, so that the parser's own
+ * message says the source is too long. */
+#define CLI_MAX_SOURCE (1 << 20)
+
+/* Where byte `offset` of text is, as the parser counts: lines from 1 at
+ * each '\n', columns from 1. */
+static void text_position(const char* text, size_t offset, int* line, int* column) {
+  size_t line_start = 0;
+  *line = 1;
+  for (size_t i = 0; i < offset; i++)
+    if (text[i] == '\n') (*line)++, line_start = i + 1;
+  *column = (int)(offset - line_start) + 1;
+}
+
+/* The text of --file PATH ("-": standard input), NUL-terminated. 0 with
+ * *text (malloc'ed), or the exit status after printing why: 2 when the file
+ * cannot be opened (like any option naming a file that is not there), 1
+ * when it cannot be read or holds a NUL byte. A NUL is refused rather than
+ * taken as the end of the text: the parser would read the program up to it
+ * and silently drop the rest. */
+static int read_source_file(const char* cmd, const char* path, char** text) {
+  *text = NULL;
+  int from_stdin = strcmp(path, "-") == 0;
+  FILE* f = from_stdin ? stdin : fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "uopjit %s: cannot open --file \"%s\": %s\n", cmd, path, strerror(errno));
+    return 2;
+  }
+  size_t cap = 4096, len = 0;
+  char* buf = malloc(cap + 1);
+  int failed = 0, oom = !buf;
+  while (!oom && len <= CLI_MAX_SOURCE) {
+    if (len == cap) {
+      char* grown = realloc(buf, 2 * cap + 1);
+      if (!grown) {
+        oom = 1;
+        break;
+      }
+      buf = grown, cap *= 2;
+    }
+    size_t want = cap - len, limit = (size_t)CLI_MAX_SOURCE + 1 - len;
+    size_t got = fread(buf + len, 1, want < limit ? want : limit, f);
+    len += got;
+    if (got == 0) {
+      failed = ferror(f);
+      break;
+    }
+  }
+  int err = errno;
+  if (!from_stdin) fclose(f);
+  if (oom) {
+    free(buf);
+    return cli_out_of_memory("the program's source", (uint64_t)cap * 2 + 1);
+  }
+  if (failed) {
+    fprintf(stderr, "uopjit %s: cannot read --file \"%s\": %s\n", cmd, path, strerror(err));
+    free(buf);
+    return 1;
+  }
+  buf[len] = 0;
+  const char* nul = memchr(buf, 0, len);
+  if (nul) {
+    int line, column;
+    size_t offset = (size_t)(nul - buf);
+    text_position(buf, offset, &line, &column);
+    fprintf(stderr,
+            "uopjit: %s: program line %d, column %d: a NUL byte (offset %zu of %s); a program's source is text, "
+            "and the rest of it would be lost\n",
+            uj_status_str(UJ_ERR_PARSE), line, column, offset, from_stdin ? "standard input" : path);
+    free(buf);
+    return 1;
+  }
+  *text = buf;
+  return 0;
+}
+
 int cli_load_program(const char* cmd, const cli_options_t* o, uj_program_t** p, cli_input_t** inputs,
                      char** parsed) {
   *p = NULL;
   *inputs = NULL;
   if (parsed) *parsed = NULL;
-  if (parse_source(o->source, p, parsed) != UJ_OK) return 1;
+  char* from_file = NULL;
+  if (o->source_file) {
+    int rc = read_source_file(cmd, o->source_file, &from_file);
+    if (rc) return rc;
+  }
+  uj_status_t parse_status = parse_source(from_file ? from_file : o->source, p, parsed);
+  free(from_file);
+  if (parse_status != UJ_OK) return 1;
   int rc = cli_check_input_names(cmd, *p, &o->inputs);
   if (!rc && !(*inputs = calloc((size_t)uj_program_io_count(*p, 0) + 1, sizeof **inputs))) rc = cli_report(UJ_ERR_OOM);
   if (!rc) rc = cli_resolve_inputs(cmd, *p, &o->inputs, *inputs);

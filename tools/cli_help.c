@@ -97,7 +97,9 @@ static void print_env(FILE* out, unsigned groups) {
   "                        otherwise (default f32; an input the program declares,\n"   \
   "                        x: f64, keeps its own)\n"                                    \
   "  --dtype NAME=DTYPE    the dtype of input NAME; repeatable\n"                        \
-  "  --scalar NAME[,NAME]  those inputs are 0-d (scalars); repeatable\n"
+  "  --scalar NAME[,NAME]  those inputs are 0-d (scalars); repeatable\n"                \
+  "  --file FILE           the program from FILE (- for stdin) instead of SOURCE; a\n"  \
+  "                        NUL byte in it is an error naming its line and column\n"
 
 /* What the options of run, dump and aot have in common, after them. */
 #define INPUT_NOTES                                                                      \
@@ -117,9 +119,11 @@ static const struct {
     {"info", "version, engines and devices",
      "usage: uopjit info\n"
      "\n"
-     "Prints the version, which engines this build and machine can use, the engine a\n"
-     "new context runs on, the CPU cores and the CUDA device.\n",
-     ENV_ENGINE | ENV_CC | ENV_CUDA},
+     "Prints the version, which engines this build and machine can use (and why not,\n"
+     "for each it cannot), what auto runs on (tiered: mir, then c once a kernel is\n"
+     "compiled), the engine UOPJIT_ENGINE gives a new context, the CPU cores and the\n"
+     "CUDA device.\n",
+     ENV_ENGINE | ENV_CC | ENV_CUDA | ENV_TIER},
     {"demo", "a 2-D convolution by uops, checked against plain loops",
      "usage: uopjit demo\n"
      "\n"
@@ -129,6 +133,7 @@ static const struct {
      ENV_THREADS | ENV_DEBUG},
     {"run", "an expression-language program on random inputs: timing or --check",
      "usage: uopjit run 'SOURCE' [options]\n"
+     "       uopjit run --file FILE [options]\n"
      "\n"
      "Runs the program on seeded random inputs in [0.5, 1.5) (--scalar inputs named\n"
      "lr, b1, b2 and eps get 1e-3, 0.9, 0.999 and 1e-8). Prints the median time of\n"
@@ -165,6 +170,7 @@ static const struct {
      ENV_ALL & ~ENV_CONV},
     {"dump", "the loop IR or engine code of an expression-language program",
      "usage: uopjit dump [--ir-raw | --ir | --c | --mir | --cuda] 'SOURCE' [options]\n"
+     "       uopjit dump [--ir-raw | --ir | --c | --mir | --cuda] --file FILE [options]\n"
      "\n"
      "Prints the program's loop IR as emitted (--ir-raw) or after the passes (--ir,\n"
      "the default), or the code the C, MIR or CUDA engine generates (--cuda needs\n"
@@ -176,6 +182,7 @@ static const struct {
      ENV_DEBUG},
     {"aot", "an expression-language program as a self-contained C file",
      "usage: uopjit aot 'SOURCE' -o FILE [options]\n"
+     "       uopjit aot --file FILE -o FILE [options]\n"
      "\n"
      "Writes FILE, a C file that needs only the C library, with the entry points\n"
      "uopjit_kernel_run and uopjit_kernel_output_dims (see UJ_DUMP_C_AOT in\n"

@@ -526,22 +526,33 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
           rc = cli_out_of_memory("a copy of the parameters", sizeof(float) * (uint64_t)shapes[i].n);
   }
   double* times = calloc((size_t)o->steps, sizeof(double));
+  /* which engine served each step: under auto, MIR until a kernel's C
+   * compile is ready, then C (cli_served_since) */
+  uj_engine_t* served = calloc((size_t)o->steps, sizeof *served);
+  uj_engine_t asked = cli_engine_asked(engine_given, engine);
   uint64_t st = o->seed * 7919 + 17;
   double scale = o->grad_scale > 0 ? o->grad_scale : 1;
   for (int step = 1; !rc && step <= o->steps; step++) {
     draw_grads(&m, &st, scale);
     if (o->check) keep_before(&c, &m);
     uj_optim_report_t r;
+    cli_served_mark_t mark;
+    cli_served_mark(ctx, &mark);
     double t0 = 1e3 * cli_now_seconds();
     uj_status_t s = uj_optim_step(ctx, opt, m.groups, count, &r);
     if (times) times[step - 1] = 1e3 * cli_now_seconds() - t0;
+    if (served) served[step - 1] = cli_served_since(ctx, asked, &mark);
     if (s != UJ_OK) rc = cli_report(s);
     if (!rc && o->check && (o->grad_scale > 0 || o->max_norm > 0)) rc = check_norm(o, &m, &r, step);
     for (int i = 0; !rc && o->check && i < count; i++) rc = check_group(&c, &m, i, &r, step);
   }
   int64_t elements = 0;
   for (int i = 0; i < count; i++) elements += shapes[i].n;
-  const char* engine_name = uj_engine_name(engine_given ? engine : uj_ctx_engine(ctx));
+  /* the engine that served the steps, not the one auto starts on: "c",
+   * or "c (steps 1-3 on mir)" when the tiers changed during the run */
+  char engine_name[160];
+  if (served) cli_served_summary(served, o->steps, "step", engine_name, sizeof engine_name);
+  else snprintf(engine_name, sizeof engine_name, "%s", uj_engine_name(asked));
   if (!rc && o->check) {
     printf("%s: check: ok max_rel_err=%.3g (%s, %s, %d groups, %lld elements, %d steps; f64 reference on %s",
            engine_name, c.max_rel_err, uj_optim_name(opt), o->half == UJ_F32 ? "f32" : o->half == UJ_BF16 ? "bf16 with f32 master" : "f16 with f32 master",
@@ -563,6 +574,7 @@ static int run_engine(const optim_options_t* o, uj_engine_t engine, int engine_g
            times[0]);
   }
   free(times);
+  free(served);
   for (int i = 0; c.before && i < count * (ns + 1); i++) free(c.before[i]);
   free(c.before);
   uj_optim_free(c.ref), uj_ctx_free(c.ctx);

@@ -199,6 +199,14 @@ typedef struct {
   uj_program_t* magnitude;
   uj_tensor_t* magnitude_out;
   uj_tensor_t** magnitude_ptr;
+  /* what served the program's own last run, kept before --check's
+   * reference runs the same program on the interpreter (the program
+   * reports its last run by any context) */
+  uj_engine_t asked; /* --engine, UOPJIT_ENGINE or auto */
+  uj_run_info_t info;
+  int have_info;
+  uj_engine_t* served; /* the engine of each timed run */
+  const char* failure_note; /* put before the library's message of a failure */
 } run_t;
 
 /* One run on the engine's tensors; on the GPU it waits for the kernels. */
@@ -223,6 +231,12 @@ static void run_release(run_t* r) {
   io_release(&r->io);
   io_release(&r->ref);
   free(r->times);
+  free(r->served);
+}
+
+/* Keeps what served the run that just ended, for -v and the messages. */
+static void note_last_run(run_t* r) {
+  r->have_info = uj_program_last_run(r->ctx, r->program, UJ_FORWARD, &r->info) == UJ_OK;
 }
 
 /* Median time, ns per element and GB/s for the bytes of every input read
@@ -234,12 +248,17 @@ static int run_timing(run_t* r, const cli_options_t* o) {
   uj_status_t s = run_once(r); /* warm-up: builds and compiles */
   if (s != UJ_OK) return cli_report(s);
   if (!(r->times = malloc(sizeof *r->times * (size_t)o->repeat))) return cli_report(UJ_ERR_OOM);
+  if (!(r->served = calloc((size_t)o->repeat, sizeof *r->served))) return cli_report(UJ_ERR_OOM);
   for (int k = 0; k < o->repeat; k++) {
+    cli_served_mark_t mark;
+    cli_served_mark(r->ctx, &mark);
     double t0 = cli_now_seconds();
     s = run_once(r);
     r->times[k] = cli_now_seconds() - t0;
     if (s != UJ_OK) return cli_report(s);
+    r->served[k] = r->dev.ctx ? UJ_ENGINE_CUDA : cli_served_since(r->ctx, r->asked, &mark);
   }
+  note_last_run(r);
   double median = cli_median(r->times, o->repeat);
   const uj_tensor_t* largest = NULL;
   int largest_is_out = 0, largest_index = 0;
@@ -301,6 +320,12 @@ static uj_status_t run_magnitude(run_t* r, int* reduces) {
   uj_status_t s = UJ_OK;
   if (*reduces) s = uj_program_parse(text, &r->magnitude);
   free(text);
+  /* abs( ) adds a level of nesting to each sum and mean: a program at the
+   * parser's limit has a magnitude form past it, which is said as such
+   * rather than as an error in text the user never wrote */
+  if (s == UJ_ERR_PARSE)
+    r->failure_note = "the program's magnitude form (each sum(E) and mean(E) taken over abs(E), for the error bound "
+                     "of a reduction) does not parse: ";
   if (!*reduces || s != UJ_OK) return s;
   /* the rewrite adds no names: the same inputs and outputs, in order */
   if (uj_program_io_count(r->magnitude, 0) != r->ref.nin || uj_program_io_count(r->magnitude, 1) != r->ref.nout) {
@@ -351,6 +376,7 @@ static void print_bound(const bound_t* b) {
  * gamma_n * sum|terms| with sum|terms| from the magnitude form. */
 static int run_check(run_t* r) {
   uj_status_t s = run_once(r);
+  if (s == UJ_OK) note_last_run(r); /* before the reference runs the program */
   for (int i = 0; s == UJ_OK && r->dev.ctx && i < r->io.nout; i++) s = uj_tensor_copy(r->ctx, &r->io.out[i], &r->dev.out[i]);
   if (s != UJ_OK) return cli_report(s);
   if (!(r->ref_ctx = uj_ctx_new())) return cli_report(UJ_ERR_OOM);
@@ -373,6 +399,10 @@ static int run_check(run_t* r) {
                      r->ref.nout);
   int reduces = 0;
   if (s == UJ_OK) s = run_magnitude(r, &reduces);
+  if (s != UJ_OK && r->failure_note) {
+    fprintf(stderr, "uopjit: %s: %s%s\n", uj_status_str(s), r->failure_note, uj_last_error());
+    return 1;
+  }
   if (s != UJ_OK) return cli_report(s);
   double max_rel_err = 0;
   for (int i = 0; i < r->io.nout; i++) {
@@ -385,7 +415,8 @@ static int run_check(run_t* r) {
       if (b.terms > 1) bound += b.gamma * get(&r->magnitude_out[i], k);
       if (!agrees(x, ref, bound)) {
         printf("check: FAILED output %s element %lld: %s %.9g, interp f64 %.17g (|error| %.3g > bound %.3g = ",
-               uj_program_io_name(r->program, 1, i), (long long)k, uj_engine_name(uj_ctx_engine(r->ctx)), x, ref,
+               uj_program_io_name(r->program, 1, i), (long long)k,
+               uj_engine_name(r->have_info ? r->info.engine : uj_ctx_engine(r->ctx)), x, ref,
                fabs(x - ref), bound);
         print_bound(&b);
         if (b.terms > 1) printf(", sum|terms|=%.6g", get(&r->magnitude_out[i], k));
@@ -413,11 +444,13 @@ static void print_ms(const char* what, double ms) {
   else printf(", %s %.1f ms", what, ms);
 }
 
-/* -v: the engine that served the last run and, when it was tiered, its
- * kernel's tiers: each one's compile time, and why C failed. */
-static void print_last_run(run_t* r) {
-  uj_run_info_t info;
-  if (uj_program_last_run(r->ctx, r->program, UJ_FORWARD, &info) != UJ_OK) return;
+/* -v: the engine that served the program's last run (not --check's
+ * reference) and, when it was tiered, its kernel's tiers: each one's
+ * compile time, and why C failed; under auto, which engines served the
+ * timed runs; with --check, where the reference ran. */
+static void print_last_run(run_t* r, const cli_options_t* o) {
+  if (!r->have_info) return;
+  const uj_run_info_t info = r->info;
   printf("last run: engine %s", uj_engine_name(info.engine));
   if (info.tier != UJ_TIER_NONE) {
     printf("; tiered, c %s", tier_words[info.tier]);
@@ -426,6 +459,12 @@ static void print_last_run(run_t* r) {
     if (info.tier == UJ_TIER_FAILED) printf("; c failed: %s", info.c_error);
   }
   printf("\n");
+  if (!o->check && r->served && r->asked == UJ_ENGINE_AUTO) {
+    char summary[160];
+    cli_served_summary(r->served, o->repeat, "run", summary, sizeof summary);
+    printf("timed runs: %s\n", summary);
+  }
+  if (o->check) printf("check: the reference ran on %s, in f64\n", uj_engine_name(UJ_ENGINE_INTERP));
 }
 
 static int run_main(run_t* r, const cli_options_t* o) {
@@ -439,16 +478,15 @@ static int run_main(run_t* r, const cli_options_t* o) {
     return cli_report(s);
   /* the engine asked for: auto is auto (tiered, MIR then C), whatever
    * engine serves a given call (-v says which served the last) */
-  uj_engine_t asked = o->engine_given ? o->engine : UJ_ENGINE_AUTO;
-  const char* from_env = getenv("UOPJIT_ENGINE");
-  if (!o->engine_given && from_env && *from_env) cli_parse_engine(from_env, &asked);
-  printf("engine %s, %s, ", uj_engine_name(asked == UJ_ENGINE_AUTO ? asked : uj_ctx_engine(r->ctx)),
+  uj_engine_t asked = cli_engine_asked(o->engine_given, o->engine);
+  r->asked = asked == UJ_ENGINE_AUTO ? asked : uj_ctx_engine(r->ctx);
+  printf("engine %s, %s, ", uj_engine_name(r->asked),
          uj_dtype_name(o->inputs.all.dtype));
   print_io(stdout, r->program, &r->io, o->inputs.all.dtype);
   printf("\n");
   fflush(stdout);
   rc = o->check ? run_check(r) : run_timing(r, o);
-  if (!rc && o->verbose) print_last_run(r);
+  if (!rc && o->verbose) print_last_run(r, o);
   return rc;
 }
 

@@ -16,11 +16,19 @@
  * after an assignment reads that assignment's value.
  *
  * Safety: the source is bounded (PARSE_MAX_SOURCE bytes) and so is the
- * height of every expression tree (PARSE_MAX_HEIGHT), which bounds both this
- * parser's recursion and the builder's, so deep input is an error and never
- * a stack overflow. Only ASCII is accepted. Errors name line and column and
- * what was expected. No text of the source ever reaches generated code:
- * names become slots here, numbers become doubles. */
+ * nesting of every expression (PARSE_MAX_NESTING levels). A level is what
+ * this parser recurses for: a parenthesis, a function call, a unary '-' or
+ * '+', and the right operand of '**' (right associative: x**y**z is
+ * x**(y**z)). A chain of left-associative binary operators (x + y - z,
+ * a * b / c) is no nesting at all: it is read by a loop here, and the
+ * builder (parse_build.c) walks its left spine with a loop too, so that a
+ * flat sum of 10,000 terms costs no stack. What bounds such a chain is the
+ * source's size here and, once built, the pass pipeline's limit on
+ * operations (ir/pipeline.c). Deep input is therefore an error naming the
+ * line and column of the level past the limit, never a stack overflow.
+ * Only ASCII is accepted. Errors name line and column and what was
+ * expected. No text of the source ever reaches generated code: names
+ * become slots here, numbers become doubles. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +56,9 @@ typedef struct {
   int failed;
   int assigned[PARSE_MAX_NAMES];  /* assignments so far, per name */
   int is_input[PARSE_MAX_NAMES];
+  /* where each name's dtype hint was given, for the message that refuses
+   * a second one (a second hint silently winning would hide a typo) */
+  int hint_line[PARSE_MAX_NAMES], hint_column[PARSE_MAX_NAMES];
 } parser_t;
 
 static int fail(parser_t* p, int line, int column, const char* fmt, const char* what) {
@@ -173,8 +184,6 @@ static pn_node_t* node_new(parser_t* p, pn_kind_t kind, int line, int column) {
   return n;
 }
 
-/* The tree's height is bounded by the parser's depth count, which grows
- * with every nesting level and every link of an operator chain. */
 static pn_node_t* with_args(pn_node_t* n, int nargs, pn_node_t* a, pn_node_t* b) {
   if (!n || !a || (nargs > 1 && !b)) return NULL;
   n->nargs = nargs;
@@ -184,6 +193,21 @@ static pn_node_t* with_args(pn_node_t* n, int nargs, pn_node_t* a, pn_node_t* b)
 }
 
 static pn_node_t* parse_expr(parser_t* p, int depth);
+
+/* `depth` below is the number of levels open around the current token: a
+ * parenthesis, a call, a unary operator or the exponent of '**' opens one
+ * (the parser recurses for each), an operator of a chain does not. 1 when
+ * the token at (line, column) may open one more; else the error, naming
+ * that token's place. */
+static int open_level(parser_t* p, int depth, int line, int column) {
+  if (depth < PARSE_MAX_NESTING) return 1;
+  char what[160];
+  snprintf(what, sizeof what,
+           "expression nested deeper than %d levels (each parenthesis, function call, unary '-' or '+' and "
+           "'**' opens a level)",
+           PARSE_MAX_NESTING);
+  return fail(p, line, column, "%s", what);
+}
 
 static int name_id(parser_t* p, const token_t* t) {
   pn_program_t* pp = p->pp;
@@ -258,7 +282,7 @@ static pn_node_t* parse_call(parser_t* p, const token_t* name, int depth) {
         return NULL;
       }
     } else {
-      pn_node_t* a = parse_expr(p, depth + 1);
+      pn_node_t* a = parse_expr(p, depth + 1); /* the caller opened the level */
       if (!a) return NULL;
       call->args[call->nargs++] = a;
     }
@@ -277,10 +301,6 @@ static pn_node_t* parse_call(parser_t* p, const token_t* name, int depth) {
 }
 
 static pn_node_t* parse_atom(parser_t* p, int depth) {
-  if (depth > PARSE_MAX_HEIGHT) {
-    fail(p, p->tok.line, p->tok.column, "expression nested deeper than %s levels", "256");
-    return NULL;
-  }
   token_t t = p->tok;
   if (t.kind == TK_NUMBER) {
     next(p);
@@ -290,7 +310,7 @@ static pn_node_t* parse_atom(parser_t* p, int depth) {
   }
   if (t.kind == TK_NAME) {
     next(p);
-    if (is_op(p, "(")) return parse_call(p, &t, depth);
+    if (is_op(p, "(")) return open_level(p, depth, t.line, t.column) ? parse_call(p, &t, depth) : NULL;
     int id = name_id(p, &t);
     if (id < 0) return NULL;
     pn_node_t* n = node_new(p, PN_NAME, t.line, t.column);
@@ -304,6 +324,7 @@ static pn_node_t* parse_atom(parser_t* p, int depth) {
     return n;
   }
   if (is_op(p, "(")) {
+    if (!open_level(p, depth, t.line, t.column)) return NULL;
     next(p);
     pn_node_t* e = parse_expr(p, depth + 1);
     if (!e) return NULL;
@@ -322,57 +343,53 @@ static pn_node_t* binary(parser_t* p, uj_binary_op_t op, const token_t* at, pn_n
 
 static pn_node_t* parse_unary(parser_t* p, int depth);
 
+/* x ** y ** z is x ** (y ** z): the exponent is a level of its own (the
+ * tree grows to the right there, and the builder recurses into it). */
 static pn_node_t* parse_power(parser_t* p, int depth) {
-  pn_node_t* a = parse_atom(p, depth + 1);
+  pn_node_t* a = parse_atom(p, depth);
   if (!a || !is_op(p, "**")) return a;
   token_t at = p->tok;
+  if (!open_level(p, depth, at.line, at.column)) return NULL;
   next(p);
   return binary(p, UJ_BINARY_POW, &at, a, parse_unary(p, depth + 1));
 }
 
 static pn_node_t* parse_unary(parser_t* p, int depth) {
-  if (depth > PARSE_MAX_HEIGHT) {
-    fail(p, p->tok.line, p->tok.column, "expression nested deeper than %s levels", "256");
-    return NULL;
-  }
-  if (is_op(p, "+")) {
-    next(p);
-    return parse_unary(p, depth + 1);
-  }
-  if (!is_op(p, "-")) return parse_power(p, depth);
+  if (!is_op(p, "+") && !is_op(p, "-")) return parse_power(p, depth);
   token_t at = p->tok;
+  if (!open_level(p, depth, at.line, at.column)) return NULL;
   next(p);
+  if (at.start[0] == '+') return parse_unary(p, depth + 1);
   pn_node_t* a = parse_unary(p, depth + 1);
   pn_node_t* n = a ? node_new(p, PN_NEG, at.line, at.column) : NULL;
   return with_args(n, 1, a, NULL);
 }
 
-/* Left-associative chains are built iteratively; each link counts toward
- * the height bound through `depth`. */
+/* Left-associative chains are read by a loop, at the depth of their first
+ * operand: a chain is no nesting (the opening comment says why). The tree
+ * grows to the left, and the builder walks that spine with a loop. */
 static pn_node_t* parse_term(parser_t* p, int depth) {
-  pn_node_t* a = parse_unary(p, depth + 1);
+  pn_node_t* a = parse_unary(p, depth);
   while (a && (is_op(p, "*") || is_op(p, "/"))) {
     token_t at = p->tok;
-    if (++depth > PARSE_MAX_HEIGHT) return fail(p, at.line, at.column, "expression longer than %s operators deep", "256"), NULL;
     next(p);
-    a = binary(p, at.start[0] == '*' ? UJ_BINARY_MUL : UJ_BINARY_DIV, &at, a, parse_unary(p, depth + 1));
+    a = binary(p, at.start[0] == '*' ? UJ_BINARY_MUL : UJ_BINARY_DIV, &at, a, parse_unary(p, depth));
   }
   return a;
 }
 
 static pn_node_t* parse_sum(parser_t* p, int depth) {
-  pn_node_t* a = parse_term(p, depth + 1);
+  pn_node_t* a = parse_term(p, depth);
   while (a && (is_op(p, "+") || is_op(p, "-"))) {
     token_t at = p->tok;
-    if (++depth > PARSE_MAX_HEIGHT) return fail(p, at.line, at.column, "expression longer than %s operators deep", "256"), NULL;
     next(p);
-    a = binary(p, at.start[0] == '+' ? UJ_BINARY_ADD : UJ_BINARY_SUB, &at, a, parse_term(p, depth + 1));
+    a = binary(p, at.start[0] == '+' ? UJ_BINARY_ADD : UJ_BINARY_SUB, &at, a, parse_term(p, depth));
   }
   return a;
 }
 
 static pn_node_t* parse_expr(parser_t* p, int depth) {
-  pn_node_t* a = parse_sum(p, depth + 1);
+  pn_node_t* a = parse_sum(p, depth);
   static const struct {
     const char* op;
     uj_binary_op_t bop;
@@ -382,7 +399,7 @@ static pn_node_t* parse_expr(parser_t* p, int depth) {
     if (!is_op(p, cmps[i].op)) continue;
     token_t at = p->tok;
     next(p);
-    return binary(p, cmps[i].bop, &at, a, parse_sum(p, depth + 1));
+    return binary(p, cmps[i].bop, &at, a, parse_sum(p, depth));
   }
   return a;
 }
@@ -395,10 +412,20 @@ static int parse_dtype_hint(parser_t* p, int id, const token_t* at) {
   } dtypes[] = {{"f32", UJ_F32}, {"f64", UJ_F64}, {"i32", UJ_I32}, {"bf16", UJ_BF16}, {"f16", UJ_F16}};
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
     if (is_name(p, dtypes[i].name)) {
+      if (p->pp->hinted[id]) {
+        /* even the same dtype again: one declaration per name, so that an
+         * edit that changes one of two never goes unnoticed */
+        char what[160];
+        snprintf(what, sizeof what, "a second dtype hint for '%.64s' (the first, %s, is at line %d, column %d)",
+                 p->pp->names[id], uj_dtype_name(p->pp->hint[id]), p->hint_line[id], p->hint_column[id]);
+        return fail(p, at->line, at->column, "%s", what);
+      }
       if (p->assigned[id] || p->is_input[id])
         return fail(p, at->line, at->column, "a dtype hint for '%s' must come before its first use", p->pp->names[id]);
       p->pp->hinted[id] = 1;
       p->pp->hint[id] = dtypes[i].dtype;
+      p->hint_line[id] = at->line;
+      p->hint_column[id] = at->column;
       next(p);
       return 1;
     }

@@ -246,6 +246,45 @@ static val_t call(build_t* b, const pn_node_t* n) {
   }
 }
 
+/* A chain of binary operators, x + y - z + ..., is a tree that grows to
+ * the left as long as the chain (the parser reads it with a loop and does
+ * not count it as nesting). Its left spine is walked here with a loop too:
+ * the nodes down to the first operand go on a stack of their own, then
+ * each one's right operand is built on the way back up. Recursion is left
+ * for the right operands, calls and unary operators, which the parser's
+ * nesting limit bounds, so a sum of 10,000 terms costs no stack. */
+static val_t eval_chain(build_t* b, const pn_node_t* n) {
+  size_t count = 0, cap = 64;
+  const pn_node_t** spine = malloc(cap * sizeof *spine);
+  for (; spine && n->kind == PN_BINARY; n = n->args[0]) {
+    if (count == cap) {
+      const pn_node_t** grown = realloc(spine, 2 * cap * sizeof *spine);
+      if (!grown) {
+        free(spine);
+        spine = NULL;
+        break;
+      }
+      spine = grown, cap *= 2;
+    }
+    spine[count++] = n;
+  }
+  if (!spine) {
+    if (!b->failed)
+      rt_error(UJ_ERR_OOM, "program line %d, column %d: out of memory building a chain of over %zu operators", n->line,
+               n->column, count);
+    b->failed = 1;
+    return bad();
+  }
+  val_t x = eval(b, n); /* the chain's first operand */
+  while (count > 0 && x.id >= 0) {
+    const pn_node_t* op = spine[--count];
+    val_t y = eval(b, op->args[1]);
+    x = y.id < 0 ? bad() : binary(b, op, (uj_binary_op_t)op->op, x, y);
+  }
+  free(spine);
+  return x;
+}
+
 static val_t eval(build_t* b, const pn_node_t* n) {
   if (b->failed) return bad();
   switch (n->kind) {
@@ -255,13 +294,33 @@ static val_t eval(build_t* b, const pn_node_t* n) {
       val_t x = eval(b, n->args[0]);
       return x.id < 0 ? x : unary(b, n, UJ_UNARY_NEG, x);
     }
-    case PN_BINARY: {
-      val_t x = eval(b, n->args[0]), y = eval(b, n->args[1]);
-      return (x.id < 0 || y.id < 0) ? bad() : binary(b, n, (uj_binary_op_t)n->op, x, y);
-    }
+    case PN_BINARY: return eval_chain(b, n);
     case PN_CALL: return call(b, n);
   }
   return bad();
+}
+
+/* The operations the outputs need: the graph's nodes other than inputs
+ * reached from them through operands and shape sources. Nodes are added
+ * after their operands, so one pass down the ids marks them all. -1 when
+ * out of memory. */
+static int needed_operations(const uj_graph_t* g, const uj_io_t* outs, int nout) {
+  unsigned char* need = calloc((size_t)g->n + 1, 1);
+  if (!need) return -1;
+  for (int i = 0; i < nout; i++)
+    if (outs[i] >= 0 && outs[i] < g->n) need[outs[i]] = 1;
+  int count = 0;
+  for (int id = g->n - 1; id >= 0; id--) {
+    if (!need[id]) continue;
+    const uop_node_t* node = &g->nodes[id];
+    count += node->kind != UOP_INPUT;
+    for (int k = 0; k < node->nin; k++)
+      if (node->in[k] >= 0 && node->in[k] < id) need[node->in[k]] = 1;
+    for (int k = 0; k < node->nss; k++)
+      if (node->ss[k] >= 0 && node->ss[k] < id) need[node->ss[k]] = 1;
+  }
+  free(need);
+  return count;
 }
 
 static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program_t** out) {
@@ -295,6 +354,20 @@ static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program
     b->cur[name] = v;
   }
   for (int i = 0; i < pp->noutputs && s == UJ_OK; i++) outs[i] = b->cur[pp->output_name[i]].id;
+  /* A flat chain is no nesting (parse.c), so a source of a megabyte may
+   * be one sum of 250,000 terms. Every operation lowers to one loop block
+   * at least, and the pass pipeline refuses more than PARSE_MAX_OPERATIONS
+   * blocks; refused here, before uj_program_new lowers and verifies them
+   * (the verifier's time grows with the square of the blocks: minutes for
+   * such a source), with the same limit in the message. */
+  int needed = s == UJ_OK ? needed_operations(b->g, outs, pp->noutputs) : 0;
+  if (needed < 0)
+    s = rt_error(UJ_ERR_OOM, "out of memory counting the operations of a program of %d nodes", b->g->n);
+  else if (needed > PARSE_MAX_OPERATIONS)
+    s = rt_error(UJ_ERR_UNSUPPORTED,
+                 "the program has %d operations once lowered (its operators, calls, numbers, broadcasts and "
+                 "casts); programs of at most %d operations are compiled",
+                 needed, PARSE_MAX_OPERATIONS);
   if (s == UJ_OK) {
     uj_program_desc_t d = {.input_count = pp->ninputs, .inputs = ins, .output_count = pp->noutputs, .outputs = outs};
     s = uj_program_new(b->g, &d, out);

@@ -86,12 +86,29 @@ static const char* isa_limit(void) {
   return NULL;
 }
 
-/* A fresh private directory for a compile or a probe, under $TMPDIR. */
-static int make_temp_dir(char* out, size_t cap, const char* what) {
+/* Where compiles and probes make their directories: $TMPDIR, else /tmp. */
+static const char* temp_root(void) {
   const char* tmp = getenv("TMPDIR");
-  if (!tmp || !*tmp) tmp = "/tmp";
-  if (snprintf(out, cap, "%s/uopjit-%s-XXXXXX", tmp, what) >= (int)cap) return 0;
-  return mkdtemp(out) != NULL;
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+/* How messages name temp_root(): a TMPDIR that is missing, full or not
+ * writable must not read as a missing compiler. */
+static const char* temp_root_origin(void) {
+  const char* tmp = getenv("TMPDIR");
+  return tmp && *tmp ? "TMPDIR" : "the default; TMPDIR is not set";
+}
+
+/* A fresh private directory for a compile or a probe, under temp_root().
+ * 0 on failure, with why it failed as a sentence in why[0..why_cap). */
+static int make_temp_dir(char* out, size_t cap, const char* what, char* why, size_t why_cap) {
+  const char* tmp = temp_root();
+  const char* problem = NULL;
+  if (snprintf(out, cap, "%s/uopjit-%s-XXXXXX", tmp, what) >= (int)cap) problem = "the path is too long";
+  else if (!mkdtemp(out)) problem = strerror(errno);
+  if (!problem) return 1;
+  snprintf(why, why_cap, "cannot create a temporary directory in %.300s (%s): %s", tmp, temp_root_origin(), problem);
+  return 0;
 }
 
 static const char* compiler(void) {
@@ -100,21 +117,35 @@ static const char* compiler(void) {
 }
 
 /* Runs argv (searched on PATH) with stdout and stderr into log_path; the
- * exit status, 127 when it cannot be started, or -1.
+ * exit status, 127 when it cannot be started, or -1. -2 when log_path
+ * cannot be created, with why in why[0..why_cap): that is the temporary
+ * directory's fault (full, say), not the program's, and says so.
  *
  * posix_spawn, not fork: glibc starts the child with vfork semantics, so
  * this process's page tables are neither copied nor write-protected. After
  * a fork every page the caller writes again takes a copy-on-write fault,
  * which made the next disk-cache hit in the same process (the probe runs
  * once per context, the compiler on every miss) several times slower. */
-static int run_command(char* const* argv, const char* log_path) {
+static int run_command(char* const* argv, const char* log_path, char* why, size_t why_cap) {
+  /* opened here rather than by the child, so that a failure to create it
+   * is told apart from a program that cannot be started */
+  int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (log < 0) {
+    snprintf(why, why_cap, "cannot create %.300s under %.300s (%s): %s", log_path, temp_root(), temp_root_origin(),
+             strerror(errno));
+    return -2;
+  }
   posix_spawn_file_actions_t actions;
-  if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+  if (posix_spawn_file_actions_init(&actions) != 0) {
+    close(log);
+    return -1;
+  }
   pid_t pid;
-  int rc = posix_spawn_file_actions_addopen(&actions, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  int rc = posix_spawn_file_actions_adddup2(&actions, log, 1);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, log, 2);
   if (rc == 0) rc = posix_spawnp(&pid, argv[0], &actions, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
+  close(log);
   if (rc != 0) return 127;
   int status;
   while (waitpid(pid, &status, 0) < 0)
@@ -174,6 +205,10 @@ typedef struct {
   int recalled;       /* 1: the disk cache was asked for a remembered answer */
   char* identity;     /* the compiler's first line of --version */
   char* cpu_identity; /* the CPU's model and feature flags */
+  /* probe 0 for a reason other than the compiler's (a temporary directory
+   * that cannot be made or written): that reason, written before the
+   * answer is published; NULL: the compiler itself did not answer */
+  char* why;
 } c_state_t;
 
 static void* c_state_new(void) {
@@ -190,6 +225,7 @@ static void c_state_free(void* p) {
   pthread_mutex_destroy(&st->probe_lock);
   free(st->identity);
   free(st->cpu_identity);
+  free(st->why);
   free(st);
 }
 
@@ -284,16 +320,29 @@ int jit_c_available(jit_state_t* js) {
     char probe_key[PATH_MAX + 256];
     int keyed = compiler_probe_key(probe_key, sizeof probe_key);
     int found = 0;
-    char dir[4000];
-    if (make_temp_dir(dir, sizeof dir, "probe")) {
+    char dir[4000], why[1024] = "";
+    if (make_temp_dir(dir, sizeof dir, "probe", why, sizeof why)) {
       char log[4200];
       snprintf(log, sizeof log, "%s/version", dir);
       char* argv[] = {(char*)compiler(), "--version", NULL};
-      found = run_command(argv, log) == 0 && (st->identity = first_line(log)) != NULL;
+      int rc = run_command(argv, log, why, sizeof why);
+      char* line = rc == 0 ? first_line(log) : NULL;
+      if (line && *line) {
+        st->identity = line;
+        found = 1;
+      } else if (rc == 0) {
+        /* it ran and said nothing: its answer could not be written (a
+         * full TMPDIR), and an empty identity would key every kernel */
+        free(line);
+        snprintf(why, sizeof why, "`%.200s --version` exited 0 but its answer, written under %.300s (%s), is empty: "
+                 "is that directory full?",
+                 compiler(), temp_root(), temp_root_origin());
+      }
       unlink(log);
       rmdir(dir);
     }
     if (found && keyed) remember_identity(js, probe_key, st->identity);
+    if (!found && *why) st->why = strdup(why); /* NULL on OOM: the compiler's message instead */
     publish(st, found);
   }
   int ok = st->probe;
@@ -315,8 +364,10 @@ int jit_c_known(jit_state_t* js) {
   return known;
 }
 
-/* Why the engine cannot run, as a sentence (UJ_ERR_UNSUPPORTED). */
-static uj_status_t no_compiler(void) {
+/* Why the engine cannot run, as a sentence (UJ_ERR_UNSUPPORTED): what
+ * kept the probe from an answer, else the compiler that did not answer. */
+static uj_status_t no_compiler(const c_state_t* st) {
+  if (st && st->why) return rt_error(UJ_ERR_UNSUPPORTED, "%s", st->why);
   const char* cc = getenv("UOPJIT_CC");
   if (cc && *cc)
     return rt_error(UJ_ERR_UNSUPPORTED, "UOPJIT_CC=\"%.200s\" is not a working C compiler (`%.200s --version` failed)",
@@ -326,7 +377,7 @@ static uj_status_t no_compiler(void) {
 
 uj_status_t jit_c_check(jit_state_t* js) {
   if (jit_c_available(js)) return UJ_OK;
-  uj_status_t s = no_compiler();
+  uj_status_t s = no_compiler(c_state(js));
   rt_error_prefix("engine c: ");
   return s;
 }
@@ -479,7 +530,8 @@ static uj_status_t compile(const char* source, const char* dir, char* so_path, s
   FILE* fp = fopen(c_path, "w");
   if (!fp || fputs(source, fp) < 0 || fclose(fp) != 0) {
     if (fp) fclose(fp);
-    return rt_error(UJ_ERR_IO, "cannot write %s: %s", c_path, strerror(errno));
+    return rt_error(UJ_ERR_IO, "engine c: cannot write %s (under %s, %s): %s", c_path, temp_root(), temp_root_origin(),
+                    strerror(errno));
   }
   char* argv[NFLAGS + 8];
   int n = 0;
@@ -491,10 +543,18 @@ static uj_status_t compile(const char* source, const char* dir, char* so_path, s
   argv[n++] = c_path;
   argv[n++] = "-lm";
   argv[n] = NULL;
-  int rc = run_command(argv, log_path);
+  char why[1024];
+  int rc = run_command(argv, log_path, why, sizeof why);
+  if (rc == -2) return rt_error(UJ_ERR_IO, "engine c: %s", why);
   if (rc != 0) {
     char* log = read_file(log_path, NULL);
-    uj_status_t s = rt_error(UJ_ERR_COMPILE, "%s exited with status %d: %.600s", argv[0], rc, log ? log : "");
+    uj_status_t s;
+    if (log && *log)
+      s = rt_error(UJ_ERR_COMPILE, "%s exited with status %d: %.600s", argv[0], rc, log);
+    else /* not even its complaint could be written */
+      s = rt_error(UJ_ERR_COMPILE, "%s exited with status %d and an empty log, written under %.300s (%s): is that "
+                   "directory full?",
+                   argv[0], rc, temp_root(), temp_root_origin());
     free(log);
     return s;
   }
@@ -566,10 +626,10 @@ static uj_status_t build_kernel(void* arg, void** value) {
      * say): compile, and the store below replaces the entry */
   }
   char* source = jit_c_emit(b->f, b->params, JIT_C_FOLD_PARAMS, NULL);
-  char dir[4000];
+  char dir[4000], why[1024];
   if (!source) s = rt_error(UJ_ERR_OOM, "engine c: out of memory writing the C source of %d blocks", b->f->nblocks);
-  else if (!make_temp_dir(dir, sizeof dir, "cc"))
-    s = rt_error(UJ_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+  else if (!make_temp_dir(dir, sizeof dir, "cc", why, sizeof why))
+    s = rt_error(UJ_ERR_IO, "engine c: %s", why);
   else {
     char so[4096];
     if ((s = compile(source, dir, so, sizeof so)) == UJ_OK) {
@@ -685,7 +745,7 @@ static int c_available(uj_ctx_t* ctx) {
 static uj_status_t c_check(uj_ctx_t* ctx) {
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
-  return jit_c_available(js) ? UJ_OK : no_compiler();
+  return jit_c_available(js) ? UJ_OK : no_compiler(c_state(js));
 }
 
 static uj_status_t c_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
