@@ -106,7 +106,9 @@ const char* uj_optim_builtin_text(const char* name);
 uj_status_t uj_optim_new(const char* name, uj_optim_t** out);
 /* An optimizer running the updater in `text` (format above), called `name`
  * in messages. Errors: UJ_ERR_PARSE with the section and the program's
- * line and column; UJ_ERR_INVALID for a name in a role it cannot have (g
+ * line and column (in [defaults] also a name given twice, or a value that
+ * is not a number as the expression language writes one or overflows f64,
+ * such as 1e999, inf or nan); UJ_ERR_INVALID for a name in a role it cannot have (g
  * or t assigned, p never assigned, a sum read before the pass that makes
  * it, a default for a name no program reads). */
 uj_status_t uj_optim_new_source(const char* name, const char* text, uj_optim_t** out);
@@ -134,7 +136,8 @@ uj_status_t uj_optim_set_per_group(uj_optim_t* opt, const char* name, const doub
 uj_status_t uj_optim_get(const uj_optim_t* opt, const char* name, double* value);
 /* The step count: steps taken (skipped ones not counted); the next step
  * runs with t = count + 1. Set it to resume a run. UJ_ERR_INVALID for a
- * count below 0. */
+ * count below 0 or of INT64_MAX (t would overflow); a step at a count of
+ * INT64_MAX fails the same way and writes nothing. */
 int64_t uj_optim_step_count(const uj_optim_t* opt);
 uj_status_t uj_optim_set_step_count(uj_optim_t* opt, int64_t count);
 /* Mixed precision. scale: the loss scale the gradients carry (they are

@@ -133,11 +133,16 @@ uj_status_t ir_func_sizes(const ir_func_t* f, const int64_t* params, ir_buffer_t
                           tensor_label(tt, label, sizeof label, t), k, (long long)buf[t].dims[k]);
       }
     }
+    /* the sizes' product with zeros left out must fit as well: an empty
+     * tensor's other sizes still multiply into strides (rt_numel) */
     int64_t n = 1;
-    int ok = 1;
-    for (int k = 0; k < tt->ndim && ok; k++) ok = rt_mul_i64(n, buf[t].dims[k], &n);
+    int ok = 1, empty = 0;
+    for (int k = 0; k < tt->ndim && ok; k++) {
+      if (buf[t].dims[k] == 0) empty = 1;
+      else ok = rt_mul_i64(n, buf[t].dims[k], &n);
+    }
     if (ok) {
-      buf[t].numel = n;
+      buf[t].numel = empty ? 0 : n;
       continue;
     }
     uj_status_t s = rt_numel(tensor_label(tt, label, sizeof label, t), tt->ndim, buf[t].dims, &buf[t].numel);

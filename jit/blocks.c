@@ -33,6 +33,7 @@
  * chunks (chain_bytes 0, or a chain longer than CHAIN_MAX_BLOCKS, which
  * runs in pieces), the runner gives the temporary full-size memory of its
  * own for the call, unless the caller already has. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,6 +208,14 @@ void jit_block_call(const jit_blocks_t* k, int block, void* const* data, const i
   if ((job.fn || job.strips) && end > begin) run_range(&job, begin, end);
 }
 
+/* a * b for a, b >= 0, INT64_MAX when it overflows: the estimates below
+ * only steer chunk sizes, and an empty tensor's other sizes may be as
+ * large as int64 allows (jit_blocks_run has checked their product). */
+static int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /* The iterations of loops 1..depth of b for one iteration of its
  * outermost loop, roughly: their extents with the outer loops at their
  * first iteration (the outermost at `row`). */
@@ -215,9 +224,9 @@ static int64_t iterations_to(const ir_env_t* env, const ir_block_t* b, int depth
   env->loops[b->loops[0].id] = row;
   for (int k = 1; k <= depth && k < b->nloops; k++) {
     int oob = 0;
-    int64_t start = ir_ix_eval(env, b->loops[k].start, &oob), n = ir_ix_eval(env, b->loops[k].end, &oob) - start;
+    int64_t start = ir_ix_eval(env, b->loops[k].start, &oob), end = ir_ix_eval(env, b->loops[k].end, &oob);
     env->loops[b->loops[k].id] = start;
-    if (n > 0 && work < (INT64_C(1) << 40)) work *= n;
+    if (end > start && work < (INT64_C(1) << 40)) work = saturating_mul(work, end - start);
   }
   return work;
 }
@@ -277,10 +286,12 @@ static void run_chain(void* ctx, int64_t begin, int64_t end) {
  * threads: about 16k elements per slice pays for waking a thread. */
 static void run_rows(jit_state_t* js, int parallel, int64_t work, int64_t begin, int64_t end, rt_range_fn fn,
                      void* ctx) {
-  int64_t min_chunk = (INT64_C(16384) + work - 1) / work;
-  if (parallel && js->pool && rt_pool_size(js->pool) > 1 && end - begin >= 2 * min_chunk)
+  if (end <= begin) return;
+  /* work is 1 .. INT64_MAX (saturated): no sum that could overflow */
+  int64_t min_chunk = work >= 16384 ? 1 : (16384 + work - 1) / work;
+  if (parallel && js->pool && rt_pool_size(js->pool) > 1 && (uint64_t)end - (uint64_t)begin >= 2 * (uint64_t)min_chunk)
     rt_pool_run(js->pool, begin, end, min_chunk, fn, ctx);
-  else if (end > begin)
+  else
     fn(ctx, begin, end);
 }
 
@@ -303,9 +314,12 @@ static uj_status_t run_chain_rows(jit_state_t* js, const jit_blocks_t* k, const 
     const ir_block_t* blk = &f->blocks[b];
     c.jobs[i] = (range_job_t){k->fns[b], k->strips[b].finish ? &k->strips[b] : NULL, data, dims, params};
     for (int d = 0; d < blk->nloops; d++)
-      if (k->level_bytes[k->level_first[b] + d])
-        row_bytes += k->level_bytes[k->level_first[b] + d] * iterations_to(env, blk, d, begin);
-    work += inner_work(env, blk, begin);
+      if (k->level_bytes[k->level_first[b] + d]) {
+        int64_t add = saturating_mul(k->level_bytes[k->level_first[b] + d], iterations_to(env, blk, d, begin));
+        row_bytes = row_bytes > INT64_MAX - add ? INT64_MAX : row_bytes + add;
+      }
+    int64_t w = inner_work(env, blk, begin);
+    work = work > INT64_MAX - w ? INT64_MAX : work + w;
   }
   if (row_bytes > 0 && js->chain_bytes > row_bytes) c.rows_per_chunk = js->chain_bytes / row_bytes;
   int nscratch = 0;
@@ -357,8 +371,56 @@ static int chain_runs(const jit_state_t* js, const jit_blocks_t* k, int b) {
   return js->chain_bytes > 0 && k->chain[b] >= 2 && k->chain[b] <= CHAIN_MAX_BLOCKS;
 }
 
+/* Whether tensor tt's sizes in b, zeros left out, times its element size
+ * fit int64; else the axis where the product first overflows.
+ *
+ * Why zeros are left out: the checks every caller tensor passes
+ * (rt_tensor_check_on, ir_func_sizes) count elements, and a tensor with a
+ * size of 0 has none however large its other sizes are, so they take
+ * {0, INT64_MAX, INT64_MAX}. But the kernels and this runner multiply the
+ * other sizes all the same: strides (the product of the sizes after an
+ * axis), the work of a loop nest, byte offsets. Those products are all
+ * bounded by this one, so a tensor that passes cannot overflow any of
+ * them. */
+static int sizes_fit(const ir_tensor_t* tt, const ir_buffer_t* b, int* axis) {
+  int64_t n = uj_dtype_size(tt->dtype) > 0 ? uj_dtype_size(tt->dtype) : 1;
+  for (int a = 0; a < tt->ndim; a++) {
+    if (b->dims[a] == 0) continue;
+    if (b->dims[a] < 0 || __builtin_mul_overflow(n, b->dims[a], &n)) return *axis = a, 0;
+  }
+  return 1;
+}
+
+/* The error for the first tensor whose sizes do not fit: the caller's
+ * inputs first, then outputs, then temporaries (whose sizes follow from
+ * theirs), so that the message names what the caller can fix. Cold. */
+static uj_status_t sizes_overflow(const ir_func_t* f, const ir_buffer_t* buf) {
+  static const ir_role_t order[] = {IR_TENSOR_INPUT, IR_TENSOR_OUTPUT, IR_TENSOR_TEMP};
+  for (int r = 0; r < 3; r++)
+    for (int t = 0; t < f->ntensors; t++) {
+      const ir_tensor_t* tt = &f->tensors[t];
+      int axis = 0;
+      if (tt->role != order[r] || sizes_fit(tt, &buf[t], &axis)) continue;
+      char label[48], sizes[UJ_MAX_DIMS * 22 + 1];
+      if (tt->role == IR_TENSOR_INPUT) snprintf(label, sizeof label, "input %d", tt->io_index);
+      else if (tt->role == IR_TENSOR_OUTPUT) snprintf(label, sizeof label, "output %d (tensor t%d)", tt->io_index, t);
+      else snprintf(label, sizeof label, "temporary tensor t%d", t);
+      int n = 0;
+      for (int a = 0; a < tt->ndim && n >= 0 && (size_t)n < sizeof sizes; a++)
+        n += snprintf(sizes + n, sizeof sizes - (size_t)n, "%s%lld", a ? " x " : "", (long long)buf[t].dims[a]);
+      return rt_error(UJ_ERR_SHAPE,
+                      "%s: axis %d of size %lld: the product of the sizes %s (zeros left out, as strides and "
+                      "offsets multiply them even when the tensor is empty) times %d bytes overflows int64",
+                      label, axis, (long long)buf[t].dims[axis], sizes, uj_dtype_size(tt->dtype));
+    }
+  return rt_error(UJ_ERR_SHAPE, "a tensor's sizes overflow int64");
+}
+
 uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
                            const int64_t* params) {
+  /* before anything is allocated or run: see sizes_fit */
+  for (int t = 0, axis; t < f->ntensors; t++)
+    if (!sizes_fit(&f->tensors[t], &buf[t], &axis)) return sizes_overflow(f, buf);
   /* on the stack for small functions: this runs on every call */
   enum { TENSORS_ON_STACK = 32, LOOPS_ON_STACK = 64 };
   int64_t stack_dims[JIT_DIMS_SLOTS(TENSORS_ON_STACK)], stack_loops[LOOPS_ON_STACK];

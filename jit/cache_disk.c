@@ -6,8 +6,12 @@
  *   <32 hex digits of the key>.<ext>.meta   the full key text, the payload's
  *                                           size and its 128-bit checksum
  * Each is written to a fresh temporary file (mkostemp: O_EXCL, mode 0600) in
- * the same directory and renamed over the final name, the meta last and any
- * old meta removed first, so a reader sees either no entry or a complete one.
+ * the same directory, both in full before either is renamed over its final
+ * name, the meta last and any old meta removed first, so a reader sees
+ * either no entry or a complete one, and a store that runs out of space
+ * leaves the directory as it was. A payload without a meta (a store that
+ * failed between its renames or was killed) is a miss, and the reader that
+ * meets it removes it when no store holds the directory's lock.
  * A crash can still leave a payload that does not match its meta (rename
  * without fsync is not durable on every file system); the checksum catches
  * that, which is why nothing is fsync'ed. The checksum guards against damage,
@@ -237,31 +241,27 @@ static int write_all(int fd, const void* data, size_t size) {
   return 0;
 }
 
-/* Writes the bytes to a temporary file next to final_path and renames it
- * there; on failure nothing is left behind. */
-static uj_status_t write_file_atomically(const char* final_path, const void* data, size_t size) {
-  char temp[PATH_MAX];
-  if (snprintf(temp, sizeof temp, "%s.tmp-XXXXXX", final_path) >= (int)sizeof temp)
+/* Writes the bytes to a fresh temporary file next to final_path, its name
+ * in temp (PATH_MAX); on failure nothing is left behind. */
+static uj_status_t write_temporary(const char* final_path, const void* data, size_t size, char* temp) {
+  if (snprintf(temp, PATH_MAX, "%s.tmp-XXXXXX", final_path) >= PATH_MAX)
     return rt_error(UJ_ERR_IO, "kernel cache: path too long: %s", final_path);
   int fd = mkostemp(temp, O_CLOEXEC); /* not inherited by a compiler run from another thread */
   if (fd < 0) return rt_error(UJ_ERR_IO, "kernel cache: cannot create %s: %s", temp, strerror(errno));
-  if (write_all(fd, data, size) != 0) {
-    int err = errno;
-    close(fd);
+  int err = write_all(fd, data, size) != 0 ? errno : 0;
+  if (close(fd) != 0 && !err) err = errno;
+  if (err) {
     unlink(temp);
     return rt_error(UJ_ERR_IO, "kernel cache: cannot write %s: %s", temp, strerror(err));
-  }
-  if (close(fd) != 0) {
-    int err = errno;
-    unlink(temp);
-    return rt_error(UJ_ERR_IO, "kernel cache: cannot write %s: %s", temp, strerror(err));
-  }
-  if (rename(temp, final_path) != 0) {
-    int err = errno;
-    unlink(temp);
-    return rt_error(UJ_ERR_IO, "kernel cache: cannot rename %s to %s: %s", temp, final_path, strerror(err));
   }
   return UJ_OK;
+}
+
+static uj_status_t rename_temporary(const char* temp, const char* final_path) {
+  if (rename(temp, final_path) == 0) return UJ_OK;
+  int err = errno;
+  unlink(temp);
+  return rt_error(UJ_ERR_IO, "kernel cache: cannot rename %s to %s: %s", temp, final_path, strerror(err));
 }
 
 /* Why an opened cache file must not be trusted, or NULL. */
@@ -450,13 +450,26 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
   }
   const char* name = strrchr(payload_path, '/') + 1;
   jit_disk_make_room(c, dir_fd, incoming, name);
-  /* Remove the old meta first, so that no reader ever pairs it with the new
-   * payload; between the two renames the entry is simply absent. */
-  uj_status_t s = UJ_OK;
-  if (unlink(meta_path) != 0 && errno != ENOENT)
+  /* Both files are written in full to temporaries before either is renamed:
+   * a write that fails (a full disk, a file size limit) then leaves the
+   * directory as it was, the old entry included. Only renames follow,
+   * which need no space. The old meta goes first, so that no reader ever
+   * pairs it with the new payload; between the renames the entry is simply
+   * absent, and a payload without its meta is a miss (jit_disk_load_bytes). */
+  char payload_temp[PATH_MAX], meta_temp[PATH_MAX];
+  uj_status_t s = write_temporary(payload_path, payload, size, payload_temp);
+  if (s == UJ_OK && (s = write_temporary(meta_path, meta, meta_len, meta_temp)) != UJ_OK) unlink(payload_temp);
+  if (s == UJ_OK && unlink(meta_path) != 0 && errno != ENOENT) {
     s = rt_error(UJ_ERR_IO, "kernel cache: cannot remove %s: %s", meta_path, strerror(errno));
-  if (s == UJ_OK) s = write_file_atomically(payload_path, payload, size);
-  if (s == UJ_OK) s = write_file_atomically(meta_path, meta, meta_len);
+    unlink(payload_temp), unlink(meta_temp);
+  }
+  if (s == UJ_OK && (s = rename_temporary(payload_temp, payload_path)) != UJ_OK) unlink(meta_temp);
+  if (s == UJ_OK) s = rename_temporary(meta_temp, meta_path);
+  /* A failure past the meta's removal leaves at payload_path either the old
+   * payload or the new one, without a meta: ours to remove, under the lock
+   * no other store is writing it under. */
+  struct stat st;
+  if (s != UJ_OK && lstat(meta_path, &st) != 0 && errno == ENOENT) unlink(payload_path);
   close(dir_fd); /* and with it the lock */
   free(meta);
   if (s == UJ_OK) atomic_fetch_add(&c->disk_stores, 1);
@@ -473,6 +486,25 @@ static void touch_if_old(const char* meta_path, const struct stat* st) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   if (now.tv_sec - st->st_mtim.tv_sec >= TOUCH_AFTER_SECONDS) utimensat(AT_FDCWD, meta_path, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
+/* A payload without its meta is no entry: a store that failed or was
+ * killed between its files, or one under way (its meta not renamed yet).
+ * Readers never load it (the meta names the key and checksum) and treat it
+ * as a miss; this removes it, so that it does not sit in the directory
+ * until a store's sweep of stale files (jit/cache_disk_space.c). Only
+ * while no store holds the directory's lock, and after looking for the
+ * meta again under it: a store holds the lock from its first write to its
+ * last rename, so a payload still without a meta then is an orphan and not
+ * one being written. A directory that is locked, or cannot be locked, is
+ * left as it is. */
+static void remove_orphan_payload(jit_cache_t* c, const char* payload_path, const char* meta_path) {
+  struct stat st;
+  if (lstat(payload_path, &st) != 0) return; /* the usual miss: nothing there */
+  int dir_fd = jit_disk_try_lock(c);
+  if (dir_fd < 0) return;
+  if (lstat(meta_path, &st) != 0 && errno == ENOENT) unlink(payload_path);
+  close(dir_fd);
 }
 
 /* Deletes both files of a damaged entry and reports it. */
@@ -504,6 +536,7 @@ uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_t
   int r = read_trusted_file(meta_path, META_MAX_BYTES, &meta_text, &meta_len, &meta_st, &problem, problem_buf,
                             sizeof problem_buf);
   if (r == -1) {
+    remove_orphan_payload(c, payload_path, meta_path);
     atomic_fetch_add(&c->disk_misses, 1);
     return rt_error(UJ_ERR_IO, "kernel cache: no entry %s", meta_path);
   }

@@ -84,6 +84,17 @@ int jit_disk_lock(jit_cache_t* c) {
   return -1;
 }
 
+int jit_disk_try_lock(jit_cache_t* c) {
+  int fd = open(c->disk_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int r;
+  while ((r = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+  }
+  if (r == 0) return fd;
+  close(fd);
+  return -1;
+}
+
 /* ---- the directory's files ---------------------------------------------------------------- */
 
 #define STEM_CAP (JIT_DISK_HEX_LEN + 1 + JIT_DISK_EXT_MAX_LEN + 1)

@@ -81,6 +81,10 @@ void jit_disk_make_room(jit_cache_t* c, int dir_fd, uint64_t incoming, const cha
  * had within a few seconds; where the file system cannot lock, the
  * descriptor unlocked. Close it to unlock. */
 int jit_disk_lock(jit_cache_t* c);
+/* The directory, open and locked, when no store holds the lock now; else
+ * (locked, or no flock on this file system) -1, with no error set: for a
+ * reader's tidying, which waits for nothing (jit/cache_disk_space.c). */
+int jit_disk_try_lock(jit_cache_t* c);
 
 /* The limit in bytes (the context's setting, else the default); *from
  * (may be NULL) says where it came from. */

@@ -14,9 +14,9 @@
  * Every pass has a list of its own.
  *
  * Kept: a step over the same groups as the step before (the same array of
- * uj_optim_group_t holding the same tensor pointers, parameters of the
- * same ranks and dtypes, the same scalars given per group) reuses the
- * bindings and only writes the scalars' new values. Besides the walk and
+ * uj_optim_group_t holding the same tensor pointers, each struct still of
+ * the dtype, device and rank it had, the same scalars given per group)
+ * reuses the bindings and only writes the scalars' new values. Besides the walk and
  * the allocations this saves, each pass then brings the very list it
  * brought before, which the context's memo of lists (jit/groups_memo.c)
  * recognizes without walking it again. `uopjit optim --updater adamw
@@ -37,7 +37,7 @@ static void bindings_free(optim_bindings_t* b) {
   optim_cells_release(&b->cells);
   free(b->scalar_tensors), free(b->sum_outputs), free(b->sum_inputs), free(b->scalar_wide_tensors);
   for (int k = 0; k < OPTIM_MAX_PASSES; k++) free(b->in[k]), free(b->out[k]), free(b->groups[k]);
-  free(b->key), free(b->ndim), free(b->varies);
+  free(b->key), free(b->sig), free(b->varies);
   free(b);
 }
 
@@ -76,11 +76,25 @@ static void bind_pass(const optim_spec_t* sp, int k, const uj_optim_group_t* gro
   }
 }
 
-/* Group i's tensor pointers as the key of kept bindings: parameter,
- * gradient, half copy, states. */
-static void key_of(const uj_optim_group_t* g, int states, const void** key) {
-  key[0] = g->param, key[1] = g->grad, key[2] = g->param_half;
-  for (int k = 0; k < states; k++) key[3 + k] = g->state[k];
+static optim_sig_t sig_of(const uj_tensor_t* t) {
+  return t ? (optim_sig_t){(int)t->dtype, (int)t->device, t->ndim} : (optim_sig_t){-1, -1, -1};
+}
+
+static int same_sig(optim_sig_t a, optim_sig_t b) { return a.dtype == b.dtype && a.device == b.device && a.ndim == b.ndim; }
+
+/* The tensor in slot j of group g's key: parameter, gradient, half copy,
+ * then the states. */
+static const uj_tensor_t* key_tensor(const uj_optim_group_t* g, int j) {
+  return j == 0 ? g->param : j == 1 ? g->grad : j == 2 ? g->param_half : g->state[j - 3];
+}
+
+/* Group g's key (nkey slots): each tensor's address and its struct's
+ * optim_sig_t. */
+static void key_of(const uj_optim_group_t* g, int nkey, const void** key, optim_sig_t* sig) {
+  for (int j = 0; j < nkey; j++) {
+    const uj_tensor_t* t = key_tensor(g, j);
+    key[j] = t, sig[j] = sig_of(t);
+  }
 }
 
 /* Writes the step's scalar values into the cells and sends them up. */
@@ -125,7 +139,7 @@ static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj
   b->sum_outputs = calloc(ug, sizeof(uj_tensor_t));
   b->sum_inputs = calloc(ug, sizeof(uj_tensor_t));
   b->key = calloc((size_t)G * nkey + 1, sizeof *b->key);
-  b->ndim = calloc((size_t)G + 1, sizeof *b->ndim);
+  b->sig = calloc((size_t)G * nkey + 1, sizeof *b->sig);
   b->varies = calloc((size_t)sp->scalar_count + 1, sizeof *b->varies);
   int lists = 1;
   for (int k = 0; k < sp->pass_count; k++) {
@@ -134,13 +148,13 @@ static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj
     b->groups[k] = calloc((size_t)G + 1, sizeof(uj_group_t));
     lists &= b->in[k] && b->out[k] && b->groups[k];
   }
-  if (!b->scalar_tensors || !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->key || !b->ndim ||
+  if (!b->scalar_tensors || !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->key || !b->sig ||
       !b->varies || !lists) {
     bindings_free(b);
     return rt_error(UJ_ERR_OOM, "out of memory binding %d groups", G);
   }
   memcpy(b->varies, varies, (size_t)sp->scalar_count * sizeof *varies);
-  for (int i = 0; i < G; i++) key_of(&groups[i], sp->state_count, b->key + (size_t)i * nkey), b->ndim[i] = groups[i].param->ndim;
+  for (int i = 0; i < G; i++) key_of(&groups[i], nkey, b->key + (size_t)i * nkey, b->sig + (size_t)i * nkey);
   char* host = b->cells.host;
   double* wide = (double*)(void*)(host + b->at_wide);
   for (int k = 0; k < sp->scalar_count; k++)
@@ -162,19 +176,27 @@ static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj
   return UJ_OK;
 }
 
-/* Whether b was made for these groups: the key kept bindings are reused by. */
+/* Whether b was made for these groups: the key kept bindings are reused
+ * by. Every tensor's address and its struct's dtype, device and rank (a
+ * caller may rewrite a struct between steps: a bf16 half copy made f16
+ * must get the f16 variant of the pass, not fail every later step), the
+ * presence of each optional tensor (a NULL half copy keys as NULL), and
+ * which scalars are per group. b->dtype and the cells' device follow from
+ * group 0's parameter, compared with the rest. */
 static int same_groups(const optim_bindings_t* b, const optim_spec_t* sp, const uj_optim_group_t* groups, int G,
                        const int* varies) {
-  if (b->groups_at != groups || b->G != G || b->cells.device != UJ_CPU || b->dtype != groups[0].param->dtype ||
+  if (b->groups_at != groups || b->G != G || b->cells.device != UJ_CPU ||
       memcmp(b->varies, varies, (size_t)sp->scalar_count * sizeof *varies) != 0)
     return 0;
   int nkey = 3 + sp->state_count;
   for (int i = 0; i < G; i++) {
     const uj_optim_group_t* g = &groups[i];
     const void* const* key = b->key + (size_t)i * nkey;
-    if (key[0] != g->param || key[1] != g->grad || key[2] != g->param_half || b->ndim[i] != g->param->ndim) return 0;
-    for (int k = 0; k < sp->state_count; k++)
-      if (key[3 + k] != g->state[k]) return 0;
+    const optim_sig_t* sig = b->sig + (size_t)i * nkey;
+    for (int j = 0; j < nkey; j++) {
+      const uj_tensor_t* t = key_tensor(g, j);
+      if (key[j] != t || !same_sig(sig[j], sig_of(t))) return 0;
+    }
   }
   return 1;
 }

@@ -192,9 +192,18 @@ uj_status_t uj_optim_get(const uj_optim_t* opt, const char* name, double* value)
 
 int64_t uj_optim_step_count(const uj_optim_t* opt) { return opt ? opt->step : -1; }
 
+/* The next step runs with t = count + 1, computed in int64: a count of
+ * INT64_MAX has no next step, and is refused here rather than left to
+ * overflow (undefined behaviour) in the step that would compute it. */
+static uj_status_t no_next_step(int64_t count) {
+  return rt_error(UJ_ERR_INVALID, "the step count is %lld: the next step's t = count + 1 would overflow int64",
+                  (long long)count);
+}
+
 uj_status_t uj_optim_set_step_count(uj_optim_t* opt, int64_t count) {
   if (!opt) return rt_error(UJ_ERR_INVALID, "uj_optim_set_step_count: opt is NULL");
   if (count < 0) return rt_error(UJ_ERR_INVALID, "the step count is %lld, below 0", (long long)count);
+  if (count == INT64_MAX) return no_next_step(count);
   opt->step = count;
   return UJ_OK;
 }
@@ -236,6 +245,19 @@ static uj_status_t check_tensor(const uj_tensor_t* t, const uj_tensor_t* param, 
                     what, device_name(t->device), device_name(device));
   if (t->ndim < 0 || t->ndim > UJ_MAX_DIMS) return rt_error(UJ_ERR_INVALID, "%s has rank %d", what, t->ndim);
   if (param && !same_shape(t, param)) return rt_error(UJ_ERR_SHAPE, "%s's shape differs from the parameter's", what);
+  /* Sizes and bytes must fit int64 with zeros left out: an empty tensor
+   * of {0, INT64_MAX, INT64_MAX} has no elements, but the passes' kernels
+   * multiply its other sizes all the same (strides, offsets). Refused
+   * here, before anything is written, naming the group's tensor. */
+  int64_t n = uj_dtype_size(t->dtype);
+  for (int a = 0; a < t->ndim; a++) {
+    if (t->dims[a] < 0)
+      return rt_error(UJ_ERR_SHAPE, "%s: axis %d has negative size %lld", what, a, (long long)t->dims[a]);
+    if (t->dims[a] && __builtin_mul_overflow(n, t->dims[a], &n))
+      return rt_error(UJ_ERR_SHAPE,
+                      "%s: axis %d of size %lld: its sizes (zeros left out) times %d bytes overflow int64", what, a,
+                      (long long)t->dims[a], uj_dtype_size(t->dtype));
+  }
   return UJ_OK;
 }
 
@@ -355,6 +377,8 @@ static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, optim_b
 uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t* groups, int group_count,
                           uj_optim_report_t* report) {
   if (!ctx || !opt) return rt_error(UJ_ERR_INVALID, "uj_optim_step: ctx and opt must not be NULL");
+  /* reached by stepping from INT64_MAX - 1: nothing is written */
+  if (opt->step == INT64_MAX) return no_next_step(opt->step);
   if (group_count < 0) return rt_error(UJ_ERR_INVALID, "group_count is %d, below 0", group_count);
   if (group_count && !groups) return rt_error(UJ_ERR_INVALID, "groups is NULL for %d groups", group_count);
   uj_dtype_t dtype = group_count && groups[0].param ? groups[0].param->dtype : UJ_F32;

@@ -64,6 +64,7 @@ typedef struct {
   optim_scalar_kind_t kind;
   int has_default;
   double default_value;
+  int default_line, default_column; /* where [defaults] gave it: a second value is an error naming both */
 } optim_scalar_t;
 
 #define OPTIM_MAX_PASSES 2
@@ -131,6 +132,18 @@ uj_status_t optim_grad_pass(uj_ctx_t* ctx, uj_program_t** program, const uj_tens
 uj_status_t optim_grad_program(uj_program_t** program);
 /* ---- what a step's passes bind (bindings.c) ------------------------------------------ */
 
+/* What bindings depend on in one tensor struct besides its address: the
+ * programs chosen (a half copy's dtype picks the variant), the cells'
+ * dtype and device and the sums' rank follow from them, and a struct the
+ * caller rewrites between steps under the same pointer must not reuse
+ * bindings made for what it said before. Every field whole, so that a
+ * value outside its enum never passes for one inside. {-1, -1, -1}: no
+ * tensor (a group without a half copy). Sizes are not here: they are
+ * run-time values that each uj_program_run_groups call reads anew. */
+typedef struct {
+  int dtype, device, ndim;
+} optim_sig_t;
+
 typedef struct {
   int G;
   const uj_optim_group_t* groups_at; /* the caller's array they were made for */
@@ -148,10 +161,10 @@ typedef struct {
   uj_program_t* program[OPTIM_MAX_PASSES];
   int output_count[OPTIM_MAX_PASSES];
   /* what they were made for: per group its tensor pointers (parameter,
-   * gradient, half copy, states) and its parameter's rank; per scalar,
-   * given per group or not */
+   * gradient, half copy, states) and what each struct said when they were
+   * made (optim_sig_t); per scalar, given per group or not */
   const void** key;
-  int* ndim;
+  optim_sig_t* sig;
   int* varies;
 } optim_bindings_t;
 

@@ -16,6 +16,7 @@
  *   read only, anything else  a hyperparameter (0-d), with the default
  *                             [defaults] gives, if any */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,44 +133,104 @@ static uj_status_t add_scalar(optim_spec_t* spec, const char* name, optim_scalar
 
 /* ---- [defaults] ------------------------------------------------------------------- */
 
+/* The end of a number as the expression language writes one (uops/parse.c:
+ * digits with an optional fraction, or a fraction alone, then an optional
+ * exponent), after an optional sign; s itself when there is none. strtod
+ * alone would also take "inf", "nan" and hex floats, which no program
+ * could write, so a default could hold what the language cannot. */
+static const char* number_end(const char* s, const char* end) {
+  const char* q = s;
+  if (q < end && (*q == '+' || *q == '-')) q++;
+  const char* digits = q;
+  while (q < end && isdigit((unsigned char)*q)) q++;
+  int whole = q > digits;
+  if (q < end && *q == '.') {
+    const char* frac = ++q;
+    while (q < end && isdigit((unsigned char)*q)) q++;
+    if (!whole && q == frac) return s; /* "." alone */
+  } else if (!whole) {
+    return s;
+  }
+  if (q < end && (*q == 'e' || *q == 'E')) {
+    const char* e = q + 1;
+    if (e < end && (*e == '+' || *e == '-')) e++;
+    if (e < end && isdigit((unsigned char)*e)) {
+      while (e < end && isdigit((unsigned char)*e)) e++;
+      q = e;
+    }
+  }
+  return q;
+}
+
+/* One "name = number" statement, [a, end) on text line `line` that starts
+ * at line_start. Errors name the line and, where the statement is well
+ * formed, the column of what is wrong, as the expression language's do. */
+static uj_status_t read_default(optim_spec_t* spec, const char* a, const char* end, int line, const char* line_start) {
+  const char* name_end = a;
+  while (name_end < end && (isalnum((unsigned char)*name_end) || *name_end == '_')) name_end++;
+  const char* eq = name_end;
+  while (eq < end && isspace((unsigned char)*eq)) eq++;
+  const char* num = eq < end ? eq + 1 : end;
+  while (num < end && isspace((unsigned char)*num)) num++;
+  const char* num_end = number_end(num, end);
+  const char* rest = num_end;
+  while (rest < end && isspace((unsigned char)*rest)) rest++;
+  int name_ok = name_end > a && !isdigit((unsigned char)*a) && eq < end && *eq == '=';
+  if (!name_ok || num_end == num || rest != end) {
+    if (!name_ok)
+      return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d: expected name = number, found \"%.*s\"", line,
+                      (int)(end - a), a);
+    return rt_error(UJ_ERR_PARSE,
+                    "updater [defaults] line %d: expected name = number, found \"%.*s\" (column %d: %.*s's value "
+                    "is not a number as the expression language writes one)",
+                    line, (int)(end - a), a, (int)(num - line_start) + 1, (int)(name_end - a), a);
+  }
+  char name[64];
+  if ((size_t)(name_end - a) >= sizeof name)
+    return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d: a name of over 63 characters", line);
+  memcpy(name, a, (size_t)(name_end - a));
+  name[name_end - a] = 0;
+  char text[64]; /* strtod needs the number's own end: copy it */
+  if ((size_t)(num_end - num) >= sizeof text)
+    return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d, column %d: the value of %s has over 63 characters",
+                    line, (int)(num - line_start) + 1, name);
+  memcpy(text, num, (size_t)(num_end - num));
+  text[num_end - num] = 0;
+  errno = 0;
+  double value = strtod(text, NULL);
+  /* as the expression language: overflow is an error, underflow rounds */
+  if (errno == ERANGE && (value > 1.0 || value < -1.0))
+    return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d, column %d: %s = %s is out of range for a number", line,
+                    (int)(num - line_start) + 1, name, text);
+  int index = optim_spec_scalar(spec, name);
+  if (index < 0 || spec->scalar_list[index].kind != OPTIM_HPARAM)
+    return rt_error(UJ_ERR_INVALID, "updater [defaults] line %d: %s is not a hyperparameter any program reads", line,
+                    name);
+  optim_scalar_t* sc = &spec->scalar_list[index];
+  /* a second value for one key is a mistake (which one was meant?), as a
+   * name declared twice is in a program, not a silent override */
+  if (sc->has_default)
+    return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d, column %d: %s is given twice (first at line %d, column %d)",
+                    line, (int)(a - line_start) + 1, name, sc->default_line, sc->default_column);
+  sc->has_default = 1;
+  sc->default_value = value;
+  sc->default_line = line, sc->default_column = (int)(a - line_start) + 1;
+  return UJ_OK;
+}
+
 static uj_status_t read_defaults(optim_spec_t* spec, const section_t* section) {
   int line = section->first_line;
+  const char* line_start = section->source;
   for (const char* s = section->source; *s;) {
-    size_t len = strcspn(s, ";\n#");
-    const char* end = s + len;
+    const char* end = s + strcspn(s, ";\n#");
     const char* a = s;
     while (a < end && isspace((unsigned char)*a)) a++;
     if (a < end) {
-      const char* name_end = a;
-      while (name_end < end && (isalnum((unsigned char)*name_end) || *name_end == '_')) name_end++;
-      const char* eq = name_end;
-      while (eq < end && isspace((unsigned char)*eq)) eq++;
-      char* num_end = NULL;
-      double value = 0;
-      int ok = name_end > a && !isdigit((unsigned char)*a) && eq < end && *eq == '=';
-      if (ok) {
-        value = strtod(eq + 1, &num_end);
-        ok = num_end > eq + 1 && num_end <= end;
-        while (ok && num_end < end && isspace((unsigned char)*num_end)) num_end++;
-        ok = ok && num_end == end;
-      }
-      if (!ok)
-        return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d: expected name = number, found \"%.*s\"", line,
-                        (int)(end - a), a);
-      char name[64];
-      if ((size_t)(name_end - a) >= sizeof name)
-        return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d: a name of over 63 characters", line);
-      memcpy(name, a, (size_t)(name_end - a));
-      name[name_end - a] = 0;
-      int index = optim_spec_scalar(spec, name);
-      if (index < 0 || spec->scalar_list[index].kind != OPTIM_HPARAM)
-        return rt_error(UJ_ERR_INVALID, "updater [defaults] line %d: %s is not a hyperparameter any program reads", line,
-                        name);
-      spec->scalar_list[index].has_default = 1;
-      spec->scalar_list[index].default_value = value;
+      uj_status_t st = read_default(spec, a, end, line, line_start);
+      if (st != UJ_OK) return st;
     }
     if (*end == '#') end += strcspn(end, "\n");
-    if (*end == '\n') line++;
+    if (*end == '\n') line++, line_start = end + 1;
     s = *end ? end + 1 : end;
   }
   return UJ_OK;

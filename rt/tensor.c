@@ -48,19 +48,19 @@ uj_status_t rt_numel(const char* what, int ndim, const int64_t* dims, int64_t* o
     if (dims[k] < 0)
       return rt_error(UJ_ERR_SHAPE, "%s: axis %d has negative size %lld", what, k,
                       (long long)dims[k]);
-  /* An empty tensor holds nothing however large its other sizes are. */
-  for (int k = 0; k < ndim; k++)
-    if (dims[k] == 0) {
-      *out = 0;
-      return UJ_OK;
-    }
+  /* An empty tensor holds nothing, but its other sizes still multiply
+   * into strides, loop work and offsets: their product, zeros left out,
+   * must fit too ({0, INT64_MAX, INT64_MAX} is refused). */
   int64_t n = 1;
+  int empty = 0;
+  for (int k = 0; k < ndim; k++) empty |= dims[k] == 0;
   for (int k = 0; k < ndim; k++) {
+    if (dims[k] == 0) continue;
     if (!rt_mul_i64(n, dims[k], &n))
-      return rt_error(UJ_ERR_SHAPE, "%s: the product of its sizes overflows int64 (at axis %d)",
-                      what, k);
+      return rt_error(UJ_ERR_SHAPE, "%s: the product of its sizes%s overflows int64 (at axis %d)", what,
+                      empty ? " (zeros left out)" : "", k);
   }
-  *out = n;
+  *out = empty ? 0 : n;
   return UJ_OK;
 }
 
@@ -70,15 +70,14 @@ int rt_tensor_ok_on(const uj_tensor_t* t, uj_device_t device, int ndim, uj_dtype
   if (!t || t->device != device || t->ndim != ndim || ndim < 0 || ndim > UJ_MAX_DIMS || t->dtype != dtype ||
       uj_dtype_size(dtype) == 0)
     return 0;
-  int64_t numel = 1, empty = 0;
+  /* bytes with zeros left out: see rt_numel */
+  int64_t bytes = uj_dtype_size(dtype), empty = 0;
   for (int k = 0; k < ndim; k++) {
     if (t->dims[k] < 0 || (dims && t->dims[k] != dims[k])) return 0;
     empty |= t->dims[k] == 0;
-    if (!empty && !rt_mul_i64(numel, t->dims[k], &numel)) return 0;
+    if (t->dims[k] && !rt_mul_i64(bytes, t->dims[k], &bytes)) return 0;
   }
-  if (empty) return 1;
-  int64_t bytes;
-  return rt_mul_i64(numel, uj_dtype_size(dtype), &bytes) && t->data != NULL;
+  return empty || t->data != NULL;
 }
 
 int rt_tensor_ok(const uj_tensor_t* t, int ndim, uj_dtype_t dtype, const int64_t* dims) {
@@ -114,11 +113,13 @@ uj_status_t rt_tensor_check_on(const char* what, const uj_tensor_t* t, uj_device
   int64_t numel;
   uj_status_t s = rt_numel(what, t->ndim, t->dims, &numel);
   if (s != UJ_OK) return s;
-  /* The byte count must be representable too: kernels index bytes. */
-  int64_t bytes;
-  if (!rt_mul_i64(numel, uj_dtype_size(t->dtype), &bytes))
-    return rt_error(UJ_ERR_SHAPE, "%s: %lld elements of %s overflow int64 bytes", what,
-                    (long long)numel, uj_dtype_name(t->dtype));
+  /* The byte count must be representable too: kernels index bytes (of an
+   * empty tensor too, its sizes with zeros left out: see rt_numel). */
+  int64_t bytes = uj_dtype_size(t->dtype);
+  for (int k = 0; k < t->ndim; k++)
+    if (t->dims[k] && !rt_mul_i64(bytes, t->dims[k], &bytes))
+      return rt_error(UJ_ERR_SHAPE, "%s: axis %d: its sizes%s times %d bytes of %s overflow int64", what, k,
+                      numel ? "" : " (zeros left out)", uj_dtype_size(t->dtype), uj_dtype_name(t->dtype));
   if (dims) {
     for (int k = 0; k < ndim; k++)
       if (t->dims[k] != dims[k])

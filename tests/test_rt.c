@@ -267,9 +267,14 @@ TEST(mul_and_numel) {
   CHECK(rt_numel("input 1", 3, huge, &n) == UJ_ERR_SHAPE);
   CHECK(strstr(uj_last_error(), "input 1") && strstr(uj_last_error(), "overflow"));
   CHECK(n == 77);
-  /* A zero size makes the tensor empty, whatever the other sizes are. */
+  /* A zero size makes the tensor empty, but its other sizes still make its
+   * strides: their product, zeros left out, must fit as well. */
+  int64_t big_empty[3] = {(int64_t)1 << 40, (int64_t)1 << 20, 0};
+  CHECK(rt_numel("x", 3, big_empty, &n) == UJ_OK && n == 0);
   int64_t huge_empty[3] = {(int64_t)1 << 40, (int64_t)1 << 40, 0};
-  CHECK(rt_numel("x", 3, huge_empty, &n) == UJ_OK && n == 0);
+  n = 77;
+  CHECK(rt_numel("x", 3, huge_empty, &n) == UJ_ERR_SHAPE && n == 77);
+  CHECK(strstr(uj_last_error(), "zeros left out") != NULL);
   CHECK(rt_numel("x", 9, dims, &n) == UJ_ERR_SHAPE);
   CHECK(rt_numel("x", -1, dims, &n) == UJ_ERR_SHAPE);
 }
