@@ -460,9 +460,11 @@ typedef struct {
   int c_from_disk;        /* 1 when the C kernel was found in the disk cache rather than compiled */
   char c_error[512];      /* UJ_TIER_FAILED: the compile's error; else "" */
 } uj_run_info_t;
-/* Fills *out for pass `pass` of p as last run by any context; the tier
- * fields are ctx's (a context other than the one that ran it reports
- * UJ_TIER_NONE). UJ_ERR_INVALID for a NULL argument or an unknown pass. */
+/* Fills *out for pass `pass` of p as last run on ctx: threads that share a
+ * program, each with its own context, each learn about their own runs.
+ * Before ctx's first run of p (or when more than 8 other contexts have run
+ * p since), engine is UJ_ENGINE_AUTO and tier UJ_TIER_NONE. UJ_ERR_INVALID
+ * for a NULL argument or an unknown pass. */
 uj_status_t uj_program_last_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_run_info_t* out);
 
 /* ---- multi-tensor execution ------------------------------------------------ */

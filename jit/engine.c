@@ -12,7 +12,17 @@
  *
  * The JIT state is made on a context's first use: the kernel cache, the
  * thread pool, and each engine's own slot (state_new), all freed together
- * by the context through the function it is given. */
+ * by the context through the function it is given.
+ *
+ * fork(): a state remembers the fork generation it was made in
+ * (rt_fork_generation). In a child, the parent's state is abandoned, never
+ * freed or locked: its locks (the cache's, the compiles', tiered AUTO's)
+ * may have been held by threads that do not exist in the child, and its
+ * background compile threads cannot be joined. jit_state makes the child a
+ * new one, so the child's first call compiles afresh (or loads from the
+ * disk cache); jit_state_existing does not see the old one, and freeing the
+ * context leaves it alone. Its memory stays allocated in the child, which
+ * is the price of never waiting on a lock nobody will release. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -137,9 +147,11 @@ uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, const jit_engine
 
 /* ---- the context's JIT state ---- */
 
+static int state_here(const jit_state_t* js) { return js && js->fork_generation == rt_fork_generation(); }
+
 static void jit_state_free(void* p) {
   jit_state_t* js = p;
-  if (!js) return;
+  if (!state_here(js)) return; /* none, or the parent's in a forked child: abandoned (see the top) */
   if (js->tier) js->tier_free(js->tier);
   if (js->groups_memo) js->groups_memo_free(js->groups_memo);
   jit_cache_free(js->cache);
@@ -162,9 +174,9 @@ jit_state_t* jit_state(uj_ctx_t* ctx) {
   /* states are told apart by a process-wide counter, so that a program's
    * memo can never mistake a new context for a freed one at the same address */
   static _Atomic uint64_t next_state_id = 1;
-  jit_state_t* js = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
-  if (js) return js;
-  js = calloc(1, sizeof *js);
+  jit_state_t* const old = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
+  if (state_here(old)) return old;
+  jit_state_t* js = calloc(1, sizeof *js);
   if (!js || !(js->cache = jit_cache_new_with(&ctx->set))) {
     free(js);
     rt_error(UJ_ERR_OOM, "out of memory creating the JIT state (%zu bytes and the kernel cache)", sizeof *js);
@@ -175,17 +187,24 @@ jit_state_t* jit_state(uj_ctx_t* ctx) {
   js->stream_bytes = ctx->set.stream_bytes;
   pthread_mutex_init(&js->lock, NULL);
   js->id = next_state_id++;
+  js->fork_generation = rt_fork_generation();
   if (!engine_states_new(js)) {
     jit_state_free(js);
     rt_error(UJ_ERR_OOM, "out of memory creating the engines' parts of the JIT state");
     return NULL;
   }
-  /* threads may race to make the first state of a context: one wins */
-  void* expected = NULL;
+  /* threads may race to make the first state of a context (or the child's
+   * replacement of the parent's): one wins */
+  void* expected = old;
   __atomic_store_n(&ctx->jit_state_free, jit_state_free, __ATOMIC_RELAXED); /* the same value from every racer */
   if (!__atomic_compare_exchange_n(&ctx->jit_state, &expected, js, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     jit_state_free(js);
     return expected;
   }
   return js;
+}
+
+jit_state_t* jit_state_existing(uj_ctx_t* ctx) {
+  jit_state_t* js = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
+  return state_here(js) ? js : NULL;
 }

@@ -106,8 +106,8 @@ static uj_status_t run_cpu(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* g
   if (s != UJ_OK) return s;
   *ran = 1;
   if (served.after_run) e->after_run(ctx, js, f, params, &served);
-  jit_memo_note_run(given, UJ_FORWARD, js->id, &served);
-  if (plan->flat != given) jit_memo_note_run(plan->flat, UJ_FORWARD, js->id, &served);
+  jit_memo_note_run(given, UJ_FORWARD, ctx->id, &served);
+  if (plan->flat != given) jit_memo_note_run(plan->flat, UJ_FORWARD, ctx->id, &served);
   return UJ_OK;
 }
 
@@ -140,7 +140,7 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
     s = run_cpu(ctx, engine, p, &plan, groups, group_count, params, &ran);
   else if (s == UJ_OK && fast && dev == UJ_CUDA)
     s = jit_cuda_groups_run(ctx, &plan, groups, group_count, params, &ran);
-  jit_state_t* js = s == UJ_OK && ran ? __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE) : NULL;
+  jit_state_t* js = s == UJ_OK && ran ? jit_state_existing(ctx) : NULL;
   if (js) groups_memo_keep(&js->groups_memo, &js->groups_memo_free, groups, group_count, input_count, output_count,
                            &plan.gather);
   groups_plan_release(&plan);

@@ -83,6 +83,13 @@ static struct {
   size_t n;
 } verified = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
 
+/* fork(): the lock is held across it, and the child gets a fresh one
+ * (rt_fork_guard). */
+__attribute__((constructor)) static void guard_verified_lock_across_fork(void) {
+  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  rt_fork_guard(&verified.lock, &fresh);
+}
+
 static int seen_verified(const range_t* r, size_t n) {
   pthread_mutex_lock(&verified.lock);
   int same = verified.ranges && verified.n == n && !memcmp(verified.ranges, r, n * sizeof *r);

@@ -267,7 +267,7 @@ uj_status_t groups_plan_make(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* g
   if (group_count < 1 || plan->nin > GROUPS_MAX_SLOTS || plan->nout > GROUPS_MAX_SLOTS || plan->nout < 1)
     return UJ_OK;
   /* the context's memo and pool once a compiled run has made them: the walk makes neither */
-  const jit_state_t* js = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
+  const jit_state_t* js = jit_state_existing(ctx);
   if (!js || !groups_memo_find(js->groups_memo, groups, group_count, plan->nin, plan->nout, &plan->gather)) {
     uj_status_t s = groups_gather(&plan->gather, groups, group_count, plan->nin, plan->nout, 1, js ? js->pool : NULL);
     if (s != UJ_OK) return s;

@@ -108,6 +108,7 @@ typedef struct {
   rt_pool_t* pool;
   pthread_mutex_t lock;   /* compiles and probes */
   uint64_t id;            /* unique in the process: programs memoize kernels by it */
+  unsigned fork_generation; /* rt_fork_generation() when made: see jit_state */
   /* each engine's own state, opaque here (jit_engine_state), by uj_engine_t */
   void* engine_state[RT_ENGINE_COUNT];
   /* tiered AUTO's records and background compiles (jit/tier.c), opaque
@@ -138,8 +139,14 @@ typedef struct {
  * 44.7-45.1, 2 threads 38.4-38.5 against 39.5-39.8; layernorm unchanged. */
 enum { JIT_CHAIN_BYTES = 32 * 1024 };
 
-/* The context's JIT state, created on first use; NULL (error set) on OOM. */
+/* The context's JIT state, created on first use; NULL (error set) on OOM.
+ * In a child of fork() a state made before the fork is abandoned and a new
+ * one made (jit/engine.c says why). */
 jit_state_t* jit_state(uj_ctx_t* ctx);
+/* The context's JIT state when it has one made in this process, else NULL;
+ * never makes one. For readers that must not create state (reports,
+ * settings on a context not yet used). */
+jit_state_t* jit_state_existing(uj_ctx_t* ctx);
 
 /* Runs every block of f with the kernel, a chain of blocks (k->chain) a
  * chunk of js->chain_bytes at a time, splitting parallel blocks and chains

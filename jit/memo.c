@@ -18,10 +18,12 @@
  * - in-place outputs: ir_alias_safe(func, in, out) by [in * ntensors + out],
  *   -1 not yet asked. An in-place call asks on every run, and the answer
  *   depends on the function alone.
- * - the last run: the row that served it, the JIT state and the record,
- *   each read and written atomically (uj_program_last_run reads them while
- *   other threads run).
- * Threads share a program, so the first two sit under one lock, never held
+ * - the last run per context (by uj_ctx.id), for uj_program_last_run: the
+ *   row that served it and the record, for the LAST_RUNS contexts that ran
+ *   the pass most recently. Per context, because threads share a program but
+ *   each runs its own context: "the last run" a thread asks about is its
+ *   own, not whichever thread's came last.
+ * Threads share a program, so all three sit under one lock, never held
  * while an engine compiles. Running out of memory for a memo only costs its
  * saving (and, for the last run, its report). */
 #include <stdlib.h>
@@ -47,14 +49,23 @@ typedef struct {
   signed char* safe;
 } alias_memo_t;
 
+/* Contexts remembered per pass; an older one's last run is forgotten (it
+ * reads as never run), which bounds the memo whatever the number of
+ * contexts a program meets. uj_program_last_run's comment (uopjit.h)
+ * states the number. */
+enum { LAST_RUNS = 8 };
+
+typedef struct {
+  uint64_t ctx_id; /* uj_ctx.id; 0: an empty slot */
+  const jit_engine_t* engine;
+  uint64_t record;
+} last_run_t;
+
 typedef struct {
   pthread_mutex_t lock;
   kernel_memo_t kernel[2]; /* by uj_pass_t */
   alias_memo_t alias[2];
-  struct {
-    const jit_engine_t* engine;
-    uint64_t state, record;
-  } last_run[2];
+  last_run_t last_run[2][LAST_RUNS]; /* by uj_pass_t, the most recent first */
 } memo_t;
 
 static void memo_free(void* p) {
@@ -129,20 +140,32 @@ uj_status_t jit_memo_kernel(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* 
   return UJ_OK;
 }
 
-void jit_memo_note_run(uj_program_t* p, uj_pass_t pass, uint64_t state, const jit_served_t* served) {
+void jit_memo_note_run(uj_program_t* p, uj_pass_t pass, uint64_t ctx_id, const jit_served_t* served) {
   memo_t* m = memo_of(p);
   if (!m) return;
-  __atomic_store_n(&m->last_run[pass].engine, served->engine, __ATOMIC_RELAXED);
-  __atomic_store_n(&m->last_run[pass].state, state, __ATOMIC_RELAXED);
-  __atomic_store_n(&m->last_run[pass].record, served->record, __ATOMIC_RELAXED);
+  last_run_t* runs = m->last_run[pass];
+  pthread_mutex_lock(&m->lock);
+  int at = 0;
+  while (at < LAST_RUNS - 1 && runs[at].ctx_id != ctx_id) at++; /* its slot, else the oldest */
+  memmove(&runs[1], &runs[0], (size_t)at * sizeof *runs);
+  runs[0] = (last_run_t){ctx_id, served->engine, served->record};
+  pthread_mutex_unlock(&m->lock);
 }
 
-void jit_memo_last_run(const uj_program_t* p, uj_pass_t pass, const jit_engine_t** engine, uint64_t* state,
+void jit_memo_last_run(const uj_program_t* p, uj_pass_t pass, uint64_t ctx_id, const jit_engine_t** engine,
                        uint64_t* record) {
-  const memo_t* m = __atomic_load_n(&p->jit_memo, __ATOMIC_ACQUIRE);
-  *engine = m ? __atomic_load_n(&m->last_run[pass].engine, __ATOMIC_RELAXED) : NULL;
-  *state = m ? __atomic_load_n(&m->last_run[pass].state, __ATOMIC_RELAXED) : 0;
-  *record = m ? __atomic_load_n(&m->last_run[pass].record, __ATOMIC_RELAXED) : 0;
+  memo_t* m = __atomic_load_n(&p->jit_memo, __ATOMIC_ACQUIRE);
+  *engine = NULL;
+  *record = 0;
+  if (!m) return;
+  pthread_mutex_lock(&m->lock);
+  for (int i = 0; i < LAST_RUNS; i++)
+    if (m->last_run[pass][i].ctx_id == ctx_id) {
+      *engine = m->last_run[pass][i].engine;
+      *record = m->last_run[pass][i].record;
+      break;
+    }
+  pthread_mutex_unlock(&m->lock);
 }
 
 /* Contexts with the passes on and off ask about different functions, each

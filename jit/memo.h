@@ -19,13 +19,13 @@ uj_status_t jit_memo_kernel(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* 
                             const ir_func_t* f, const int64_t* params, const ir_buffer_t* buf, jit_state_t* js,
                             jit_served_t* out);
 
-/* Records what served p's pass in a successful run (for
- * uj_program_last_run): the row, the JIT state's id (0: none) and the
- * choosing row's record. */
-void jit_memo_note_run(uj_program_t* p, uj_pass_t pass, uint64_t state, const jit_served_t* served);
-/* What jit_memo_note_run last recorded for p's pass: the row (NULL: never
- * run), the state's id and the record. */
-void jit_memo_last_run(const uj_program_t* p, uj_pass_t pass, const jit_engine_t** engine, uint64_t* state,
+/* Records what served p's pass in a successful run on the context with id
+ * `ctx_id` (uj_ctx.id; for uj_program_last_run): the row and the choosing
+ * row's record. */
+void jit_memo_note_run(uj_program_t* p, uj_pass_t pass, uint64_t ctx_id, const jit_served_t* served);
+/* What jit_memo_note_run last recorded for p's pass on the context with id
+ * `ctx_id`: the row (NULL: never run there, or too long ago) and the record. */
+void jit_memo_last_run(const uj_program_t* p, uj_pass_t pass, uint64_t ctx_id, const jit_engine_t** engine,
                        uint64_t* record);
 
 /* ir_alias_safe(f, in, out), remembered by p. */

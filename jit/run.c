@@ -230,7 +230,7 @@ static uj_status_t alloc_temporaries(const ir_func_t* f, const run_memory_t* mem
 /* uj_program_run on a uop program (a parsed one resolved) with engine e. */
 static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p, uj_pass_t pass,
                           const uj_tensor_t* const* inputs, int input_count, const int64_t* params, int param_count,
-                          uj_tensor_t* const* outputs, int output_count, jit_served_t* served, uint64_t* state) {
+                          uj_tensor_t* const* outputs, int output_count, jit_served_t* served) {
   *served = (jit_served_t){NULL, e, 1, 0, 0};
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
@@ -264,7 +264,6 @@ static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p,
     jit_state_t* js = jit_state(ctx);
     if (!js) s = UJ_ERR_OOM;
     else if ((s = jit_memo_kernel(ctx, e, p, pass, f, params, buf, js, served)) == UJ_OK) {
-      *state = js->id;
       /* the row that runs it: e, or the one a choosing row picked (with no
        * kernel when that one runs the IR itself) */
       if (!served->engine->chain_scratch) s = alloc_temporaries(f, &mem, buf, 1);
@@ -300,19 +299,17 @@ uj_status_t uj_program_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, const
   pn_special_t* held = NULL;
   uj_program_t* given = p;
   jit_served_t served = {NULL, NULL, 1, 0, 0};
-  uint64_t state = 0;
   uj_status_t s = call_device(p, pass, inputs, input_count, outputs, output_count, &dev);
   if (s == UJ_OK) s = rt_ctx_settings_check(ctx, 1u << RT_SETTING_ENGINE);
   if (s == UJ_OK) s = jit_engine_for_call(ctx, dev, &engine);
   if (s == UJ_OK) s = rt_ctx_settings_check(ctx, engine->settings);
   if (s == UJ_OK) s = resolve_parsed(&p, pass, inputs, input_count, &held);
   if (s == UJ_OK)
-    s = run_on(ctx, engine, p, pass, inputs, input_count, params, param_count, outputs, output_count, &served,
-               &state);
+    s = run_on(ctx, engine, p, pass, inputs, input_count, params, param_count, outputs, output_count, &served);
   /* for uj_program_last_run: on the program the caller holds and, for a
    * parsed one, the program built for these inputs */
-  if (s == UJ_OK) jit_memo_note_run(given, pass, state, &served);
-  if (s == UJ_OK && p != given) jit_memo_note_run(p, pass, state, &served);
+  if (s == UJ_OK) jit_memo_note_run(given, pass, ctx->id, &served);
+  if (s == UJ_OK && p != given) jit_memo_note_run(p, pass, ctx->id, &served);
   pn_release(held);
   return s;
 }

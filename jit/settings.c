@@ -16,7 +16,7 @@
 #include "tier.h"
 
 /* The context's JIT state if it has one yet; never makes it. */
-static jit_state_t* existing_state(uj_ctx_t* ctx) { return __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE); }
+static jit_state_t* existing_state(uj_ctx_t* ctx) { return jit_state_existing(ctx); }
 
 uj_status_t uj_ctx_set_threads(uj_ctx_t* ctx, int threads) {
   if (!ctx) return rt_error(UJ_ERR_INVALID, "uj_ctx_set_threads: ctx is NULL");

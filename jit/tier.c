@@ -592,14 +592,14 @@ uj_status_t uj_program_last_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, 
     return rt_error(UJ_ERR_INVALID, "uj_program_last_run: pass %d is neither UJ_FORWARD nor UJ_BACKWARD", (int)pass);
   memset(out, 0, sizeof *out);
   const jit_engine_t* engine;
-  uint64_t state, id;
-  jit_memo_last_run(p, pass, &engine, &state, &id);
+  uint64_t id;
+  jit_memo_last_run(p, pass, ctx->id, &engine, &id);
   out->engine = engine ? jit_engine_id(engine) : UJ_ENGINE_AUTO;
   out->tier = UJ_TIER_NONE;
   out->mir_ms = out->c_ms = -1;
-  jit_state_t* js = __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE);
+  jit_state_t* js = jit_state_existing(ctx);
   jit_tier_t* t = js ? __atomic_load_n(&js->tier, __ATOMIC_ACQUIRE) : NULL;
-  if (!t || !id || state != js->id) return UJ_OK;
+  if (!t || !id) return UJ_OK;
   pthread_mutex_lock(&t->lock);
   tier_record_t* r = find_by_id(t, id);
   if (r) {
@@ -616,7 +616,7 @@ uj_status_t uj_program_last_run(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, 
 /* ---- what served a context's tiered calls --------------------------------------------------- */
 
 int jit_tier_served(uj_ctx_t* ctx, int64_t* mir, int64_t* interp, int64_t* c) {
-  jit_state_t* js = ctx ? __atomic_load_n(&ctx->jit_state, __ATOMIC_ACQUIRE) : NULL;
+  jit_state_t* js = ctx ? jit_state_existing(ctx) : NULL;
   jit_tier_t* t = js ? __atomic_load_n(&js->tier, __ATOMIC_ACQUIRE) : NULL;
   *mir = t ? atomic_load_explicit(&t->served_mir, memory_order_relaxed) : 0;
   *interp = t ? atomic_load_explicit(&t->served_interp, memory_order_relaxed) : 0;

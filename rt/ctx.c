@@ -23,6 +23,10 @@ uj_ctx_t* uj_ctx_new(void) {
     rt_error(UJ_ERR_OOM, "uj_ctx_new: out of memory allocating a context (%zu bytes)", sizeof *ctx);
     return NULL;
   }
+  /* what per-context records elsewhere (a program's last runs) are keyed
+   * by: a freed context's address may come back, its id never does */
+  static _Atomic uint64_t next_id = 1;
+  ctx->id = next_id++;
   rt_settings_from_env(&ctx->set, ctx->problem);
   return ctx;
 }

@@ -4,6 +4,7 @@
 #ifndef UJ_RT_H
 #define UJ_RT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -152,6 +153,7 @@ void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT
 /* ---- context (rt/ctx.c) -------------------------------------------------------- */
 
 struct uj_ctx {
+  uint64_t id;                    /* unique in the process, never reused (not an address) */
   rt_settings_t set;              /* from the environment, then the setters */
   /* why the environment's value of a setting was refused ("" when it was
    * not): returned by the calls that use the setting until its setter
@@ -201,5 +203,28 @@ int rt_pool_size(const rt_pool_t* p);
  * caller runs a chunk itself; returns when every chunk has finished. An
  * empty range (end <= begin) calls nothing. p may be NULL (runs serially). */
 void rt_pool_run(rt_pool_t* p, int64_t begin, int64_t end, int64_t min_chunk, rt_range_fn fn, void* ctx);
+/* fork(): a pool made before a fork works in the child, which has none
+ * of the parent's workers. The child's first run that splits starts new
+ * workers (as many; rt_pool_size is unchanged), and rt_pool_free there
+ * neither joins nor waits for the parent's; their mutex and condition
+ * variables are never touched again (a vanished worker may have held the
+ * mutex). */
+
+/* A number that is different in the child of every fork() than in its
+ * parent (a pthread_atfork handler advances it; the pid stands in where
+ * the handler could not be registered). State that owns threads records
+ * it when it starts them; a different value later means those threads are
+ * not in this process, so they must not be joined or waited for and their
+ * locks not taken. Cheap enough for every call. */
+unsigned rt_fork_generation(void);
+
+/* Holds the process-wide lock `lock` across every fork(), and gives the
+ * child a copy of `fresh` (its initializer) in its place: a child must
+ * never start with a lock taken by a thread it does not have, nor with
+ * the state it guards half changed. Called once per lock, from a
+ * constructor of the file that owns it (at most 8 such locks; they are
+ * taken in the order they were given, and no code takes two of them at
+ * once). */
+void rt_fork_guard(pthread_mutex_t* lock, const pthread_mutex_t* fresh);
 
 #endif

@@ -194,4 +194,38 @@ TEST(tier_served_counts_tell_which_tier_served) {
   nftw(cache, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Threads share programs, each with its own context: each context learns
+ * of its own last run of a program, never another's (uj_program_last_run
+ * answers per context; before, it gave whichever context ran last). */
+TEST(the_last_run_is_the_asking_contexts) {
+  uj_ctx_t* interp = ctx_on(UJ_ENGINE_INTERP, NULL, NULL);
+  uj_ctx_t* other = ctx_on(available(UJ_ENGINE_MIR) ? UJ_ENGINE_MIR : UJ_ENGINE_INTERP, NULL, NULL);
+  uj_ctx_t* idle = ctx_on(UJ_ENGINE_INTERP, NULL, NULL);
+  uj_program_t* p = NULL;
+  CHECK(interp && other && idle);
+  CHECK(run_scaled(interp, &p, 3) == UJ_OK);
+  CHECK(p && run_scaled(other, &p, 3) == UJ_OK);
+  uj_run_info_t a, b, c;
+  CHECK(p && uj_program_last_run(interp, p, UJ_FORWARD, &a) == UJ_OK);
+  CHECK(p && uj_program_last_run(other, p, UJ_FORWARD, &b) == UJ_OK);
+  CHECK(p && uj_program_last_run(idle, p, UJ_FORWARD, &c) == UJ_OK);
+  CHECK(a.engine == UJ_ENGINE_INTERP);
+  CHECK(b.engine == uj_ctx_engine(other));
+  CHECK(c.engine == UJ_ENGINE_AUTO && c.tier == UJ_TIER_NONE); /* never ran it */
+  /* more contexts than are remembered: the oldest is forgotten, never
+   * confused with another */
+  uj_ctx_t* many[9];
+  for (int i = 0; i < 9; i++) {
+    many[i] = ctx_on(UJ_ENGINE_INTERP, NULL, NULL);
+    CHECK(many[i] && p && run_scaled(many[i], &p, 3) == UJ_OK);
+  }
+  CHECK(p && uj_program_last_run(interp, p, UJ_FORWARD, &a) == UJ_OK && a.engine == UJ_ENGINE_AUTO);
+  CHECK(p && uj_program_last_run(many[8], p, UJ_FORWARD, &a) == UJ_OK && a.engine == UJ_ENGINE_INTERP);
+  for (int i = 0; i < 9; i++) uj_ctx_free(many[i]);
+  uj_program_free(p);
+  uj_ctx_free(interp);
+  uj_ctx_free(other);
+  uj_ctx_free(idle);
+}
+
 TEST_MAIN()

@@ -389,6 +389,13 @@ uj_status_t jit_c_check(jit_state_t* js) {
  * serialized anyway) and makes the order visible. */
 static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* fork(): the lock is held across it, and the child gets a fresh one
+ * (rt_fork_guard). */
+__attribute__((constructor)) static void guard_loader_lock_across_fork(void) {
+  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  rt_fork_guard(&loader_lock, &fresh);
+}
+
 static void kernel_free(void* p) {
   c_kernel_t* k = p;
   if (!k) return;

@@ -99,6 +99,13 @@ static struct {
 } mir = {NULL, 0, 0, 0};
 static pthread_mutex_t mir_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
+/* fork(): the lock is held across it, and the child gets a fresh one
+ * (rt_fork_guard). */
+__attribute__((constructor)) static void guard_mir_lock_across_fork(void) {
+  static const pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+  rt_fork_guard(&mir_lock, &fresh);
+}
+
 typedef struct {
   jit_blocks_t blocks; /* first: the kernel is handed out as a jit_blocks_t */
   generation_t* gen;

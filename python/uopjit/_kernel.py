@@ -146,7 +146,6 @@ class Kernel:
         _context.get(self._engine, threads)  # an unavailable engine or bad count fails here
         self.source = source
         self._program = _Program(source)
-        self._last = threading.local()  # .info: this thread's last call, for last_run()
         handle = self._program.handle
         lib = _lib.lib
         self.inputs = tuple(lib.uj_program_io_name(handle, 0, i).decode()
@@ -261,7 +260,6 @@ class Kernel:
         out_ptrs = _lib.tensor_pointers(out_tensors)
         _lib.check(_lib.lib.uj_program_run(ctx.handle, handle, _lib.FORWARD, in_ptrs, len(tensors), None, 0,
                                            out_ptrs, len(out_tensors)))
-        self._last.info = self._read_last_run(ctx)
         return results[0] if len(results) == 1 else tuple(results)
 
     def _run_gpu(self, ctx, values, given_out):
@@ -316,7 +314,6 @@ class Kernel:
             _gpu.wait_for_producers(waits, driver(), device)
             _lib.check(_lib.lib.uj_program_run(ctx.handle, handle, _lib.FORWARD, in_ptrs, len(tensors), None, 0,
                                                _lib.tensor_pointers(out_tensors), len(out_tensors)))
-            self._last.info = self._read_last_run(ctx)
             _lib.check(_lib.lib.uj_ctx_synchronize(ctx.handle))
         finally:
             for t in scalars:
@@ -328,22 +325,10 @@ class Kernel:
         "tier": "ready", ...}. Before this thread's first call: engine "auto",
         tier "none" (the library's answer for a program never run).
 
-        uj_program_last_run answers for the program's last run by any
-        thread, so the answer is read on this thread right after each of its
-        calls and kept per thread. Only the tier fields can change after
-        that (a C compile under way finishes): while the kept tier is
-        "waiting" or "compiling" they are read again, and taken when the
-        library still describes a run of this thread's context (another
-        context's run comes with tier "none"), which is then this thread's
-        last call, since only this thread runs its context."""
-        info = getattr(self._last, "info", None)
-        if info is None:
-            return dict(_NEVER_RUN)
-        if info["tier"] in ("waiting", "compiling"):
-            now = self._read_last_run(_context.get(self._engine, self._threads))
-            if now["tier"] != "none" and now["engine"] == info["engine"]:
-                info = self._last.info = now
-        return dict(info)
+        Each thread runs kernels on contexts of its own (_context), and the
+        library answers per context (uj_program_last_run), so another
+        thread's calls never show here."""
+        return self._read_last_run(_context.get(self._engine, self._threads))
 
     def _read_last_run(self, ctx):
         """uj_program_last_run's answer for ctx, as last_run's dict."""
@@ -352,9 +337,6 @@ class Kernel:
         return {"engine": _lib.ENGINE_NAMES.get(info.engine, "?"), "tier": _lib.TIER_NAMES[info.tier],
                 "mir_ms": info.mir_ms, "c_ms": info.c_ms, "c_from_disk": bool(info.c_from_disk),
                 "c_error": info.c_error.decode(errors="replace")}
-
-
-_NEVER_RUN = {"engine": "auto", "tier": "none", "mir_ms": -1.0, "c_ms": -1.0, "c_from_disk": False, "c_error": ""}
 
 
 def _device_scalar(ctx, value, name, keep, what):
