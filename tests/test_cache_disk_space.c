@@ -21,36 +21,10 @@
 #include "../jit/cache.h"
 #include "../jit/jit.h"
 #include "cli_binary.h"
+#include "cache_dir.h"
 #include "harness.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
-
-static int remove_one(const char* path, const struct stat* st, int type, struct FTW* ftw) {
-  (void)st, (void)type, (void)ftw;
-  return remove(path);
-}
-
-typedef struct {
-  char dir[64];
-} temp_dir_t;
-
-static void temp_dir_open(temp_dir_t* t) {
-  strcpy(t->dir, "/tmp/uopjit-space-XXXXXX");
-  if (!mkdtemp(t->dir)) {
-    perror("mkdtemp");
-    exit(2);
-  }
-  unsetenv("UOPJIT_CACHE");
-  unsetenv("UOPJIT_CACHE_DISK_LIMIT");
-  setenv("UOPJIT_CACHE_DIR", t->dir, 1);
-}
-
-static void temp_dir_close(temp_dir_t* t) {
-  chmod(t->dir, 0700);
-  nftw(t->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-  unsetenv("UOPJIT_CACHE_DIR");
-  unsetenv("UOPJIT_CACHE_DISK_LIMIT");
-}
 
 static ir_hash_t hash_of(const char* text) { return ir_hash_bytes(text, strlen(text)); }
 
@@ -113,7 +87,7 @@ static int64_t usage_bytes(jit_cache_t* c) {
 
 TEST(disk_evicts_least_recently_used) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "space");
   jit_cache_t* c = jit_cache_new();
   /* four entries, "a" the oldest; room for exactly three */
   long each = store(c, &t, "a", 1000, 4000);
@@ -147,7 +121,7 @@ TEST(disk_evicts_least_recently_used) {
 
 TEST(disk_limit_held_while_filling) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "space");
   setenv("UOPJIT_CACHE_DISK_LIMIT", "16K", 1);
   jit_cache_t* c = jit_cache_new();
   jit_disk_usage_t u;
@@ -169,7 +143,7 @@ TEST(disk_limit_held_while_filling) {
 
 TEST(disk_entry_larger_than_the_limit) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "space");
   jit_cache_t* c = jit_cache_new();
   store(c, &t, "small", 10, 0);
   CHECK(jit_disk_set_limit(c, 2000) == UJ_OK);
@@ -185,7 +159,7 @@ TEST(disk_entry_larger_than_the_limit) {
  * others' entries, so the limit holds when they are all done. */
 TEST(disk_limit_held_by_concurrent_stores) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "space");
   fflush(stdout), fflush(stderr);
   pid_t kids[4];
   for (int k = 0; k < 4; k++) {
@@ -217,7 +191,7 @@ TEST(disk_limit_held_by_concurrent_stores) {
 
 TEST(disk_stale_temporaries_removed_fresh_kept) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "space");
   jit_cache_t* c = jit_cache_new();
   char payload[PATH_MAX], meta[PATH_MAX];
   char stale_payload_tmp[PATH_MAX + 16], stale_meta_tmp[PATH_MAX + 16], live_tmp[PATH_MAX + 16];
@@ -267,7 +241,7 @@ TEST(disk_limit_from_environment) {
       {"99999999999999G", 0}, {"M", 0},        {"1.5G", 0},
   };
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "space");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     setenv("UOPJIT_CACHE_DISK_LIMIT", cases[i].text, 1);
     jit_cache_t* c = jit_cache_new();
@@ -293,7 +267,7 @@ TEST(disk_limit_from_environment) {
 
 TEST(disk_limit_through_the_api) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "space");
   setenv("UOPJIT_CACHE_DISK_LIMIT", "1M", 1);
   CHECK(uj_ctx_set_disk_cache_limit(NULL, 1000) == UJ_ERR_INVALID);
   uj_ctx_t* ctx = uj_ctx_new();
@@ -347,7 +321,7 @@ static int read_only_child(const temp_dir_t* t, const char* cli, const char* out
 
 TEST(disk_read_only_directory_is_reported) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "space");
   chmod(t.dir, 0755);
   jit_cache_t* c = jit_cache_new();
   CHECK(jit_disk_writable(c));

@@ -26,32 +26,8 @@
 #include <unistd.h>
 
 #include "../jit/cache.h"
+#include "cache_dir.h"
 #include "harness.h"
-
-static int remove_one(const char* path, const struct stat* st, int type, struct FTW* ftw) {
-  (void)st, (void)type, (void)ftw;
-  return remove(path);
-}
-
-typedef struct {
-  char dir[64];
-} temp_dir_t;
-
-static void temp_dir_open(temp_dir_t* t) {
-  strcpy(t->dir, "/tmp/uopjit-meta-XXXXXX");
-  if (!mkdtemp(t->dir)) {
-    perror("mkdtemp");
-    exit(2);
-  }
-  unsetenv("UOPJIT_CACHE");
-  unsetenv("UOPJIT_CACHE_DISK_LIMIT");
-  setenv("UOPJIT_CACHE_DIR", t->dir, 1);
-}
-
-static void temp_dir_close(temp_dir_t* t) {
-  nftw(t->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-  unsetenv("UOPJIT_CACHE_DIR");
-}
 
 static ir_hash_t hash_of(const char* text) { return ir_hash_bytes(text, strlen(text)); }
 
@@ -121,7 +97,7 @@ static void run_failing_store(ir_hash_t h) {
 
 TEST(a_store_whose_meta_cannot_be_written_leaves_no_payload) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "meta");
   ir_hash_t h = hash_of("a key of its own");
   run_failing_store(h);
   char payload[PATH_MAX], meta[PATH_MAX];
@@ -135,7 +111,7 @@ TEST(a_store_whose_meta_cannot_be_written_leaves_no_payload) {
 
 TEST(a_failed_store_leaves_the_older_entry_loadable) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "meta");
   ir_hash_t h = hash_of("a key of its own");
   jit_cache_t* c = jit_cache_new();
   CHECK(jit_disk_store(c, h, "engine c\nsmall", "so", small_payload, sizeof small_payload - 1, NULL, 0) == UJ_OK);
@@ -165,7 +141,7 @@ static void make_orphan(jit_cache_t* c, const temp_dir_t* t, ir_hash_t h, char* 
 
 TEST(a_payload_without_its_meta_is_a_miss_and_removed) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "meta");
   ir_hash_t h = hash_of("orphan");
   jit_cache_t* c = jit_cache_new();
   char payload[PATH_MAX], meta[PATH_MAX];
@@ -196,7 +172,7 @@ TEST(a_payload_without_its_meta_is_a_miss_and_removed) {
 
 TEST(a_whole_entry_is_never_taken_for_an_orphan) {
   temp_dir_t t;
-  temp_dir_open(&t);
+  temp_dir_open(&t, "meta");
   jit_cache_t* c = jit_cache_new();
   /* a miss on one key leaves another key's whole entry alone */
   ir_hash_t h = hash_of("whole");
