@@ -343,7 +343,7 @@ TEST(mir_no_instruction_names_one_register_in_both_inputs) {
   uint64_t state = 0x5eedu;
   HARNESS_SEED(state);
   for (int i = 0; i < SQ_N; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     int slot = -1;
     for (int k = 0; k < SQ_N; k++)
