@@ -227,6 +227,15 @@ static uj_status_t alloc_temporaries(const ir_func_t* f, const run_memory_t* mem
   return UJ_OK;
 }
 
+/* 1 when every output of f has no element: the run has nothing to write.
+ * An empty tensor's other sizes may still be huge ({2^40, 0}), and the
+ * loops over them would run for nothing (rows of zero elements each). */
+static int writes_nothing(const ir_func_t* f, const ir_buffer_t* buf) {
+  for (int t = 0; t < f->ntensors; t++)
+    if (f->tensors[t].role == IR_TENSOR_OUTPUT && buf[t].numel != 0) return 0;
+  return 1;
+}
+
 /* uj_program_run on a uop program (a parsed one resolved) with engine e. */
 static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p, uj_pass_t pass,
                           const uj_tensor_t* const* inputs, int input_count, const int64_t* params, int param_count,
@@ -249,6 +258,10 @@ static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p,
   if (!buf) return UJ_ERR_OOM;
   uj_status_t s = bind_inputs(f, p, pass, need, inputs, input_count, params, param_count, buf);
   if (s == UJ_OK) s = check_outputs(f, need, outputs, output_count, p->noutputs[pass], buf);
+  if (s == UJ_OK && writes_nothing(f, buf)) {
+    if (!small) free(buf);
+    return UJ_OK;
+  }
   if (s == UJ_OK) s = alloc_temporaries(f, &mem, buf, 0);
   void** aside = s != UJ_OK ? NULL
                 : small ? memset(stack_aside, 0, sizeof stack_aside[0] * (size_t)f->ntensors)
