@@ -305,13 +305,20 @@ static uj_ctx_t* jit_ctx(void) {
   return ctx;
 }
 
-TEST(fork_child_only_frees) {
-  uj_ctx_t* ctx = jit_ctx();
-  SKIP_IF(!ctx, "no JIT engine");
+/* The parent's side before each fork: OLD_SRC parsed and run on ctx (its
+ * pool's workers started). */
+static uj_program_t* parent_ran(uj_ctx_t* ctx) {
   uj_program_t* old = NULL;
   CHECK(uj_program_parse(OLD_SRC, &old) == UJ_OK);
   fill_input(0.5f);
   CHECK(run(ctx, old) == UJ_OK);
+  return old;
+}
+
+TEST(fork_child_only_frees) {
+  uj_ctx_t* ctx = jit_ctx();
+  SKIP_IF(!ctx, "no JIT engine");
+  uj_program_t* old = parent_ran(ctx);
   pid_t pid = fork_child();
   if (pid == 0) {
     uj_ctx_free(ctx);
@@ -330,10 +337,7 @@ TEST(fork_child_changes_threads) {
   SKIP_UNDER_TSAN();
   uj_ctx_t* ctx = jit_ctx();
   SKIP_IF(!ctx, "no JIT engine");
-  uj_program_t* old = NULL;
-  CHECK(uj_program_parse(OLD_SRC, &old) == UJ_OK);
-  fill_input(0.5f);
-  CHECK(run(ctx, old) == UJ_OK);
+  uj_program_t* old = parent_ran(ctx);
   pid_t pid = fork_child();
   if (pid == 0) {
     int before = thread_count();
@@ -355,10 +359,7 @@ TEST(fork_grandchild) {
   SKIP_UNDER_TSAN();
   uj_ctx_t* ctx = jit_ctx();
   SKIP_IF(!ctx, "no JIT engine");
-  uj_program_t* old = NULL;
-  CHECK(uj_program_parse(OLD_SRC, &old) == UJ_OK);
-  fill_input(0.5f);
-  CHECK(run(ctx, old) == UJ_OK);
+  uj_program_t* old = parent_ran(ctx);
   pid_t pid = fork_child();
   if (pid == 0) {
     /* the child rebuilds its pool, then forks with its own workers running */

@@ -210,54 +210,46 @@ static void check_refused(uj_status_t s, const char* where, const char* tensor) 
   if (s != UJ_ERR_SHAPE || !named) printf("  %s: status %d, \"%s\"\n", where, (int)s, uj_last_error());
 }
 
+/* y = x*2 + 1 run in place on a tensor of shape dims (one float of
+ * storage: it has no element) on host configuration c; *cell must stay 5. */
+static uj_status_t run_empty(int c, uj_program_t* prog, const int64_t dims[3], float* cell) {
+  *cell = 5;
+  uj_tensor_t x = {cell, UJ_F32, UJ_CPU, 3, {dims[0], dims[1], dims[2]}};
+  uj_tensor_t y = x;
+  const uj_tensor_t* in[] = {&x};
+  uj_tensor_t* out[] = {&y};
+  return uj_program_run(or_ctx(c), prog, UJ_FORWARD, in, 1, NULL, 0, out, 1);
+}
+
 TEST(a_zero_element_tensor_whose_sizes_overflow_is_refused) {
   uj_program_t* prog = NULL;
   CHECK(uj_program_parse("y = x*2 + 1", &prog) == UJ_OK);
   if (!prog) return;
-  static const int64_t shapes[][3] = {
+  static const int64_t overflow[][3] = {
       {0, INT64_MAX, INT64_MAX}, {INT64_MAX, INT64_MAX, 0}, {INT64_MAX / 2, 0, 3}, {0, INT64_C(1) << 62, 2}};
+  /* nothing to write: no loop runs over the empty rows ({2^40, 0} would
+   * be 2^40 rows of nothing) */
+  static const int64_t many_empty_rows[3] = {INT64_C(1) << 40, 0, 3};
+  /* what does fit still runs: zeros with sizes whose product fits */
+  static const int64_t fits[3] = {0, INT64_C(1) << 30, 1 << 20};
+  alarm(120); /* turns a hang over empty rows into a failure */
   /* every host engine: the tensor checks (rt/tensor.c) count sizes with
    * zeros left out, and jit/blocks.c checks its runs the same way */
   for (int c = 0; c < OR_NENGINES; c++) {
     if (or_configs[c].engine == UJ_ENGINE_CUDA) continue; /* host tensors */
-    uj_ctx_t* ctx = or_ctx(c);
-    for (size_t k = 0; ctx && k < sizeof shapes / sizeof shapes[0]; k++) {
-      float cell = 5;
-      uj_tensor_t x = {&cell, UJ_F32, UJ_CPU, 3, {shapes[k][0], shapes[k][1], shapes[k][2]}};
-      uj_tensor_t y = x;
-      const uj_tensor_t* in[] = {&x};
-      uj_tensor_t* out[] = {&y};
+    float cell;
+    for (size_t k = 0; k < sizeof overflow / sizeof overflow[0]; k++) {
       char where[96];
       snprintf(where, sizeof where, "%s, shape %zu", or_configs[c].name, k);
-      check_refused(uj_program_run(ctx, prog, UJ_FORWARD, in, 1, NULL, 0, out, 1), where, "input 0");
+      check_refused(run_empty(c, prog, overflow[k], &cell), where, "input 0");
       CHECK(cell == 5);
     }
-  }
-  /* nothing to write: no loop runs over the empty rows ({2^40, 0} would
-   * be 2^40 rows of nothing); the alarm turns such a hang into a failure */
-  alarm(120);
-  for (int c = 0; c < OR_NENGINES; c++) {
-    if (or_configs[c].engine == UJ_ENGINE_CUDA) continue; /* host tensors */
-    float cell = 5;
-    uj_tensor_t x = {&cell, UJ_F32, UJ_CPU, 3, {INT64_C(1) << 40, 0, 3}};
-    uj_tensor_t y = x;
-    const uj_tensor_t* in[] = {&x};
-    uj_tensor_t* out[] = {&y};
-    CHECK(uj_program_run(or_ctx(c), prog, UJ_FORWARD, in, 1, NULL, 0, out, 1) == UJ_OK && cell == 5);
-  }
-  alarm(0);
-  /* what does fit still runs: zeros with sizes whose product fits */
-  for (int c = 0; c < OR_NENGINES; c++) {
-    if (or_configs[c].engine == UJ_ENGINE_CUDA) continue; /* host tensors */
-    float cell = 5;
-    uj_tensor_t x = {&cell, UJ_F32, UJ_CPU, 3, {0, INT64_C(1) << 30, 1 << 20}};
-    uj_tensor_t y = x;
-    const uj_tensor_t* in[] = {&x};
-    uj_tensor_t* out[] = {&y};
-    uj_status_t s = uj_program_run(or_ctx(c), prog, UJ_FORWARD, in, 1, NULL, 0, out, 1);
+    CHECK(run_empty(c, prog, many_empty_rows, &cell) == UJ_OK && cell == 5);
+    uj_status_t s = run_empty(c, prog, fits, &cell);
     CHECK(s == UJ_OK && cell == 5);
     if (s != UJ_OK) printf("  %s: %s\n", or_configs[c].name, uj_last_error());
   }
+  alarm(0);
   uj_program_free(prog);
 }
 
