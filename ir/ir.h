@@ -478,6 +478,15 @@ uj_status_t ir_pass_chain_local(ir_func_t* f);
 
 /* ---- pipeline (ir/pipeline.c) --------------------------------------------------------- */
 
+/* The passes compare blocks pairwise and keep tables of blocks by tensors,
+ * so their time and memory grow with the square of a program's size (a
+ * chain of 10000 one-op statements: 1.6 s and 250 MB; of 4000: 0.25 s
+ * and 40 MB); larger programs are refused, not compiled for minutes. The
+ * expression language checks its programs against the same limit before
+ * lowering them (uops/parse.h). */
+#define PIPELINE_MAX_BLOCKS 8192
+#define PIPELINE_MAX_TENSORS 16384
+
 /* Runs the passes in order on a copy of raw into *out. UJ_ERR_OOM, or
  * UJ_ERR_INVALID when a debug build's verifier finds a pass broke the IR. */
 uj_status_t ir_pipeline(const ir_func_t* raw, ir_func_t** out);

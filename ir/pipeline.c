@@ -52,13 +52,7 @@ static uj_status_t verify_after(ir_func_t* f, const char* pass) {
   return UJ_ERR_INVALID;
 }
 
-/* The passes compare blocks pairwise and keep tables of blocks by tensors,
- * so their time and memory grow with the square of a program's size (a
- * chain of 10000 one-op statements: 1.6 s and 250 MB; of 4000: 0.25 s
- * and 40 MB); larger programs are refused, not compiled for minutes. */
-#define PIPELINE_MAX_BLOCKS 8192
-#define PIPELINE_MAX_TENSORS 16384
-
+/* PIPELINE_MAX_BLOCKS and PIPELINE_MAX_TENSORS: ir.h says why. */
 uj_status_t ir_pipeline(const ir_func_t* raw, ir_func_t** out) {
   if (raw->nblocks > PIPELINE_MAX_BLOCKS || raw->ntensors > PIPELINE_MAX_TENSORS)
     return rt_error(UJ_ERR_UNSUPPORTED,

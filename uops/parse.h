@@ -12,9 +12,9 @@
 #define PARSE_MAX_SOURCE (1 << 20)  /* bytes */
 #define PARSE_MAX_NESTING 256       /* levels of parentheses, calls, unary operators and '**' (parse.c) */
 /* The most operations a built program may need: the pass pipeline's limit
- * on loop blocks (PIPELINE_MAX_BLOCKS in ir/pipeline.c; every operation
- * lowers to one block at least), checked before lowering (parse_build.c). */
-#define PARSE_MAX_OPERATIONS 8192
+ * on loop blocks (every operation lowers to one block at least), checked
+ * before lowering (parse_build.c). */
+#define PARSE_MAX_OPERATIONS PIPELINE_MAX_BLOCKS
 #define PARSE_MAX_NAMES 256
 #define PARSE_MAX_ARGS 3
 #define PARSE_CACHE 8               /* specializations kept per program */
