@@ -16,11 +16,11 @@
  *   read only, anything else  a hyperparameter (0-d), with the default
  *                             [defaults] gives, if any */
 #include <ctype.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../rt/rt.h"
+#include "../uops/parse.h"
 #include "optim.h"
 
 enum { SECTION_DEFAULTS, SECTION_SCALARS, SECTION_UPDATE, SECTION_APPLY, SECTION_COUNT };
@@ -133,35 +133,6 @@ static uj_status_t add_scalar(optim_spec_t* spec, const char* name, optim_scalar
 
 /* ---- [defaults] ------------------------------------------------------------------- */
 
-/* The end of a number as the expression language writes one (uops/parse.c:
- * digits with an optional fraction, or a fraction alone, then an optional
- * exponent), after an optional sign; s itself when there is none. strtod
- * alone would also take "inf", "nan" and hex floats, which no program
- * could write, so a default could hold what the language cannot. */
-static const char* number_end(const char* s, const char* end) {
-  const char* q = s;
-  if (q < end && (*q == '+' || *q == '-')) q++;
-  const char* digits = q;
-  while (q < end && isdigit((unsigned char)*q)) q++;
-  int whole = q > digits;
-  if (q < end && *q == '.') {
-    const char* frac = ++q;
-    while (q < end && isdigit((unsigned char)*q)) q++;
-    if (!whole && q == frac) return s; /* "." alone */
-  } else if (!whole) {
-    return s;
-  }
-  if (q < end && (*q == 'e' || *q == 'E')) {
-    const char* e = q + 1;
-    if (e < end && (*e == '+' || *e == '-')) e++;
-    if (e < end && isdigit((unsigned char)*e)) {
-      while (e < end && isdigit((unsigned char)*e)) e++;
-      q = e;
-    }
-  }
-  return q;
-}
-
 /* One "name = number" statement, [a, end) on text line `line` that starts
  * at line_start. Errors name the line and, where the statement is well
  * formed, the column of what is wrong, as the expression language's do. */
@@ -172,7 +143,13 @@ static uj_status_t read_default(optim_spec_t* spec, const char* a, const char* e
   while (eq < end && isspace((unsigned char)*eq)) eq++;
   const char* num = eq < end ? eq + 1 : end;
   while (num < end && isspace((unsigned char)*num)) num++;
-  const char* num_end = number_end(num, end);
+  /* a number as the expression language writes one (pn_number), after an
+   * optional sign: strtod alone would also take "inf", "nan" and hex */
+  const char* digits = num < end && (*num == '+' || *num == '-') ? num + 1 : num;
+  double magnitude;
+  const char* problem;
+  int len = pn_number(digits, end, &magnitude, &problem);
+  const char* num_end = len ? digits + len : num;
   const char* rest = num_end;
   while (rest < end && isspace((unsigned char)*rest)) rest++;
   int name_ok = name_end > a && !isdigit((unsigned char)*a) && eq < end && *eq == '=';
@@ -190,18 +167,10 @@ static uj_status_t read_default(optim_spec_t* spec, const char* a, const char* e
     return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d: a name of over 63 characters", line);
   memcpy(name, a, (size_t)(name_end - a));
   name[name_end - a] = 0;
-  char text[64]; /* strtod needs the number's own end: copy it */
-  if ((size_t)(num_end - num) >= sizeof text)
-    return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d, column %d: the value of %s has over 63 characters",
-                    line, (int)(num - line_start) + 1, name);
-  memcpy(text, num, (size_t)(num_end - num));
-  text[num_end - num] = 0;
-  errno = 0;
-  double value = strtod(text, NULL);
-  /* as the expression language: overflow is an error, underflow rounds */
-  if (errno == ERANGE && (value > 1.0 || value < -1.0))
-    return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d, column %d: %s = %s is out of range for a number", line,
-                    (int)(num - line_start) + 1, name, text);
+  if (problem)
+    return rt_error(UJ_ERR_PARSE, "updater [defaults] line %d, column %d: %s = %.*s: %s", line,
+                    (int)(num - line_start) + 1, name, (int)(num_end - num), num, problem);
+  double value = *num == '-' ? -magnitude : magnitude;
   int index = optim_spec_scalar(spec, name);
   if (index < 0 || spec->scalar_list[index].kind != OPTIM_HPARAM)
     return rt_error(UJ_ERR_INVALID, "updater [defaults] line %d: %s is not a hyperparameter any program reads", line,

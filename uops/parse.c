@@ -93,6 +93,40 @@ static int expected(parser_t* p, const char* what) {
 static int is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 
+int pn_number(const char* s, const char* end, double* value, const char** problem) {
+#define AT(q) ((end && (q) >= end) ? 0 : *(q))
+  const char* q = s;
+  *value = 0;
+  *problem = NULL;
+  while (is_digit(AT(q))) q++;
+  int whole = q > s;
+  if (AT(q) == '.') {
+    const char* frac = ++q;
+    while (is_digit(AT(q))) q++;
+    if (!whole && q == frac) return 0;
+  } else if (!whole) {
+    return 0;
+  }
+  if ((AT(q) == 'e' || AT(q) == 'E') &&
+      (is_digit(AT(q + 1)) || ((AT(q + 1) == '+' || AT(q + 1) == '-') && is_digit(AT(q + 2))))) {
+    q += 2;
+    while (is_digit(AT(q))) q++;
+  }
+#undef AT
+  char buf[64]; /* strtod needs the number's own end */
+  size_t len = (size_t)(q - s);
+  if (len >= sizeof buf) {
+    *problem = "number too long";
+    return (int)len;
+  }
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  errno = 0;
+  *value = strtod(buf, NULL);
+  if (errno == ERANGE && (*value > 1.0 || *value < -1.0)) *problem = "number out of range";
+  return (int)len;
+}
+
 static void next(parser_t* p) {
   token_t* t = &p->tok;
   for (;;) {
@@ -121,25 +155,10 @@ static void next(parser_t* p) {
     t->len = (int)(p->pos - t->start);
   } else if (is_digit(c) || (c == '.' && is_digit(p->pos[1]))) {
     t->kind = TK_NUMBER;
-    const char* q = p->pos;
-    while (is_digit(*q)) q++;
-    if (*q == '.') for (q++; is_digit(*q);) q++;
-    if ((*q == 'e' || *q == 'E') && (is_digit(q[1]) || ((q[1] == '+' || q[1] == '-') && is_digit(q[2])))) {
-      q += 2;
-      while (is_digit(*q)) q++;
-    }
-    char buf[64];
-    t->len = (int)(q - p->pos);
-    if (t->len >= (int)sizeof buf) {
-      fail(p, t->line, t->column, "%s", "number too long");
-    } else {
-      memcpy(buf, p->pos, (size_t)t->len);
-      buf[t->len] = 0;
-      errno = 0;
-      t->number = strtod(buf, NULL);
-      if (errno == ERANGE && (t->number > 1.0 || t->number < -1.0)) fail(p, t->line, t->column, "%s", "number out of range");
-    }
-    p->pos = q;
+    const char* problem;
+    t->len = pn_number(p->pos, NULL, &t->number, &problem);
+    if (problem) fail(p, t->line, t->column, "%s", problem);
+    p->pos += t->len;
   } else if (c >= 0x80) {
     char what[32];
     snprintf(what, sizeof what, "byte 0x%02x is not ASCII", c);

@@ -93,4 +93,14 @@ uj_status_t pn_specialize_default(pn_program_t* pp, pn_special_t** out);
 void pn_release(pn_special_t* sp);
 void pn_program_free(pn_program_t* pp);
 
+/* A number as the expression language writes one (digits with an optional
+ * fraction, or a fraction alone, then an optional exponent; no sign), at
+ * s and before end (NULL: s is NUL-terminated). Returns its length in
+ * bytes, 0 when none starts at s. *value is its value and *problem NULL,
+ * or *problem says why it is not one ("number too long", over 63 bytes;
+ * "number out of range", beyond f64: underflow rounds). Also what an
+ * updater's [defaults] reads (optim/spec.c), so that a default holds only
+ * what a program could write. */
+int pn_number(const char* s, const char* end, double* value, const char** problem);
+
 #endif
