@@ -133,20 +133,24 @@ uj_status_t ir_func_sizes(const ir_func_t* f, const int64_t* params, ir_buffer_t
                           tensor_label(tt, label, sizeof label, t), k, (long long)buf[t].dims[k]);
       }
     }
-    /* the sizes' product with zeros left out must fit as well: an empty
-     * tensor's other sizes still multiply into strides (rt_numel) */
-    int64_t n = 1;
+    /* the sizes' product with zeros left out, times the element size, must
+     * fit as well: an empty tensor's other sizes still multiply into
+     * strides, loop work and byte offsets (rt_numel), which the runners
+     * (jit/blocks.c) then need not check again */
+    int64_t esize = uj_dtype_size(tt->dtype), n = 1, bytes;
     int ok = 1, empty = 0;
     for (int k = 0; k < tt->ndim && ok; k++) {
       if (buf[t].dims[k] == 0) empty = 1;
       else ok = rt_mul_i64(n, buf[t].dims[k], &n);
     }
-    if (ok) {
+    if (ok && rt_mul_i64(n, esize > 0 ? esize : 1, &bytes)) {
       buf[t].numel = empty ? 0 : n;
       continue;
     }
     uj_status_t s = rt_numel(tensor_label(tt, label, sizeof label, t), tt->ndim, buf[t].dims, &buf[t].numel);
     if (s != UJ_OK) return s;
+    return rt_error(UJ_ERR_SHAPE, "%s: its sizes%s times %lld bytes overflow int64", tensor_label(tt, label, sizeof label, t),
+                    empty ? " (zeros left out)" : "", (long long)esize);
   }
   for (int i = 0; i < f->nasserts; i++) {
     const ir_assert_t* as = &f->asserts[i];

@@ -33,7 +33,6 @@
  * chunks (chain_bytes 0, or a chain longer than CHAIN_MAX_BLOCKS, which
  * runs in pieces), the runner gives the temporary full-size memory of its
  * own for the call, unless the caller already has. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,56 +370,12 @@ static int chain_runs(const jit_state_t* js, const jit_blocks_t* k, int b) {
   return js->chain_bytes > 0 && k->chain[b] >= 2 && k->chain[b] <= CHAIN_MAX_BLOCKS;
 }
 
-/* Whether tensor tt's sizes in b, zeros left out, times its element size
- * fit int64; else the axis where the product first overflows.
- *
- * Why zeros are left out: the checks every caller tensor passes
- * (rt_tensor_check_on, ir_func_sizes) count elements, and a tensor with a
- * size of 0 has none however large its other sizes are, so they take
- * {0, INT64_MAX, INT64_MAX}. But the kernels and this runner multiply the
- * other sizes all the same: strides (the product of the sizes after an
- * axis), the work of a loop nest, byte offsets. Those products are all
- * bounded by this one, so a tensor that passes cannot overflow any of
- * them. */
-static int sizes_fit(const ir_tensor_t* tt, const ir_buffer_t* b, int* axis) {
-  int64_t n = uj_dtype_size(tt->dtype) > 0 ? uj_dtype_size(tt->dtype) : 1;
-  for (int a = 0; a < tt->ndim; a++) {
-    if (b->dims[a] == 0) continue;
-    if (b->dims[a] < 0 || __builtin_mul_overflow(n, b->dims[a], &n)) return *axis = a, 0;
-  }
-  return 1;
-}
-
-/* The error for the first tensor whose sizes do not fit: the caller's
- * inputs first, then outputs, then temporaries (whose sizes follow from
- * theirs), so that the message names what the caller can fix. Cold. */
-static uj_status_t sizes_overflow(const ir_func_t* f, const ir_buffer_t* buf) {
-  static const ir_role_t order[] = {IR_TENSOR_INPUT, IR_TENSOR_OUTPUT, IR_TENSOR_TEMP};
-  for (int r = 0; r < 3; r++)
-    for (int t = 0; t < f->ntensors; t++) {
-      const ir_tensor_t* tt = &f->tensors[t];
-      int axis = 0;
-      if (tt->role != order[r] || sizes_fit(tt, &buf[t], &axis)) continue;
-      char label[48], sizes[UJ_MAX_DIMS * 22 + 1];
-      if (tt->role == IR_TENSOR_INPUT) snprintf(label, sizeof label, "input %d", tt->io_index);
-      else if (tt->role == IR_TENSOR_OUTPUT) snprintf(label, sizeof label, "output %d (tensor t%d)", tt->io_index, t);
-      else snprintf(label, sizeof label, "temporary tensor t%d", t);
-      int n = 0;
-      for (int a = 0; a < tt->ndim && n >= 0 && (size_t)n < sizeof sizes; a++)
-        n += snprintf(sizes + n, sizeof sizes - (size_t)n, "%s%lld", a ? " x " : "", (long long)buf[t].dims[a]);
-      return rt_error(UJ_ERR_SHAPE,
-                      "%s: axis %d of size %lld: the product of the sizes %s (zeros left out, as strides and "
-                      "offsets multiply them even when the tensor is empty) times %d bytes overflows int64",
-                      label, axis, (long long)buf[t].dims[axis], sizes, uj_dtype_size(tt->dtype));
-    }
-  return rt_error(UJ_ERR_SHAPE, "a tensor's sizes overflow int64");
-}
-
 uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, ir_buffer_t* buf,
                            const int64_t* params) {
-  /* before anything is allocated or run: see sizes_fit */
-  for (int t = 0, axis; t < f->ntensors; t++)
-    if (!sizes_fit(&f->tensors[t], &buf[t], &axis)) return sizes_overflow(f, buf);
+  /* every tensor's sizes, zeros left out, times its element size fit
+   * int64 (ir_func_sizes and the tensor checks have said so): strides, the
+   * work of a loop nest and byte offsets, all bounded by that, cannot
+   * overflow even when the tensor is empty */
   /* on the stack for small functions: this runs on every call */
   enum { TENSORS_ON_STACK = 32, LOOPS_ON_STACK = 64 };
   int64_t stack_dims[JIT_DIMS_SLOTS(TENSORS_ON_STACK)], stack_loops[LOOPS_ON_STACK];
