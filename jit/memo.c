@@ -144,11 +144,26 @@ void jit_memo_note_run(uj_program_t* p, uj_pass_t pass, uint64_t ctx_id, const j
   memo_t* m = memo_of(p);
   if (!m) return;
   last_run_t* runs = m->last_run[pass];
+  /* The common case, a context running its program again the way it did,
+   * changes nothing: seen without the lock. Every field is read and written
+   * atomically, so a look that races with another context's update sees
+   * either value of each; a mismatch takes the lock, and a match whose
+   * entry another update is moving down finds it moved intact. */
+  if (__atomic_load_n(&runs[0].ctx_id, __ATOMIC_RELAXED) == ctx_id &&
+      __atomic_load_n(&runs[0].engine, __ATOMIC_RELAXED) == served->engine &&
+      __atomic_load_n(&runs[0].record, __ATOMIC_RELAXED) == served->record)
+    return;
   pthread_mutex_lock(&m->lock);
   int at = 0;
   while (at < LAST_RUNS - 1 && runs[at].ctx_id != ctx_id) at++; /* its slot, else the oldest */
-  memmove(&runs[1], &runs[0], (size_t)at * sizeof *runs);
-  runs[0] = (last_run_t){ctx_id, served->engine, served->record};
+  for (int i = at; i > 0; i--) {
+    __atomic_store_n(&runs[i].ctx_id, runs[i - 1].ctx_id, __ATOMIC_RELAXED);
+    __atomic_store_n(&runs[i].engine, runs[i - 1].engine, __ATOMIC_RELAXED);
+    __atomic_store_n(&runs[i].record, runs[i - 1].record, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&runs[0].ctx_id, ctx_id, __ATOMIC_RELAXED);
+  __atomic_store_n(&runs[0].engine, served->engine, __ATOMIC_RELAXED);
+  __atomic_store_n(&runs[0].record, served->record, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&m->lock);
 }
 

@@ -104,17 +104,19 @@ static inline void cpu_relax(void) {
 
 static atomic_uint fork_generation;
 static int atfork_registered;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* Runs in the child of fork(), before fork returns there, while the child
  * has a single thread: nothing but an atomic add (async-signal-safe, as
  * the child side of a fork from a multi-threaded process must be). */
 static void in_forked_child(void) { atomic_fetch_add_explicit(&fork_generation, 1u, memory_order_relaxed); }
 
-static void register_atfork(void) { atfork_registered = pthread_atfork(NULL, NULL, in_forked_child) == 0; }
+/* At load, before any state that records a generation can exist, so that
+ * rt_fork_generation, asked on every call, is a plain load. */
+__attribute__((constructor)) static void register_atfork(void) {
+  atfork_registered = pthread_atfork(NULL, NULL, in_forked_child) == 0;
+}
 
 unsigned rt_fork_generation(void) {
-  pthread_once(&atfork_once, register_atfork);
   /* Without the handler (pthread_atfork failed: out of memory) the pid
    * tells processes apart instead; a process never mixes the two, since
    * the choice is made once and a child inherits it. */
