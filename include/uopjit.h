@@ -383,7 +383,9 @@ uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_prog
  * and an assigned name with one is cast to it (`p: bf16; p = m`);
  * otherwise inputs take their tensors' dtypes (mixed dtypes promote to the
  * wider: i32 < bf16, f16 < f32 < f64, bf16 with f16 gives f32; all-bf16
- * inputs give bf16 outputs). Operands broadcast
+ * inputs give bf16 outputs); a float value computed from 0-d values alone
+ * (1 - b2) is computed in f64 and rounded once to its dtype where it meets
+ * a tensor or is an output. Operands broadcast
  * as in NumPy; 0-d inputs (scalars) go everywhere. The uop program is built
  * on first use for each combination of input ranks, dtypes and size-1
  * axes, and kept (the 8 most recently used); several threads may run one

@@ -63,7 +63,12 @@ extern "C" {
  * (n = sum(p*p)): then it is a per-group sum, kept by the optimizer, that
  * [apply] reads as a scalar (LAMB's norms). A name [scalars] assigns is a
  * scalar computed in f64 each step. Every other name read is a
- * hyperparameter: a scalar the caller sets, shared or one per group. Step
+ * hyperparameter: a scalar the caller sets, shared or one per group. Every
+ * scalar reaches the passes in f64, and what a pass computes from scalars
+ * alone (1 - b2, lr/bc1) is computed in f64 and rounded once where it meets
+ * a tensor, as torch does; a 0-d f64 value does not make an f32 update f64.
+ * The built-ins following torch.optim take torch's `maximize` (0 or 1:
+ * step up the gradient). Step
  * scalars and hyperparameters are run-time values: nothing recompiles as t,
  * the learning rate or the number or sizes of groups change. */
 typedef struct uj_optim uj_optim_t;

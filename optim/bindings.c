@@ -7,10 +7,13 @@
  * optimizer owns, all in one block of cells (optim/cells.c), mirrored on
  * the GPU for a step on GPU tensors. The block's regions, each a multiple
  * of 8 bytes:
- *   scalars   [scalar][group] in the parameters' dtype
- *   wide      the same in f64, for inputs a pass declares f64
+ *   scalars   [scalar][group] in f64
  *   sums      [sum][group], 8 bytes each, used as the output's dtype
- *   sums_in   the sums in the parameters' dtype, for later passes
+ *   sums_in   the sums in f64, for later passes
+ * Scalars are f64 whatever the parameters' dtype: a pass computes what
+ * depends on scalars alone in f64 and rounds it once where it meets a
+ * tensor (uops/parse_build.c), as torch computes 1 - b2 or lr / bc1 in
+ * double; a 0-d f64 value does not make the tensor arithmetic f64.
  * Every pass has a list of its own.
  *
  * Kept: a step over the same groups as the step before (the same array of
@@ -35,20 +38,20 @@
 static void bindings_free(optim_bindings_t* b) {
   if (!b) return;
   optim_cells_release(&b->cells);
-  free(b->scalar_tensors), free(b->sum_outputs), free(b->sum_inputs), free(b->scalar_wide_tensors);
+  free(b->scalar_tensors), free(b->sum_outputs), free(b->sum_inputs);
   for (int k = 0; k < OPTIM_MAX_PASSES; k++) free(b->in[k]), free(b->out[k]), free(b->groups[k]);
   free(b->key), free(b->sig), free(b->varies);
   free(b);
 }
 
 static uj_tensor_t* slot_tensor(const uj_optim_group_t* g, optim_bindings_t* b, optim_slot_t slot, int i,
-                                const int* varies, int is_output, int wide) {
+                                const int* varies, int is_output) {
   size_t at = (size_t)slot.index * b->G + (slot.role == OPTIM_SCALAR && !varies[slot.index] ? 0 : i);
   switch (slot.role) {
     case OPTIM_PARAM: return g->param;
     case OPTIM_GRAD: return (uj_tensor_t*)g->grad; /* only ever an input */
     case OPTIM_STATE: return g->state[slot.index];
-    case OPTIM_SCALAR: return wide ? &b->scalar_wide_tensors[at] : &b->scalar_tensors[at];
+    case OPTIM_SCALAR: return &b->scalar_tensors[at];
     case OPTIM_SUM: return is_output ? &b->sum_outputs[at] : &b->sum_inputs[at];
   }
   return NULL;
@@ -65,12 +68,8 @@ static void bind_pass(const optim_spec_t* sp, int k, const uj_optim_group_t* gro
   for (int i = 0; i < b->G; i++) {
     const uj_tensor_t** in = b->in[k] + (size_t)i * pass->input_count;
     uj_tensor_t** out = b->out[k] + (size_t)i * b->output_count[k];
-    for (int j = 0; j < pass->input_count; j++) {
-      uj_dtype_t declared = UJ_F32;
-      int wide = uj_program_input_dtype(pass->program, j, &declared) && declared == UJ_F64;
-      in[j] = slot_tensor(&groups[i], b, pass->inputs[j], i, varies, 0, wide);
-    }
-    for (int o = 0; o < pass->output_count; o++) out[o] = slot_tensor(&groups[i], b, pass->outputs[o], i, varies, 1, 0);
+    for (int j = 0; j < pass->input_count; j++) in[j] = slot_tensor(&groups[i], b, pass->inputs[j], i, varies, 0);
+    for (int o = 0; o < pass->output_count; o++) out[o] = slot_tensor(&groups[i], b, pass->outputs[o], i, varies, 1);
     if (half >= 0) out[pass->output_count] = groups[i].param_half;
     b->groups[k][i] = (uj_group_t){in, out};
   }
@@ -99,17 +98,9 @@ static void key_of(const uj_optim_group_t* g, int nkey, const void** key, optim_
 
 /* Writes the step's scalar values into the cells and sends them up. */
 static uj_status_t write_scalars(const optim_spec_t* sp, optim_bindings_t* b, const double* values) {
-  size_t cell = (size_t)uj_dtype_size(b->dtype);
-  char* host = b->cells.host;
-  double* wide = (double*)(void*)(host + b->at_wide);
+  double* cells = (double*)(void*)b->cells.host;
   for (int k = 0; k < sp->scalar_count; k++)
-    for (int i = 0; i < (b->varies[k] ? b->G : 1); i++) {
-      size_t at = (size_t)k * b->G + i;
-      void* c = host + at * cell;
-      if (b->dtype == UJ_F64) *(double*)c = values[at];
-      else *(float*)c = (float)values[at];
-      wide[at] = values[at];
-    }
+    for (int i = 0; i < (b->varies[k] ? b->G : 1); i++) cells[(size_t)k * b->G + i] = values[(size_t)k * b->G + i];
   return optim_cells_sync(&b->cells, 0, b->at_sums, 1);
 }
 
@@ -122,12 +113,10 @@ static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj
   b->G = G;
   b->groups_at = groups;
   b->dtype = groups[0].param->dtype;
-  size_t cell = (size_t)uj_dtype_size(b->dtype);
-  b->at_wide = optim_cells_round(sg * cell);
-  b->at_sums = b->at_wide + sg * sizeof(double);
+  b->at_sums = sg * sizeof(double);
   b->sums_bytes = ug * sizeof(double);
   b->at_sums_in = b->at_sums + b->sums_bytes;
-  b->sums_in_bytes = optim_cells_round(ug * cell);
+  b->sums_in_bytes = ug * sizeof(double);
   uj_status_t s =
       optim_cells_make(ctx, (uj_device_t)groups[0].param->device, b->at_sums_in + b->sums_in_bytes, &b->cells);
   if (s != UJ_OK) {
@@ -135,7 +124,6 @@ static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj
     return s;
   }
   b->scalar_tensors = calloc(sg, sizeof(uj_tensor_t));
-  b->scalar_wide_tensors = calloc(sg, sizeof(uj_tensor_t));
   b->sum_outputs = calloc(ug, sizeof(uj_tensor_t));
   b->sum_inputs = calloc(ug, sizeof(uj_tensor_t));
   b->key = calloc((size_t)G * nkey + 1, sizeof *b->key);
@@ -148,7 +136,7 @@ static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj
     b->groups[k] = calloc((size_t)G + 1, sizeof(uj_group_t));
     lists &= b->in[k] && b->out[k] && b->groups[k];
   }
-  if (!b->scalar_tensors || !b->scalar_wide_tensors || !b->sum_outputs || !b->sum_inputs || !b->key || !b->sig ||
+  if (!b->scalar_tensors || !b->sum_outputs || !b->sum_inputs || !b->key || !b->sig ||
       !b->varies || !lists) {
     bindings_free(b);
     return rt_error(UJ_ERR_OOM, "out of memory binding %d groups", G);
@@ -156,20 +144,20 @@ static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj
   memcpy(b->varies, varies, (size_t)sp->scalar_count * sizeof *varies);
   for (int i = 0; i < G; i++) key_of(&groups[i], nkey, b->key + (size_t)i * nkey, b->sig + (size_t)i * nkey);
   char* host = b->cells.host;
-  double* wide = (double*)(void*)(host + b->at_wide);
+  double* scalars = (double*)(void*)host;
   for (int k = 0; k < sp->scalar_count; k++)
     for (int i = 0; i < (varies[k] ? G : 1); i++) {
       size_t at = (size_t)k * G + i;
-      b->scalar_tensors[at] = optim_cells_tensor(&b->cells, host + at * cell, b->dtype, 0);
-      b->scalar_wide_tensors[at] = optim_cells_tensor(&b->cells, &wide[at], UJ_F64, 0);
+      b->scalar_tensors[at] = optim_cells_tensor(&b->cells, &scalars[at], UJ_F64, 0);
     }
   double* sums = (double*)(void*)(host + b->at_sums);
+  double* sums_in = (double*)(void*)(host + b->at_sums_in);
   for (int k = 0; k < sp->sum_count; k++)
     for (int i = 0; i < G; i++) {
       size_t at = (size_t)k * G + i;
       uj_dtype_t dtype = sp->sum_wide[k] ? UJ_F64 : b->dtype;
       b->sum_outputs[at] = optim_cells_tensor(&b->cells, &sums[at], dtype, groups[i].param->ndim);
-      b->sum_inputs[at] = optim_cells_tensor(&b->cells, host + b->at_sums_in + at * cell, b->dtype, 0);
+      b->sum_inputs[at] = optim_cells_tensor(&b->cells, &sums_in[at], UJ_F64, 0);
     }
   for (int k = 0; k < sp->pass_count; k++) bind_pass(sp, k, groups, b, varies);
   *out = b;

@@ -355,20 +355,18 @@ static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, optim_b
   if (s != UJ_OK) rt_error_prefix("updater %s, [%s]: ", opt->name, k == 0 ? "update" : "apply");
   for (int o = 0; o < pass->output_count; o++) makes_sums |= pass->outputs[o].role == OPTIM_SUM;
   if (s != UJ_OK || !makes_sums) return s;
-  /* the sums as later passes read them: in the parameters' dtype (from the
-   * GPU and back there: a few values per group) */
+  /* the sums as later passes read them: f64 scalars (from the GPU and
+   * back there: a few values per group) */
   if ((s = optim_cells_sync(&b->cells, b->at_sums, b->sums_bytes, 0)) != UJ_OK) return s;
   const double* sums = (const double*)(b->cells.host + b->at_sums);
-  void* sums_in = b->cells.host + b->at_sums_in;
+  double* sums_in = (double*)(b->cells.host + b->at_sums_in);
   for (int o = 0; o < pass->output_count; o++) {
     if (pass->outputs[o].role != OPTIM_SUM) continue;
     for (int i = 0; i < b->G; i++) {
       size_t at = (size_t)pass->outputs[o].index * b->G + i;
       float narrow;
       memcpy(&narrow, &sums[at], sizeof narrow);
-      double v = b->sum_outputs[at].dtype == UJ_F64 ? sums[at] : (double)narrow;
-      if (b->dtype == UJ_F64) ((double*)sums_in)[at] = v;
-      else ((float*)sums_in)[at] = (float)v;
+      sums_in[at] = b->sum_outputs[at].dtype == UJ_F64 ? sums[at] : (double)narrow;
     }
   }
   return optim_cells_sync(&b->cells, b->at_sums_in, b->sums_in_bytes, 1);

@@ -83,7 +83,7 @@ typedef struct {
   optim_scalar_t* scalar_list;
   int scalar_count;
   char** sums;
-  int* sum_wide; /* 1: the sum is f64 for f32 tensors (its terms read a scalar declared f64) */
+  int* sum_wide; /* 1: the sum is f64 for f32 tensors (its terms are f64: names declared f64) */
   int sum_count;
 } optim_spec_t;
 
@@ -149,11 +149,10 @@ typedef struct {
   const uj_optim_group_t* groups_at; /* the caller's array they were made for */
   uj_dtype_t dtype;                  /* the parameters': scalars and sums take it */
   optim_cells_t cells;
-  size_t at_wide, at_sums, at_sums_in, sums_bytes, sums_in_bytes;
-  uj_tensor_t* scalar_tensors;
-  uj_tensor_t* scalar_wide_tensors;
-  uj_tensor_t* sum_outputs; /* rank of the group's parameter, sizes 1 */
-  uj_tensor_t* sum_inputs;  /* 0-d */
+  size_t at_sums, at_sums_in, sums_bytes, sums_in_bytes;
+  uj_tensor_t* scalar_tensors; /* 0-d f64 */
+  uj_tensor_t* sum_outputs;    /* rank of the group's parameter, sizes 1 */
+  uj_tensor_t* sum_inputs;     /* 0-d f64 */
   /* per pass: its list of groups, the program that runs it and its outputs */
   const uj_tensor_t** in[OPTIM_MAX_PASSES];
   uj_tensor_t** out[OPTIM_MAX_PASSES];

@@ -234,9 +234,9 @@ static uj_status_t output_is_sum(uj_program_t* q, const uj_program_t* const* pas
   }
   for (int i = 0; i < n; i++) {
     const char* name = uj_program_io_name(q, 0, i);
-    uj_dtype_t declared = UJ_F32;
-    uj_program_input_dtype(q, i, &declared);
     int tensor = strcmp(name, "p") == 0 || strcmp(name, "g") == 0 || written_by_pass(passes, pass_count, name);
+    uj_dtype_t declared = tensor ? UJ_F32 : UJ_F64; /* scalars are bound in f64 (optim/bindings.c) */
+    uj_program_input_dtype(q, i, &declared);
     probe[i] = (uj_tensor_t){storage, declared, UJ_CPU, tensor ? 1 : 0, {2}};
     ptrs[i] = &probe[i];
   }
@@ -360,6 +360,7 @@ static uj_status_t bind_scalars_program(optim_spec_t* spec) {
 static uj_status_t parse_section(const section_t* section, const char* name, uj_program_t** out) {
   uj_status_t s = uj_program_parse(section->source, out);
   if (s != UJ_OK) rt_error_prefix("updater [%s], starting at text line %d: ", name, section->first_line);
+  else pn_program_weak_scalars(*out); /* its scalars are bound in f64 (optim/bindings.c) */
   return s;
 }
 
@@ -383,6 +384,7 @@ static uj_status_t build_half_variants(optim_spec_t* spec, int k, const section_
     uj_status_t s = uj_program_parse(source, &pass->half_program[d]);
     free(source);
     if (s != UJ_OK) return s;
+    pn_program_weak_scalars(pass->half_program[d]);
     uj_program_t* q = pass->half_program[d];
     int same = uj_program_io_count(q, 0) == pass->input_count && uj_program_io_count(q, 1) == pass->output_count + 1;
     for (int i = 0; same && i < pass->input_count; i++)

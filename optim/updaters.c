@@ -18,7 +18,10 @@
  * bias correction and the trust ratio ||p|| / ||update||, 1 when either norm
  * is 0). State tensors start at zero, as torch creates them; the one state
  * torch does not start at zero, SGD's momentum buffer (a copy of the first
- * gradient), takes that value on the step t = 1 inside the rule. Options
+ * gradient), takes that value on the step t = 1 inside the rule. maximize
+ * (0 or 1) steps up the gradient, as torch's option of that name: the
+ * factor (1 - 2*maximize)*gscale is computed in f64 once and is exactly
+ * +-gscale. Options
  * torch spells as booleans that change which state exists (amsgrad, centered,
  * momentum) are separate updaters, so that none moves a tensor it does not
  * need; nesterov, which does not, is a hyperparameter (0 or 1). */
@@ -29,17 +32,17 @@
 /* torch.optim.SGD with momentum = 0: no state. */
 static const char sgd[] =
     "[defaults]\n"
-    "lr = 0.001; wd = 0\n"
+    "lr = 0.001; wd = 0; maximize = 0\n"
     "[update]\n"
-    "p = p - lr*(gscale*g + wd*p)\n";
+    "p = p - lr*((1 - 2*maximize)*gscale*g + wd*p)\n";
 
 /* torch.optim.SGD with momentum: buf = g on the first step, then
  * momentum*buf + (1 - dampening)*g; Nesterov steps along g + momentum*buf. */
 static const char sgd_momentum[] =
     "[defaults]\n"
-    "lr = 0.001; momentum = 0.9; dampening = 0; nesterov = 0; wd = 0\n"
+    "lr = 0.001; momentum = 0.9; dampening = 0; nesterov = 0; wd = 0; maximize = 0\n"
     "[update]\n"
-    "_d = gscale*g + wd*p\n"
+    "_d = (1 - 2*maximize)*gscale*g + wd*p\n"
     "buf = where(t > 1, momentum*buf + (1 - dampening)*_d, _d)\n"
     "p = p - lr*where(nesterov != 0, _d + momentum*buf, buf)\n";
 
@@ -50,9 +53,9 @@ static const char sgd_momentum[] =
 /* torch.optim.Adam: L2 weight decay added to the gradient. */
 static const char adam[] =
     "[defaults]\n"
-    "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-8; wd = 0\n" ADAM_SCALARS
+    "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-8; wd = 0; maximize = 0\n" ADAM_SCALARS
     "[update]\n"
-    "_g = gscale*g + wd*p\n"
+    "_g = (1 - 2*maximize)*gscale*g + wd*p\n"
     "m = b1*m + (1 - b1)*_g\n"
     "v = b2*v + (1 - b2)*_g*_g\n"
     "p = p - (lr/bc1)*m/(sqrt(v)/bc2s + eps)\n";
@@ -60,9 +63,9 @@ static const char adam[] =
 /* Adam with amsgrad: the denominator uses the running maximum of v. */
 static const char adam_amsgrad[] =
     "[defaults]\n"
-    "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-8; wd = 0\n" ADAM_SCALARS
+    "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-8; wd = 0; maximize = 0\n" ADAM_SCALARS
     "[update]\n"
-    "_g = gscale*g + wd*p\n"
+    "_g = (1 - 2*maximize)*gscale*g + wd*p\n"
     "m = b1*m + (1 - b1)*_g\n"
     "v = b2*v + (1 - b2)*_g*_g\n"
     "vmax = max(vmax, v)\n"
@@ -71,18 +74,18 @@ static const char adam_amsgrad[] =
 /* torch.optim.AdamW: decoupled weight decay, p shrinks by lr*wd first. */
 static const char adamw[] =
     "[defaults]\n"
-    "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-8; wd = 0.01\n" ADAM_SCALARS
+    "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-8; wd = 0.01; maximize = 0\n" ADAM_SCALARS
     "[update]\n"
-    "_g = gscale*g\n"
+    "_g = (1 - 2*maximize)*gscale*g\n"
     "m = b1*m + (1 - b1)*_g\n"
     "v = b2*v + (1 - b2)*_g*_g\n"
     "p = p*(1 - lr*wd) - (lr/bc1)*m/(sqrt(v)/bc2s + eps)\n";
 
 static const char adamw_amsgrad[] =
     "[defaults]\n"
-    "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-8; wd = 0.01\n" ADAM_SCALARS
+    "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-8; wd = 0.01; maximize = 0\n" ADAM_SCALARS
     "[update]\n"
-    "_g = gscale*g\n"
+    "_g = (1 - 2*maximize)*gscale*g\n"
     "m = b1*m + (1 - b1)*_g\n"
     "v = b2*v + (1 - b2)*_g*_g\n"
     "vmax = max(vmax, v)\n"
@@ -92,11 +95,11 @@ static const char adamw_amsgrad[] =
  * the accumulator starts at initial_accumulator_value = 0. */
 static const char adagrad[] =
     "[defaults]\n"
-    "lr = 0.01; lr_decay = 0; eps = 1e-10; wd = 0\n"
+    "lr = 0.01; lr_decay = 0; eps = 1e-10; wd = 0; maximize = 0\n"
     "[scalars]\n"
     "clr = lr/(1 + (t - 1)*lr_decay)\n"
     "[update]\n"
-    "_g = gscale*g + wd*p\n"
+    "_g = (1 - 2*maximize)*gscale*g + wd*p\n"
     "acc = acc + _g*_g\n"
     "p = p - clr*_g/(sqrt(acc) + eps)\n";
 
@@ -104,35 +107,35 @@ static const char adagrad[] =
  * running mean ga; momentum: a buffer of the scaled steps). */
 static const char rmsprop[] =
     "[defaults]\n"
-    "lr = 0.01; alpha = 0.99; eps = 1e-8; wd = 0\n"
+    "lr = 0.01; alpha = 0.99; eps = 1e-8; wd = 0; maximize = 0\n"
     "[update]\n"
-    "_g = gscale*g + wd*p\n"
+    "_g = (1 - 2*maximize)*gscale*g + wd*p\n"
     "v = alpha*v + (1 - alpha)*_g*_g\n"
     "p = p - lr*_g/(sqrt(v) + eps)\n";
 
 static const char rmsprop_centered[] =
     "[defaults]\n"
-    "lr = 0.01; alpha = 0.99; eps = 1e-8; wd = 0\n"
+    "lr = 0.01; alpha = 0.99; eps = 1e-8; wd = 0; maximize = 0\n"
     "[update]\n"
-    "_g = gscale*g + wd*p\n"
+    "_g = (1 - 2*maximize)*gscale*g + wd*p\n"
     "v = alpha*v + (1 - alpha)*_g*_g\n"
     "ga = alpha*ga + (1 - alpha)*_g\n"
     "p = p - lr*_g/(sqrt(v - ga*ga) + eps)\n";
 
 static const char rmsprop_momentum[] =
     "[defaults]\n"
-    "lr = 0.01; alpha = 0.99; eps = 1e-8; momentum = 0.9; wd = 0\n"
+    "lr = 0.01; alpha = 0.99; eps = 1e-8; momentum = 0.9; wd = 0; maximize = 0\n"
     "[update]\n"
-    "_g = gscale*g + wd*p\n"
+    "_g = (1 - 2*maximize)*gscale*g + wd*p\n"
     "v = alpha*v + (1 - alpha)*_g*_g\n"
     "buf = momentum*buf + _g/(sqrt(v) + eps)\n"
     "p = p - lr*buf\n";
 
 static const char rmsprop_centered_momentum[] =
     "[defaults]\n"
-    "lr = 0.01; alpha = 0.99; eps = 1e-8; momentum = 0.9; wd = 0\n"
+    "lr = 0.01; alpha = 0.99; eps = 1e-8; momentum = 0.9; wd = 0; maximize = 0\n"
     "[update]\n"
-    "_g = gscale*g + wd*p\n"
+    "_g = (1 - 2*maximize)*gscale*g + wd*p\n"
     "v = alpha*v + (1 - alpha)*_g*_g\n"
     "ga = alpha*ga + (1 - alpha)*_g\n"
     "buf = momentum*buf + _g/(sqrt(v - ga*ga) + eps)\n"
@@ -152,21 +155,22 @@ static const char lion[] =
 
 /* LAMB: [update] moves m and v and sums p*p and u*u per group; [apply]
  * recomputes u from them (cheaper than storing it) and steps by the trust
- * ratio. The sums are taken in f64 (a factor `wide`, declared f64, makes
- * their terms f64): an f32 sum over a 38M-element embedding is off by up to
- * 1e-3, and the trust ratio with it. */
+ * ratio. The sums are taken in f64 (their terms are names declared f64):
+ * an f32 sum over a 38M-element embedding is off by up to 1e-3, and the
+ * trust ratio with it. */
 static const char lamb[] =
     "[defaults]\n"
     "lr = 0.001; b1 = 0.9; b2 = 0.999; eps = 1e-6; wd = 0.01\n"
     "[scalars]\n"
-    "bc1 = 1 - b1**t; bc2 = 1 - b2**t; wide = 1 + 0*t\n"
+    "bc1 = 1 - b1**t; bc2 = 1 - b2**t\n"
     "[update]\n"
-    "wide: f64\n"
+    "_pw: f64; _uw: f64\n"
     "_g = gscale*g\n"
     "m = b1*m + (1 - b1)*_g\n"
     "v = b2*v + (1 - b2)*_g*_g\n"
     "_u = (m/bc1)/(sqrt(v/bc2) + eps) + wd*p\n"
-    "wn = sum(wide*p*p); un = sum(wide*_u*_u)\n"
+    "_pw = p; _uw = _u\n"
+    "wn = sum(_pw*_pw); un = sum(_uw*_uw)\n"
     "[apply]\n"
     "_u = (m/bc1)/(sqrt(v/bc2) + eps) + wd*p\n"
     "_r = where(wn > 0, where(un > 0, sqrt(wn)/sqrt(un), 1), 1)\n"

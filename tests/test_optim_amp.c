@@ -89,10 +89,10 @@ static void set_hparams(uj_optim_t* opt, double wd) {
 
 static ref_hparams_t ref_defaults(const uj_optim_t* opt, double wd) {
   ref_hparams_t h = {0};
-  static const char* const names[] = {"lr", "momentum", "dampening", "nesterov", "b1", "b2", "eps", "lr_decay", "alpha"};
-  double* fields[] = {&h.lr, &h.momentum, &h.dampening, &h.nesterov, &h.b1, &h.b2, &h.eps, &h.lr_decay, &h.alpha};
-  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-    if (uj_optim_get(opt, names[k], fields[k]) != UJ_OK) *fields[k] = 0;
+  for (int k = 0; k < uj_optim_hparam_count(opt); k++) {
+    double* field = ref_hparam(&h, uj_optim_hparam_name(opt, k));
+    if (field && uj_optim_get(opt, uj_optim_hparam_name(opt, k), field) != UJ_OK) *field = 0;
+  }
   h.wd = wd;
   return h;
 }

@@ -55,18 +55,11 @@ static void free_groups(group_t* gr, int nstate) {
 
 /* Sets every hyperparameter the updater has from `base`. */
 static void set_hparams(uj_optim_t* opt) {
-  static const struct { const char* name; double value; } table[] = {
-      {"lr", base.lr}, {"wd", base.wd}, {"momentum", base.momentum}, {"dampening", base.dampening},
-      {"nesterov", base.nesterov}, {"b1", base.b1}, {"b2", base.b2}, {"eps", base.eps},
-      {"lr_decay", base.lr_decay}, {"alpha", base.alpha}};
   for (int k = 0; k < uj_optim_hparam_count(opt); k++) {
-    int known = 0;
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-      if (strcmp(table[i].name, uj_optim_hparam_name(opt, k)) == 0) {
-        known = 1;
-        CHECK(uj_optim_set(opt, table[i].name, table[i].value) == UJ_OK);
-      }
-    CHECK(known);
+    ref_hparams_t h = base;
+    const double* field = ref_hparam(&h, uj_optim_hparam_name(opt, k));
+    CHECK(field != NULL);
+    if (field) CHECK(uj_optim_set(opt, uj_optim_hparam_name(opt, k), *field) == UJ_OK);
   }
 }
 

@@ -35,15 +35,10 @@ static const ref_hparams_t base = {.lr = 0.01, .wd = 0.125, .momentum = 0.8, .da
                                    .b1 = 0.85, .b2 = 0.99, .eps = 1e-6, .lr_decay = 0.05, .alpha = 0.95};
 
 static double hparam_value(const ref_hparams_t* h, const char* name, int* known) {
-  static const struct { const char* name; size_t offset; } table[] = {
-      {"lr", offsetof(ref_hparams_t, lr)},         {"wd", offsetof(ref_hparams_t, wd)},
-      {"momentum", offsetof(ref_hparams_t, momentum)}, {"dampening", offsetof(ref_hparams_t, dampening)},
-      {"nesterov", offsetof(ref_hparams_t, nesterov)}, {"b1", offsetof(ref_hparams_t, b1)},
-      {"b2", offsetof(ref_hparams_t, b2)},         {"eps", offsetof(ref_hparams_t, eps)},
-      {"lr_decay", offsetof(ref_hparams_t, lr_decay)}, {"alpha", offsetof(ref_hparams_t, alpha)}};
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-    if (strcmp(table[i].name, name) == 0) return *known = 1, *(const double*)((const char*)h + table[i].offset);
-  return *known = 0, 0;
+  ref_hparams_t copy = *h;
+  const double* field = ref_hparam(&copy, name);
+  *known = field != NULL;
+  return field ? *field : 0;
 }
 
 static void make_groups(uint64_t* rng, group_t* gr, int nstate) {
@@ -108,8 +103,13 @@ static int64_t check_updater(const char* name, int slot, uint64_t seed) {
     double nesterov = step % 2 == 0;
     if (uj_optim_hparam_count(opt) && uj_optim_get(opt, "nesterov", NULL) == UJ_OK)
       CHECK(uj_optim_set(opt, "nesterov", nesterov) == UJ_OK);
+    /* maximize on the third step: the factor (1 - 2*maximize)*gscale */
+    double maximize = step == 3;
+    int has_maximize = uj_optim_get(opt, "maximize", NULL) == UJ_OK;
+    if (has_maximize) CHECK(uj_optim_set(opt, "maximize", maximize) == UJ_OK);
     for (int i = 0; i < NGROUPS; i++) {
       h[i].nesterov = nesterov;
+      h[i].maximize = has_maximize ? maximize : 0;
       or_fill_real(&rng, &gr[i].g, -1, 1);
     }
     if (step == 2 && gr[3].n >= 3) or_set(&gr[3].g, 0, NAN), or_set(&gr[3].g, 1, INFINITY), or_set(&gr[3].g, 2, -INFINITY);

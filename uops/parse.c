@@ -529,6 +529,10 @@ uj_status_t uj_program_parse(const char* source, uj_program_t** out) {
   return UJ_OK;
 }
 
+void pn_program_weak_scalars(uj_program_t* p) {
+  if (p && p->parsed) p->parsed->weak_scalars = 1;
+}
+
 int uj_program_io_count(const uj_program_t* p, int is_output) {
   if (!p) return -1;
   return is_output ? p->noutputs[UJ_FORWARD] : p->ninputs[UJ_FORWARD];

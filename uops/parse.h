@@ -67,6 +67,7 @@ struct pn_program {
   rt_arena_t arena;
   int nnames;
   const char* names[PARSE_MAX_NAMES];
+  int weak_scalars;                       /* pn_program_weak_scalars */
   int hinted[PARSE_MAX_NAMES];            /* 1 when a dtype hint was given */
   uj_dtype_t hint[PARSE_MAX_NAMES];
   int nstmts, stmt_cap;
@@ -92,6 +93,10 @@ uj_status_t pn_specialize_default(pn_program_t* pp, pn_special_t** out);
  * specialization. NULL does nothing. */
 void pn_release(pn_special_t* sp);
 void pn_program_free(pn_program_t* pp);
+/* Makes a parsed program's 0-d f64 values weak against f32, bf16 and f16
+ * tensors (uops/parse_build.c): what an optimizer's passes need, whose
+ * scalars are bound in f64. Call it before the program first runs. */
+void pn_program_weak_scalars(uj_program_t* p);
 
 /* A number as the expression language writes one (digits with an optional
  * fraction, or a fraction alone, then an optional exponent; no sign), at

@@ -16,7 +16,20 @@
  * f32: neither holds the other); numbers adopt their partner's
  * dtype; float-only functions cast i32 to f32 first. Arithmetic on numbers
  * alone is folded here, in double, into one number, so that (1 + 2) or
- * -0.1 keeps full precision next to an f64 tensor. */
+ * -0.1 keeps full precision next to an f64 tensor.
+ *
+ * Scalars: a float value computed from 0-d values alone (1 - b2, lr/bc1,
+ * from 0-d inputs and numbers) is computed in f64 whatever its dtype, and
+ * rounded once, to the dtype it meets, where it meets a tensor (or to its
+ * own dtype where it is an output or a hinted name), as torch computes its
+ * optimizers' scalars in double: 1 - f32(0.999) in f32 is 0.000999987, 1 -
+ * 0.999 rounded once is 0.001. Such a value is held as val_t.dtype = f64
+ * with val_t.as its dtype by the rules above. In a program made with
+ * weak scalars (pn_program_weak_scalars: an optimizer's passes), a 0-d f64
+ * value also counts as f32 against f32, bf16 or f16 tensors, as torch
+ * treats 0-d tensors: the optimizer binds its hyperparameters in f64, and
+ * their precision must not make the tensor arithmetic f64. Elsewhere 0-d
+ * values promote as any others (NumPy 2's rule for its scalars). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +40,11 @@ typedef struct {
   uj_io_t id;
   int ndim;
   uint32_t ones;   /* axes known to have size 1 */
-  uj_dtype_t dtype;
+  uj_dtype_t dtype; /* the node's */
   int is_const;    /* a bare number (uj_const), whose value is number */
   double number;
+  uj_dtype_t as;   /* the dtype the value stands for: dtype, but for a
+                      0-d float value held in f64 (the header) */
 } val_t;
 
 typedef struct {
@@ -39,7 +54,7 @@ typedef struct {
   int failed;
 } build_t;
 
-static val_t bad(void) { return (val_t){-1, 0, 0, UJ_F32, 0, 0.0}; }
+static val_t bad(void) { return (val_t){-1, 0, 0, UJ_F32, 0, 0.0, UJ_F32}; }
 
 /* Builder failures get the source position in front. */
 static val_t at(build_t* b, const pn_node_t* n, uj_io_t id, int ndim, uint32_t ones, uj_dtype_t dt, int is_const) {
@@ -48,7 +63,7 @@ static val_t at(build_t* b, const pn_node_t* n, uj_io_t id, int ndim, uint32_t o
     b->failed = 1;
     return bad();
   }
-  return (val_t){id, ndim, ones, dt, is_const, 0.0};
+  return (val_t){id, ndim, ones, dt, is_const, 0.0, dt};
 }
 
 static val_t number(build_t* b, const pn_node_t* n, double v) {
@@ -73,20 +88,46 @@ static uj_dtype_t promoted(uj_dtype_t a, uj_dtype_t b) {
 }
 
 static val_t cast_to(build_t* b, const pn_node_t* n, val_t v, uj_dtype_t dt) {
-  if (v.dtype == dt || v.is_const) return (val_t){v.id, v.ndim, v.ones, dt, v.is_const, v.number};
+  if (v.dtype == dt || v.is_const) return (val_t){v.id, v.ndim, v.ones, dt, v.is_const, v.number, dt};
   uj_io_t id = uj_cast(b->g, dt, v.id);
   label(b, id, n);
   return at(b, n, id, v.ndim, v.ones, dt, 0);
 }
 
-/* Brings the values to one dtype (the widest that is not a bare number). */
-static void promote(build_t* b, const pn_node_t* n, val_t* v, int count) {
-  int any = 0;
-  uj_dtype_t dt = UJ_I32;
-  for (int i = 0; i < count; i++)
-    if (!v[i].is_const) dt = any++ ? promoted(dt, v[i].dtype) : v[i].dtype;
-  if (!any) return;
+/* v in the dtype it stands for: a scalar held in f64 rounded once. */
+static val_t settled(build_t* b, const pn_node_t* n, val_t v) {
+  return v.dtype == v.as ? v : cast_to(b, n, v, v.as);
+}
+
+static int is_float(uj_dtype_t dt) { return dt != UJ_I32; }
+
+/* Brings the values to one dtype and returns the dtype the result stands
+ * for (UJ_I32 when all are bare numbers, which keep theirs). Among values
+ * that are all 0-d (and with_tensor = 0: no tensor operand outside v, such
+ * as where's condition), a float result is computed in f64; against
+ * tensors, with weak scalars, a 0-d f64 value counts as f32 unless the
+ * tensors are f64 or i32 (the header). */
+static uj_dtype_t promote(build_t* b, const pn_node_t* n, val_t* v, int count, int with_tensor) {
+  int scalars = 0, tensors = 0;
+  uj_dtype_t d0 = UJ_I32, dn = UJ_I32;
+  for (int i = 0; i < count; i++) {
+    if (v[i].is_const) continue;
+    if (v[i].ndim == 0) d0 = scalars++ ? promoted(d0, v[i].as) : v[i].as;
+    else dn = tensors++ ? promoted(dn, v[i].dtype) : v[i].dtype;
+  }
+  if (!scalars && !tensors) return UJ_I32;
+  uj_dtype_t dt;
+  if (!tensors && !with_tensor) {
+    dt = d0;
+    uj_dtype_t held = is_float(dt) ? UJ_F64 : dt;
+    for (int i = 0; i < count; i++) v[i] = cast_to(b, n, v[i], held);
+    return dt;
+  }
+  if (!tensors) dt = d0;
+  else if (!scalars) dt = dn;
+  else dt = promoted(dn, b->pp->weak_scalars && is_float(dn) && dn != UJ_F64 && d0 == UJ_F64 ? UJ_F32 : d0);
   for (int i = 0; i < count; i++) v[i] = cast_to(b, n, v[i], dt);
+  return dt;
 }
 
 /* Stretches the values to one broadcast shape (0-d values stay 0-d). */
@@ -152,22 +193,28 @@ static val_t eval(build_t* b, const pn_node_t* n);
 
 static val_t unary(build_t* b, const pn_node_t* n, uj_unary_op_t op, val_t x) {
   if (x.is_const) return number(b, n, ir_unary_f64(op, x.number));
-  if (op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR && x.dtype == UJ_I32)
-    x = cast_to(b, n, x, UJ_F32);
+  int float_only = op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR;
+  uj_dtype_t as = float_only && x.as == UJ_I32 ? UJ_F32 : x.as;
+  if (x.ndim == 0 && is_float(as)) x = cast_to(b, n, x, UJ_F64); /* a scalar: in f64 */
+  else if (float_only && x.dtype == UJ_I32) x = cast_to(b, n, x, UJ_F32);
   if (b->failed) return bad();
   uj_io_t id = uj_unary(b->g, op, x.id);
   label(b, id, n);
-  return at(b, n, id, x.ndim, x.ones, x.dtype, 0);
+  val_t r = at(b, n, id, x.ndim, x.ones, x.dtype, 0);
+  r.as = x.ndim == 0 ? as : x.dtype;
+  return r;
 }
 
 static val_t binary(build_t* b, const pn_node_t* n, uj_binary_op_t op, val_t x, val_t y) {
   if (x.is_const && y.is_const) return number(b, n, ir_binary_f64(op, x.number, y.number));
   val_t v[2] = {x, y};
   const pn_node_t* src[2] = {n->args[0], n->nargs > 1 ? n->args[1] : n};
-  promote(b, n, v, 2);
-  if (op == UJ_BINARY_POW && v[0].dtype == UJ_I32 && !v[0].is_const) {
-    v[0] = cast_to(b, n, v[0], UJ_F32);
-    v[1] = cast_to(b, n, v[1], UJ_F32);
+  uj_dtype_t as = promote(b, n, v, 2, 0);
+  if (op == UJ_BINARY_POW && as == UJ_I32) { /* i32 ** i32 is f32 */
+    uj_dtype_t held = v[0].ndim == 0 && v[1].ndim == 0 ? UJ_F64 : UJ_F32;
+    v[0] = cast_to(b, n, v[0], held);
+    v[1] = cast_to(b, n, v[1], held);
+    as = UJ_F32;
   }
   broadcast(b, n, v, 2, src);
   if (b->failed) return bad();
@@ -176,7 +223,9 @@ static val_t binary(build_t* b, const pn_node_t* n, uj_binary_op_t op, val_t x, 
   int r = v[0].ndim > v[1].ndim ? v[0].ndim : v[1].ndim;
   uint32_t ones = v[0].ndim == r ? v[0].ones : v[1].ones;
   uj_dtype_t dt = v[0].is_const ? v[1].dtype : v[0].dtype;
-  return at(b, n, id, r, ones, dt, v[0].is_const && v[1].is_const);
+  val_t out = at(b, n, id, r, ones, dt, v[0].is_const && v[1].is_const);
+  out.as = r == 0 ? as : dt;
+  return out;
 }
 
 static val_t reduction(build_t* b, const pn_node_t* n, uj_reduce_op_t op, val_t x) {
@@ -198,7 +247,9 @@ static val_t reduction(build_t* b, const pn_node_t* n, uj_reduce_op_t op, val_t 
   if (x.is_const) return x;
   uj_io_t id = uj_reduce(b->g, op, count, axes, x.id);
   label(b, id, n);
-  return at(b, n, id, x.ndim, ones, x.dtype, 0);
+  val_t r = at(b, n, id, x.ndim, ones, x.dtype, 0);
+  r.as = x.as;
+  return r;
 }
 
 static val_t call(build_t* b, const pn_node_t* n) {
@@ -222,12 +273,13 @@ static val_t call(build_t* b, const pn_node_t* n) {
         for (int i = 1; i < 3; i++) {
           uj_io_t id = uj_cast(b->g, a[0].dtype, a[i].id);
           a[i] = at(b, n, id, 0, 0, a[0].dtype, 0);
+          a[i].as = a[0].as;
         }
         if (b->failed) return bad();
       }
       val_t v[3] = {a[0], a[1], a[2]};
       const pn_node_t* src[3] = {n->args[0], n->args[1], n->args[2]};
-      promote(b, n, v + 1, 2);
+      uj_dtype_t as = promote(b, n, v + 1, 2, v[0].ndim > 0);
       broadcast(b, n, v, 3, src);
       if (b->failed) return bad();
       uj_io_t id = uj_where(b->g, v[0].id, v[1].id, v[2].id);
@@ -236,7 +288,9 @@ static val_t call(build_t* b, const pn_node_t* n) {
       uint32_t ones = 0;
       for (int i = 0; i < 3; i++)
         if (v[i].ndim > r) r = v[i].ndim, ones = v[i].ones;
-      return at(b, n, id, r, ones, v[1].is_const ? v[2].dtype : v[1].dtype, 0);
+      val_t out = at(b, n, id, r, ones, v[1].is_const ? v[2].dtype : v[1].dtype, 0);
+      if (r == 0 && !(v[1].is_const && v[2].is_const)) out.as = as;
+      return out;
     }
     case PF_SUM: return reduction(b, n, UJ_REDUCE_SUM, a[0]);
     case PF_MEAN: return reduction(b, n, UJ_REDUCE_MEAN, a[0]);
@@ -339,12 +393,13 @@ static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program
     ins[i] = uj_input(b->g, sig->ndim[i], (uj_dtype_t)sig->dtype[i]);
     if (ins[i] < 0) s = UJ_ERR_OOM;
     else b->g->nodes[ins[i]].label = pp->names[name];
-    b->cur[name] = (val_t){ins[i], sig->ndim[i], sig->ones[i], (uj_dtype_t)sig->dtype[i], 0, 0.0};
+    b->cur[name] = (val_t){ins[i], sig->ndim[i], sig->ones[i], (uj_dtype_t)sig->dtype[i], 0, 0.0, (uj_dtype_t)sig->dtype[i]};
   }
   for (int i = 0; i < pp->nstmts && s == UJ_OK; i++) {
     int name = pp->stmts[i].name;
     val_t v = eval(b, pp->stmts[i].value);
     /* a declared name holds its dtype: `p: bf16` then `p = m` rounds m */
+    if (v.id >= 0 && pp->hinted[name] && !v.is_const && v.dtype == pp->hint[name]) v.as = v.dtype;
     if (v.id >= 0 && pp->hinted[name] && (v.is_const || v.dtype != pp->hint[name])) {
       uj_io_t id = uj_cast(b->g, pp->hint[name], v.id);
       label(b, id, pp->stmts[i].value);
@@ -353,7 +408,15 @@ static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program
     if (v.id < 0) s = strstr(uj_last_error(), "out of memory") ? UJ_ERR_OOM : UJ_ERR_SHAPE;
     b->cur[name] = v;
   }
-  for (int i = 0; i < pp->noutputs && s == UJ_OK; i++) outs[i] = b->cur[pp->output_name[i]].id;
+  /* an output holds its dtype: a scalar kept in f64 is rounded to it */
+  for (int i = 0; i < pp->noutputs && s == UJ_OK; i++) {
+    const pn_stmt_t* last = NULL;
+    for (int k = 0; k < pp->nstmts; k++)
+      if (pp->stmts[k].name == pp->output_name[i]) last = &pp->stmts[k];
+    val_t v = b->cur[pp->output_name[i]];
+    if (last && v.id >= 0 && v.dtype != v.as) v = settled(b, last->value, v);
+    if ((outs[i] = v.id) < 0) s = strstr(uj_last_error(), "out of memory") ? UJ_ERR_OOM : UJ_ERR_SHAPE;
+  }
   /* A flat chain is no nesting (parse.c), so a source of a megabyte may
    * be one sum of 250,000 terms. Every operation lowers to one loop block
    * at least, and the pass pipeline refuses more than PARSE_MAX_OPERATIONS
