@@ -21,15 +21,43 @@ broadcasts as NumPy); the Python side only prepares memory:
   - GPU arrays (torch, CuPy: _gpu) are borrowed, never copied, and make the
     call run on the CUDA engine; the numbers of such a call go to the GPU as
     0-d tensors of uopjit's own memory.
+
+The cached call. On 1,000 elements a kernel runs in about a microsecond, so
+a call's cost is the Python around it. Calls whose values are all NumPy
+arrays (exactly np.ndarray, C-contiguous, aligned, native byte order),
+Python numbers and NumPy scalars, with out= absent or NumPy arrays, take a
+path that reuses what earlier calls of the same signature built
+(Kernel._fast): the signature is each input's kind (array, or the number's
+type) with an array's dtype and rank, and each output's (allocated, or the
+out= array's dtype and rank). Per signature an _Entry keeps the uj_tensor_t
+structs and uj_tensor_t* arrays (a call writes only the data pointers, and
+the dims where a shape changed), a 0-d cell per number (the dtype of a weak
+number follows from the signature, so only its value is written), the
+outputs' dtypes and, for the input shapes last seen, their shapes (inferred
+again whenever an input's shape changes, through _known_shapes as the
+general path does), and the uj_program_run arguments; a function written
+for the signature (_compile) does the call in straight-line code, reading
+each array's data pointer and flags from the array object itself (_cursor).
+Entries are per thread (threading.local), as are the uopjit contexts, so two
+threads calling one Kernel never write the same structs; an entry in use is
+marked busy, so a call nested in another on the same thread (a finalizer run
+by the garbage collector mid-call) goes elsewhere. Whatever else a call holds
+(another array type, a copy to make, a value to check or refuse) takes the
+general path, which gives every error its usual message.
 """
 import collections
 import ctypes
 import sys
 import threading
+import weakref
 
 import numpy as np
 
 from . import _context, _dtypes, _gpu, _lib
+from ._cached_call import (_ARRAY_DATA, _ASSIGN, _ASSIGN_INT32, _CONVERT, _ENTRIES, _Entry, _FORWARD,
+                           _HEADS_READABLE, _MISMATCH, _NUMPY_SCALARS, _SLOW,
+                           _ThreadState, _compile, _cursor, _ndarray, _picker, _signature,
+                           _words)
 
 _PRIORITY = {"f64": 4, "f32": 3, "f16": 2, "bf16": 2, "i32": 1}
 
@@ -157,6 +185,14 @@ class Kernel:
         self._declared = tuple(_dtypes.name_of_value(declared.value)
                                if lib.uj_program_input_dtype(handle, i, ctypes.byref(declared)) else None
                                for i in range(len(self.inputs)))
+        # The cached call (_fast): the inputs picked from keyword arguments in
+        # program order (and the outputs from an out= dict), the outputs'
+        # names, each thread's entries.
+        self._pick, self._pick_out = _picker(self.inputs), _picker(self.outputs)
+        self._output_set = frozenset(self.outputs)
+        self._no_out = (None,) * len(self.outputs)
+        self._n_in, self._n_out, self._handle = len(self.inputs), len(self.outputs), handle
+        self._local = threading.local()
 
     def __repr__(self):
         return f"uopjit.Kernel({self.source!r}): inputs {self.inputs}, outputs {self.outputs}"
@@ -198,12 +234,178 @@ class Kernel:
         return {0: out}
 
     def __call__(self, *args, out=None, **kwargs):
+        if not args:
+            try:
+                values = self._pick(kwargs)
+            except KeyError:  # a name missing: the general path says which
+                values = None
+            if values is not None and len(values) == len(kwargs):
+                result = self._fast(values, out)
+                if result is not _SLOW:
+                    return result
+        elif len(args) == self._n_in and not kwargs:
+            result = self._fast(args, out)
+            if result is not _SLOW:
+                return result
         values = self._bind(args, kwargs)
         given_out = self._bind_out(out)
         ctx = _context.get(self._engine, self._threads)
         if any(_gpu.is_gpu(v) for v in values) or any(_gpu.is_gpu(v) for v in given_out.values()):
             return self._run_gpu(ctx, values, given_out)
         return self._run_host(ctx, values, given_out)
+
+    def _outs(self, out):
+        """out= (not None) as one value or None (allocate) per output, in
+        program order; None when it is not a form the cached call takes (the
+        general path reads it, or says what is wrong with it)."""
+        kind = type(out)
+        if kind is _ndarray:
+            return (out,) if self._n_out == 1 else None
+        if kind is dict:
+            return tuple(map(out.get, self.outputs)) if out.keys() <= self._output_set else None
+        if kind is tuple or kind is list:
+            return out if len(out) == self._n_out else None
+        return None
+
+    def _fast(self, values, out):
+        """The call through this thread's entry for the signature of values
+        (one per input, in program order) and out=, or _SLOW when the general
+        path must take it. Raises only what the general path would raise at
+        the same point: uopjit.Error of shape inference and of the run."""
+        if out is None:
+            outs = self._no_out
+        else:
+            kind = type(out)
+            if kind is _ndarray and self._n_out == 1:
+                outs = (out,)
+            elif kind is dict and len(out) == self._n_out:  # every output named, as for updates in place
+                try:
+                    outs = self._pick_out(out)
+                except KeyError:
+                    outs = None
+            else:
+                outs = self._outs(out)
+            if outs is None:
+                return _SLOW
+        try:
+            state = self._local.state
+        except AttributeError:
+            if not _HEADS_READABLE:
+                return _SLOW
+            state = self._local.state = _ThreadState()
+        context = state.context()
+        if context is None:  # this thread's first call, or its context was dropped
+            context = _context.get(self._engine, self._threads)
+            state.context, state.context_arg = weakref.ref(context), ctypes.c_void_p(context.handle)
+            state.entries.clear()  # their run_args name the context they were made for
+            state.last = None
+        call = state.last
+        if call is not None:
+            result = call(self, values, outs)
+            if result is not _MISMATCH:
+                return result
+        key = _signature(values, outs)
+        if key is None:
+            return _SLOW
+        call = state.entries.get(key)
+        if call is None:
+            call = self._entry(values, outs, state.context_arg)
+            if call is None:
+                return _SLOW
+            if len(state.entries) >= _ENTRIES:
+                state.entries.clear()
+            state.entries[key] = call
+        state.last = call
+        result = call(self, values, outs)
+        return _SLOW if result is _MISMATCH else result  # busy: a call nested in one that uses it
+
+    def _entry(self, values, outs, context_arg):
+        """The call (_compile) of a new _Entry for the signature of values and
+        outs, run on the context context_arg, with the outputs' dtypes and
+        shapes inferred for these values; None when the general path must
+        take the call (a dtype uopjit lacks, a byte order not native, too
+        many axes, out= arrays of other dtypes than inferred, shapes that do
+        not broadcast: it copies, or raises, there)."""
+        entry = _Entry()
+        entry.busy = False
+        aim, cursor = entry.aim, entry.cursor = _cursor()
+        try:
+            names = [None] * len(values)
+            for i, v in enumerate(values):
+                if type(v) is _ndarray or type(v) in _NUMPY_SCALARS:
+                    if not v.dtype.isnative or v.ndim > _lib.MAX_DIMS:
+                        return None
+                    names[i] = _dtypes.name_of_numpy(v.dtype, f"input {self.inputs[i]!r}")
+            array_names = [n for n in names if n is not None]
+            structs, entry.in_ptrs = _lib.tensor_array(len(values))
+            arrays, numbers, shapes = [], [], []
+            for i, v in enumerate(values):
+                t, tensor = type(v), structs[i]
+                if t is _ndarray:
+                    aim[0] = id(v)
+                    tensor.data, tensor.ndim = cursor[_ARRAY_DATA], v.ndim
+                    tensor.dims[:v.ndim] = v.shape
+                    arrays.append((i, v.dtype, tensor, v.ndim, len(shapes)))
+                    shapes.append(v.shape)
+                else:
+                    if t in _NUMPY_SCALARS:
+                        how = _ASSIGN
+                    else:
+                        names[i] = self._number_dtype(i, v, array_names)
+                        floats = names[i] in ("f32", "f64", "f16")
+                        how = (_ASSIGN if t is float and floats else
+                               _ASSIGN_INT32 if t is not float and (floats or names[i] == "i32") else _CONVERT)
+                    cell = np.zeros((), _dtypes.numpy_of_name(names[i]))
+                    numbers.append((i, t, cell, how))
+                    tensor.data, tensor.ndim = cell.ctypes.data, 0
+                tensor.dtype = _dtypes.library_dtype(names[i], f"input {self.inputs[i]!r}")
+                tensor.device = _lib.CPU
+            entry.in_structs, entry.in_words, entry.shapes = structs, _words(structs), shapes
+            entry.names, entry.arrays, entry.numbers = tuple(names), tuple(arrays), tuple(numbers)
+            specs = self._shapes(self._handle, entry.in_ptrs, len(outs),
+                                 tuple((n, v.shape if type(v) is _ndarray else ()) for n, v in zip(names, values)))
+            structs, entry.out_ptrs = _lib.tensor_array(len(outs))
+            outputs = []
+            for j, (o, (name, shape)) in enumerate(zip(outs, specs)):
+                tensor, what = structs[j], f"out[{self.outputs[j]!r}]"
+                tensor.device, tensor.dtype = _lib.CPU, _dtypes.library_dtype(name, what)
+                if o is None:
+                    outputs.append((False, _dtypes.numpy_of_name(name), tensor))
+                    tensor.ndim = len(shape)
+                    tensor.dims[:len(shape)] = shape
+                else:
+                    if (not o.dtype.isnative or o.ndim > _lib.MAX_DIMS
+                            or _dtypes.name_of_numpy(o.dtype, what) != name):
+                        return None
+                    outputs.append((True, o.dtype, tensor))
+                    tensor.ndim = o.ndim
+            entry.out_structs, entry.out_words, entry.outputs = structs, _words(structs), tuple(outputs)
+            entry.out_dims = [None] * len(outs)
+            entry.out_names, entry.out_shapes = [name for name, _ in specs], [shape for _, shape in specs]
+            entry.run_args = (context_arg, self._handle, _FORWARD, entry.in_ptrs, len(values), None, 0,
+                              entry.out_ptrs, len(outs))
+            return _compile(entry)
+        except Exception:  # noqa: BLE001 - the general path raises it again, as it always has
+            return None
+
+    def _infer(self, entry):
+        """Infers entry's output shapes for the input shapes its structs now
+        hold (the general path's _shapes, and its cache). False when the
+        outputs' dtypes come out other than entry's (the general path then
+        takes the call)."""
+        entry.out_shapes = None  # should inference raise, the next call infers again
+        shapes = [()] * self._n_in
+        for i, _, _, _, k in entry.arrays:
+            shapes[i] = entry.shapes[k]
+        specs = self._shapes(self._handle, entry.in_ptrs, self._n_out, tuple(zip(entry.names, shapes)))
+        if [name for name, _ in specs] != entry.out_names:
+            return False
+        for (given, _, tensor), (_, shape) in zip(entry.outputs, specs):
+            if not given:
+                tensor.ndim = len(shape)
+                tensor.dims[:len(shape)] = shape
+        entry.out_shapes = [shape for _, shape in specs]
+        return True
 
     def _number_dtype(self, index, value, array_names):
         if self._declared[index] is not None:
@@ -379,6 +581,18 @@ def cached_kernel(source, engine, threads):
     """The process's Kernel for (source, engine, threads), kept among the
     _CACHE_SIZE most recently used."""
     key = (source, engine, threads)
+    if type(source) is str and type(engine) is str and (threads is None or type(threads) is int):
+        # A hit needs no lock: with keys of plain str and int, get and
+        # move_to_end are each one step of the C OrderedDict, under the GIL,
+        # and a kernel another thread evicts in between is still good for
+        # this call.
+        kernel = _cache.get(key)
+        if kernel is not None:
+            try:
+                _cache.move_to_end(key)
+            except KeyError:
+                pass
+            return kernel
     with _cache_lock:
         kernel = _cache.get(key)
         if kernel is not None:
@@ -402,6 +616,14 @@ def evaluate(source, *, out=None, engine="auto", threads=None, **values):
     variables. The compiled kernel is kept for the next call with the same
     source (per process). Returns one array, or a tuple in program order."""
     kernel = cached_kernel(source, engine, threads)
+    try:
+        picked = kernel._pick(values)
+    except KeyError:  # inputs to find in the caller's variables
+        picked = None
+    if picked is not None and len(picked) == len(values):
+        result = kernel._fast(picked, out)
+        if result is not _SLOW:
+            return result
     missing = [n for n in kernel.inputs if n not in values]
     if missing:
         frame = sys._getframe(1)

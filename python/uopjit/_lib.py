@@ -233,3 +233,22 @@ ENGINE_NAMES = {v: k for k, v in ENGINES.items()}
 def tensor_pointers(tensors):
     """A C array of uj_tensor_t* for a list of Tensor structs."""
     return (_TensorPtr * max(len(tensors), 1))(*map(ctypes.pointer, tensors))
+
+
+def tensor_array(count):
+    """(structs, pointers): `count` zeroed uj_tensor_t in one C array, and a C
+    array of uj_tensor_t* pointing at them in order, both made once and
+    refilled in place call after call (_kernel's cached calls)."""
+    structs = (Tensor * max(count, 1))()
+    return structs, (_TensorPtr * max(count, 1))(*(ctypes.pointer(structs[i]) for i in range(max(count, 1))))
+
+
+# uj_program_run once more, with no argtypes: ctypes then checks and converts
+# nothing, which saves about a microsecond a call on a 1,000-element kernel.
+# Its callers pass exactly what the C signature takes: the context and the
+# program as ctypes.c_void_p, the tensor arrays as ctypes arrays (passed by
+# address), None for the absent gradient, and Python ints for the enum and
+# the counts (passed as C int). It is still a CDLL function: the GIL is
+# released while it runs.
+program_run_unchecked = lib["uj_program_run"]
+program_run_unchecked.restype = ctypes.c_int
