@@ -306,7 +306,8 @@ class Optimizer(torch.optim.Optimizer):
         # it left: then the per-parameter walk below is skipped, and a step
         # costs little more than one address per gradient.
         params = [p for group in self.param_groups for p in group["params"]]
-        key = (tuple(map(id, params)), tuple(p.grad is None for p in params))
+        grads = [p.grad for p in params]
+        key = (tuple(map(id, params)), tuple([g is None for g in grads]))  # not `None in grads`: that is Tensor.__eq__
         plan = self._plan
         if plan is None or plan[0] != key or not self._plan_current(plan[1]):
             plan = self._plan = (key, self._make_plan())
@@ -321,7 +322,9 @@ class Optimizer(torch.optim.Optimizer):
                 return loss
         skipped = False
         for b in buckets:
-            one = self._run_bucket(b["rule"], b["device"], b["t"], b["params"], b["targets"], b["group_ids"], scale)
+            whole = len(b["index"]) == len(grads)
+            one = self._run_bucket(b["rule"], b["device"], b["t"], b["params"], b["targets"], b["group_ids"], scale,
+                                   grads if whole else [grads[i] for i in b["index"]])
             skipped |= one
             if not one:
                 b["t"] = b["t"] + 1 if self._uses_step() else 2
@@ -356,10 +359,11 @@ class Optimizer(torch.optim.Optimizer):
                 if bucket is None:
                     bucket = buckets[(rule, p.device, p.dtype, t)] = {
                         "rule": rule, "device": p.device, "t": t, "params": [], "targets": [], "group_ids": [],
-                        "step": None}
+                        "index": [], "step": None}
                 bucket["params"].append(p)
                 bucket["targets"].append(target)
                 bucket["group_ids"].append(gi)
+                bucket["index"].append(index - 1)
         return list(buckets.values())
 
     def add_param_group(self, param_group):
@@ -375,7 +379,7 @@ class Optimizer(torch.optim.Optimizer):
     def _state_name(self, rule, name):
         return self._STATE_NAMES.get(name, name)
 
-    def _run_bucket(self, rule, device, t, params, targets, group_ids, scale):
+    def _run_bucket(self, rule, device, t, params, targets, group_ids, scale, grads):
         updater = self._updater(rule)
         names = [self._state_name(rule, s) for s in updater.states]
         key = (rule, device, params[0].dtype)
@@ -403,8 +407,11 @@ class Optimizer(torch.optim.Optimizer):
         # gradients: new tensors at every step (zero_grad(set_to_none=True)).
         # torch refuses a .grad of another shape or dtype than its
         # parameter's, so the structs keep those; the layout may differ.
-        grads = [p.grad for p in params]
-        if not all([g.layout is torch.strided and g.is_contiguous() for g in grads]):
+        try:
+            dense = all([g.is_contiguous() for g in grads])
+        except RuntimeError:  # a sparse tensor has no is_contiguous
+            dense = False
+        if not dense:
             for i, g in enumerate(grads):
                 _check_dense(g, f"the gradient of parameter {i} of the bucket")
         dtypes = [g.dtype for g in grads]
@@ -534,14 +541,14 @@ class SGD(Optimizer):
         # the rule starts the buffer as the gradient on t = 1 (torch: a clone)
         return 1 if state.get("momentum_buffer") is None else 2
 
-    def _run_bucket(self, rule, device, t, params, targets, group_ids, scale):
+    def _run_bucket(self, rule, device, t, params, targets, group_ids, scale, grads):
         if rule == "sgd_momentum":
             for p in params:
                 state = self.state[p]
                 if state.get("momentum_buffer") is None:
                     target = state["master_param"] if "master_param" in state else p
                     state["momentum_buffer"] = torch.zeros_like(target, memory_format=torch.contiguous_format)
-        skipped = super()._run_bucket(rule, device, t, params, targets, group_ids, scale)
+        skipped = super()._run_bucket(rule, device, t, params, targets, group_ids, scale, grads)
         if skipped and t == 1:
             for p in params:  # a skipped first step made no buffer
                 self.state[p]["momentum_buffer"] = None
