@@ -1,4 +1,4 @@
-"""bench/peers_common.py: what bench/cpu_peers.py and bench/py_bench.py share
+"""bench/peers_common.py: what bench/cpu_peers.py, bench/py_bench.py and bench/py_overhead.py share
 so that their peer rows are measured alike.
 
   import_optional    a peer library (numpy, numexpr, torch) when this python
@@ -13,12 +13,19 @@ so that their peer rows are measured alike.
   SeededInputs       f32 inputs uniform in [0.5, 1.5) from one fixed seed,
                      and the error of a result against a float64 reference
                      relative to max(1, |ref|)
+  load_c_driver      bench/py_bench_driver.c compiled against the library,
+                     for rows of uj_program_run timed from C
 
 Both scripts run from bench/ as scripts, so this module is found beside
 them.
 """
+import ctypes
 import importlib
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 
 # The unit roundoff of f32.
@@ -93,3 +100,29 @@ class SeededInputs:
         """max |got - ref| / max(1, |ref|), got widened to float64."""
         np = self.np
         return float(np.max(np.abs(got.astype(np.float64) - ref) / np.maximum(1.0, np.abs(ref))))
+
+
+def load_c_driver(library, prefix):
+    """bench/py_bench_driver.c compiled (cc -O2, or $CC) against `library`
+    and loaded with ctypes: (driver, its temporary directory, which the
+    caller keeps while it uses the driver, None), or (None, None, why not)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    compiler = os.environ.get("CC", "cc")
+    if not shutil.which(compiler) or not os.path.exists(library):
+        return None, None, f"no {compiler} or no {library}"
+    directory = tempfile.TemporaryDirectory(prefix=prefix)
+    shared = os.path.join(directory.name, "driver.so")
+    lib_dir = os.path.dirname(os.path.abspath(library))
+    command = [compiler, "-O2", "-std=c11", "-shared", "-fPIC", "-I", os.path.join(os.path.dirname(here), "include"),
+               os.path.join(here, "py_bench_driver.c"), "-o", shared, os.path.abspath(library),
+               "-Wl,-rpath," + lib_dir]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        return None, None, f"the driver did not compile: {result.stderr.strip()}"
+    d = ctypes.CDLL(shared)
+    d.driver_open.restype, d.driver_open.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+    d.driver_close.restype, d.driver_close.argtypes = None, [ctypes.c_void_p]
+    d.driver_run.restype = ctypes.c_int64
+    d.driver_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_float, ctypes.c_void_p,
+                             ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
+    return d, directory, None

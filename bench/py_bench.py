@@ -69,13 +69,11 @@ import os
 import re
 import statistics
 import ctypes
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-from peers_common import SeededInputs, import_optional, numpy_sigmoid, row_tolerance, time_samples
+from peers_common import SeededInputs, import_optional, load_c_driver, numpy_sigmoid, row_tolerance, time_samples
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -157,30 +155,10 @@ class Bench(SeededInputs):
         and loaded with ctypes, or None with a note (no compiler, no library)."""
         if hasattr(self, "_driver"):
             return self._driver
-        self._driver = None
-        library = os.environ.get("UOPJIT_LIBRARY") or os.path.join(ROOT, "build", "libuopjit.so")
-        compiler = os.environ.get("CC", "cc")
-        if not shutil.which(compiler) or not os.path.exists(library):
-            self.notes.append(f"in-process C driver skipped: no {compiler} or no {library}")
-            return None
-        self._driver_dir = tempfile.TemporaryDirectory(prefix="py_bench_driver")
-        shared = os.path.join(self._driver_dir.name, "driver.so")
-        lib_dir = os.path.dirname(os.path.abspath(library))
-        command = [compiler, "-O2", "-std=c11", "-shared", "-fPIC", "-I", os.path.join(ROOT, "include"),
-                   os.path.join(HERE, "py_bench_driver.c"), "-o", shared, os.path.abspath(library),
-                   "-Wl,-rpath," + lib_dir]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            self.notes.append(f"in-process C driver did not compile: {result.stderr.strip()}")
-            return None
-        d = ctypes.CDLL(shared)
-        d.driver_open.restype, d.driver_open.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
-        d.driver_close.restype, d.driver_close.argtypes = None, [ctypes.c_void_p]
-        d.driver_run.restype = ctypes.c_int64
-        d.driver_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_float, ctypes.c_void_p,
-                                 ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
-        self._driver = d
-        return d
+        self._driver, self._driver_dir, why = load_c_driver(os.environ.get("UOPJIT_LIBRARY") or os.path.join(ROOT, "build", "libuopjit.so"), "py_bench_driver")
+        if why:
+            self.notes.append("in-process C driver skipped: " + why)
+        return self._driver
 
     def interleaved(self, k, source, threads, x, a, b, y, ref, tol):
         """Rows "python c, interleaved" and "c in process (interleaved)": round
