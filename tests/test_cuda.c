@@ -205,6 +205,34 @@ TEST(source_half_vector_path) {
   uj_ctx_free(ctx);
 }
 
+/* What an update computes from 0-d values alone (1 - b1) is computed in
+ * f64 and rounded once where it meets a tensor (uops/parse_build.c); the
+ * kernel keeps its shape: one launch, the float4 path, the scalar read
+ * once per thread. */
+TEST(source_scalar_expressions_in_f64) {
+  uj_program_t* p = parse("m = b1*m + (1-b1)*g");
+  if (!p) return;
+  float data[16] = {0};
+  uj_tensor_t b1 = {data, UJ_F32, UJ_CPU, 0, {0}}, m = {data, UJ_F32, UJ_CPU, 1, {16}}, g = m;
+  const uj_tensor_t* in[] = {&b1, &m, &g};
+  int ndim = 0;
+  int64_t dims[UJ_MAX_DIMS];
+  CHECK(uj_program_shape(p, UJ_FORWARD, in, NULL, 0, &ndim, dims) == UJ_OK); /* builds for these inputs */
+  char* text = uj_program_dump(NULL, p, UJ_FORWARD, UJ_DUMP_CUDA, NULL);
+  CHECK(text != NULL);
+  if (text) {
+    int kernels = 0;
+    for (const char* at = text; (at = strstr(at, "__global__")) != NULL; at++) kernels++;
+    CHECK(kernels == 1);
+    CHECK(strstr(text, "(float)((1.0 - (double)(") != NULL);
+    CHECK(strstr(text, "float4") != NULL);
+    CHECK(strstr(text, "(1.0f - ") == NULL); /* not in f32 */
+    if (kernels != 1 || !strstr(text, "(float)((1.0 - (double)(")) fprintf(stderr, "%s\n", text);
+  }
+  free(text);
+  uj_program_free(p);
+}
+
 /* ---- NVRTC ---- */
 
 TEST(nvrtc_compiles_for_sm_90) {

@@ -390,4 +390,38 @@ TEST(mir_no_instruction_names_one_register_in_both_inputs) {
   uj_program_free(p);
 }
 
+/* A value computed from 0-d inputs alone (1 - b, in f64: uops/parse_build.c)
+ * is computed once, before the loop, not at every element. */
+TEST(mir_scalar_expressions_are_computed_before_the_loop) {
+  SKIP_WITHOUT_MIR();
+  uj_program_t* p = NULL;
+  CHECK(uj_program_parse("y = x*(1 - b)", &p) == UJ_OK);
+  uj_ctx_t* ctx = uj_ctx_new();
+  if (!p || !ctx || uj_ctx_set_engine(ctx, UJ_ENGINE_MIR) != UJ_OK) {
+    CHECK(0);
+    uj_program_free(p), uj_ctx_free(ctx);
+    return;
+  }
+  enum { N = 1000 };
+  float x[N], y[N], b = 0.999f;
+  for (int i = 0; i < N; i++) x[i] = (float)i - 500.0f;
+  uj_tensor_t tx = {x, UJ_F32, UJ_CPU, 1, {N}}, tb = {&b, UJ_F32, UJ_CPU, 0, {0}}, ty = {y, UJ_F32, UJ_CPU, 1, {N}};
+  const uj_tensor_t* in[] = {&tx, &tb};
+  uj_tensor_t* out[] = {&ty};
+  CHECK(uj_program_run(ctx, p, UJ_FORWARD, in, 2, NULL, 0, out, 1) == UJ_OK);
+  float c = (float)(1.0 - (double)b); /* rounded once */
+  for (int i = 0; i < N; i++) CHECK(y[i] == x[i] * c);
+  char* text = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_MIR, NULL);
+  CHECK(text != NULL);
+  if (text) {
+    const char *sub = strstr(text, "dsub"), *loop = strstr(text, "bge");
+    CHECK(sub && loop && sub < loop);
+    CHECK(sub && !strstr(sub + 4, "dsub")); /* once */
+    if (!(sub && loop && sub < loop)) printf("%s\n", text);
+  }
+  free(text);
+  uj_ctx_free(ctx);
+  uj_program_free(p);
+}
+
 TEST_MAIN()

@@ -42,13 +42,26 @@ typedef struct {
   hoisted_t hoisted[MAX_HOISTED];
   MIR_item_t proto[4], import[NFNS];  /* proto: [f64 * 2 + nargs - 1] */
   jit_mir_batch_t* batch; /* while lowering a half of a block run in strips */
+  /* Scalar expressions computed once, before the loops (jit_mir_scalar in
+   * mir_emit.c): their instructions go before prologue_end, and each
+   * expression's register is kept by its address. */
+  MIR_insn_t prologue_end;
+  int in_prologue;
+  int nscalars;
+  struct {
+    const ir_expr_t* e;
+    MIR_reg_t reg;
+  } scalars[MAX_HOISTED];
 } lower_t;
 
 #define R(r) MIR_new_reg_op(L->ctx, (r))
 #define IMM(v) MIR_new_int_op(L->ctx, (v))
 #define LBL(l) MIR_new_label_op(L->ctx, (l))
 
-static inline void emit(lower_t* L, MIR_insn_t insn) { MIR_append_insn(L->ctx, L->item, insn); }
+static inline void emit(lower_t* L, MIR_insn_t insn) {
+  if (L->in_prologue) MIR_insert_insn_before(L->ctx, L->item, L->prologue_end, insn);
+  else MIR_append_insn(L->ctx, L->item, insn);
+}
 static inline void emit_at_entry(lower_t* L, MIR_insn_t insn) { MIR_insert_insn_after(L->ctx, L->item, L->entry, insn); }
 static inline void insn2(lower_t* L, MIR_insn_code_t c, MIR_op_t a, MIR_op_t b) { emit(L, MIR_new_insn(L->ctx, c, a, b)); }
 /* An instruction that writes a register from one register in both inputs
