@@ -13,6 +13,7 @@ so that their peer rows are measured alike.
   SeededInputs       f32 inputs uniform in [0.5, 1.5) from one fixed seed,
                      and the error of a result against a float64 reference
                      relative to max(1, |ref|)
+  import_uopjit      the installed package, else this tree's python/ and build
   load_c_driver      bench/py_bench_driver.c compiled against the library,
                      for rows of uj_program_run timed from C
 
@@ -126,3 +127,16 @@ def load_c_driver(library, prefix):
     d.driver_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_float, ctypes.c_void_p,
                              ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
     return d, directory, None
+
+
+def import_uopjit():
+    """The installed package, else python/ of this tree with its build's library."""
+    try:
+        import uopjit
+        return uopjit
+    except ImportError:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, os.path.join(root, "python"))
+        os.environ.setdefault("UOPJIT_LIBRARY", os.path.join(root, "build", "libuopjit.so"))
+        import uopjit
+        return uopjit

@@ -73,24 +73,12 @@ import subprocess
 import sys
 import time
 
-from peers_common import SeededInputs, import_optional, load_c_driver, numpy_sigmoid, row_tolerance, time_samples
+from peers_common import SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_sigmoid, row_tolerance, time_samples
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BYTES_PER_ELEMENT = {"sigmoid": 8, "adam": 28, "softmax": 8}
 SCALARS = {"a": 1.5, "b": 0.2, "lr": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8}
-
-
-def import_uopjit():
-    """The installed package, else python/ of this tree with its build's library."""
-    try:
-        import uopjit
-        return uopjit
-    except ImportError:
-        sys.path.insert(0, os.path.join(ROOT, "python"))
-        os.environ.setdefault("UOPJIT_LIBRARY", os.path.join(ROOT, "build", "libuopjit.so"))
-        import uopjit
-        return uopjit
 
 
 def program(name):

@@ -85,7 +85,7 @@ import statistics
 import sys
 import time
 
-from peers_common import SeededInputs, import_optional, load_c_driver, numpy_sigmoid, time_samples
+from peers_common import SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_sigmoid, time_samples
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -97,18 +97,6 @@ ADAM_SCALARS = {"lr": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8}
 TOLERANCE = 1e-5
 OUT_NUMEXPR, NEW_NUMEXPR, NUMPY = "numexpr, out=", "numexpr, new output", "numpy ufuncs, out="
 TORCH_OUT, TORCH_NEW = "torch eager, out=", "torch eager, new output"
-
-
-def import_uopjit():
-    """The installed package, else python/ of this tree with its build's library."""
-    try:
-        import uopjit
-        return uopjit
-    except ImportError:
-        sys.path.insert(0, os.path.join(ROOT, "python"))
-        os.environ.setdefault("UOPJIT_LIBRARY", os.path.join(ROOT, "build", "libuopjit.so"))
-        import uopjit
-        return uopjit
 
 
 class Bench(SeededInputs):

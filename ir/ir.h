@@ -467,6 +467,11 @@ int ir_temp_chain_local(const ir_func_t* f, int T, const int* length);
 /* Each rewrites f in place and returns UJ_OK, or UJ_ERR_OOM. */
 uj_status_t ir_pass_dce(ir_func_t* f);
 uj_status_t ir_pass_scalars(ir_func_t* f);
+/* Whether e reads only 0-d inputs and constants (no carried values, no
+ * indices): the same value at every element (ir/scalars.c). With
+ * float_ops_only, also every operation in it f32 or f64 (none that could
+ * trap, as an integer division, where a loop would never have run it). */
+int ir_expr_scalar(const ir_func_t* f, const ir_expr_t* e, int float_ops_only);
 uj_status_t ir_pass_fuse(ir_func_t* f);
 uj_status_t ir_pass_subst(ir_func_t* f);
 uj_status_t ir_pass_cse(ir_func_t* f);

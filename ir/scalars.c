@@ -22,15 +22,17 @@ static int single_iteration(const ir_block_t* b) {
   return 1;
 }
 
-/* Reads only 0-d inputs and constants (no carried values, no indices). */
-static int invariant(const ir_func_t* f, const ir_expr_t* e) {
+int ir_expr_scalar(const ir_func_t* f, const ir_expr_t* e, int float_ops_only) {
   if (!e) return 1;
   switch (e->kind) {
     case IR_EX_CONST: return 1;
     case IR_EX_LOAD: return e->access.nidx == 0 && f->tensors[e->access.tensor].role == IR_TENSOR_INPUT;
     case IR_EX_CARRIED:
     case IR_EX_INDEX: return 0;
-    default: return invariant(f, e->a) && invariant(f, e->b) && invariant(f, e->c);
+    default:
+      return (!float_ops_only || e->dtype == UJ_F32 || e->dtype == UJ_F64) &&
+             ir_expr_scalar(f, e->a, float_ops_only) && ir_expr_scalar(f, e->b, float_ops_only) &&
+             ir_expr_scalar(f, e->c, float_ops_only);
   }
 }
 
@@ -67,7 +69,7 @@ uj_status_t ir_pass_scalars(ir_func_t* f) {
         const ir_stmt_t* st = &b->loops[k].stmts[s];
         int t = st->target.tensor;
         if (st->kind != IR_ST_STORE || st->target.nidx != 0 || f->tensors[t].role != IR_TENSOR_TEMP ||
-            !invariant(f, st->value))
+            !ir_expr_scalar(f, st->value, 0))
           continue;
         writes_t w = {t, 0};
         for (int j = 0; j < f->nblocks; j++) ir_walk_accesses(&f->blocks[j], count_writes, &w);

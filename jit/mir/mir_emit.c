@@ -390,49 +390,6 @@ static MIR_reg_t lower_where(lower_t* L, const ir_expr_t* e) {
   return r;
 }
 
-/* Whether e is an operation on 0-d inputs and constants alone, in float
- * dtypes throughout (an integer division could trap where the loop would
- * never have run it): such a value is the same at every element. */
-static int scalar_expr(const ir_func_t* f, const ir_expr_t* e) {
-  if (!e) return 1;
-  switch (e->kind) {
-    case IR_EX_CONST: return 1;
-    case IR_EX_LOAD: return e->access.nidx == 0 && f->tensors[e->access.tensor].role == IR_TENSOR_INPUT;
-    case IR_EX_CARRIED:
-    case IR_EX_INDEX: return 0;
-    default:
-      return (e->dtype == UJ_F32 || e->dtype == UJ_F64) && scalar_expr(f, e->a) && scalar_expr(f, e->b) &&
-             scalar_expr(f, e->c);
-  }
-}
-
-static int has_sqrt(const ir_expr_t* e) {
-  if (!e) return 0;
-  if (e->kind == IR_EX_UNARY && (e->op == UJ_UNARY_SQRT || e->op == UJ_UNARY_RSQRT)) return 1;
-  return has_sqrt(e->a) || has_sqrt(e->b) || has_sqrt(e->c);
-}
-
-/* The register of scalar expression e, computed once in the function's
- * prologue (before its loops) instead of at every element: what an
- * optimizer computes from its hyperparameters (1 - b2, lr/bc1), in f64 and
- * rounded once (uops/parse_build.c), would otherwise cost its f64
- * arithmetic per element, and MIR's optimizer does not move code out of
- * loops. 0 when e is not such an expression or the table is full. */
-static MIR_reg_t jit_mir_scalar(lower_t* L, const ir_expr_t* e) {
-  if (L->in_prologue || !L->prologue_end || e->kind == IR_EX_CONST || e->kind == IR_EX_LOAD || !scalar_expr(L->f, e))
-    return 0;
-  /* a block run in strips imports no sqrt: its roots are batched there */
-  if (L->batch && has_sqrt(e)) return 0;
-  for (int i = 0; i < L->nscalars; i++)
-    if (L->scalars[i].e == e) return L->scalars[i].reg;
-  if (L->nscalars == MAX_HOISTED) return 0;
-  L->in_prologue = 1;
-  MIR_reg_t r = lower_expr(L, e);
-  L->in_prologue = 0;
-  L->scalars[L->nscalars].e = e, L->scalars[L->nscalars++].reg = r;
-  return r;
-}
-
 static MIR_reg_t lower_expr(lower_t* L, const ir_expr_t* e) {
   MIR_reg_t r;
   if ((r = jit_mir_scalar(L, e)) != 0) return r;

@@ -43,7 +43,7 @@ typedef struct {
   MIR_item_t proto[4], import[NFNS];  /* proto: [f64 * 2 + nargs - 1] */
   jit_mir_batch_t* batch; /* while lowering a half of a block run in strips */
   /* Scalar expressions computed once, before the loops (jit_mir_scalar in
-   * mir_emit.c): their instructions go before prologue_end, and each
+   * mir_scalars.c): their instructions go before prologue_end, and each
    * expression's register is kept by its address. */
   MIR_insn_t prologue_end;
   int in_prologue;
@@ -169,6 +169,9 @@ MIR_reg_t jit_mir_half_round(lower_t* L, uj_dtype_t d, uj_dtype_t from, MIR_reg_
 
 /* One expression or statement, as jit/mir/mir_emit.c lowers them. */
 MIR_reg_t jit_mir_expr(lower_t* L, const ir_expr_t* e);
+/* The register of e computed once, in the function's prologue, when e is
+ * an operation on 0-d inputs and constants alone; else 0 (mir_scalars.c). */
+MIR_reg_t jit_mir_scalar(lower_t* L, const ir_expr_t* e);
 void jit_mir_stmt(lower_t* L, const ir_stmt_t* s);
 
 /* Batched square roots (jit/mir/mir_batch.c). jit_mir_batchable: the plan for
