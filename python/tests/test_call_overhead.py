@@ -34,6 +34,15 @@ def general(a):
     return a.view(Plain) if isinstance(a, np.ndarray) else a
 
 
+
+def _run_threads(work, count):
+    """work(0), ..., work(count - 1), each on a thread of its own, all joined."""
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
 def test_cached_path_is_taken_for_plain_arrays_and_numbers(rng):
     # The point of the cache: were it never used, every other test here
     # would still pass. One signature, called often, is one entry.
@@ -321,11 +330,7 @@ def test_threads_share_a_kernel_with_their_own_arrays(rng):
             if not ok or not err <= tol:
                 failures.append(f"thread {index} round {r}: shape {got.shape}, error {err}")
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads(work, count)
     assert not failures, failures[:5]
 
 
@@ -348,11 +353,7 @@ def test_threads_share_evaluate_and_in_place_updates():
         if not err <= 1e-5:
             failures.append(f"thread {index}: error {err}")
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads(work, count)
     assert not failures
 
 
