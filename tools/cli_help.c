@@ -247,7 +247,7 @@ static const struct {
      "\n"
      "Built-in updaters: sgd sgd_momentum adam adam_amsgrad adamw adamw_amsgrad\n"
      "adagrad rmsprop rmsprop_centered rmsprop_momentum rmsprop_centered_momentum\n"
-     "lion lamb. Any other --updater is an updater text (README, \"Optimizers\").\n"
+     "lion lamb. Any other --updater is an updater text (docs/OPTIMIZERS.md).\n"
      "\n"
      "options:\n"
      "  --updater NAME|TEXT   a built-in updater or an updater text (--source TEXT too)\n"
