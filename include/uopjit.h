@@ -395,10 +395,21 @@ uj_status_t uj_program_new(uj_graph_t* g, const uj_program_desc_t* desc, uj_prog
  * exponents of `**`; a chain of binary operators is not nesting) are
  * errors naming the line and column, and so is a second dtype hint for a
  * name. A program needing more than 8192 operations is refused with
- * UJ_ERR_UNSUPPORTED when it is built. The program takes no $params. */
+ * UJ_ERR_UNSUPPORTED when it is built. The program takes no $params.
+ *
+ * Its UJ_BACKWARD pass is the uop autodiff of the same program: it takes
+ * the inputs, then the gradient of each output (of the output's shape and
+ * dtype), and gives the gradient of each input, of the input's shape (a
+ * broadcast input's gradient is summed over the axes it was broadcast
+ * along; an i32 input's is zeros, and an i32 output's gradient is read for
+ * its size only). An output named twice, or that is an input, adds each of
+ * its gradients. It is built on first use per signature, as the forward
+ * pass is, and refuses bf16 and f16 values (UJ_ERR_UNSUPPORTED) and a
+ * program without inputs (UJ_ERR_INVALID). */
 uj_status_t uj_program_parse(const char* source, uj_program_t** out);
 /* Number of inputs (is_output = 0) or outputs (1) of the forward pass; -1
- * for a NULL program. */
+ * for a NULL program. (A parsed program's backward pass takes inputs +
+ * outputs tensors and gives inputs.) */
 int uj_program_io_count(const uj_program_t* p, int is_output);
 /* The name of input or output `index` of a parsed program (owned by the
  * program); NULL for uop programs or an index out of range. */

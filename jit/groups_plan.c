@@ -252,7 +252,7 @@ static uj_status_t flat_build(groups_plan_t* plan, uj_program_t* p) {
     rep[i] = (uj_tensor_t){(void*)dummy, plan->in_dtype[i], UJ_CPU, plan->in_kind[i] == GK_GROUP, {2}};
     in[i] = &rep[i];
   }
-  uj_status_t s = pn_specialize(p->parsed, in, plan->nin, &plan->held);
+  uj_status_t s = pn_specialize(p->parsed, UJ_FORWARD, in, plan->nin, &plan->held);
   if (s == UJ_OK) plan->flat = plan->held->program;
   return s;
 }

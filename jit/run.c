@@ -67,16 +67,19 @@ static uj_status_t check_outputs(const ir_func_t* f, uj_device_t dev, uj_tensor_
   return UJ_OK;
 }
 
-/* A parsed program runs as the uop program built for its inputs, held in
- * *held until the caller's pn_release(*held): another thread may evict it
- * from the parsed program's cache meanwhile. *held is NULL for a uop
- * program and on failure. */
+/* A parsed program runs as the uop program built for its pass and
+ * inputs, held in *held until the caller's pn_release(*held): another
+ * thread may evict it from the parsed program's cache meanwhile. *held is
+ * NULL for a uop program and on failure. input_count < 0: as many inputs
+ * as the pass takes (for the calls that take no count). */
 static uj_status_t resolve_parsed(uj_program_t** p, uj_pass_t pass, const uj_tensor_t* const* inputs,
                                   int input_count, pn_special_t** held) {
   *held = NULL;
+  if (pass != UJ_FORWARD && pass != UJ_BACKWARD)
+    return rt_error(UJ_ERR_INVALID, "pass %d is neither UJ_FORWARD nor UJ_BACKWARD", (int)pass);
+  if (input_count < 0) input_count = (*p)->ninputs[pass];
   if (!(*p)->parsed) return UJ_OK;
-  if (pass != UJ_FORWARD) return rt_error(UJ_ERR_INVALID, "a parsed program has only a forward pass");
-  uj_status_t s = pn_specialize((*p)->parsed, inputs, input_count, held);
+  uj_status_t s = pn_specialize((*p)->parsed, pass, inputs, input_count, held);
   if (s == UJ_OK) *p = (*held)->program;
   return s;
 }
@@ -115,7 +118,7 @@ uj_status_t uj_program_shape(uj_program_t* p, uj_pass_t pass, const uj_tensor_t*
                              const int64_t* params, int output_index, int* ndim, int64_t* dims) {
   if (!p || !ndim || !dims) return rt_error(UJ_ERR_INVALID, "uj_program_shape: p, ndim and dims must not be NULL");
   pn_special_t* held;
-  uj_status_t s = resolve_parsed(&p, pass, inputs, p->ninputs[UJ_FORWARD], &held);
+  uj_status_t s = resolve_parsed(&p, pass, inputs, -1, &held);
   if (s == UJ_OK) s = program_shape(p, pass, inputs, params, output_index, ndim, dims);
   pn_release(held);
   return s;
@@ -355,7 +358,7 @@ char* uj_program_dump(uj_ctx_t* ctx, uj_program_t* p, uj_pass_t pass, uj_dump_t 
   }
   pn_special_t* held = NULL;
   if (p->parsed) {
-    if (pn_specialize_default(p->parsed, &held) != UJ_OK) return NULL;
+    if (pn_specialize_default(p->parsed, pass, &held) != UJ_OK) return NULL;
     p = held->program;
   }
   char* text = program_dump(p, pass, what, params);
@@ -395,7 +398,7 @@ uj_status_t uj_program_output_dtype(uj_program_t* p, uj_pass_t pass, const uj_te
                                     int output_index, uj_dtype_t* dtype) {
   if (!p || !dtype) return rt_error(UJ_ERR_INVALID, "uj_program_output_dtype: p and dtype must not be NULL");
   pn_special_t* held;
-  uj_status_t s = resolve_parsed(&p, pass, inputs, p->ninputs[UJ_FORWARD], &held);
+  uj_status_t s = resolve_parsed(&p, pass, inputs, -1, &held);
   const ir_func_t* f = s == UJ_OK ? uop_program_func(p, pass, 0) : NULL;
   if (s == UJ_OK && !f) s = UJ_ERR_INVALID;
   int found = 0;

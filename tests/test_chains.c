@@ -36,7 +36,7 @@ static uint64_t next_random(uint64_t* st) {
  * length (at most cap blocks). The number of blocks, or -1. */
 static int chains_of(uj_program_t* p, const uj_tensor_t* const* inputs, int ninputs, int* length, int cap) {
   pn_special_t* sp = NULL;
-  if (pn_specialize(p->parsed, inputs, ninputs, &sp) != UJ_OK) return -1;
+  if (pn_specialize(p->parsed, UJ_FORWARD, inputs, ninputs, &sp) != UJ_OK) return -1;
   const ir_func_t* f = uop_program_func(sp->program, UJ_FORWARD, 1);
   int n = f && f->nblocks <= cap && ir_block_chains(f, length) == UJ_OK ? f->nblocks : -1;
   pn_release(sp);

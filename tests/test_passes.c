@@ -694,7 +694,7 @@ TEST(layernorm_recomputes_the_centred_value) {
    * inputs shows the rank-1 build, which has no rows to centre) */
   const uj_tensor_t* spec_in[] = {&tx, &tw, &tb};
   pn_special_t* sp = NULL;
-  CHECK(pn_specialize(p->parsed, spec_in, 3, &sp) == UJ_OK);
+  CHECK(pn_specialize(p->parsed, UJ_FORWARD, spec_in, 3, &sp) == UJ_OK);
   const ir_func_t* f = sp ? uop_program_func(sp->program, UJ_FORWARD, 1) : NULL;
   CHECK(f != NULL);
   int full_size_temps = 0, rsqrt_blocks = 0;

@@ -12,8 +12,8 @@
  *    error naming it.
  * 3. gradients in reverse topological order (graph ids are already
  *    topological: an uop only names earlier nodes): the gradient of n is
- *    the sum of the contributions its consumers made (plus grad(n) when
- *    given), so a tensor feeding several uops gets all of them; then each
+ *    the sum of the contributions its consumers made (plus each grad(n)
+ *    given: a node that is two outputs gets both), so a tensor feeding several uops gets all of them; then each
  *    relevant float operand of n receives a new contribution tensor from
  *    n's emit_grad.
  * 4. each outgrad is written once: the sum of its node's contributions, or
@@ -193,7 +193,7 @@ uj_status_t uop_build_backward(const uj_graph_t* g, const uj_program_desc_t* d, 
   if (p->nparams && !(f->param_names = rt_arena_alloc(&f->arena, (size_t)p->nparams * sizeof(char*)))) s = uop_oom();
   for (int i = 0; i < p->nparams && s == UJ_OK; i++)
     if (!(f->param_names[i] = rt_arena_strdup(&f->arena, p->param_names[i] + 1))) s = uop_oom();
-  /* the ingrads are the inputs, in order */
+  /* the ingrads are the inputs, in order: tensor i is ingrad i */
   for (int i = 0; i < d->ingrad_count && s == UJ_OK; i++) {
     int id = d->ingrads[i];
     const uop_node_t* node = &g->nodes[id];
@@ -230,21 +230,26 @@ uj_status_t uop_build_backward(const uj_graph_t* g, const uj_program_desc_t* d, 
     if (b.needed[n] && g->nodes[n].kind != UOP_INPUT && f->tensors[tensor_of[n]].role == IR_TENSOR_TEMP)
       s = uop_node_shape(&b.E, n);
   /* a given gradient has its node's sizes */
-  for (int n = 0; n < g->n && s == UJ_OK; n++) {
-    if (given_grad[n] < 0 || tensor_of[n] < 0) continue;
-    const ir_tensor_t* gt = &f->tensors[given_grad[n]];
+  for (int i = 0; i < d->ingrad_count && s == UJ_OK; i++) {
+    const uop_node_t* node = &g->nodes[d->ingrads[i]];
+    int n = node->in[0];
+    if (node->kind != UOP_GRAD || tensor_of[n] < 0) continue;
+    const ir_tensor_t* gt = &f->tensors[i];
     for (int k = 0; k < gt->ndim && s == UJ_OK; k++) {
       char what[128];
-      snprintf(what, sizeof what, "ingrad %d (the gradient of node %d): axis %d differs from the node's size",
-               f->tensors[given_grad[n]].io_index, n, k);
+      snprintf(what, sizeof what, "ingrad %d (the gradient of node %d): axis %d differs from the node's size", i, n, k);
       if (ir_add_assert(f, gt->dims[k], f->tensors[tensor_of[n]].dims[k], what) < 0) s = uop_oom();
     }
   }
   if (s == UJ_OK) s = uop_canonicalize(f, d->ingrad_count);
   for (int n = 0; n < g->n && s == UJ_OK; n++)
     if (b.needed[n] && f->tensors[tensor_of[n]].role == IR_TENSOR_TEMP) s = uop_node_emit(&b.E, n);
-  for (int n = 0; n < g->n && s == UJ_OK; n++)
-    if (given_grad[n] >= 0 && b.relevant[n]) s = add_contrib(&b, n, given_grad[n]);
+  /* every given gradient of a node contributes: one node may be two
+   * outputs, each with its own gradient */
+  for (int i = 0; i < d->ingrad_count && s == UJ_OK; i++) {
+    const uop_node_t* node = &g->nodes[d->ingrads[i]];
+    if (node->kind == UOP_GRAD && b.relevant[node->in[0]]) s = add_contrib(&b, node->in[0], i);
+  }
   if (s == UJ_OK) s = propagate(&b, want);
   if (s == UJ_OK && ir_verify(f) != UJ_OK) {
     rt_error_prefix("uj_program_new: internal error, the backward IR is malformed: ");

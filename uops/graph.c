@@ -78,14 +78,19 @@ uj_io_t uj_const(uj_graph_t* g, double value) {
   return uop_graph_add(g, &n);
 }
 
+uj_io_t uop_grad(uj_graph_t* g, uj_io_t x) {
+  const uop_node_t* xn = &g->nodes[x];
+  uop_node_t n = {.kind = UOP_GRAD, .dtype = xn->dtype, .ndim = xn->ndim, .nin = 1, .in = {x}};
+  return uop_graph_add(g, &n);
+}
+
 uj_io_t uj_grad(uj_graph_t* g, uj_io_t x) {
   if (!uop_check_id(g, x, "uj_grad", "x")) return -1;
   const uop_node_t* xn = &g->nodes[x];
   if (xn->kind == UOP_GRAD) return rt_error(UJ_ERR_INVALID, "uj_grad: node %d is already a gradient", x), -1;
   if (xn->dtype == UJ_I32)
     return rt_error(UJ_ERR_INVALID, "uj_grad: node %d is i32; only float tensors have gradients", x), -1;
-  uop_node_t n = {.kind = UOP_GRAD, .dtype = xn->dtype, .ndim = xn->ndim, .nin = 1, .in = {x}};
-  return uop_graph_add(g, &n);
+  return uop_grad(g, x);
 }
 
 /* A const that is an output (or otherwise materialized) is one store. */

@@ -525,6 +525,10 @@ uj_status_t uj_program_parse(const char* source, uj_program_t** out) {
   prog->parsed = pp;
   prog->ninputs[UJ_FORWARD] = pp->ninputs;
   prog->noutputs[UJ_FORWARD] = pp->noutputs;
+  /* its backward pass: the inputs and each output's gradient, giving
+   * each input's gradient (parse_build.c) */
+  prog->ninputs[UJ_BACKWARD] = pp->ninputs + pp->noutputs;
+  prog->noutputs[UJ_BACKWARD] = pp->ninputs;
   *out = prog;
   return UJ_OK;
 }

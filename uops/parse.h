@@ -44,10 +44,12 @@ typedef struct {
   pn_node_t* value;
 } pn_stmt_t;
 
-/* What a specialization depends on: per input its dtype, rank and which
- * axes have size 1 (broadcasting is decided by those). */
+/* What a specialization depends on: the pass it builds, and per input its
+ * dtype, rank and which axes have size 1 (broadcasting is decided by
+ * those). */
 typedef struct {
   int n;
+  unsigned char pass;     /* uj_pass_t */
   unsigned char dtype[PARSE_MAX_NAMES];
   unsigned char ndim[PARSE_MAX_NAMES];
   unsigned char ones[PARSE_MAX_NAMES];
@@ -82,13 +84,18 @@ struct pn_program {
   pn_special_t* cached[PARSE_CACHE];
 };
 
-/* Finds or builds the specialization for these inputs and holds it for
- * the caller: (*out)->program stays valid until pn_release(*out), whatever
- * other threads evict meanwhile. */
-uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count, pn_special_t** out);
-/* The same for dumps: the most recently used specialization, else one for
- * default inputs (rank 1, f32 unless hinted). */
-uj_status_t pn_specialize_default(pn_program_t* pp, pn_special_t** out);
+/* Finds or builds the specialization of a pass for these inputs and holds
+ * it for the caller: (*out)->program stays valid until pn_release(*out),
+ * whatever other threads evict meanwhile. The forward pass takes the
+ * program's inputs. The backward pass takes them, then the gradient of
+ * each output (of its shape and dtype), and gives the gradient of each
+ * input: its program is a uop program with only a backward pass, built by
+ * the uop autodiff (uops/backward.c). */
+uj_status_t pn_specialize(pn_program_t* pp, uj_pass_t pass, const uj_tensor_t* const* inputs, int input_count,
+                          pn_special_t** out);
+/* The same for dumps: the most recently used specialization of the pass,
+ * else one for default inputs (rank 1, f32 unless hinted). */
+uj_status_t pn_specialize_default(pn_program_t* pp, uj_pass_t pass, pn_special_t** out);
 /* Drops a hold from pn_specialize*; the last one frees the
  * specialization. NULL does nothing. */
 void pn_release(pn_special_t* sp);

@@ -377,6 +377,37 @@ static int needed_operations(const uj_graph_t* g, const uj_io_t* outs, int nout)
   return count;
 }
 
+/* The backward program of the forward graph g: it reads the inputs, then
+ * the gradient of each output, and writes the gradient of each input
+ * (zeros for an i32 one; an i32 output's gradient is read for its size
+ * only). An output that is also another output, or an input, gets a
+ * gradient name of its own each time; the autodiff sums them. */
+static uj_status_t build_backward(uj_graph_t* g, const uj_io_t* ins, int nin, const uj_io_t* outs, int nout,
+                                  uj_program_t** out) {
+  if (nin == 0)
+    return rt_error(UJ_ERR_INVALID, "the program has no inputs, so its backward pass has no gradients to give");
+  uj_io_t* ingrads = malloc(sizeof(uj_io_t) * (size_t)(nin + nout));
+  uj_io_t* outgrads = malloc(sizeof(uj_io_t) * (size_t)nin);
+  uj_status_t s = UJ_OK;
+  if (!ingrads || !outgrads)
+    s = rt_error(UJ_ERR_OOM, "out of memory listing the gradients of %d inputs and %d outputs (%zu bytes)", nin, nout,
+                 sizeof(uj_io_t) * (size_t)(2 * nin + nout));
+  for (int i = 0; i < nin && s == UJ_OK; i++) {
+    ingrads[i] = ins[i];
+    if ((outgrads[i] = uop_grad(g, ins[i])) < 0) s = UJ_ERR_OOM;
+  }
+  for (int j = 0; j < nout && s == UJ_OK; j++)
+    if ((ingrads[nin + j] = uop_grad(g, outs[j])) < 0) s = UJ_ERR_OOM;
+  if (s == UJ_OK) {
+    uj_program_desc_t d = {.input_count = nin, .inputs = ins, .ingrad_count = nin + nout, .ingrads = ingrads,
+                           .outgrad_count = nin, .outgrads = outgrads};
+    s = uj_program_new(g, &d, out);
+  }
+  free(ingrads);
+  free(outgrads);
+  return s;
+}
+
 static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program_t** out) {
   build_t* b = calloc(1, sizeof *b);
   uj_io_t* ins = malloc(sizeof(uj_io_t) * (size_t)(pp->ninputs + 1));
@@ -431,7 +462,9 @@ static uj_status_t build(pn_program_t* pp, const pn_signature_t* sig, uj_program
                  "the program has %d operations once lowered (its operators, calls, numbers, broadcasts and "
                  "casts); programs of at most %d operations are compiled",
                  needed, PARSE_MAX_OPERATIONS);
-  if (s == UJ_OK) {
+  if (s == UJ_OK && sig->pass == UJ_BACKWARD) {
+    s = build_backward(b->g, ins, pp->ninputs, outs, pp->noutputs, out);
+  } else if (s == UJ_OK) {
     uj_program_desc_t d = {.input_count = pp->ninputs, .inputs = ins, .output_count = pp->noutputs, .outputs = outs};
     s = uj_program_new(b->g, &d, out);
   }
@@ -444,7 +477,7 @@ done:
 }
 
 static int same_signature(const pn_signature_t* a, const pn_signature_t* b) {
-  return a->n == b->n && !memcmp(a->dtype, b->dtype, (size_t)a->n) && !memcmp(a->ndim, b->ndim, (size_t)a->n) &&
+  return a->n == b->n && a->pass == b->pass && !memcmp(a->dtype, b->dtype, (size_t)a->n) && !memcmp(a->ndim, b->ndim, (size_t)a->n) &&
          !memcmp(a->ones, b->ones, (size_t)a->n);
 }
 
@@ -542,9 +575,10 @@ static uj_status_t input_signature(const pn_program_t* pp, int i, const uj_tenso
 /* The specialization of the most recent signature when these inputs have
  * it, held for the caller: the common case of a program called again and
  * again, answered without building a signature. */
-static pn_special_t* same_as_last(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count) {
+static pn_special_t* same_as_last(pn_program_t* pp, uj_pass_t pass, const uj_tensor_t* const* inputs,
+                                  int input_count) {
   pthread_mutex_lock(&pp->lock);
-  pn_special_t* sp = pp->ncached ? pp->cached[0] : NULL;
+  pn_special_t* sp = pp->ncached && pp->cached[0]->sig.pass == pass ? pp->cached[0] : NULL;
   for (int i = 0; i < input_count && sp; i++) {
     unsigned char dtype, ndim, ones;
     uj_status_t s = input_signature(pp, i, inputs[i], &dtype, &ndim, &ones);
@@ -555,14 +589,21 @@ static pn_special_t* same_as_last(pn_program_t* pp, const uj_tensor_t* const* in
   return sp;
 }
 
-uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, int input_count, pn_special_t** out) {
-  if (input_count != pp->ninputs)
-    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", pp->ninputs, input_count);
+uj_status_t pn_specialize(pn_program_t* pp, uj_pass_t pass, const uj_tensor_t* const* inputs, int input_count,
+                          pn_special_t** out) {
+  int takes = pass == UJ_BACKWARD ? pp->ninputs + pp->noutputs : pp->ninputs;
+  if (input_count != takes)
+    return rt_error(UJ_ERR_INVALID, "the program's %s pass takes %d inputs%s, got %d",
+                    pass == UJ_BACKWARD ? "backward" : "forward", takes,
+                    pass == UJ_BACKWARD ? " (its inputs, then the gradient of each output)" : "", input_count);
   if (input_count && !inputs) return rt_error(UJ_ERR_INVALID, "inputs is NULL");
-  if ((*out = same_as_last(pp, inputs, input_count)) != NULL) return UJ_OK;
+  /* the gradients take the outputs' signature, checked where the pass runs */
+  input_count = pp->ninputs;
+  if ((*out = same_as_last(pp, pass, inputs, input_count)) != NULL) return UJ_OK;
   pn_signature_t* sig = calloc(1, sizeof *sig);
   if (!sig) return rt_error(UJ_ERR_OOM, "out of memory allocating an input signature (%zu bytes)", sizeof *sig);
   sig->n = input_count;
+  sig->pass = (unsigned char)pass;
   uj_status_t s = UJ_OK;
   for (int i = 0; i < input_count && s == UJ_OK; i++)
     s = input_signature(pp, i, inputs[i], &sig->dtype[i], &sig->ndim[i], &sig->ones[i]);
@@ -571,16 +612,19 @@ uj_status_t pn_specialize(pn_program_t* pp, const uj_tensor_t* const* inputs, in
   return s;
 }
 
-uj_status_t pn_specialize_default(pn_program_t* pp, pn_special_t** out) {
-  /* the most recently used, read under the lock: another thread may be
-   * replacing it */
+uj_status_t pn_specialize_default(pn_program_t* pp, uj_pass_t pass, pn_special_t** out) {
+  /* the most recently used of the pass, read under the lock: another
+   * thread may be replacing it */
   pthread_mutex_lock(&pp->lock);
-  *out = pp->ncached ? use_cached(pp, 0) : NULL;
+  *out = NULL;
+  for (int i = 0; i < pp->ncached && !*out; i++)
+    if (pp->cached[i]->sig.pass == pass) *out = use_cached(pp, i);
   pthread_mutex_unlock(&pp->lock);
   if (*out) return UJ_OK;
   pn_signature_t* sig = calloc(1, sizeof *sig);
   if (!sig) return rt_error(UJ_ERR_OOM, "out of memory allocating an input signature (%zu bytes)", sizeof *sig);
   sig->n = pp->ninputs;
+  sig->pass = (unsigned char)pass;
   for (int i = 0; i < pp->ninputs; i++) {
     int name = pp->input_name[i];
     sig->dtype[i] = (unsigned char)(pp->hinted[name] ? pp->hint[name] : UJ_F32);

@@ -51,6 +51,11 @@ struct uj_graph {
 
 /* Appends a node; on failure returns -1 with the error set. */
 int uop_graph_add(uj_graph_t* g, const uop_node_t* node);
+/* The gradient name of node x (a valid id), of any dtype: an i32 node's
+ * gradient is zero (uops/backward.c). uj_grad refuses i32, where asking
+ * for it is most likely a mistake; a parsed program's backward pass gives
+ * every input a gradient, zeros for an i32 one. */
+uj_io_t uop_grad(uj_graph_t* g, uj_io_t x);
 /* Validates a node id given to a builder; sets the error naming `what`. */
 int uop_check_id(const uj_graph_t* g, uj_io_t id, const char* builder, const char* what);
 /* The dtype a node has when combined with a partner: a const adopts it. */
