@@ -10,6 +10,9 @@ uopjit programs as torch.autograd functions. Importable when torch is.
         opt.step()
         sched.step()
 
+    gelu = uopjit.torch.function("y = x*sigmoid(1.702*x)")
+    gelu(x).sum().backward()      # x.grad by uopjit's autodiff (_function)
+
 The optimizers are torch.optim.Optimizer subclasses with torch's argument
 names, defaults, param groups, state names and state_dict layout, so
 checkpoints move both ways between torch.optim and uopjit.torch. A step
@@ -18,6 +21,7 @@ updates every parameter with a gradient in one multi-tensor call per
 """
 import torch  # noqa: F401  (an ImportError here says torch is missing)
 
+from ._function import Function, function
 from ._optim import LAMB, SGD, Adagrad, Adam, AdamW, Lion, Optimizer, RMSprop
 
-__all__ = ["Optimizer", "AdamW", "Adam", "SGD", "Adagrad", "RMSprop", "Lion", "LAMB"]
+__all__ = ["Optimizer", "AdamW", "Adam", "SGD", "Adagrad", "RMSprop", "Lion", "LAMB", "function", "Function"]
