@@ -79,6 +79,14 @@ typedef struct uj_optim uj_optim_t;
  * computes in f64, for references), but for the gradient, which may also be
  * bf16 or f16 (widened to f32 where it is read).
  *
+ * bf16 or f16 parameters stepped directly: param, grad and every state of
+ * that dtype (torch's layout for such parameters). Each pass computes in
+ * f32 from the widened values and rounds each tensor it writes once; it
+ * reads a state it has just written as stored (rounded). An updater that
+ * declares a dtype for p, g or a state has no such form (UJ_ERR_INVALID).
+ * f16 cannot hold a state below 6.1e-5 as a normal (Adam's v of a small
+ * gradient): master weights are the remedy.
+ *
  * Mixed precision with f32 master weights: param is the f32 master and
  * param_half, when not NULL, a bf16 or f16 tensor of its shape that the same
  * pass writes with the new parameter rounded to its dtype (nearest, ties to
@@ -167,7 +175,9 @@ uj_status_t uj_optim_set_max_grad_norm(uj_optim_t* opt, double max_norm);
  * loss scale or clip norm set, and per-group sums such as LAMB's norms),
  * which waits for the work queued before. Every group is checked
  * before anything is written: a NULL tensor, a dtype other than f32 (bf16
- * or f16 for a gradient or a half copy), a half copy in some groups only,
+ * or f16 for a gradient or a half copy; the parameter's for a bf16 or f16
+ * parameter stepped directly), a half copy in some groups only or with a
+ * half parameter,
  * a gradient, state or half copy of another shape than its parameter, a
  * tensor on another device than group 0's parameter, or a hyperparameter
  * without a value fails with UJ_ERR_INVALID or UJ_ERR_SHAPE naming the

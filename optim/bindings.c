@@ -63,7 +63,8 @@ static void bind_pass(const optim_spec_t* sp, int k, const uj_optim_group_t* gro
                       const int* varies) {
   const optim_pass_t* pass = &sp->passes[k];
   int half = k == sp->half_pass && groups[0].param_half ? optim_half_index(groups[0].param_half->dtype) : -1;
-  b->program[k] = half >= 0 ? pass->half_program[half] : pass->program;
+  int direct = optim_half_index(groups[0].param->dtype); /* bf16/f16 parameters without a master */
+  b->program[k] = half >= 0 ? pass->half_program[half] : direct >= 0 ? pass->direct_program[direct] : pass->program;
   b->output_count[k] = pass->output_count + (half >= 0);
   for (int i = 0; i < b->G; i++) {
     const uj_tensor_t** in = b->in[k] + (size_t)i * pass->input_count;

@@ -263,7 +263,9 @@ static uj_status_t check_tensor(const uj_tensor_t* t, const uj_tensor_t* param, 
 
 static int is_half(uj_dtype_t dtype) { return dtype == UJ_BF16 || dtype == UJ_F16; }
 
-/* dtype: the first group's parameter's, f32 or f64 (checked by the caller);
+/* dtype: the first group's parameter's, f32, f64, bf16 or f16 (checked by
+ * the caller; a bf16 or f16 parameter has gradients and states of its
+ * dtype, which the passes compute in f32 and round once, where stored);
  * half: the first group's half copy's dtype, or -1 for none. */
 static uj_status_t check_group(const uj_optim_t* opt, const uj_optim_group_t* g, uj_dtype_t dtype, int half,
                                int device) {
@@ -380,12 +382,21 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
   if (group_count < 0) return rt_error(UJ_ERR_INVALID, "group_count is %d, below 0", group_count);
   if (group_count && !groups) return rt_error(UJ_ERR_INVALID, "groups is NULL for %d groups", group_count);
   uj_dtype_t dtype = group_count && groups[0].param ? groups[0].param->dtype : UJ_F32;
-  if (dtype != UJ_F32 && dtype != UJ_F64)
-    return rt_error(UJ_ERR_INVALID, "group 0: the parameter has dtype %s, expected f32 (or f64)", uj_dtype_name(dtype));
+  if (dtype != UJ_F32 && dtype != UJ_F64 && !is_half(dtype))
+    return rt_error(UJ_ERR_INVALID, "group 0: the parameter has dtype %s, expected f32, f64, bf16 or f16",
+                    uj_dtype_name(dtype));
   int half = group_count && groups[0].param_half ? (int)groups[0].param_half->dtype : -1;
   if (half >= 0 && !is_half((uj_dtype_t)half))
     return rt_error(UJ_ERR_INVALID, "group 0: the half copy param_half has dtype %s, expected bf16 or f16",
                     uj_dtype_name((uj_dtype_t)half));
+  if (half >= 0 && dtype != UJ_F32)
+    return rt_error(UJ_ERR_INVALID, "group 0: a half copy param_half goes with an f32 master parameter; the "
+                    "parameter is %s", uj_dtype_name(dtype));
+  for (int k = 0; k < opt->spec.pass_count && is_half(dtype); k++)
+    if (!opt->spec.passes[k].direct_program[optim_half_index(dtype)])
+      return rt_error(UJ_ERR_INVALID, "group 0: the parameter is %s, and updater %s declares a dtype of its own for "
+                      "p, g or a state; step f32 parameters (with a half copy param_half)", uj_dtype_name(dtype),
+                      opt->name);
   int device = group_count && groups[0].param ? (int)groups[0].param->device : UJ_CPU;
   if (device != UJ_CPU && device != UJ_CUDA)
     return rt_error(UJ_ERR_INVALID, "group 0: the parameter's device is %d, not UJ_CPU or UJ_CUDA", device);

@@ -45,6 +45,13 @@ typedef struct {
    * f16) that writes the half copy as one more output, after the others:
    * the section's text plus "p_half: bf16; p_half = p". NULL elsewhere. */
   uj_program_t* half_program[2];
+  /* Every pass also has a variant per half dtype for parameters of that
+   * dtype stepped directly (no f32 master): the section's text after
+   * "p: bf16; g: bf16; m: bf16 ...", a hint for each tensor it reads or
+   * writes, so that it computes in f32 (scalars are weak, and bf16 values
+   * are f32 once loaded) and rounds once where it stores. NULL when the
+   * rule declares a dtype of its own for one of them. */
+  uj_program_t* direct_program[2];
 } optim_pass_t;
 
 /* The output the half variants add, a name updaters may not use. */

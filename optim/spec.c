@@ -398,6 +398,48 @@ static uj_status_t build_half_variants(optim_spec_t* spec, int k, const section_
   return UJ_OK;
 }
 
+/* The variants of pass k for bf16 and f16 parameters without a master
+ * (see optim_pass_t). Hints change no name's place (checked as above). */
+static uj_status_t build_direct_variants(optim_spec_t* spec, int k, const section_t* section) {
+  static const char* const dtype_names[2] = {"bf16", "f16"};
+  optim_pass_t* pass = &spec->passes[k];
+  for (int d = 0; d < 2; d++) {
+    rt_buf_t text = {0};
+    for (int io = 0; io < 2; io++) {
+      int count = io ? pass->output_count : pass->input_count;
+      const optim_slot_t* slots = io ? pass->outputs : pass->inputs;
+      for (int i = 0; i < count; i++) {
+        optim_role_t role = slots[i].role;
+        const char* name = uj_program_io_name(pass->program, io, i);
+        int seen = 0; /* p is an input and an output: one hint */
+        for (int j = 0; io && j < pass->input_count; j++) seen |= strcmp(uj_program_io_name(pass->program, 0, j), name) == 0;
+        if (!seen && (role == OPTIM_PARAM || role == OPTIM_GRAD || role == OPTIM_STATE))
+          rt_buf_printf(&text, "%s: %s; ", name, dtype_names[d]);
+      }
+    }
+    rt_buf_printf(&text, "\n%s\n", section->source);
+    char* source = rt_buf_take(&text);
+    if (!source) return rt_error(UJ_ERR_OOM, "out of memory making the direct %s variant of the updater", dtype_names[d]);
+    uj_status_t s = uj_program_parse(source, &pass->direct_program[d]);
+    free(source);
+    /* a rule that declares a dtype of its own for p, g or a state has no
+     * such variant: its step refuses half parameters (optim.c) */
+    if (s == UJ_ERR_PARSE) continue;
+    if (s != UJ_OK) return s;
+    uj_program_t* q = pass->direct_program[d];
+    pn_program_weak_scalars(q);
+    int same = uj_program_io_count(q, 0) == pass->input_count && uj_program_io_count(q, 1) == pass->output_count;
+    for (int i = 0; same && i < pass->input_count; i++)
+      same = strcmp(uj_program_io_name(q, 0, i), uj_program_io_name(pass->program, 0, i)) == 0;
+    for (int o = 0; same && o < pass->output_count; o++)
+      same = strcmp(uj_program_io_name(q, 1, o), uj_program_io_name(pass->program, 1, o)) == 0;
+    if (!same)
+      return rt_error(UJ_ERR_INVALID, "updater [%s]: its variant for %s parameters binds other inputs or outputs",
+                      section_names[SECTION_UPDATE + k], dtype_names[d]);
+  }
+  return UJ_OK;
+}
+
 static uj_status_t build(optim_spec_t* spec, section_t sections[SECTION_COUNT]) {
   if (!sections[SECTION_UPDATE].source) return rt_error(UJ_ERR_PARSE, "the updater has no [update] section");
   uj_status_t s = parse_section(&sections[SECTION_UPDATE], "update", &spec->passes[0].program);
@@ -421,6 +463,8 @@ static uj_status_t build(optim_spec_t* spec, section_t sections[SECTION_COUNT]) 
   }
   for (int k = 0; k < spec->pass_count; k++)
     if ((s = bind_pass_inputs(spec, k, section_names[SECTION_UPDATE + k])) != UJ_OK) return s;
+  for (int k = 0; k < spec->pass_count; k++)
+    if ((s = build_direct_variants(spec, k, &sections[SECTION_UPDATE + k])) != UJ_OK) return s;
   if (sections[SECTION_DEFAULTS].source && (s = read_defaults(spec, &sections[SECTION_DEFAULTS])) != UJ_OK) return s;
   return UJ_OK;
 }
@@ -448,6 +492,7 @@ void optim_spec_release(optim_spec_t* spec) {
   for (int k = 0; k < OPTIM_MAX_PASSES; k++) {
     uj_program_free(spec->passes[k].program);
     uj_program_free(spec->passes[k].half_program[0]), uj_program_free(spec->passes[k].half_program[1]);
+    uj_program_free(spec->passes[k].direct_program[0]), uj_program_free(spec->passes[k].direct_program[1]);
     free(spec->passes[k].inputs), free(spec->passes[k].outputs);
   }
   for (int i = 0; i < spec->state_count; i++) free(spec->states[i]);

@@ -1,4 +1,5 @@
-/* tests/test_optim_half.c: bf16/f16 parameters with f32 master weights.
+/* tests/test_optim_half.c: bf16/f16 parameters, with f32 master weights
+ * and stepped directly (every_updater_steps_half_parameters_directly).
  * Every built-in updater on the interpreter, MIR and C, for bf16 and for
  * f16: 37 groups of random ranks and sizes whose gradients are half tensors
  * (read and widened) and whose parameters have a half copy that the step
@@ -155,6 +156,117 @@ TEST(every_updater_writes_master_and_half_copy_on_every_cpu_engine) {
   }
 }
 
+/* bf16/f16 parameters stepped directly, without a master: parameter,
+ * gradient and states all of the half dtype. Each output is the f64 rule
+ * stepped from the values the engine left, rounded once: within one unit
+ * of the half dtype (the passes compute in f32 and round where they
+ * store), widened by what reading rounded states can move it: 4 unit
+ * roundoffs of the half dtype times the change this step and the one
+ * before made (the rule reads the m and v it has just rounded, as torch's
+ * does, and momentum carries the last step's rounding; the f64 reference
+ * reads them unrounded). An element whose reference state is below the
+ * half dtype's smallest normal is not compared: the format cannot hold
+ * the state (f16 Adam's v of a small gradient flushes toward 0, and the
+ * update with it), which is why master weights exist; nor, for LAMB, whose
+ * trust ratio is a norm over the whole tensor, any element of its group. */
+static int64_t check_direct(const char* name, uj_dtype_t half, int slot, uint64_t seed) {
+  uj_ctx_t* ctx = or_ctx(slot);
+  uj_optim_t* opt = NULL;
+  CHECK(uj_optim_new(name, &opt) == UJ_OK);
+  if (!ctx || !opt) return 1;
+  int nstate = uj_optim_state_count(opt);
+  set_hparams(opt);
+  uint64_t rng = seed;
+  group_t gr[NGROUPS];
+  uj_optim_group_t groups[NGROUPS];
+  make_groups(&rng, gr, groups, nstate, half);
+  /* the same sizes, in the half dtype; the states start at zero */
+  for (int i = 0; i < NGROUPS; i++) {
+    uj_tensor_t p = or_tensor(half, gr[i].p.ndim, gr[i].p.dims);
+    for (int64_t e = 0; e < gr[i].n; e++) or_set(&p, e, or_get(&gr[i].p, e));
+    or_tensor_free(&gr[i].p);
+    gr[i].p = p;
+    for (int k = 0; k < nstate; k++) {
+      or_tensor_free(&gr[i].state[k]);
+      gr[i].state[k] = or_tensor(half, p.ndim, p.dims);
+    }
+    groups[i].param_half = NULL;
+  }
+  int64_t bad = 0;
+  const char* where = or_configs[slot].name;
+  double* last_change[NGROUPS];
+  for (int i = 0; i < NGROUPS; i++) last_change[i] = calloc((size_t)gr[i].n, sizeof(double));
+  double tiny = half == UJ_BF16 ? 0x1p-126 : 0x1p-14;
+  for (int step = 1; step <= STEPS; step++) {
+    for (int i = 0; i < NGROUPS; i++) or_fill_real(&rng, &gr[i].g, -1, 1);
+    double *rp[NGROUPS], *old_p[NGROUPS], *rs[NGROUPS][MAX_STATE], *rg[NGROUPS], *old_s[NGROUPS][MAX_STATE];
+    double u4 = 4 * (half == UJ_BF16 ? 0x1p-9 : 0x1p-11);
+    for (int i = 0; i < NGROUPS; i++) {
+      rp[i] = or_to_double(&gr[i].p), old_p[i] = or_to_double(&gr[i].p), rg[i] = or_to_double(&gr[i].g);
+      for (int k = 0; k < nstate; k++) rs[i][k] = or_to_double(&gr[i].state[k]), old_s[i][k] = or_to_double(&gr[i].state[k]);
+      ref_hparams_t h = base;
+      CHECK(ref_step(name, &h, step, 1.0, gr[i].n, rp[i], rg[i], rs[i]));
+    }
+    uj_optim_report_t report;
+    uj_status_t s = uj_optim_step(ctx, opt, groups, NGROUPS, &report);
+    CHECK(s == UJ_OK);
+    if (s != UJ_OK) fprintf(stderr, "  %s %s on %s: %s\n", name, uj_dtype_name(half), where, uj_last_error());
+    for (int i = 0; i < NGROUPS && s == UJ_OK; i++) {
+      int group_lost = 0;
+      for (int64_t e = 0; e < gr[i].n && strcmp(name, "lamb") == 0; e++)
+        for (int k = 0; k < nstate; k++) group_lost |= rs[i][k][e] != 0 && fabs(rs[i][k][e]) < tiny;
+      for (int64_t e = 0; e < gr[i].n && !group_lost; e++) {
+        int tie = 0;
+        if (strcmp(name, "lion") == 0) {
+          double b1 = F(base.b1), a = b1 * old_s[i][0][e], b = (1 - b1) * rg[i][e];
+          tie = fabs(a + b) < 1e-6 * (fabs(a) + fabs(b));
+        }
+        for (int k = 0; k < nstate; k++) tie |= rs[i][k][e] != 0 && fabs(rs[i][k][e]) < tiny;
+        uint16_t got = ((const uint16_t*)gr[i].p.data)[e];
+        double change = fabs(rp[i][e] - old_p[i][e]);
+        double tol = 1e-6 * fabs(rp[i][e]) + u4 * (change + last_change[i][e]);
+        last_change[i][e] = change;
+        if (!tie && !half_within_one_unit(half, got, rp[i][e], tol) && bad++ < 5)
+          fprintf(stderr, "  %s %s direct on %s, step %d, group %d, p[%lld]: %.9g, reference %.17g\n", name,
+                  uj_dtype_name(half), where, step, i, (long long)e, hr_decode(half, got), rp[i][e]);
+        for (int k = 0; k < nstate && !tie; k++) {
+          uint16_t gs = ((const uint16_t*)gr[i].state[k].data)[e];
+          double stol = 1e-6 * fabs(rs[i][k][e]) + u4 * fabs(rs[i][k][e] - old_s[i][k][e]);
+          if (!half_within_one_unit(half, gs, rs[i][k][e], stol) && bad++ < 5)
+            fprintf(stderr, "  %s %s direct on %s, step %d, group %d, %s[%lld]: %.9g, reference %.17g\n", name,
+                    uj_dtype_name(half), where, step, i, uj_optim_state_name(opt, k), (long long)e,
+                    hr_decode(half, gs), rs[i][k][e]);
+        }
+      }
+    }
+    for (int i = 0; i < NGROUPS; i++) {
+      free(rp[i]), free(old_p[i]), free(rg[i]);
+      for (int k = 0; k < nstate; k++) free(rs[i][k]), free(old_s[i][k]);
+    }
+  }
+  for (int i = 0; i < NGROUPS; i++) free(last_change[i]);
+  free_groups(gr, nstate);
+  uj_optim_free(opt);
+  return bad;
+}
+
+TEST(every_updater_steps_half_parameters_directly) {
+  uint64_t seed = 20261129;
+  HARNESS_SEED(seed);
+  static const uj_dtype_t halves[2] = {UJ_BF16, UJ_F16};
+  for (int slot = 0; slot < OR_NENGINES; slot++) {
+    if (or_configs[slot].engine == UJ_ENGINE_CUDA || !or_configs[slot].passes) continue;
+    for (int d = 0; d < 2; d++)
+      for (int u = 0; u < uj_optim_builtin_count(); u++) {
+        const char* name = uj_optim_builtin_name(u);
+        int64_t bad = check_direct(name, halves[d], slot, seed + (uint64_t)u);
+        CHECK(bad == 0);
+        printf("  %-26s %-7s %-5s direct %s\n", name, or_configs[slot].name, uj_dtype_name(halves[d]),
+               bad ? "FAILED" : "ok");
+      }
+  }
+}
+
 /* The bytes of every tensor a step may write, one after another. */
 static unsigned char* snapshot(const group_t* gr, int nstate, size_t* size) {
   size_t total = 0;
@@ -226,6 +338,25 @@ TEST(bad_half_copies_fail_with_a_message) {
   CHECK(uj_optim_new_source("clash", "p_half = p*2\np = p - g", &clash) == UJ_ERR_INVALID);
   CHECK(strstr(uj_last_error(), "p_half") != NULL);
   CHECK(clash == NULL);
+  /* a bf16 parameter with a half copy too; a rule that declares g's dtype
+   * has no variant for bf16 parameters */
+  int64_t n = 4;
+  uj_tensor_t p = or_tensor(UJ_BF16, 1, &n), g = or_tensor(UJ_BF16, 1, &n), h = or_tensor(UJ_BF16, 1, &n);
+  uj_optim_group_t one = {&p, &g, NULL, &h};
+  uj_optim_t* sgd = NULL;
+  CHECK(uj_optim_new("sgd", &sgd) == UJ_OK);
+  CHECK(uj_optim_set(sgd, "lr", 0.5) == UJ_OK);
+  CHECK(uj_optim_step(ctx, sgd, &one, 1, NULL) == UJ_ERR_INVALID);
+  CHECK(strstr(uj_last_error(), "goes with an f32 master") != NULL);
+  uj_optim_free(sgd);
+  uj_optim_t* declared = NULL;
+  CHECK(uj_optim_new_source("declared", "g: f32\np = p - lr*g", &declared) == UJ_OK);
+  if (declared) CHECK(uj_optim_set(declared, "lr", 0.5) == UJ_OK);
+  one.param_half = NULL;
+  CHECK(uj_optim_step(ctx, declared, &one, 1, NULL) == UJ_ERR_INVALID);
+  CHECK(strstr(uj_last_error(), "declares a dtype of its own") != NULL);
+  uj_optim_free(declared);
+  or_tensor_free(&p), or_tensor_free(&g), or_tensor_free(&h);
 }
 
 TEST_MAIN()

@@ -32,8 +32,10 @@ optimizer's grad_scaler protocol (_step_supports_amp_scaling): the loss
 scale goes to the library, which unscales inside the update and, when a
 gradient holds an inf or NaN, writes nothing and reports it; the scaler then
 sees found_inf as with torch's fused optimizers. bf16 or f16 parameters
-need master_weights=True: an f32 master copy (state['master_param']) is
-stepped and the parameter written with it rounded, in the same pass.
+are stepped directly, their states of their dtype as torch keeps them
+(computed in f32 and rounded once per tensor written), or, with
+master_weights=True, through an f32 master copy (state['master_param'])
+that is stepped and written to the parameter rounded, in the same pass.
 """
 import ctypes
 import itertools
@@ -269,17 +271,13 @@ class Optimizer(torch.optim.Optimizer):
         return entry[1] + 1
 
     def _target(self, p, index):
-        """The f32 tensor a step updates for p: p, or its master copy."""
-        if p.dtype in _HALF:
-            if not self._master_weights:
-                raise TypeError(f"uopjit.torch: parameter {index} is {p.dtype}; uopjit's optimizers step "
-                                f"float32 parameters: pass master_weights=True to keep an f32 master copy")
+        """The tensor a step updates for p: p, or its f32 master copy."""
+        if p.dtype in _HALF and self._master_weights:
             state = self.state[p]
             if "master_param" not in state:
                 state["master_param"] = p.detach().float().contiguous()
             return state["master_param"]
-        if p.dtype != torch.float32 and p.dtype != torch.float64:
-            _torch_dtype_code(p.dtype, f"parameter {index}")
+        _torch_dtype_code(p.dtype, f"parameter {index}")
         return p
 
     def _scaler_begin(self, grad_scaler):
