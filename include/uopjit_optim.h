@@ -190,7 +190,8 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
  * tensors launches (uj_program_compile_groups_cuda) for every pass of the
  * updater and for the gradient pass, with NVRTC for `arch` ("sm_90"): for
  * f32 parameters and gradients, and for bf16 and for f16 gradients and half
- * copies; *kernels (may be NULL) receives how many kernels. Errors as
+ * copies, and for bf16 and f16 parameters stepped directly; *kernels (may
+ * be NULL) receives how many kernels. Errors as
  * uj_program_compile_groups_cuda's. */
 uj_status_t uj_optim_compile_cuda(uj_ctx_t* ctx, uj_optim_t* opt, const char* arch, int* kernels);
 

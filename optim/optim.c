@@ -454,9 +454,10 @@ uj_status_t uj_optim_step(uj_ctx_t* ctx, uj_optim_t* opt, const uj_optim_group_t
 
 /* Compiles the multi-tensor kernels of every pass, and of the gradient
  * pass, as a step over two probe groups (ranks 1 and 2) with gradients and
- * half copies of dtype `half` (UJ_F32: f32 gradients and none) would launch
- * them: the same bindings a step makes, in host memory standing in for the
- * GPU's. */
+ * half copies of dtype `half` (UJ_F32: f32 gradients and none), or with
+ * `direct`, parameters, gradients and states of dtype `half` stepped
+ * without a master, would launch them: the same bindings a step makes, in
+ * host memory standing in for the GPU's. */
 /* A tensor over the next 4 cells at *at: of rank 1 (3 elements) or 2
  * (2 x 2), or with every size 1 (a per-group sum). */
 static uj_tensor_t probe_tensor(uj_dtype_t dtype, int ndim, int reduced, double** at) {
@@ -465,7 +466,8 @@ static uj_tensor_t probe_tensor(uj_dtype_t dtype, int ndim, int reduced, double*
   return t;
 }
 
-static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t half, const char* arch, int* kernels) {
+static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t half, int direct, const char* arch,
+                                   int* kernels) {
   enum { PROBES = 2, CELLS = 4 };
   int ns = opt->spec.state_count;
   uj_tensor_t p[PROBES], g[PROBES], h[PROBES], bad[PROBES], norm[PROBES];
@@ -479,11 +481,12 @@ static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t ha
   for (int i = 0; i < PROBES && s == UJ_OK; i++) {
     double* at = cells + (size_t)i * (ns + 5) * CELLS;
     int ndim = i + 1;
-    p[i] = probe_tensor(UJ_F32, ndim, 0, &at), g[i] = probe_tensor(half, ndim, 0, &at);
+    uj_dtype_t pd = direct ? half : UJ_F32;
+    p[i] = probe_tensor(pd, ndim, 0, &at), g[i] = probe_tensor(half, ndim, 0, &at);
     h[i] = probe_tensor(half, ndim, 0, &at);
     bad[i] = probe_tensor(UJ_F32, ndim, 1, &at), norm[i] = probe_tensor(UJ_F32, ndim, 1, &at);
-    for (int k = 0; k < ns; k++) states[i * ns + k] = probe_tensor(UJ_F32, ndim, 0, &at), state_ptr[i * ns + k] = &states[i * ns + k];
-    groups[i] = (uj_optim_group_t){&p[i], &g[i], &state_ptr[i * ns], half == UJ_F32 ? NULL : &h[i]};
+    for (int k = 0; k < ns; k++) states[i * ns + k] = probe_tensor(pd, ndim, 0, &at), state_ptr[i * ns + k] = &states[i * ns + k];
+    groups[i] = (uj_optim_group_t){&p[i], &g[i], &state_ptr[i * ns], half == UJ_F32 || direct ? NULL : &h[i]};
   }
   optim_bindings_t *probe = NULL, *b = NULL; /* the probes' own, not the optimizer's kept bindings */
   if (s == UJ_OK) s = optim_bind(&probe, ctx, &opt->spec, groups, PROBES, values, varies, &b);
@@ -491,7 +494,9 @@ static uj_status_t compile_variant(uj_ctx_t* ctx, uj_optim_t* opt, uj_dtype_t ha
     int n = 0;
     s = uj_program_compile_groups_cuda(ctx, b->program[k], b->groups[k], PROBES, opt->spec.passes[k].input_count, NULL,
                                        0, b->output_count[k], arch, &n, NULL);
-    if (s != UJ_OK) rt_error_prefix("updater %s, [%s], %s: ", opt->name, k ? "apply" : "update", uj_dtype_name(half));
+    if (s != UJ_OK)
+      rt_error_prefix("updater %s, [%s], %s%s: ", opt->name, k ? "apply" : "update", uj_dtype_name(half),
+                      direct ? " parameters" : "");
     *kernels += n;
   }
   optim_bind_forget(&probe); /* also when a pass failed to compile */
@@ -521,8 +526,13 @@ uj_status_t uj_optim_compile_cuda(uj_ctx_t* ctx, uj_optim_t* opt, const char* ar
   static const uj_dtype_t variants[] = {UJ_F32, UJ_BF16, UJ_F16};
   int n = 0;
   uj_status_t s = UJ_OK;
-  for (size_t v = 0; v < sizeof variants / sizeof *variants && s == UJ_OK; v++)
-    s = compile_variant(ctx, opt, variants[v], arch, &n);
+  for (size_t v = 0; v < sizeof variants / sizeof *variants && s == UJ_OK; v++) {
+    s = compile_variant(ctx, opt, variants[v], 0, arch, &n);
+    int has_direct = variants[v] != UJ_F32;
+    for (int k = 0; k < opt->spec.pass_count; k++)
+      has_direct &= opt->spec.passes[k].direct_program[optim_half_index(variants[v])] != NULL;
+    if (s == UJ_OK && has_direct) s = compile_variant(ctx, opt, variants[v], 1, arch, &n);
+  }
   if (kernels) *kernels = n;
   return s;
 }
