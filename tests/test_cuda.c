@@ -129,6 +129,65 @@ TEST(source_reduction_strategies) {
   uj_program_free(p);
 }
 
+/* Reductions merge across a CUDA block by warp shuffles in the
+ * reduction's own dtype: no shared-memory tree, and nothing in double for
+ * f32 but the grid partials (whole-tensor sums: one per CUDA block). Each
+ * block merge takes at most three __syncthreads. */
+TEST(source_reductions_merge_by_warp_shuffles) {
+  static const char* const srcs[] = {
+      "s = sum(x*x)",
+      "e = exp(x - amax(x, 1)); y = e / sum(e, 1)",
+      "_d = x - mean(x, 1); y = _d * rsqrt(mean(_d*_d, 1) + 0.00001)",
+  };
+  for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
+    uj_program_t* p = parse(srcs[i]);
+    char* text = p ? cuda_source(p, 2, 0) : NULL;
+    if (text) {
+      int merges = 0, syncs = 0;
+      for (const char* at = text; (at = strstr(at, "__shared__ float uj_sw")) != NULL; at++) merges++;
+      for (const char* at = text; (at = strstr(at, "__syncthreads()")) != NULL; at++) syncs++;
+      int good = strstr(text, "__shfl_down_sync(0xffffffffu, c") != NULL && strstr(text, "__shared__ double") == NULL &&
+                 merges >= 1 && syncs <= 3 * merges + 2 * (int)(strstr(text, "uj_ticket") != NULL);
+      if (!good) fprintf(stderr, "  %s: %d merges, %d __syncthreads\n%s\n", srcs[i], merges, syncs, text);
+      CHECK(good);
+    }
+    free(text);
+    uj_program_free(p);
+  }
+}
+
+/* argmax over rows: the index goes through the shuffles beside the value;
+ * compiled for sm_80 and sm_90. */
+TEST(source_argmax_merges_value_and_index) {
+  uj_graph_t* g = uj_graph_new();
+  uj_io_t x = uj_input(g, 2, UJ_F32);
+  int axis1 = 1;
+  uj_io_t y = uj_reduce(g, UJ_REDUCE_ARGMAX, 1, &axis1, x);
+  uj_program_desc_t d = {.input_count = 1, .inputs = &x, .output_count = 1, .outputs = &y};
+  uj_program_t* p = NULL;
+  CHECK(uj_program_new(g, &d, &p) == UJ_OK);
+  uj_graph_free(g);
+  if (!p) return;
+  char* text = uj_program_dump(NULL, p, UJ_FORWARD, UJ_DUMP_CUDA, NULL);
+  CHECK(text && strstr(text, "long long uj_bi = __shfl_down_sync(0xffffffffu, c") != NULL);
+  CHECK(text && strstr(text, "__shared__ double") == NULL);
+  free(text);
+  if (have_nvrtc()) {
+    uj_ctx_t* ctx = uj_ctx_new();
+    float data[16] = {0};
+    uj_tensor_t t = {data, UJ_F32, UJ_CPU, 2, {4, 4}};
+    const uj_tensor_t* in[] = {&t};
+    for (int a = 0; a < 2; a++) {
+      int kernels = 0;
+      uj_status_t s = uj_program_compile_cuda(ctx, p, UJ_FORWARD, in, 1, NULL, 0, a ? "sm_90" : "sm_80", &kernels, NULL);
+      if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
+      CHECK(s == UJ_OK && kernels == 1);
+    }
+    uj_ctx_free(ctx);
+  }
+  uj_program_free(p);
+}
+
 /* y[i, j] = x[j] for i < $n: its gradient adds the $n rows of dy into dx,
  * many iterations into each element. */
 static uj_program_t* broadcast_program(void) {
@@ -235,7 +294,7 @@ TEST(source_scalar_expressions_in_f64) {
 
 /* ---- NVRTC ---- */
 
-TEST(nvrtc_compiles_for_sm_90) {
+TEST(nvrtc_compiles_for_sm_80_and_sm_90) {
   SKIP_WITHOUT_NVRTC();
   static const char* const srcs[] = {
       "y = 1/(1+exp(-(a*x+b)))",
@@ -243,6 +302,7 @@ TEST(nvrtc_compiles_for_sm_90) {
       "s = sum(x*x)",
       "e = exp(x - amax(x, 1)); y = e / sum(e, 1)",
       "y = where(x > 0, log(x), tanh(x)) + floor(x) * sin(x) - cos(x) ** 2",
+      "_d = x - mean(x, 1); y = _d * rsqrt(mean(_d*_d, 1) + 0.00001)",
   };
   uj_ctx_t* ctx = uj_ctx_new();
   float data[64] = {0};
@@ -257,11 +317,14 @@ TEST(nvrtc_compiles_for_sm_90) {
       t[k].data = data, t[k].dtype = UJ_F32, t[k].ndim = 2, t[k].dims[0] = 3, t[k].dims[1] = 5;
       in[k] = &t[k];
     }
-    int kernels = -1;
-    uj_status_t s = uj_program_compile_cuda(ctx, p, UJ_FORWARD, in, n, NULL, 0, "sm_90", &kernels, NULL);
-    if (s != UJ_OK) fprintf(stderr, "  \"%s\": %s\n", srcs[i], uj_last_error());
-    CHECK(s == UJ_OK);
-    CHECK(kernels >= 1);
+    for (int a = 0; a < 2; a++) {
+      const char* arch = a ? "sm_90" : "sm_80";
+      int kernels = -1;
+      uj_status_t s = uj_program_compile_cuda(ctx, p, UJ_FORWARD, in, n, NULL, 0, arch, &kernels, NULL);
+      if (s != UJ_OK) fprintf(stderr, "  \"%s\" for %s: %s\n", srcs[i], arch, uj_last_error());
+      CHECK(s == UJ_OK);
+      CHECK(kernels >= 1);
+    }
     uj_program_free(p);
   }
   /* the backward pass of a broadcast: a scatter-add with atomics */

@@ -77,6 +77,7 @@ typedef struct {
   /* 0-d tensors the block only reads, loaded once per thread into uj_s<t>
    * (without restrict, the compiler could not hoist them past the stores) */
   unsigned char* hoisted;
+  int merges; /* block merges printed so far: each names its shared array uj_sw<n> */
 } kernel_t;
 
 #define OUT (K->cx.out)
@@ -345,58 +346,6 @@ static void emit_threads(kernel_t* K, int depth) {
 
 /* ---- REDUCE: merging partial results ---- */
 
-/* Merges partial (b, bi) into (a, ai) as the reduction of c combines two
- * runs of elements: arg ops keep the better value, and on a tie the lower
- * index (the first element, as the serial loop does). */
-static void emit_merge(kernel_t* K, const ir_carried_t* c, const char* a, const char* ai, const char* b,
-                       const char* bi, int depth) {
-  int i32 = c->dtype == UJ_I32;
-  switch (c->op) {
-    case UJ_REDUCE_SUM:
-    case UJ_REDUCE_MEAN:
-    case UJ_REDUCE_PROD: {
-      const char* op = c->op == UJ_REDUCE_PROD ? "*" : "+";
-      if (i32) line(K, depth, "%s = uj_wrap((uj_i64)%s %s (uj_i64)%s);", a, a, op, b);
-      else line(K, depth, "%s = %s %s %s;", a, a, op, b);
-      return;
-    }
-    case UJ_REDUCE_MAX:
-    case UJ_REDUCE_MIN:
-      /* i32 max is symmetric; the float one takes the new value first */
-      if (i32) line(K, depth, "%s = %s(%s, %s);", a, jit_cx_extremum(c->op, c->dtype), a, b);
-      else line(K, depth, "%s = %s(%s, %s);", a, jit_cx_extremum(c->op, c->dtype), b, a);
-      return;
-    default: {
-      const char* better = ir_reduce_keeps_greater(c->op) ? ">" : "<";
-      line(K, depth, "if (%s %s %s || (%s == %s && %s < %s)) { %s = %s; %s = %s; }", b, better, a, b, a, bi, ai, a, b,
-           ai, bi);
-    }
-  }
-}
-
-/* Every thread's c<id> (and c<id>a) merged over the CUDA block; every
- * thread gets the result. */
-static void emit_block_merge(kernel_t* K, const ir_carried_t* c, int depth) {
-  int arg = ir_reduce_is_arg(c->op);
-  const char* t = jit_cx_ctype(c->dtype);
-  line(K, depth, "uj_sv[threadIdx.x] = (double)c%d;", c->id);
-  if (arg) line(K, depth, "uj_si[threadIdx.x] = c%da;", c->id);
-  line(K, depth, "__syncthreads();");
-  line(K, depth, "for (int uj_s = %d; uj_s > 0; uj_s >>= 1) {", JIT_CU_THREADS_PER_BLOCK / 2);
-  line(K, depth + 1, "if ((int)threadIdx.x < uj_s) {");
-  line(K, depth + 2, "%s uj_a = (%s)uj_sv[threadIdx.x], uj_b = (%s)uj_sv[threadIdx.x + uj_s];", t, t, t);
-  if (arg) line(K, depth + 2, "long long uj_ai = uj_si[threadIdx.x], uj_bi = uj_si[threadIdx.x + uj_s];");
-  emit_merge(K, c, "uj_a", "uj_ai", "uj_b", "uj_bi", depth + 2);
-  line(K, depth + 2, "uj_sv[threadIdx.x] = (double)uj_a;");
-  if (arg) line(K, depth + 2, "uj_si[threadIdx.x] = uj_ai;");
-  line(K, depth + 1, "}");
-  line(K, depth + 1, "__syncthreads();");
-  line(K, depth, "}");
-  line(K, depth, "c%d = (%s)uj_sv[0];", c->id, t);
-  if (arg) line(K, depth, "c%da = uj_si[0];", c->id);
-  line(K, depth, "__syncthreads();");
-}
-
 /* Mode 2, after the block merge: publish this block's partials; the last
  * block to take a ticket merges all of them in block order. The others
  * return. */
@@ -429,9 +378,9 @@ static void emit_grid_merge(kernel_t* K, const ir_loop_t* lr, int depth) {
     char a[32], ai[32];
     snprintf(a, sizeof a, "c%d", c->id);
     snprintf(ai, sizeof ai, "c%da", c->id);
-    emit_merge(K, c, a, ai, "uj_b", "uj_bi", depth + 1);
+    jit_cu_merge(&K->cx, c->op, c->dtype, a, ai, "uj_b", "uj_bi", depth + 1);
     line(K, depth, "}");
-    emit_block_merge(K, c, depth);
+    jit_cu_block_merge(&K->cx, c, K->merges++, depth);
   }
   line(K, depth, "if (threadIdx.x == 0) *uj_ticket = 0; /* for the next launch on the stream */");
 }
@@ -445,8 +394,6 @@ static void emit_reduce(kernel_t* K, int depth) {
   emit_threads(K, depth + 1);
   line(K, depth + 1, "return;");
   line(K, depth, "}");
-  line(K, depth, "__shared__ double uj_sv[%d];", JIT_CU_THREADS_PER_BLOCK);
-  if (K->plan->has_arg) line(K, depth, "__shared__ long long uj_si[%d];", JIT_CU_THREADS_PER_BLOCK);
   line(K, depth, "__shared__ int uj_last;");
   line(K, depth, "const uj_i64 uj_step = uj_mode == 1 ? (uj_i64)gridDim.x : uj_total;");
   line(K, depth, "for (uj_i64 uj_g = uj_mode == 1 ? (uj_i64)blockIdx.x : 0; uj_g < uj_total; uj_g += uj_step) {");
@@ -460,7 +407,7 @@ static void emit_reduce(kernel_t* K, int depth) {
   jit_cx_locals(&K->cx, inner, depth + 2);
   for (int s = 0; s < inner->nstmts; s++) jit_cx_stmt(&K->cx, &inner->stmts[s], depth + 2);
   line(K, depth + 1, "}");
-  for (int c = 0; c < lr->ncarried; c++) emit_block_merge(K, &lr->carried[c], depth + 1);
+  for (int c = 0; c < lr->ncarried; c++) jit_cu_block_merge(&K->cx, &lr->carried[c], K->merges++, depth + 1);
   line(K, depth + 1, "if (uj_mode == 2) {");
   emit_grid_merge(K, lr, depth + 2);
   line(K, depth + 1, "}");
@@ -490,7 +437,7 @@ static uj_status_t emit_kernel(const ir_func_t* f, int bi, const jit_cu_plan_t* 
   if (!mem) return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating kernel %d's tables (%zu bytes)", bi, nd + 5 * nt + np);
   rt_buf_t body = {0};
   kernel_t K = {*base,           &f->blocks[bi],   plan, NULL, -1, mem + nd + nt, mem + nd + 2 * nt, mem + nd + 3 * nt,
-                mem + nd + 4 * nt + np};
+                mem + nd + 4 * nt + np, 0};
   K.cx.out = &body;
   K.cx.used_dims = mem;
   K.cx.used_tensors = mem + nd;

@@ -12,6 +12,7 @@
 #define UJ_JIT_CUDA_EMIT_H
 
 #include "../../ir/ir.h"
+#include "../c_like.h"
 
 enum { JIT_CU_THREADS_PER_BLOCK = 256, JIT_CU_MAX_CARRIED = 16 };
 
@@ -72,6 +73,17 @@ typedef struct {
  * when a kernel would take more argument bytes than a launch can pass. */
 uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module_t* out);
 void jit_cu_module_release(jit_cu_module_t* m);
+
+/* Merging reductions across threads (jit/cuda/cuda_merge.c). a (ai) =
+ * partial a merged with partial b (bi), names of variables of dtype dt
+ * (the indices, long long, for argmax/argmin only). */
+void jit_cu_merge(jit_cx_t* E, uj_reduce_op_t op, uj_dtype_t dt, const char* a, const char* ai, const char* b,
+                  const char* bi, int depth);
+/* Every thread's c<id> (and c<id>a) merged over the CUDA block of
+ * JIT_CU_THREADS_PER_BLOCK threads, by warp shuffles; every thread gets
+ * the result. n makes its shared array's name unique in the kernel. Every
+ * thread of the block must reach it. */
+void jit_cu_block_merge(jit_cx_t* E, const ir_carried_t* c, int n, int depth);
 
 /* Appends what every module's source starts with: the types, special
  * values and helpers its kernels use (jit/cuda/cuda_groups.c's kernels too). */

@@ -73,32 +73,6 @@ void groups_table_release(groups_table_t* t) {
 
 /* ---- the kernels' source ---- */
 
-/* a = a (op) b for two values of c's dtype, as the kernels merge partials */
-static void print_merge(rt_buf_t* out, uj_reduce_op_t op, uj_dtype_t dt, const char* indent) {
-  if (op == UJ_REDUCE_SUM || op == UJ_REDUCE_PROD) {
-    const char* o = op == UJ_REDUCE_SUM ? "+" : "*";
-    if (dt == UJ_I32) rt_buf_printf(out, "%suj_a = uj_wrap((uj_i64)uj_a %s (uj_i64)uj_b);\n", indent, o);
-    else rt_buf_printf(out, "%suj_a = uj_a %s uj_b;\n", indent, o);
-  } else if (dt == UJ_I32) {
-    rt_buf_printf(out, "%suj_a = %s(uj_a, uj_b);\n", indent, jit_cx_extremum(op, dt));
-  } else { /* the new value first, as the serial loop takes it */
-    rt_buf_printf(out, "%suj_a = %s(uj_b, uj_a);\n", indent, jit_cx_extremum(op, dt));
-  }
-}
-
-/* Every thread's c<id> merged over the CUDA block (a tree in shared
- * memory, the same order every launch); every thread gets the result. */
-static void print_block_merge(rt_buf_t* out, const ir_carried_t* c) {
-  const char* t = jit_cx_ctype(c->dtype);
-  rt_buf_printf(out, "    uj_sv[threadIdx.x] = (double)c%d;\n    __syncthreads();\n", c->id);
-  rt_buf_printf(out, "    for (int uj_s = %d; uj_s > 0; uj_s >>= 1) {\n", THREADS / 2);
-  rt_buf_printf(out, "      if ((int)threadIdx.x < uj_s) {\n");
-  rt_buf_printf(out, "        %s uj_a = (%s)uj_sv[threadIdx.x], uj_b = (%s)uj_sv[threadIdx.x + uj_s];\n", t, t, t);
-  print_merge(out, c->op, c->dtype, "        ");
-  rt_buf_printf(out, "        uj_sv[threadIdx.x] = (double)uj_a;\n      }\n      __syncthreads();\n    }\n");
-  rt_buf_printf(out, "    c%d = (%s)uj_sv[0];\n    __syncthreads();\n", c->id, t);
-}
-
 /* The loop over the chunk's elements that this thread takes, with loop
  * l's locals and statements. */
 static void print_elements(jit_cx_t* E, const ir_loop_t* l, int depth) {
@@ -121,7 +95,7 @@ static void print_blocks(jit_cx_t* E, const groups_plan_t* plan) {
       const ir_loop_t *outer = &blk->loops[0], *inner = &blk->loops[1];
       for (int c = 0; c < outer->ncarried; c++) jit_cx_carried(E, &outer->carried[c], 2);
       print_elements(E, inner, 2);
-      for (int c = 0; c < outer->ncarried; c++) print_block_merge(E->out, &outer->carried[c]);
+      for (int c = 0; c < outer->ncarried; c++) jit_cu_block_merge(E, &outer->carried[c], b * JIT_CU_MAX_CARRIED + c, 2);
       /* the outer statements store carried values into reduced outputs: the chunk's partials */
       rt_buf_printf(E->out, "    if (threadIdx.x == 0) {\n");
       for (int s = 0; s < outer->nstmts; s++)
@@ -164,7 +138,7 @@ static void print_combine(rt_buf_t* out, const groups_plan_t* plan) {
     rt_buf_printf(out, "  {\n    %s uj_a = (%s)uj_part[uj_lo * %d + %d];\n", t, t, plan->nred, r);
     rt_buf_printf(out, "    for (long long uj_k = uj_lo + 1; uj_k < uj_hi; uj_k++) {\n");
     rt_buf_printf(out, "      %s uj_b = (%s)uj_part[uj_k * %d + %d];\n", t, t, plan->nred, r);
-    print_merge(out, plan->red_op[r], plan->out_dtype[o], "      ");
+    jit_cu_merge(&(jit_cx_t){.out = out}, plan->red_op[r], plan->out_dtype[o], "uj_a", NULL, "uj_b", NULL, 3);
     rt_buf_printf(out, "    }\n    *(%s*)uj_ptrs[uj_group * %d + %d] = uj_a;\n  }\n", t, plan->nin + plan->nout,
                   plan->nin + o);
   }
@@ -208,7 +182,6 @@ uj_status_t jit_cuda_groups_source(const groups_plan_t* plan, const int64_t* par
                   "  void* const* uj_g = uj_ptrs + uj_chunks[3 * uj_c] * %d;\n"
                   "  (void)uj_part; (void)uj_g; (void)uj_begin;\n",
                   plan->nin + plan->nout);
-    if (plan->nred) rt_buf_printf(&module, "  __shared__ double uj_sv[%d];\n", THREADS);
     print_bindings(&module, plan, E.used_tensors, E.used_dims);
     rt_buf_printf(&module, "%s}\n", body.data ? body.data : "");
     if (plan->nred) print_combine(&module, plan);
