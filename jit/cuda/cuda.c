@@ -1,6 +1,7 @@
 /* jit/cuda/cuda.c: the CUDA engine: IR -> CUDA C (jit/cuda/cuda_emit.c) -> NVRTC ->
  * a cubin for the device's sm_XX -> cuModuleLoadData -> one cuLaunchKernel
- * per block, all on the context's stream.
+ * per block, or per row chain (jit/cuda/cuda_launch.c), all on the
+ * context's stream.
  *
  * NVRTC compiles straight to a cubin for the device's architecture (no PTX
  * for the driver to JIT, so no PTX-version mismatch between NVRTC and the
@@ -15,14 +16,11 @@
  * (jit/memo.c keeps a per-program memo in front, so a repeated call does not
  * emit again.)
  *
- * Launches: 256 threads per CUDA block; the grid is sized from the
- * flattened loops' extents, evaluated on the host from the same index
- * expressions the kernel evaluates, and capped at a multiple of the SM
- * count (the kernels are grid-stride). REDUCE kernels get a mode per
- * launch: one thread per outer iteration when there are many of them, a
- * CUDA block per outer iteration when there are few and the reduction is
- * long, and the whole grid when there is a single one (a whole-tensor
- * sum), with the context's reduction scratch for the partials. */
+ * Launches: 256 threads per CUDA block; which kernels, their grids and
+ * modes follow from the sizes of the run (jit/cuda/cuda_launch.c, which
+ * evaluates the loops' extents on the host from the same index expressions
+ * the kernels evaluate); a REDUCE kernel's mode 2 gets the context's
+ * reduction scratch for its partials. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,7 +139,7 @@ static char* key_text(const rt_nvrtc_t* nv, int arch, int ptx, const char* sourc
 
 static int kernel_count(const jit_cu_module_t* m) {
   int n = 0;
-  for (int b = 0; b < m->nblocks; b++) n += m->kernels[b].plan.strategy != JIT_CU_NONE;
+  for (int b = 0; b < m->nblocks; b++) n += (m->kernels[b].plan.strategy != JIT_CU_NONE) + (m->kernels[b].chain >= 2);
   return n;
 }
 
@@ -246,10 +244,11 @@ static void kernel_free(void* p) {
  * caller when it fails (the caller may try another image). */
 static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image, jit_cuda_kernel_t** out) {
   jit_cuda_kernel_t* k = calloc(1, sizeof *k);
-  if (!k || !(k->fns = calloc((size_t)m->nblocks + 1, sizeof *k->fns))) {
+  /* fns[b]: uj_block_<b>; fns[nblocks + b]: uj_chain_<b> */
+  if (!k || !(k->fns = calloc(2 * (size_t)m->nblocks + 1, sizeof *k->fns))) {
     free(k);
     return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating a module of %d kernels (%zu bytes)", m->nblocks,
-                    sizeof *k + ((size_t)m->nblocks + 1) * sizeof *k->fns);
+                    sizeof *k + (2 * (size_t)m->nblocks + 1) * sizeof *k->fns);
   }
   k->cc = cc;
   uj_status_t s = rt_cuda_enter(cc);
@@ -263,6 +262,10 @@ static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image
     char name[32];
     snprintf(name, sizeof name, "uj_block_%d", b);
     s = rt_cuda_check(cc->drv->cuModuleGetFunction(&k->fns[b], k->module, name), "cuModuleGetFunction");
+    if (s != UJ_OK) rt_error_prefix("%s: ", name);
+    if (s != UJ_OK || m->kernels[b].chain < 2) continue;
+    snprintf(name, sizeof name, "uj_chain_%d", b);
+    s = rt_cuda_check(cc->drv->cuModuleGetFunction(&k->fns[m->nblocks + b], k->module, name), "cuModuleGetFunction");
     if (s != UJ_OK) rt_error_prefix("%s: ", name);
   }
   rt_cuda_leave(cc);
@@ -357,102 +360,63 @@ uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, con
 
 /* ---- launching ---- */
 
-/* The product of the extents of loops [from, to), 0 when one is empty;
- * UJ_ERR_SHAPE when it overflows. */
-static uj_status_t extent(const ir_env_t* env, const ir_block_t* b, int from, int to, int64_t* out) {
-  int64_t n = 1;
-  for (int k = from; k < to; k++) {
-    int oob = 0;
-    int64_t e = ir_ix_eval(env, b->loops[k].end, &oob) - ir_ix_eval(env, b->loops[k].start, &oob);
-    if (e <= 0) {
-      *out = 0;
-      return UJ_OK;
-    }
-    if (!rt_mul_i64(n, e, &n) || n > (INT64_C(1) << 62))
-      return rt_error(UJ_ERR_SHAPE, "cuda: the loops of a kernel run more than 2^62 iterations");
-  }
-  *out = n;
-  return UJ_OK;
-}
-
-static int64_t blocks_for(int64_t work, int64_t per_block, int64_t cap) {
-  int64_t n = (work + per_block - 1) / per_block;
-  return n < 1 ? 1 : n > cap ? cap : n;
-}
-
 uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
                             const int64_t* params) {
   rt_cuda_ctx_t* cc = k->cc;
   (void)ctx;
   enum { ON_STACK = 64 };
   int64_t stack_loops[ON_STACK];
+  jit_cu_launch_t stack_launches[ON_STACK];
   int64_t* loops = f->next_loop_id <= ON_STACK ? stack_loops : calloc((size_t)f->next_loop_id + 1, sizeof *loops);
-  if (!loops)
-    return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating %d loop values (%zu bytes)", f->next_loop_id,
-                    ((size_t)f->next_loop_id + 1) * sizeof *loops);
+  jit_cu_launch_t* launches = f->nblocks <= ON_STACK ? stack_launches : calloc((size_t)f->nblocks, sizeof *launches);
+  uj_status_t s = UJ_OK;
+  if (!loops || !launches)
+    s = rt_error(UJ_ERR_OOM, "engine cuda: out of memory planning the launches of %d blocks", f->nblocks);
   ir_env_t env = {f, (ir_buffer_t*)buf, params, loops};
-  const int64_t threads = JIT_CU_THREADS_PER_BLOCK, sms = cc->sm_count > 0 ? cc->sm_count : 1;
-  uj_status_t s = rt_cuda_enter(cc);
-  int entered = s == UJ_OK;
-  for (int bi = 0; bi < f->nblocks && s == UJ_OK; bi++) {
-    const jit_cu_kernel_t* kk = &k->m.kernels[bi];
-    const jit_cu_plan_t* plan = &kk->plan;
-    if (plan->strategy == JIT_CU_NONE) continue;
-    const ir_block_t* b = &f->blocks[bi];
-    int64_t outer = 1, inner = 1, grid = 1;
-    int mode = 0;
-    if (plan->strategy != JIT_CU_SERIAL && (s = extent(&env, b, 0, plan->nouter, &outer)) != UJ_OK) break;
-    if (plan->strategy == JIT_CU_REDUCE && (s = extent(&env, b, plan->nouter, b->nloops, &inner)) != UJ_OK) break;
-    if (plan->strategy != JIT_CU_SERIAL && outer == 0) continue; /* no iteration: nothing to launch */
-    if (plan->strategy == JIT_CU_THREADS || plan->strategy == JIT_CU_REDUCE) {
-      int64_t work = plan->vector ? (outer + plan->vector - 1) / plan->vector : outer;
-      grid = blocks_for(work, threads, 32 * sms);
-    }
+  int count = 0;
+  if (s == UJ_OK) s = jit_cu_launches(&k->m, f, &env, cc->sm_count, launches, &count);
+  int entered = s == UJ_OK && (s = rt_cuda_enter(cc)) == UJ_OK;
+  for (int i = 0; i < count && s == UJ_OK; i++) {
+    const jit_cu_launch_t* l = &launches[i];
+    const jit_cu_kernel_t* kk = &k->m.kernels[l->block];
+    int reduce = !l->chain && kk->plan.strategy == JIT_CU_REDUCE;
+    int nargs = l->chain ? kk->chain_nargs : kk->nargs;
+    const jit_cu_arg_t* args = l->chain ? kk->chain_args : kk->args;
     void* work_area = NULL;
     void* ticket = NULL;
-    if (plan->strategy == JIT_CU_REDUCE) {
-      /* a single long reduction: the whole grid; few long ones: a CUDA
-       * block each; else a thread each, the reduction inside it */
-      if (outer == 1 && inner >= 4 * threads) {
-        mode = 2;
-        grid = blocks_for(inner, 8 * threads, 4 * sms);
-        size_t bytes = (size_t)plan->ncarried * (size_t)grid * 16;
-        if ((s = rt_cuda_workspace(cc, bytes, &work_area, &ticket)) != UJ_OK) break;
-      } else if (outer < 64 * 1024 && inner >= 64) {
-        mode = 1;
-        grid = outer < 32 * sms ? outer : 32 * sms;
-      }
-    }
+    if (l->scratch && (s = rt_cuda_workspace(cc, l->scratch, &work_area, &ticket)) != UJ_OK) break;
     /* the argument values, then pointers to them */
     uint64_t values[600];
     void* argv[604];
-    if (kk->nargs > 600) {
-      s = rt_error(UJ_ERR_UNSUPPORTED, "cuda: block %d's kernel takes %d arguments", bi, kk->nargs);
+    if (nargs > 600) {
+      s = rt_error(UJ_ERR_UNSUPPORTED, "cuda: block %d's kernel takes %d arguments", l->block, nargs);
       break;
     }
-    for (int a = 0; a < kk->nargs; a++) {
-      const jit_cu_arg_t* arg = &kk->args[a];
+    for (int a = 0; a < nargs; a++) {
+      const jit_cu_arg_t* arg = &args[a];
       if (arg->kind == JIT_CU_ARG_TENSOR) values[a] = (uint64_t)(uintptr_t)buf[arg->index].data;
       else if (arg->kind == JIT_CU_ARG_DIM) values[a] = (uint64_t)buf[arg->index].dims[arg->axis];
       else values[a] = (uint64_t)params[arg->index];
       argv[a] = &values[a];
     }
-    int nargv = kk->nargs;
+    int nargv = nargs, mode = l->mode;
     CUdeviceptr part = 0, part_i = 0, ticket_ptr = (CUdeviceptr)(uintptr_t)ticket;
-    if (plan->strategy == JIT_CU_REDUCE) {
+    if (reduce) {
       part = (CUdeviceptr)(uintptr_t)work_area;
-      part_i = part + (CUdeviceptr)((size_t)plan->ncarried * (size_t)grid * 8);
+      part_i = part + (CUdeviceptr)((size_t)kk->plan.ncarried * (size_t)l->grid * 8);
       argv[nargv++] = &mode;
       argv[nargv++] = &part;
       argv[nargv++] = &part_i;
       argv[nargv++] = &ticket_ptr;
     }
-    CUresult r = cc->drv->cuLaunchKernel(k->fns[bi], (unsigned)grid, 1, 1, (unsigned)threads, 1, 1, 0, cc->stream,
+    CUfunction fn = l->chain ? k->fns[f->nblocks + l->block] : k->fns[l->block];
+    CUresult r = cc->drv->cuLaunchKernel(fn, (unsigned)l->grid, 1, 1, JIT_CU_THREADS_PER_BLOCK, 1, 1, 0, cc->stream,
                                          argv, NULL);
-    if ((s = rt_cuda_check(r, "cuLaunchKernel")) != UJ_OK) rt_error_prefix("block %d: ", bi);
+    if ((s = rt_cuda_check(r, "cuLaunchKernel")) != UJ_OK) rt_error_prefix("block %d: ", l->block);
   }
   if (entered) rt_cuda_leave(cc);
   if (loops != stack_loops) free(loops);
+  if (launches != stack_launches) free(launches);
   return s;
 }
 

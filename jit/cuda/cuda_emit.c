@@ -430,6 +430,57 @@ static const char* describe(const jit_cu_plan_t* p) {
   }
 }
 
+/* Appends kernel `name` to the module: the signature from what the body
+ * used (its tensors, sizes and $params, in that order, then the four
+ * arguments of a reduction when `reduce`) around the body; *args lists
+ * them for the launch. */
+static uj_status_t print_kernel(const jit_cx_t* cx, const rt_buf_t* body, int bi, const char* what, const char* name,
+                                int reduce, rt_buf_t* module, int* nargs_out, jit_cu_arg_t** args_out) {
+  const ir_func_t* f = cx->f;
+  size_t nt = (size_t)f->ntensors + 1, nd = nt * UJ_MAX_DIMS, np = (size_t)f->nparams + 1;
+  int nargs = 0;
+  for (size_t i = 0; i < nt; i++) nargs += cx->used_tensors[i];
+  for (size_t i = 0; i < nd; i++) nargs += cx->used_dims[i];
+  for (size_t i = 0; i < np; i++) nargs += cx->used_params[i];
+  jit_cu_arg_t* args = calloc((size_t)nargs + 1, sizeof *args);
+  if (!args || body->failed)
+    return free(args), rt_error(UJ_ERR_OOM, "engine cuda: out of memory writing kernel %s (%zu bytes of source so far)",
+                                name, body->len);
+  size_t bytes = (size_t)nargs * 8 + (reduce ? 32 : 0);
+  if (bytes > 4096)
+    return free(args), rt_error(UJ_ERR_UNSUPPORTED, "cuda: block %d's kernel would take %zu bytes of arguments (at most 4096)",
+                                bi, bytes);
+  rt_buf_printf(module, "\n/* block %d: %s */\nextern \"C\" __global__ void __launch_bounds__(%d) %s(", bi, what,
+                JIT_CU_THREADS_PER_BLOCK, name);
+  int n = 0;
+  const char* sep = "";
+  for (int t = 0; t < f->ntensors; t++) {
+    if (!cx->used_tensors[t]) continue;
+    const ir_tensor_t* tt = &f->tensors[t];
+    rt_buf_printf(module, "%s%s%s* t%d", sep, tt->role == IR_TENSOR_INPUT ? "const " : "", jit_cx_ctype(tt->dtype), t);
+    args[n++] = (jit_cu_arg_t){JIT_CU_ARG_TENSOR, t, 0};
+    sep = ", ";
+  }
+  for (size_t i = 0; i < nd; i++) {
+    if (!cx->used_dims[i]) continue;
+    int t = (int)(i / UJ_MAX_DIMS), axis = (int)(i % UJ_MAX_DIMS);
+    rt_buf_printf(module, "%sconst uj_i64 d%d_%d", sep, t, axis);
+    args[n++] = (jit_cu_arg_t){JIT_CU_ARG_DIM, t, axis};
+    sep = ", ";
+  }
+  for (int i = 0; i < f->nparams; i++) {
+    if (!cx->used_params[i]) continue;
+    rt_buf_printf(module, "%sconst uj_i64 p%d", sep, i);
+    args[n++] = (jit_cu_arg_t){JIT_CU_ARG_PARAM, i, 0};
+    sep = ", ";
+  }
+  if (reduce) rt_buf_printf(module, "%sconst int uj_mode, double* uj_part, long long* uj_part_i, unsigned int* uj_ticket", sep);
+  rt_buf_printf(module, ") {\n%s}\n", body->data ? body->data : "");
+  *nargs_out = n;
+  *args_out = args;
+  return UJ_OK;
+}
+
 static uj_status_t emit_kernel(const ir_func_t* f, int bi, const jit_cu_plan_t* plan, jit_cx_t* base,
                                rt_buf_t* module, jit_cu_kernel_t* out) {
   size_t nt = (size_t)f->ntensors + 1, nd = nt * UJ_MAX_DIMS, np = (size_t)f->nparams + 1;
@@ -453,51 +504,115 @@ static uj_status_t emit_kernel(const ir_func_t* f, int bi, const jit_cu_plan_t* 
     if (plan->strategy == JIT_CU_REDUCE) emit_reduce(&K, depth - 1);
     else emit_threads(&K, depth - 1);
   }
-  /* the signature: what the body used */
-  int nargs = 0;
-  for (size_t i = 0; i < nt; i++) nargs += K.cx.used_tensors[i];
-  for (size_t i = 0; i < nd; i++) nargs += K.cx.used_dims[i];
-  for (size_t i = 0; i < np; i++) nargs += K.cx.used_params[i];
-  out->nargs = 0;
-  out->args = calloc((size_t)nargs + 1, sizeof *out->args);
-  uj_status_t s = UJ_OK;
-  if (!out->args || body.failed)
-    s = rt_error(UJ_ERR_OOM, "engine cuda: out of memory writing kernel %d (%zu bytes of source so far)", bi, body.len);
-  size_t bytes = (size_t)nargs * 8 + (plan->strategy == JIT_CU_REDUCE ? 32 : 0);
-  if (s == UJ_OK && bytes > 4096)
-    s = rt_error(UJ_ERR_UNSUPPORTED, "cuda: block %d's kernel would take %zu bytes of arguments (at most 4096)", bi,
-                 bytes);
-  if (s == UJ_OK) {
-    rt_buf_printf(module, "\n/* block %d: %s */\nextern \"C\" __global__ void __launch_bounds__(%d) uj_block_%d(", bi,
-                  describe(plan), JIT_CU_THREADS_PER_BLOCK, bi);
-    const char* sep = "";
-    for (int t = 0; t < f->ntensors; t++) {
-      if (!K.cx.used_tensors[t]) continue;
-      const ir_tensor_t* tt = &f->tensors[t];
-      rt_buf_printf(module, "%s%s%s* t%d", sep, tt->role == IR_TENSOR_INPUT ? "const " : "", jit_cx_ctype(tt->dtype), t);
-      out->args[out->nargs++] = (jit_cu_arg_t){JIT_CU_ARG_TENSOR, t, 0};
-      sep = ", ";
-    }
-    for (size_t i = 0; i < nd; i++) {
-      if (!K.cx.used_dims[i]) continue;
-      int t = (int)(i / UJ_MAX_DIMS), axis = (int)(i % UJ_MAX_DIMS);
-      rt_buf_printf(module, "%sconst uj_i64 d%d_%d", sep, t, axis);
-      out->args[out->nargs++] = (jit_cu_arg_t){JIT_CU_ARG_DIM, t, axis};
-      sep = ", ";
-    }
-    for (int i = 0; i < f->nparams; i++) {
-      if (!K.cx.used_params[i]) continue;
-      rt_buf_printf(module, "%sconst uj_i64 p%d", sep, i);
-      out->args[out->nargs++] = (jit_cu_arg_t){JIT_CU_ARG_PARAM, i, 0};
-      sep = ", ";
-    }
-    if (plan->strategy == JIT_CU_REDUCE)
-      rt_buf_printf(module, "%sconst int uj_mode, double* uj_part, long long* uj_part_i, unsigned int* uj_ticket", sep);
-    rt_buf_printf(module, ") {\n%s}\n", body.data ? body.data : "");
-    out->plan = *plan; /* the kernel owns the plan (and its atomic flags) from here */
-  }
+  char name[32];
+  snprintf(name, sizeof name, "uj_block_%d", bi);
+  uj_status_t s = print_kernel(&K.cx, &body, bi, describe(plan), name, plan->strategy == JIT_CU_REDUCE, module,
+                               &out->nargs, &out->args);
+  if (s == UJ_OK) out->plan = *plan; /* the kernel owns the plan (and its atomic flags) from here */
   rt_buf_release(&body);
   free(mem);
+  return s;
+}
+
+/* ---- row chains ---- */
+
+/* Whether block b can run one row per CUDA block: a reduction carried by
+ * its row loop over the loops inside it (REDUCE with one flattened loop),
+ * or a nest of parallel loops with its statements in the innermost
+ * (THREADS over every loop), with no atomic scatter. */
+static int runs_by_row(const ir_block_t* b, const jit_cu_plan_t* p) {
+  if (b->nloops < 2 || p->atomic) return 0;
+  if (p->strategy == JIT_CU_REDUCE) return p->nouter == 1;
+  if (p->strategy != JIT_CU_THREADS || p->nouter != b->nloops) return 0;
+  for (int k = 0; k < b->nloops - 1; k++)
+    if (b->loops[k].nstmts || b->loops[k].ncarried) return 0;
+  return 1;
+}
+
+/* One block of a chain on row uj_g: its threads walk the loops inside the
+ * row (extents uj_m<k>, product uj_inner) from threadIdx.x by blockDim.x;
+ * a reduction is merged over the CUDA block and stored by thread 0. */
+static void emit_chain_member(kernel_t* K, int depth) {
+  const ir_block_t* b = K->b;
+  int last = b->nloops - 1, reduce = K->plan->strategy == JIT_CU_REDUCE;
+  const ir_loop_t* row = loop_at(K, 0);
+  line(K, depth, "{");
+  emit_unravel(K, 0, 1, "uj_n", "uj_rows", "uj_g", depth + 1);
+  if (reduce)
+    for (int c = 0; c < row->ncarried; c++) jit_cx_carried(&K->cx, &row->carried[c], depth + 1);
+  emit_extents(K, 1, b->nloops, "uj_m", "uj_inner", depth + 1);
+  line(K, depth + 1, "for (uj_i64 uj_h = threadIdx.x; uj_h < uj_inner; uj_h += blockDim.x) {");
+  emit_unravel(K, 1, b->nloops, "uj_m", "uj_inner", "uj_h", depth + 2);
+  if (reduce) {
+    const ir_loop_t* inner = loop_at(K, last);
+    jit_cx_locals(&K->cx, inner, depth + 2);
+    for (int s = 0; s < inner->nstmts; s++) jit_cx_stmt(&K->cx, &inner->stmts[s], depth + 2);
+  } else {
+    emit_iteration(K, last, depth + 2);
+  }
+  line(K, depth + 1, "}");
+  if (reduce) {
+    for (int c = 0; c < row->ncarried; c++) jit_cu_block_merge(&K->cx, &row->carried[c], K->merges++, depth + 1);
+    line(K, depth + 1, "if (threadIdx.x == 0) {");
+    jit_cx_locals(&K->cx, row, depth + 2);
+    for (int s = 0; s < row->nstmts; s++) jit_cx_stmt(&K->cx, &row->stmts[s], depth + 2);
+    line(K, depth + 1, "}");
+  }
+  line(K, depth, "}");
+  /* what thread 0 stored, and every thread wrote, is read by the next block */
+  line(K, depth, "__syncthreads();");
+}
+
+/* uj_chain_<first>: blocks first .. first+count-1 on one row per CUDA
+ * block (their plans in kernels[]). */
+static uj_status_t emit_chain(const ir_func_t* f, int first, int count, jit_cu_kernel_t* kernels, jit_cx_t* base,
+                              rt_buf_t* module) {
+  size_t nt = (size_t)f->ntensors + 1, nd = nt * UJ_MAX_DIMS, np = (size_t)f->nparams + 1;
+  unsigned char* mem = calloc(nd + 5 * nt + np, 1);
+  if (!mem)
+    return rt_error(UJ_ERR_OOM, "engine cuda: out of memory allocating chain %d's tables (%zu bytes)", first,
+                    nd + 5 * nt + np);
+  rt_buf_t body = {0};
+  kernel_t K = {*base, &f->blocks[first], &kernels[first].plan, NULL, -1, mem + nd + nt, mem + nd + 2 * nt,
+                mem + nd + 3 * nt, mem + nd + 4 * nt + np, 0};
+  K.cx.out = &body;
+  K.cx.used_dims = mem;
+  K.cx.used_tensors = mem + nd;
+  K.cx.used_params = mem + nd + 4 * nt;
+  K.cx.hook_state = &K;
+  /* the chain's blocks share the row loop's range (ir/chains.c) */
+  emit_extents(&K, 0, 1, "uj_n", "uj_rows", 0);
+  line(&K, 0, "for (uj_i64 uj_g = blockIdx.x; uj_g < uj_rows; uj_g += gridDim.x) {");
+  for (int b = first; b < first + count; b++) {
+    K.b = &f->blocks[b];
+    K.plan = &kernels[b].plan;
+    line(&K, 1, "/* block %d */", b);
+    emit_chain_member(&K, 1);
+  }
+  line(&K, 0, "}");
+  char name[32], what[96];
+  snprintf(name, sizeof name, "uj_chain_%d", first);
+  snprintf(what, sizeof what, "to %d, one CUDA block per row", first + count - 1);
+  uj_status_t s = print_kernel(&K.cx, &body, first, what, name, 0, module, &kernels[first].chain_nargs,
+                               &kernels[first].chain_args);
+  if (s == UJ_OK) kernels[first].chain = count;
+  rt_buf_release(&body);
+  free(mem);
+  return s;
+}
+
+/* Row kernels for the chains whose blocks all run row by row. */
+static uj_status_t emit_chains(const ir_func_t* f, jit_cu_kernel_t* kernels, jit_cx_t* base, rt_buf_t* module) {
+  int* length = calloc((size_t)f->nblocks + 1, sizeof *length);
+  if (!length) return rt_error(UJ_ERR_OOM, "engine cuda: out of memory finding the chains of %d blocks", f->nblocks);
+  uj_status_t s = ir_block_chains(f, length);
+  for (int b = 0; b < f->nblocks && s == UJ_OK; b++) {
+    if (length[b] < 2) continue;
+    int rows = 1;
+    for (int k = b; k < b + length[b]; k++) rows &= runs_by_row(&f->blocks[k], &kernels[k].plan);
+    if (rows) s = emit_chain(f, b, length[b], kernels, base, module);
+  }
+  free(length);
   return s;
 }
 
@@ -532,6 +647,7 @@ uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module
     /* the kernel keeps its own copy of the plan, atomic flags included */
     if (s != UJ_OK) jit_cu_plan_release(&plan);
   }
+  if (s == UJ_OK) s = emit_chains(f, out->kernels, &base, &module);
   free(ops);
   if (s == UJ_OK && !(out->source = rt_buf_take(&module)))
     s = rt_error(UJ_ERR_OOM, "engine cuda: out of memory writing the module's source (%zu bytes so far)", module.len);
@@ -546,6 +662,7 @@ void jit_cu_module_release(jit_cu_module_t* m) {
   for (int b = 0; m->kernels && b < m->nblocks; b++) {
     jit_cu_plan_release(&m->kernels[b].plan);
     free(m->kernels[b].args);
+    free(m->kernels[b].chain_args);
   }
   free(m->kernels);
   free(m->source);

@@ -4,7 +4,9 @@
  * needs to launch it.
  *
  * Every block with loops becomes one `extern "C" __global__` kernel
- * uj_block_<N>, launched with 256 threads per CUDA block. Its loops
+ * uj_block_<N>, launched with 256 threads per CUDA block; a chain of blocks
+ * that run row by row also becomes one kernel uj_chain_<N> (see
+ * jit_cu_kernel_t). Its loops
  * 0..nouter-1 are the parallel ones, flattened into one 1-D index space that
  * the threads walk grid-stride; the loops inside run sequentially in each
  * thread (so carried reductions stay inside a thread). */
@@ -58,6 +60,18 @@ typedef struct {
   jit_cu_plan_t plan;
   int nargs;
   jit_cu_arg_t* args;
+  /* Row chains. When block b starts a chain of ir/chains.c (chain blocks,
+   * chain >= 2) whose blocks all run row by row (a reduction over the
+   * loops inside the row loop, or a nest of parallel loops), the module
+   * also has uj_chain_<b>: one CUDA block per row (grid-stride over the
+   * rows) runs every block of the chain on that row, its threads sharing
+   * the loops inside the row and merging reductions by warp shuffles, with
+   * a __syncthreads between blocks. A row's values flow from one block to
+   * the next through the block's own memory (L1 and L2), and the chain is
+   * one launch. 0 when block b starts no such chain. */
+  int chain;
+  int chain_nargs;
+  jit_cu_arg_t* chain_args;
 } jit_cu_kernel_t;
 
 /* A function's CUDA module: the source and, per block, its kernel. */
@@ -73,6 +87,22 @@ typedef struct {
  * when a kernel would take more argument bytes than a launch can pass. */
 uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module_t* out);
 void jit_cu_module_release(jit_cu_module_t* m);
+
+/* One launch of a module (jit/cuda/cuda_launch.c): block `block`'s
+ * kernel, or with chain >= 2 the row kernel uj_chain_<block> for that many
+ * blocks; the grid; a REDUCE kernel's mode and the bytes of partials its
+ * mode 2 needs. */
+typedef struct {
+  int block, chain;
+  int64_t grid;
+  int mode;
+  size_t scratch;
+} jit_cu_launch_t;
+/* The launches of module m (emitted for f) for the sizes in env, in order,
+ * on a device of `sms` multiprocessors: out has room for f->nblocks;
+ * *count launches. UJ_ERR_SHAPE when loops overflow. */
+uj_status_t jit_cu_launches(const jit_cu_module_t* m, const ir_func_t* f, const ir_env_t* env, int64_t sms,
+                            jit_cu_launch_t* out, int* count);
 
 /* Merging reductions across threads (jit/cuda/cuda_merge.c). a (ai) =
  * partial a merged with partial b (bi), names of variables of dtype dt
