@@ -197,10 +197,11 @@ TEST(source_argmax_merges_value_and_index) {
  * launch of a row kernel (uj_chain_0, every block of the program, one CUDA
  * block per row) at the bench's sizes, read from the launch plan without a
  * GPU; rows of 16 elements launch block by block, a thread per row. The
- * row kernel compiles for sm_80 and sm_90. */
+ * row kernel compiles for sm_80 and sm_90, and keeps softmax's chain-local
+ * exp values in one row per CUDA block. */
 TEST(source_row_chains_are_one_launch) {
   static const char* const srcs[] = {
-      "e = exp(x - amax(x, 1)); y = e / sum(e, 1)",
+      "_e = exp(x - amax(x, 1)); y = _e / sum(_e, 1)",
       "_s = x - amax(x, 1); y = _s - log(sum(exp(_s), 1))",
       "_d = x - mean(x, 1); y = _d * rsqrt(mean(_d*_d, 1) + 0.00001)",
       "y = x * rsqrt(mean(x*x, 1) + 0.000001) * g",
@@ -217,6 +218,8 @@ TEST(source_row_chains_are_one_launch) {
     CHECK(uj_program_shape(p, UJ_FORWARD, in, NULL, 0, &ndim, dims) == UJ_OK); /* builds for these inputs */
     char* text = uj_program_dump(NULL, p, UJ_FORWARD, UJ_DUMP_CUDA, NULL);
     CHECK(text && strstr(text, "uj_chain_0(") != NULL);
+    /* softmax's exp values are chain-local: a row per CUDA block */
+    if (i == 0) CHECK(text && strstr(text, " + ((uj_i64)blockIdx.x - uj_g) * (uj_i64)(1 * d") != NULL);
     free(text);
     const ir_func_t* f = NULL;
     pn_special_t* sp = NULL; /* the build for these inputs */

@@ -433,9 +433,11 @@ static const char* describe(const jit_cu_plan_t* p) {
 /* Appends kernel `name` to the module: the signature from what the body
  * used (its tensors, sizes and $params, in that order, then the four
  * arguments of a reduction when `reduce`) around the body; *args lists
- * them for the launch. */
+ * them for the launch. A tensor marked in `based` (may be NULL) comes in
+ * as uj_t<t>, the base its body points t<t> from. */
 static uj_status_t print_kernel(const jit_cx_t* cx, const rt_buf_t* body, int bi, const char* what, const char* name,
-                                int reduce, rt_buf_t* module, int* nargs_out, jit_cu_arg_t** args_out) {
+                                int reduce, const unsigned char* based, rt_buf_t* module, int* nargs_out,
+                                jit_cu_arg_t** args_out) {
   const ir_func_t* f = cx->f;
   size_t nt = (size_t)f->ntensors + 1, nd = nt * UJ_MAX_DIMS, np = (size_t)f->nparams + 1;
   int nargs = 0;
@@ -457,7 +459,8 @@ static uj_status_t print_kernel(const jit_cx_t* cx, const rt_buf_t* body, int bi
   for (int t = 0; t < f->ntensors; t++) {
     if (!cx->used_tensors[t]) continue;
     const ir_tensor_t* tt = &f->tensors[t];
-    rt_buf_printf(module, "%s%s%s* t%d", sep, tt->role == IR_TENSOR_INPUT ? "const " : "", jit_cx_ctype(tt->dtype), t);
+    rt_buf_printf(module, "%s%s%s* %s%d", sep, tt->role == IR_TENSOR_INPUT ? "const " : "", jit_cx_ctype(tt->dtype),
+                  based && based[t] ? "uj_t" : "t", t);
     args[n++] = (jit_cu_arg_t){JIT_CU_ARG_TENSOR, t, 0};
     sep = ", ";
   }
@@ -506,7 +509,7 @@ static uj_status_t emit_kernel(const ir_func_t* f, int bi, const jit_cu_plan_t* 
   }
   char name[32];
   snprintf(name, sizeof name, "uj_block_%d", bi);
-  uj_status_t s = print_kernel(&K.cx, &body, bi, describe(plan), name, plan->strategy == JIT_CU_REDUCE, module,
+  uj_status_t s = print_kernel(&K.cx, &body, bi, describe(plan), name, plan->strategy == JIT_CU_REDUCE, NULL, module,
                                &out->nargs, &out->args);
   if (s == UJ_OK) out->plan = *plan; /* the kernel owns the plan (and its atomic flags) from here */
   rt_buf_release(&body);
@@ -564,7 +567,16 @@ static void emit_chain_member(kernel_t* K, int depth) {
 }
 
 /* uj_chain_<first>: blocks first .. first+count-1 on one row per CUDA
- * block (their plans in kernels[]). */
+ * block (their plans in kernels[]).
+ *
+ * A chain-local temporary (ir/chain_local.c: row i written whole and read
+ * only at row i, by this chain's blocks) needs one row per CUDA block, not
+ * one per row: each row iteration points t<T> so that its row lands on row
+ * blockIdx.x of T's memory (T's first rows; the grid has at most as many
+ * CUDA blocks as rows). A CUDA block runs its rows one after another, and
+ * no two CUDA blocks share a row of it, so every read sees the value its
+ * own row stored; the few rows in use stay in L2 instead of a full-size
+ * tensor going out to DRAM and back (softmax's exp values). */
 static uj_status_t emit_chain(const ir_func_t* f, int first, int count, jit_cu_kernel_t* kernels, jit_cx_t* base,
                               rt_buf_t* module) {
   size_t nt = (size_t)f->ntensors + 1, nd = nt * UJ_MAX_DIMS, np = (size_t)f->nparams + 1;
@@ -580,20 +592,42 @@ static uj_status_t emit_chain(const ir_func_t* f, int first, int count, jit_cu_k
   K.cx.used_tensors = mem + nd;
   K.cx.used_params = mem + nd + 4 * nt;
   K.cx.hook_state = &K;
-  /* the chain's blocks share the row loop's range (ir/chains.c) */
-  emit_extents(&K, 0, 1, "uj_n", "uj_rows", 0);
-  line(&K, 0, "for (uj_i64 uj_g = blockIdx.x; uj_g < uj_rows; uj_g += gridDim.x) {");
+  /* the members first, to learn which tensors they use */
+  rt_buf_t members = {0};
+  K.cx.out = &members;
   for (int b = first; b < first + count; b++) {
     K.b = &f->blocks[b];
     K.plan = &kernels[b].plan;
     line(&K, 1, "/* block %d */", b);
     emit_chain_member(&K, 1);
   }
+  unsigned char* based = K.hoisted; /* its room: the chain hoists nothing */
+  K.cx.out = &body;
+  K.b = &f->blocks[first];
+  /* the chain's blocks share the row loop's range (ir/chains.c) */
+  emit_extents(&K, 0, 1, "uj_n", "uj_rows", 0);
+  line(&K, 0, "for (uj_i64 uj_g = blockIdx.x; uj_g < uj_rows; uj_g += gridDim.x) {");
+  for (int t = 0; t < f->ntensors; t++) {
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (!K.cx.used_tensors[t] || !tt->chain_local || tt->ndim < 1) continue;
+    based[t] = 1;
+    jit_cx_indent(&K.cx, 1);
+    rt_buf_printf(&body, "%s* const t%d = uj_t%d + ((uj_i64)blockIdx.x - uj_g) * (uj_i64)(1", jit_cx_ctype(tt->dtype), t,
+                  t);
+    for (int k = 1; k < tt->ndim; k++) {
+      K.cx.used_dims[t * UJ_MAX_DIMS + k] = 1;
+      rt_buf_printf(&body, " * d%d_%d", t, k);
+    }
+    rt_buf_printf(&body, ");\n");
+  }
+  rt_buf_printf(&body, "%s", members.data ? members.data : "");
+  body.failed |= members.failed;
+  rt_buf_release(&members);
   line(&K, 0, "}");
   char name[32], what[96];
   snprintf(name, sizeof name, "uj_chain_%d", first);
   snprintf(what, sizeof what, "to %d, one CUDA block per row", first + count - 1);
-  uj_status_t s = print_kernel(&K.cx, &body, first, what, name, 0, module, &kernels[first].chain_nargs,
+  uj_status_t s = print_kernel(&K.cx, &body, first, what, name, 0, based, module, &kernels[first].chain_nargs,
                                &kernels[first].chain_args);
   if (s == UJ_OK) kernels[first].chain = count;
   rt_buf_release(&body);

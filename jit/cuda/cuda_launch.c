@@ -6,8 +6,10 @@
  *  - a block that starts a row chain (jit_cu_kernel_t.chain) whose rows
  *    are at least ROW_MIN long (the loops inside the first block's row
  *    loop) launches uj_chain_<b> once, one CUDA block per row, the grid
- *    capped at 32 blocks per SM (grid-stride over the rows), and the
- *    chain's other blocks launch nothing. Shorter rows would leave most of
+ *    capped at 8 blocks per SM (grid-stride over the rows): as many as
+ *    can be resident at once (2048 threads per SM), so that the rows of
+ *    chain-local scratch in use, one per CUDA block, stay few enough for
+ *    L2; the chain's other blocks launch nothing. Shorter rows would leave most of
  *    a CUDA block's 256 threads idle: the blocks then launch one by one,
  *    as below, a thread per row;
  *  - THREADS: a thread per iteration of the flattened loops (per vector of
@@ -58,7 +60,7 @@ uj_status_t jit_cu_launches(const jit_cu_module_t* m, const ir_func_t* f, const 
     if (kk->chain >= 2) {
       if ((s = extent(env, b, 0, 1, &outer)) != UJ_OK || (s = extent(env, b, 1, b->nloops, &inner)) != UJ_OK) break;
       if (outer > 0 && inner >= ROW_MIN) {
-        out[(*count)++] = (jit_cu_launch_t){bi, kk->chain, outer < 32 * sms ? outer : 32 * sms, 0, 0};
+        out[(*count)++] = (jit_cu_launch_t){bi, kk->chain, outer < 8 * sms ? outer : 8 * sms, 0, 0};
         bi += kk->chain - 1;
         continue;
       }
