@@ -15,7 +15,8 @@
  *             CPU engine's on the same inputs. Each program's traffic-matched
  *             kernel (the same arrays read and written, an add at most per
  *             element) follows it: the ceiling that program can reach.
- *   rows      softmax and layernorm over the rows of 8192x8192, and one
+ *   rows      softmax and layernorm over the rows of 8192x8192, 65536x1024
+ *             and 1024x65536, and one
  *             Adam step over GPT-2 small's 148 parameter tensors, one call
  *             per tensor (gpu_rows.c); not with --short.
  *   compile   of each program: cold (a new context, an empty disk cache:
@@ -260,10 +261,11 @@ static void traffic_row(uj_ctx_t* ctx, const program_spec_t* spec, int64_t n, in
   gpu_case_row(ctx, &c, copy, samples);
 }
 
-/* Softmax and layernorm over the rows of 8192x8192, and a model's Adam step. */
+/* Softmax and layernorm over the rows of 8192x8192, 65536x1024 and
+ * 1024x65536 (square, many short rows, few long ones), and a model's Adam
+ * step. */
 static int model_rows(uj_ctx_t* ctx, const program_spec_t* const* programs, int nprograms, int samples, double copy) {
-  const int64_t r = 8192, c = 8192;
-  const double bytes = 8.0 * (double)(r * c);
+  static const int64_t shapes[][2] = {{8192, 8192}, {65536, 1024}, {1024, 65536}};
   /* the CPU bench's row programs (bench/softmax.uj, bench/layernorm.uj), at the GPU's size */
   static const struct {
     const char* name;
@@ -278,14 +280,19 @@ static int model_rows(uj_ctx_t* ctx, const program_spec_t* const* programs, int 
       status = 1;
       continue;
     }
-    gpu_case_t row = {rows[k].name,
-                      "8192x8192",
-                      source,
-                      3,
-                      {{"x", 2, {r, c}, 0, 0}, {"w", 1, {c}, 0, 0}, {"b", 1, {c}, 0, 0}},
-                      bytes,
-                      rows[k].tolerance};
-    if (gpu_case_row(ctx, &row, copy, samples) < 0) status = 1;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+      const int64_t r = shapes[sh][0], c = shapes[sh][1];
+      char label[32];
+      snprintf(label, sizeof label, "%lldx%lld", (long long)r, (long long)c);
+      gpu_case_t row = {rows[k].name,
+                        label,
+                        source,
+                        3,
+                        {{"x", 2, {r, c}, 0, 0}, {"w", 1, {c}, 0, 0}, {"b", 1, {c}, 0, 0}},
+                        8.0 * (double)(r * c),
+                        rows[k].tolerance};
+      if (gpu_case_row(ctx, &row, copy, samples) < 0) status = 1;
+    }
     free(source);
   }
   for (int p = 0; p < nprograms; p++) {

@@ -6,7 +6,7 @@ through what a PyTorch user would call: a device-to-device copy, the
 sigmoid chain in eager mode, torch.optim.Adam(fused=True) on one tensor,
 torch.optim.AdamW (fused=True and foreach=True) over GPT-2 small's 148
 parameter tensors, torch.softmax and layer_norm over the rows of
-8192x8192. Times are medians of CUDA-event timings of batches of calls
+8192x8192, 65536x1024 and 1024x65536. Times are medians of CUDA-event timings of batches of calls
 after a warm-up; bandwidth counts the same bytes bench/gpu.c counts (each
 array the workload must read once, each it must write once), and "% of
 copy" is against the copy measured here, in the same run.
@@ -104,14 +104,17 @@ def main():
         del opt
     del params
 
-    x = torch.rand(8192, 8192, device=dev) + 0.5
-    y = torch.empty_like(x)
-    ms = time_ms(lambda: torch.softmax(x, -1, out=y))
-    row("torch.softmax", "8192x8192", ms, 8.0 * x.numel())
-    w = torch.rand(8192, device=dev) + 0.5
-    bias = torch.rand(8192, device=dev) + 0.5
-    ms = time_ms(lambda: torch.nn.functional.layer_norm(x, (8192,), w, bias, 1e-5))
-    row("torch layer_norm", "8192x8192", ms, 8.0 * x.numel())
+    for rows_, cols in ((8192, 8192), (65536, 1024), (1024, 65536)):
+        shape = f"{rows_}x{cols}"
+        x = torch.rand(rows_, cols, device=dev) + 0.5
+        y = torch.empty_like(x)
+        ms = time_ms(lambda: torch.softmax(x, -1, out=y))
+        row("torch.softmax", shape, ms, 8.0 * x.numel())
+        w = torch.rand(cols, device=dev) + 0.5
+        bias = torch.rand(cols, device=dev) + 0.5
+        ms = time_ms(lambda: torch.nn.functional.layer_norm(x, (cols,), w, bias, 1e-5))
+        row("torch layer_norm", shape, ms, 8.0 * x.numel())
+        del x, y
 
     if json_path:
         with open(json_path, "w") as f:
