@@ -475,6 +475,7 @@ int ir_expr_scalar(const ir_func_t* f, const ir_expr_t* e, int float_ops_only);
 uj_status_t ir_pass_fuse(ir_func_t* f);
 uj_status_t ir_pass_subst(ir_func_t* f);
 uj_status_t ir_pass_cse(ir_func_t* f);
+uj_status_t ir_pass_powers(ir_func_t* f);
 uj_status_t ir_pass_into_output(ir_func_t* f);
 uj_status_t ir_pass_recompute(ir_func_t* f);
 uj_status_t ir_pass_bounds(ir_func_t* f);

@@ -19,6 +19,8 @@
  *           when that moves fewer bytes than its temporary (ir/recompute.c)
  *   dce     the stores subst and recompute left unread go; their tensors,
  *           and the temporaries into_output replaced, become no-alloc
+ *   powers  pow by a constant 2, 3, 4, -1..-4, 0.5, -0.5 becomes multiplies,
+ *           a reciprocal, sqrt or rsqrt (ir/powers.c)
  *   cse     each element is loaded once per iteration
  *   chain_local temporaries read only at the row of a chain that wrote them
  *           are marked, for the CPU runner's scratch rows (ir/chain_local.c) */
@@ -38,7 +40,7 @@ static const pass_entry_t pipeline[] = {
     {"dce", ir_pass_dce},       {"fuse", ir_pass_fuse},
     {"subst", ir_pass_subst},   {"into_output", ir_pass_into_output},
     {"recompute", ir_pass_recompute}, {"dce", ir_pass_dce},
-    {"cse", ir_pass_cse},      {"chain_local", ir_pass_chain_local},
+    {"powers", ir_pass_powers}, {"cse", ir_pass_cse},      {"chain_local", ir_pass_chain_local},
 };
 
 uj_status_t ir_debug_from_env(unsigned* flags) {
