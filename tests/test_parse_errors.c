@@ -39,6 +39,8 @@ TEST(syntax_errors) {
       {"y = ()", 1, 6, "expected an expression, found ')'"},
       /* functions */
       {"y = foo(x)", 1, 5, "unknown function 'foo'"},
+      {"y = erf(x)", 1, 5, "unknown function 'erf'; the functions are exp, log, sqrt, rsqrt, abs"},
+      {"y = gelu(x)", 1, 5, "sum, mean, amax, amin"},
       {"y = exp(x, x)", 1, 12, "exp takes 1 argument"},
       {"y = min(x)", 1, 10, "min takes 2 arguments"},
       {"y = where(x, x)", 1, 15, "where takes 3 arguments"},

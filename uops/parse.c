@@ -63,7 +63,7 @@ typedef struct {
 
 static int fail(parser_t* p, int line, int column, const char* fmt, const char* what) {
   if (!p->failed) {
-    char msg[160];
+    char msg[320];
     snprintf(msg, sizeof msg, fmt, what);
     rt_error(UJ_ERR_PARSE, "program line %d, column %d: %s", line, column, msg);
   }
@@ -278,8 +278,12 @@ static pn_node_t* parse_call(parser_t* p, const token_t* name, int depth) {
     if ((int)strlen(functions[i].name) == name->len && !strncmp(functions[i].name, name->start, (size_t)name->len))
       fe = &functions[i];
   if (!fe) {
-    char what[64];
-    snprintf(what, sizeof what, "unknown function '%.*s'", name->len > 24 ? 24 : name->len, name->start);
+    /* the message lists the functions there are: what a newcomer needs next */
+    char what[256];
+    int at = snprintf(what, sizeof what, "unknown function '%.*s'; the functions are", name->len > 24 ? 24 : name->len,
+                      name->start);
+    for (size_t i = 0; i < sizeof functions / sizeof *functions && at > 0 && at < (int)sizeof what; i++)
+      at += snprintf(what + at, sizeof what - (size_t)at, "%s %s", i ? "," : "", functions[i].name);
     fail(p, name->line, name->column, "%s", what);
     return NULL;
   }
