@@ -364,6 +364,17 @@ static uj_status_t parse_section(const section_t* section, const char* name, uj_
   return s;
 }
 
+/* Whether variant q binds the inputs and outputs of pass k's program in
+ * the same order (q may add `extra` outputs after them). */
+static int same_bindings(const optim_pass_t* pass, const uj_program_t* q, int extra) {
+  int same = uj_program_io_count(q, 0) == pass->input_count && uj_program_io_count(q, 1) == pass->output_count + extra;
+  for (int i = 0; same && i < pass->input_count; i++)
+    same = strcmp(uj_program_io_name(q, 0, i), uj_program_io_name(pass->program, 0, i)) == 0;
+  for (int o = 0; same && o < pass->output_count; o++)
+    same = strcmp(uj_program_io_name(q, 1, o), uj_program_io_name(pass->program, 1, o)) == 0;
+  return same;
+}
+
 /* The variants of pass k that also write p rounded to bf16 and to f16 (see
  * optim_pass_t). Appending the assignment leaves the pass's inputs and its
  * other outputs as they are, in the same order (checked: the step binds the
@@ -385,13 +396,7 @@ static uj_status_t build_half_variants(optim_spec_t* spec, int k, const section_
     free(source);
     if (s != UJ_OK) return s;
     pn_program_weak_scalars(pass->half_program[d]);
-    uj_program_t* q = pass->half_program[d];
-    int same = uj_program_io_count(q, 0) == pass->input_count && uj_program_io_count(q, 1) == pass->output_count + 1;
-    for (int i = 0; same && i < pass->input_count; i++)
-      same = strcmp(uj_program_io_name(q, 0, i), uj_program_io_name(pass->program, 0, i)) == 0;
-    for (int o = 0; same && o < pass->output_count; o++)
-      same = strcmp(uj_program_io_name(q, 1, o), uj_program_io_name(pass->program, 1, o)) == 0;
-    if (!same)
+    if (!same_bindings(pass, pass->half_program[d], 1))
       return rt_error(UJ_ERR_INVALID, "updater [%s]: its %s variant binds other inputs or outputs",
                       section_names[SECTION_UPDATE + k], dtype_names[d]);
   }
@@ -426,14 +431,8 @@ static uj_status_t build_direct_variants(optim_spec_t* spec, int k, const sectio
      * such variant: its step refuses half parameters (optim.c) */
     if (s == UJ_ERR_PARSE) continue;
     if (s != UJ_OK) return s;
-    uj_program_t* q = pass->direct_program[d];
-    pn_program_weak_scalars(q);
-    int same = uj_program_io_count(q, 0) == pass->input_count && uj_program_io_count(q, 1) == pass->output_count;
-    for (int i = 0; same && i < pass->input_count; i++)
-      same = strcmp(uj_program_io_name(q, 0, i), uj_program_io_name(pass->program, 0, i)) == 0;
-    for (int o = 0; same && o < pass->output_count; o++)
-      same = strcmp(uj_program_io_name(q, 1, o), uj_program_io_name(pass->program, 1, o)) == 0;
-    if (!same)
+    pn_program_weak_scalars(pass->direct_program[d]);
+    if (!same_bindings(pass, pass->direct_program[d], 0))
       return rt_error(UJ_ERR_INVALID, "updater [%s]: its variant for %s parameters binds other inputs or outputs",
                       section_names[SECTION_UPDATE + k], dtype_names[d]);
   }

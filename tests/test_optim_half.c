@@ -31,19 +31,23 @@ typedef struct {
 static const ref_hparams_t base = {.lr = 0.01, .wd = 0.125, .momentum = 0.8, .dampening = 0.2, .nesterov = 0,
                                    .b1 = 0.85, .b2 = 0.99, .eps = 1e-6, .lr_decay = 0.05, .alpha = 0.95};
 
-static void make_groups(uint64_t* rng, group_t* gr, uj_optim_group_t* groups, int nstate, uj_dtype_t half) {
+/* NGROUPS groups of random ranks and sizes: with `direct`, parameter,
+ * gradient and states of dtype half and no half copy; else an f32
+ * parameter and states, with a half gradient and half copy. */
+static void make_groups(uint64_t* rng, group_t* gr, uj_optim_group_t* groups, int nstate, uj_dtype_t half, int direct) {
+  uj_dtype_t pd = direct ? half : UJ_F32;
   for (int i = 0; i < NGROUPS; i++) {
     int64_t dims[2];
     int ndim = (int)harness_int(rng, 1, 2);
     if (ndim == 1) dims[0] = i % 9 == 0 ? 1 : harness_int(rng, 1, 3000);
     else dims[0] = harness_int(rng, 1, 50), dims[1] = harness_int(rng, 1, 50);
-    gr[i].p = or_tensor(UJ_F32, ndim, dims);
+    gr[i].p = or_tensor(pd, ndim, dims);
     gr[i].g = or_tensor(half, ndim, dims);
     gr[i].p_half = or_tensor(half, ndim, dims);
     gr[i].n = or_tnumel(&gr[i].p);
     or_fill_real(rng, &gr[i].p, -1, 1);
-    for (int k = 0; k < nstate; k++) gr[i].state[k] = or_tensor(UJ_F32, ndim, dims), gr[i].state_ptr[k] = &gr[i].state[k];
-    groups[i] = (uj_optim_group_t){&gr[i].p, &gr[i].g, gr[i].state_ptr, &gr[i].p_half};
+    for (int k = 0; k < nstate; k++) gr[i].state[k] = or_tensor(pd, ndim, dims), gr[i].state_ptr[k] = &gr[i].state[k];
+    groups[i] = (uj_optim_group_t){&gr[i].p, &gr[i].g, gr[i].state_ptr, direct ? NULL : &gr[i].p_half};
   }
 }
 
@@ -78,19 +82,29 @@ static int half_within_one_unit(uj_dtype_t dt, uint16_t got, double ref, double 
   return rank >= half_rank(hr_encode(dt, ref - tol)) - 1 && rank <= half_rank(hr_encode(dt, ref + tol)) + 1;
 }
 
+/* Updater `name` with every hyperparameter set, and its groups (see
+ * make_groups); NULL (a failed check) when it cannot be made. */
+static uj_optim_t* start(const char* name, uint64_t* rng, group_t* gr, uj_optim_group_t* groups, uj_dtype_t half,
+                         int direct, int* nstate) {
+  uj_optim_t* opt = NULL;
+  CHECK(uj_optim_new(name, &opt) == UJ_OK);
+  if (!opt) return NULL;
+  *nstate = uj_optim_state_count(opt);
+  set_hparams(opt);
+  make_groups(rng, gr, groups, *nstate, half, direct);
+  return opt;
+}
+
 /* Runs updater `name` with half dtype `half` on configuration slot; returns
  * the number of disagreeing elements (the first few printed). */
 static int64_t check_updater(const char* name, uj_dtype_t half, int slot, uint64_t seed) {
   uj_ctx_t* ctx = or_ctx(slot);
-  uj_optim_t* opt = NULL;
-  CHECK(uj_optim_new(name, &opt) == UJ_OK);
-  if (!ctx || !opt) return 1;
-  int nstate = uj_optim_state_count(opt);
-  set_hparams(opt);
   uint64_t rng = seed;
   group_t gr[NGROUPS];
   uj_optim_group_t groups[NGROUPS];
-  make_groups(&rng, gr, groups, nstate, half);
+  int nstate = 0;
+  uj_optim_t* opt = ctx ? start(name, &rng, gr, groups, half, 0, &nstate) : NULL;
+  if (!opt) return 1;
   int64_t bad = 0;
   const char* where = or_configs[slot].name;
   for (int step = 1; step <= STEPS; step++) {
@@ -140,20 +154,26 @@ static int64_t check_updater(const char* name, uj_dtype_t half, int slot, uint64
   return bad;
 }
 
-TEST(every_updater_writes_master_and_half_copy_on_every_cpu_engine) {
-  uint64_t seed = 20240612;
-  HARNESS_SEED(seed);
+/* check(name, half, slot, seed) for every built-in, bf16 and f16, on every
+ * CPU engine with the passes on. */
+static void every_updater(int64_t (*check)(const char*, uj_dtype_t, int, uint64_t), uint64_t seed, const char* how) {
   static const uj_dtype_t halves[2] = {UJ_BF16, UJ_F16};
   for (int slot = 0; slot < OR_NENGINES; slot++) {
     if (or_configs[slot].engine == UJ_ENGINE_CUDA || !or_configs[slot].passes) continue;
     for (int d = 0; d < 2; d++)
       for (int u = 0; u < uj_optim_builtin_count(); u++) {
         const char* name = uj_optim_builtin_name(u);
-        int64_t bad = check_updater(name, halves[d], slot, seed + (uint64_t)u);
+        int64_t bad = check(name, halves[d], slot, seed + (uint64_t)u);
         CHECK(bad == 0);
-        printf("  %-26s %-7s %-5s %s\n", name, or_configs[slot].name, uj_dtype_name(halves[d]), bad ? "FAILED" : "ok");
+        printf("  %-26s %-7s %-5s %s %s\n", name, or_configs[slot].name, uj_dtype_name(halves[d]), how,
+               bad ? "FAILED" : "ok");
       }
   }
+}
+
+TEST(every_updater_writes_master_and_half_copy_on_every_cpu_engine) {
+  HARNESS_SEED(20240612);
+  every_updater(check_updater, 20240612, "master");
 }
 
 /* bf16/f16 parameters stepped directly, without a master: parameter,
@@ -171,27 +191,12 @@ TEST(every_updater_writes_master_and_half_copy_on_every_cpu_engine) {
  * trust ratio is a norm over the whole tensor, any element of its group. */
 static int64_t check_direct(const char* name, uj_dtype_t half, int slot, uint64_t seed) {
   uj_ctx_t* ctx = or_ctx(slot);
-  uj_optim_t* opt = NULL;
-  CHECK(uj_optim_new(name, &opt) == UJ_OK);
-  if (!ctx || !opt) return 1;
-  int nstate = uj_optim_state_count(opt);
-  set_hparams(opt);
   uint64_t rng = seed;
   group_t gr[NGROUPS];
   uj_optim_group_t groups[NGROUPS];
-  make_groups(&rng, gr, groups, nstate, half);
-  /* the same sizes, in the half dtype; the states start at zero */
-  for (int i = 0; i < NGROUPS; i++) {
-    uj_tensor_t p = or_tensor(half, gr[i].p.ndim, gr[i].p.dims);
-    for (int64_t e = 0; e < gr[i].n; e++) or_set(&p, e, or_get(&gr[i].p, e));
-    or_tensor_free(&gr[i].p);
-    gr[i].p = p;
-    for (int k = 0; k < nstate; k++) {
-      or_tensor_free(&gr[i].state[k]);
-      gr[i].state[k] = or_tensor(half, p.ndim, p.dims);
-    }
-    groups[i].param_half = NULL;
-  }
+  int nstate = 0;
+  uj_optim_t* opt = ctx ? start(name, &rng, gr, groups, half, 1, &nstate) : NULL;
+  if (!opt) return 1;
   int64_t bad = 0;
   const char* where = or_configs[slot].name;
   double* last_change[NGROUPS];
@@ -251,20 +256,8 @@ static int64_t check_direct(const char* name, uj_dtype_t half, int slot, uint64_
 }
 
 TEST(every_updater_steps_half_parameters_directly) {
-  uint64_t seed = 20261129;
-  HARNESS_SEED(seed);
-  static const uj_dtype_t halves[2] = {UJ_BF16, UJ_F16};
-  for (int slot = 0; slot < OR_NENGINES; slot++) {
-    if (or_configs[slot].engine == UJ_ENGINE_CUDA || !or_configs[slot].passes) continue;
-    for (int d = 0; d < 2; d++)
-      for (int u = 0; u < uj_optim_builtin_count(); u++) {
-        const char* name = uj_optim_builtin_name(u);
-        int64_t bad = check_direct(name, halves[d], slot, seed + (uint64_t)u);
-        CHECK(bad == 0);
-        printf("  %-26s %-7s %-5s direct %s\n", name, or_configs[slot].name, uj_dtype_name(halves[d]),
-               bad ? "FAILED" : "ok");
-      }
-  }
+  HARNESS_SEED(20261129);
+  every_updater(check_direct, 20261129, "direct");
 }
 
 /* The bytes of every tensor a step may write, one after another. */
@@ -295,7 +288,7 @@ TEST(found_inf_leaves_half_copies_bit_identical) {
       uint64_t rng = seed;
       group_t gr[NGROUPS];
       uj_optim_group_t groups[NGROUPS];
-      make_groups(&rng, gr, groups, 2, halves[d]);
+      make_groups(&rng, gr, groups, 2, halves[d], 0);
       for (int i = 0; i < NGROUPS; i++) or_fill_real(&rng, &gr[i].g, -100, 100);
       uj_optim_report_t report;
       CHECK(uj_optim_step(or_ctx(slot), opt, groups, NGROUPS, &report) == UJ_OK && !report.skipped);
@@ -318,7 +311,7 @@ TEST(bad_half_copies_fail_with_a_message) {
   uint64_t rng = 5;
   group_t gr[NGROUPS];
   uj_optim_group_t groups[NGROUPS];
-  make_groups(&rng, gr, groups, 2, UJ_BF16);
+  make_groups(&rng, gr, groups, 2, UJ_BF16, 0);
   uj_optim_t* opt = NULL;
   CHECK(uj_optim_new("adam", &opt) == UJ_OK);
   uj_ctx_t* ctx = or_ctx(0);

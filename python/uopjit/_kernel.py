@@ -153,6 +153,26 @@ def _out_array(value, what):
     return array, name
 
 
+def bind_inputs(inputs, args, kwargs, who):
+    """The values of a call, one per input name in `inputs` (the program's
+    order): positional ones first, then keywords. The TypeError of a value
+    too many, twice, unknown or missing names it; `who` starts it."""
+    if len(args) > len(inputs):
+        raise TypeError(f"{who}: {len(args)} positional values for {len(inputs)} inputs {inputs}")
+    values = dict(zip(inputs, args))
+    for name, value in kwargs.items():
+        if name not in inputs:
+            raise TypeError(f"{who}: {name!r} is not an input of the program; its inputs are {inputs}")
+        if name in values:
+            raise TypeError(f"{who}: input {name!r} given twice")
+        values[name] = value
+    missing = [n for n in inputs if n not in values]
+    if missing:
+        raise TypeError(f"{who}: missing input{'s' if len(missing) > 1 else ''} "
+                        + ", ".join(repr(n) for n in missing) + f" (the program's inputs are {inputs})")
+    return [values[n] for n in inputs]
+
+
 def _is_number(value):
     return isinstance(value, (int, float, bool)) and not isinstance(value, np.generic)
 
@@ -198,20 +218,7 @@ class Kernel:
         return f"uopjit.Kernel({self.source!r}): inputs {self.inputs}, outputs {self.outputs}"
 
     def _bind(self, args, kwargs):
-        if len(args) > len(self.inputs):
-            raise TypeError(f"uopjit: {len(args)} positional values for {len(self.inputs)} inputs {self.inputs}")
-        values = dict(zip(self.inputs, args))
-        for name, value in kwargs.items():
-            if name not in self.inputs:
-                raise TypeError(f"uopjit: {name!r} is not an input of the program; its inputs are {self.inputs}")
-            if name in values:
-                raise TypeError(f"uopjit: input {name!r} given twice")
-            values[name] = value
-        missing = [n for n in self.inputs if n not in values]
-        if missing:
-            raise TypeError(f"uopjit: missing input{'s' if len(missing) > 1 else ''} "
-                            + ", ".join(repr(n) for n in missing) + f" (the program's inputs are {self.inputs})")
-        return [values[n] for n in self.inputs]
+        return bind_inputs(self.inputs, args, kwargs, "uopjit")
 
     def _bind_out(self, out):
         """{output index: value} from out= (a dict by name, a sequence in

@@ -33,9 +33,9 @@ from torch.autograd.function import once_differentiable
 
 from .. import _context, _dtypes, _kernel, _lib
 
+from ._tensors import TORCH_DTYPES as _TORCH_DTYPES, fill_tensor
+
 _BACKWARD = 1
-_TORCH_DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16", torch.float16: "f16",
-                 torch.int32: "i32"}
 _OF_NAME = {name: dtype for dtype, name in _TORCH_DTYPES.items()}
 _WIDTH = {torch.int32: 0, torch.bfloat16: 1, torch.float16: 1, torch.float32: 2, torch.float64: 3}
 
@@ -46,12 +46,7 @@ class _Struct:
     def __init__(self, tensors):
         self.structs, self.pointers = _lib.tensor_array(len(tensors))
         for struct, t in zip(self.structs, tensors):
-            struct.data = t.data_ptr()
-            struct.dtype = _lib.DTYPES[_TORCH_DTYPES[t.dtype]]
-            struct.device = _lib.CUDA if t.is_cuda else _lib.CPU
-            struct.ndim = t.dim()
-            for k, n in enumerate(t.shape):
-                struct.dims[k] = n
+            fill_tensor(struct, t)
 
 
 class Function:
@@ -78,30 +73,12 @@ class Function:
         return f"uopjit.torch.function({self.source!r}): inputs {self.inputs}, outputs {self.outputs}"
 
     def __call__(self, *args, **kwargs):
-        values = self._bind(args, kwargs)
+        values = _kernel.bind_inputs(self.inputs, args, kwargs, "uopjit.torch")
         tensors, numbers_at = self._tensors(values)
         outputs = _Apply.apply(self, numbers_at, *tensors)
         return outputs if len(self.outputs) > 1 else outputs[0]
 
     # ---- binding ---------------------------------------------------------------
-
-    def _bind(self, args, kwargs):
-        if len(args) > len(self.inputs):
-            raise TypeError(f"uopjit.torch: {len(args)} positional values for {len(self.inputs)} inputs "
-                            f"{self.inputs}")
-        values = dict(zip(self.inputs, args))
-        for name, value in kwargs.items():
-            if name not in self.inputs:
-                raise TypeError(f"uopjit.torch: {name!r} is not an input of the program; its inputs are "
-                                f"{self.inputs}")
-            if name in values:
-                raise TypeError(f"uopjit.torch: input {name!r} given twice")
-            values[name] = value
-        missing = [n for n in self.inputs if n not in values]
-        if missing:
-            raise TypeError(f"uopjit.torch: missing input{'s' if len(missing) > 1 else ''} "
-                            + ", ".join(repr(n) for n in missing) + f" (the program's inputs are {self.inputs})")
-        return [values[n] for n in self.inputs]
 
     def _tensors(self, values):
         """(one tensor per input, the indices of the inputs given as numbers)."""

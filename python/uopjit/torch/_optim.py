@@ -46,6 +46,7 @@ import torch
 from torch.optim.optimizer import required
 
 from .. import _context, _lib
+from ._tensors import fill_tensor
 
 _DTYPE_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16", torch.float16: "f16"}
 _HALF = (torch.bfloat16, torch.float16)
@@ -61,16 +62,6 @@ def _torch_dtype_code(dtype, what):
     if name is None:
         raise TypeError(f"uopjit.torch: {what} has dtype {dtype}; expected float32, float64, bfloat16 or float16")
     return _lib.DTYPES[name]
-
-
-def _fill_tensor(struct, t):
-    """Points a uj_tensor_t at torch tensor t (contiguous, checked by the caller)."""
-    struct.data = t.data_ptr()
-    struct.dtype = _lib.DTYPES[_DTYPE_NAMES[t.dtype]]
-    struct.device = _lib.CUDA if t.is_cuda else _lib.CPU
-    struct.ndim = t.dim()
-    for k, n in enumerate(t.shape):
-        struct.dims[k] = n
 
 
 class _Updater:
@@ -132,21 +123,21 @@ class _Bucket:
         self.state_pointers = (ctypes.POINTER(_lib.Tensor) * max(n * ns, 1))()
         self.groups = (_lib.OptimGroup * n)()
         for i in range(n):
-            _fill_tensor(self.param_structs[i], targets[i])
+            fill_tensor(self.param_structs[i], targets[i])
             group = self.groups[i]
             group.param = ctypes.pointer(self.param_structs[i])
             group.grad = ctypes.pointer(self.grad_structs[i])
             if halves:
-                _fill_tensor(self.half_structs[i], halves[i])
+                fill_tensor(self.half_structs[i], halves[i])
                 group.param_half = ctypes.pointer(self.half_structs[i])
             for k in range(ns):
                 j = i * ns + k
-                _fill_tensor(self.state_structs[j], states[i][k])
+                fill_tensor(self.state_structs[j], states[i][k])
                 self.state_pointers[j] = ctypes.pointer(self.state_structs[j])
             if ns:
                 address = ctypes.addressof(self.state_pointers) + i * ns * ctypes.sizeof(ctypes.c_void_p)
                 group.state = ctypes.cast(address, ctypes.POINTER(ctypes.POINTER(_lib.Tensor)))
-            _fill_tensor(self.grad_structs[i], params[i])  # a gradient's shape and dtype; its address per step
+            fill_tensor(self.grad_structs[i], params[i])  # a gradient's shape and dtype; its address per step
         # the gradients' addresses, written at every step in one go: the
         # first 8 bytes of each struct
         words = ctypes.sizeof(_lib.Tensor) // 8
