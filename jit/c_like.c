@@ -56,7 +56,13 @@ const char* jit_cx_ctype(uj_dtype_t d) {
 static const char* half_widen(uj_dtype_t d) { return d == UJ_BF16 ? "uj_bf16_to_f32" : "uj_f16_to_f32"; }
 static const char* half_narrow(uj_dtype_t d) { return d == UJ_BF16 ? "uj_f32_to_bf16" : "uj_f32_to_f16"; }
 
-void jit_cx_indent(jit_cx_t* E, int depth) { rt_buf_printf(E->out, "%*s", 2 * depth + 2, ""); }
+/* Appended rather than printed: the emitters indent every line, and a
+ * module is written at every memory-cache lookup of a new program. */
+void jit_cx_indent(jit_cx_t* E, int depth) {
+  static const char spaces[] = "                                                                ";
+  for (int n = 2 * depth + 2; n > 0; n -= (int)sizeof spaces - 1)
+    rt_buf_append(E->out, spaces, (size_t)(n < (int)sizeof spaces - 1 ? n : (int)sizeof spaces - 1));
+}
 
 uj_reduce_op_t* jit_cx_carried_ops(const ir_func_t* f) {
   uj_reduce_op_t* ops = calloc((size_t)f->next_carried_id + 1, sizeof *ops);

@@ -497,7 +497,8 @@ char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const cha
                         " * -O3 -march=native -fno-math-errno -ffp-contract=off\n"
                         " * -mprefer-vector-width=512; without -fno-math-errno a sqrt that may set\n"
                         " * errno keeps loops from vectorizing. */\n");
-  rt_buf_printf(&out, "%s%s", prelude, jit_prelude_shared);
+  rt_buf_append(&out, prelude, strlen(prelude)); /* appended: vsnprintf copies a long %s slowly */
+  rt_buf_append(&out, jit_prelude_shared, strlen(jit_prelude_shared));
   int* chain = calloc((size_t)f->nblocks + 1, sizeof *chain);
   int* stream_block = jit_c_stream_blocks(f);
   if (!chain || !stream_block || ir_block_chains(f, chain) != UJ_OK) {

@@ -96,8 +96,12 @@ static void line(kernel_t* K, int depth, const char* fmt, ...) {
     va_end(ap);
   }
   jit_cx_indent(&K->cx, depth);
-  if (whole) rt_buf_printf(OUT, "%s\n", whole);
-  else OUT->failed = 1; /* out of memory: the module is reported as such */
+  if (whole) { /* appended: formatting it again would double the emitter's time */
+    rt_buf_append(OUT, whole, whole == text ? (size_t)n : strlen(whole));
+    rt_buf_append(OUT, "\n", 1);
+  } else {
+    OUT->failed = 1; /* out of memory: the module is reported as such */
+  }
   if (whole != text) free(whole);
 }
 
@@ -478,7 +482,9 @@ static uj_status_t print_kernel(const jit_cx_t* cx, const rt_buf_t* body, int bi
     sep = ", ";
   }
   if (reduce) rt_buf_printf(module, "%sconst int uj_mode, double* uj_part, long long* uj_part_i, unsigned int* uj_ticket", sep);
-  rt_buf_printf(module, ") {\n%s}\n", body->data ? body->data : "");
+  rt_buf_printf(module, ") {\n");
+  rt_buf_append(module, body->data ? body->data : "", body->len);
+  rt_buf_printf(module, "}\n");
   *nargs_out = n;
   *args_out = args;
   return UJ_OK;
@@ -620,7 +626,7 @@ static uj_status_t emit_chain(const ir_func_t* f, int first, int count, jit_cu_k
     }
     rt_buf_printf(&body, ");\n");
   }
-  rt_buf_printf(&body, "%s", members.data ? members.data : "");
+  rt_buf_append(&body, members.data ? members.data : "", members.len);
   body.failed |= members.failed;
   rt_buf_release(&members);
   line(&K, 0, "}");
@@ -690,7 +696,12 @@ uj_status_t jit_cu_emit(const ir_func_t* f, const int64_t* params, jit_cu_module
   return s;
 }
 
-void jit_cu_prelude(rt_buf_t* out) { rt_buf_printf(out, "%s%s", prelude, jit_prelude_shared); }
+/* Appended, not printed: vsnprintf copies a long %s argument in small pieces,
+ * and every module (every memory-cache lookup) starts with these 6 KB. */
+void jit_cu_prelude(rt_buf_t* out) {
+  rt_buf_append(out, prelude, strlen(prelude));
+  rt_buf_append(out, jit_prelude_shared, strlen(jit_prelude_shared));
+}
 
 void jit_cu_module_release(jit_cu_module_t* m) {
   for (int b = 0; m->kernels && b < m->nblocks; b++) {

@@ -183,7 +183,8 @@ uj_status_t jit_cuda_groups_source(const groups_plan_t* plan, const int64_t* par
                   "  (void)uj_part; (void)uj_g; (void)uj_begin;\n",
                   plan->nin + plan->nout);
     print_bindings(&module, plan, E.used_tensors, E.used_dims);
-    rt_buf_printf(&module, "%s}\n", body.data ? body.data : "");
+    rt_buf_append(&module, body.data ? body.data : "", body.len);
+    rt_buf_printf(&module, "}\n");
     if (plan->nred) print_combine(&module, plan);
     if (body.failed || module.failed || !(*source = rt_buf_take(&module)))
       s = rt_error(UJ_ERR_OOM, "cuda: out of memory writing a multi-tensor kernel (%zu bytes so far)", module.len);

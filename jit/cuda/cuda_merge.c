@@ -27,10 +27,15 @@ static void cx_line(jit_cx_t* E, int depth, const char* fmt, ...) {
   char text[256]; /* the lines here name a few short identifiers */
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
+  int n = vsnprintf(text, sizeof text - 1, fmt, ap);
   va_end(ap);
   jit_cx_indent(E, depth);
-  rt_buf_printf(E->out, "%s\n", text);
+  if (n < 0 || n >= (int)sizeof text - 1) {
+    E->out->failed = 1; /* never cut a line of code */
+    return;
+  }
+  text[n] = '\n';
+  rt_buf_append(E->out, text, (size_t)n + 1);
 }
 
 void jit_cu_merge(jit_cx_t* E, uj_reduce_op_t op, uj_dtype_t dt, const char* a, const char* ai, const char* b,
