@@ -218,6 +218,16 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
+# tests/test_cuda_host.c runs the CUDA engine's host side on a stand-in for
+# the driver (tests/fake_cuda.c), a library with the driver's soname that it
+# loads from beside itself.
+ifeq ($(HAVE_CUDA),yes)
+$(BUILD)/tests/test_cuda_host: $(BUILD)/tests/libfakecuda.so
+$(BUILD)/tests/libfakecuda.so: tests/fake_cuda.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -fPIC -Wl,-soname,libcuda.so.1 -o $@ $<
+endif
+
 # Each test binary runs as a target of its own, so that `make -j test` runs
 # them side by side: tests/run_test.sh writes its log (BINARY.log) and a
 # one-line result (BINARY.result) and prints that line when the binary ends;

@@ -218,11 +218,15 @@ static uj_status_t call_device(const uj_program_t* p, uj_pass_t pass, const uj_t
 
 /* Memory for the temporaries: those not chain-local (chain_local 0), or
  * those that are (1), which only an engine whose run does not place them
- * itself gets (jit_engine_t.chain_scratch). */
+ * itself gets (jit_engine_t.chain_scratch). A 0-d local lives in a
+ * register of the kernels that use it; it gets memory on the host only,
+ * where the interpreter may run the IR itself (on the GPU, a pair of
+ * driver calls each, per call, for nothing). */
 static uj_status_t alloc_temporaries(const ir_func_t* f, const run_memory_t* mem, ir_buffer_t* buf, int chain_local) {
   for (int t = 0; t < f->ntensors; t++) {
     const ir_tensor_t* tt = &f->tensors[t];
     if (tt->role != IR_TENSOR_TEMP || tt->noalloc || !tt->chain_local != !chain_local) continue;
+    if (tt->local && mem->cuda) continue;
     size_t bytes = (size_t)buf[t].numel * (size_t)uj_dtype_size(tt->dtype);
     uj_status_t s = memory_alloc(mem, bytes, &buf[t].data, "tensor t", t);
     if (s != UJ_OK) return s;

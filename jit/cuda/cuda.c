@@ -360,6 +360,53 @@ uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, con
 
 /* ---- launching ---- */
 
+/* Places the chain-local temporaries (ir/chain_local.c) in the context's
+ * scratch, after the largest mode-2 partials of these launches (launches
+ * run in stream order, so each kernel finds its scratch unused by the
+ * ones before): one row per CUDA block of the row kernel that uses it
+ * (rows start .. start + grid: the rows its pointer shift lands on), or
+ * its full size when its chain launches block by block. The scratch is
+ * kept by the context, so a call allocates nothing. at[t] receives the
+ * address of temporary t. */
+static uj_status_t place_chain_local(rt_cuda_ctx_t* cc, const jit_cu_module_t* m, const ir_env_t* env,
+                                     const jit_cu_launch_t* launches, int count, void** at) {
+  const ir_func_t* f = env->f;
+  const ir_buffer_t* buf = env->buf;
+  enum { ALIGN = 256 };
+  size_t total = 0;
+  for (int i = 0; i < count; i++)
+    if (launches[i].scratch > total) total = launches[i].scratch;
+  size_t* offset = calloc((size_t)f->ntensors + 1, sizeof *offset);
+  if (!offset) return rt_error(UJ_ERR_OOM, "engine cuda: out of memory placing the temporaries of %d tensors", f->ntensors);
+  int any = 0;
+  for (int t = 0; t < f->ntensors; t++) {
+    const ir_tensor_t* tt = &f->tensors[t];
+    if (tt->role != IR_TENSOR_TEMP || tt->noalloc || !tt->chain_local) continue;
+    size_t row = (size_t)uj_dtype_size(tt->dtype), bytes = 0;
+    for (int a = 1; a < tt->ndim; a++) row *= (size_t)buf[t].dims[a];
+    for (int i = 0; i < count && !bytes; i++) {
+      const jit_cu_kernel_t* kk = &m->kernels[launches[i].block];
+      for (int a = 0; launches[i].chain && a < kk->chain_nargs && !bytes; a++)
+        if (kk->chain_args[a].kind == JIT_CU_ARG_TENSOR && kk->chain_args[a].index == t) {
+          int oob = 0;
+          int64_t start = ir_ix_eval(env, f->blocks[launches[i].block].loops[0].start, &oob);
+          bytes = row * (size_t)(start + launches[i].grid);
+        }
+    }
+    if (!bytes) bytes = row * (size_t)(tt->ndim ? buf[t].dims[0] : 1);
+    total = (total + ALIGN - 1) / ALIGN * ALIGN;
+    offset[t] = total;
+    total += bytes;
+    any = 1;
+  }
+  void *work = NULL, *ticket = NULL;
+  uj_status_t s = any ? rt_cuda_workspace(cc, total, &work, &ticket) : UJ_OK;
+  for (int t = 0; t < f->ntensors && s == UJ_OK && any; t++)
+    if (f->tensors[t].chain_local) at[t] = (char*)work + offset[t];
+  free(offset);
+  return s;
+}
+
 uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
                             const int64_t* params) {
   rt_cuda_ctx_t* cc = k->cc;
@@ -375,6 +422,13 @@ uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_
   ir_env_t env = {f, (ir_buffer_t*)buf, params, loops};
   int count = 0;
   if (s == UJ_OK) s = jit_cu_launches(&k->m, f, &env, cc->sm_count, launches, &count);
+  /* the context's scratch: the partials of mode 2 first, then the
+   * chain-local temporaries this engine places (chain_scratch) */
+  void* placed[ON_STACK] = {0};
+  void** chain_local = f->ntensors <= ON_STACK ? placed : calloc((size_t)f->ntensors, sizeof *chain_local);
+  if (s == UJ_OK && !chain_local)
+    s = rt_error(UJ_ERR_OOM, "engine cuda: out of memory placing the temporaries of %d tensors", f->ntensors);
+  if (s == UJ_OK) s = place_chain_local(cc, &k->m, &env, launches, count, chain_local);
   int entered = s == UJ_OK && (s = rt_cuda_enter(cc)) == UJ_OK;
   for (int i = 0; i < count && s == UJ_OK; i++) {
     const jit_cu_launch_t* l = &launches[i];
@@ -394,7 +448,9 @@ uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_
     }
     for (int a = 0; a < nargs; a++) {
       const jit_cu_arg_t* arg = &args[a];
-      if (arg->kind == JIT_CU_ARG_TENSOR) values[a] = (uint64_t)(uintptr_t)buf[arg->index].data;
+      if (arg->kind == JIT_CU_ARG_TENSOR && f->tensors[arg->index].chain_local)
+        values[a] = (uint64_t)(uintptr_t)chain_local[arg->index];
+      else if (arg->kind == JIT_CU_ARG_TENSOR) values[a] = (uint64_t)(uintptr_t)buf[arg->index].data;
       else if (arg->kind == JIT_CU_ARG_DIM) values[a] = (uint64_t)buf[arg->index].dims[arg->axis];
       else values[a] = (uint64_t)params[arg->index];
       argv[a] = &values[a];
@@ -417,6 +473,7 @@ uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_
   if (entered) rt_cuda_leave(cc);
   if (loops != stack_loops) free(loops);
   if (launches != stack_launches) free(launches);
+  if (chain_local != placed) free(chain_local);
   return s;
 }
 
@@ -645,6 +702,7 @@ const jit_engine_t jit_engine_cuda = {
     .device = UJ_CUDA,
     .settings = 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_CACHE | 1u << RT_SETTING_DISK_CACHE_LIMIT,
     .dumps = 1u << UJ_DUMP_CUDA,
+    .chain_scratch = 1, /* in the context's scratch (place_chain_local) */
     .available = cuda_available,
     .check = cuda_check,
     .get = jit_cuda_get,
