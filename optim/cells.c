@@ -3,8 +3,10 @@
  * block, mirrored by one block on the GPU when the step's tensors are there.
  *
  * uj_program_run_groups wants every tensor of a call on one device, scalars
- * included. So a step on GPU tensors allocates one device block per step,
- * uploads the scalars in one copy, and reads back only what the host must
+ * included. So a step on GPU tensors allocates one device block per step
+ * (stream-ordered: freeing it waits for nothing), uploads the scalars in
+ * one copy that does not wait for the stream either (the host block is
+ * ours and pageable: rt_cuda_upload), and reads back only what the host must
  * see (the per-group sums LAMB's [apply] reads, the gradient pass's
  * found-inf and norm sums: a few values per group), each in one copy. The
  * tensors a pass binds are views at the same offsets in whichever block
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rt/cuda.h"
 #include "../rt/rt.h"
 #include "optim.h"
 
@@ -24,8 +27,11 @@ uj_status_t optim_cells_make(uj_ctx_t* ctx, uj_device_t device, size_t bytes, op
   if (!(c->host = calloc(c->bytes, 1)))
     return rt_error(UJ_ERR_OOM, "out of memory for the step's scalars (%zu bytes)", c->bytes);
   if (device == UJ_CPU) return UJ_OK;
-  int64_t n = (int64_t)(c->bytes / 8);
-  uj_status_t s = uj_tensor_alloc(ctx, device, UJ_F64, 1, &n, &c->mirror);
+  rt_cuda_ctx_t* cc = NULL;
+  uj_status_t s = rt_cuda_ctx_get(ctx, &cc);
+  void* mirror = NULL;
+  if (s == UJ_OK) s = rt_cuda_alloc_temp(cc, c->bytes, &mirror);
+  c->mirror = (uj_tensor_t){mirror, UJ_F64, device, 1, {(int64_t)(c->bytes / 8)}};
   if (s != UJ_OK) {
     rt_error_prefix("the step's scalars on the GPU (%zu bytes): ", c->bytes);
     free(c->host), c->host = NULL;
@@ -34,7 +40,8 @@ uj_status_t optim_cells_make(uj_ctx_t* ctx, uj_device_t device, size_t bytes, op
 }
 
 void optim_cells_release(optim_cells_t* c) {
-  if (c->mirror.data) uj_tensor_free(c->ctx, &c->mirror);
+  rt_cuda_ctx_t* cc = NULL;
+  if (c->mirror.data && rt_cuda_ctx_get(c->ctx, &cc) == UJ_OK) rt_cuda_free_temp(cc, c->mirror.data);
   free(c->host);
   memset(c, 0, sizeof *c);
 }
@@ -51,7 +58,9 @@ uj_status_t optim_cells_sync(optim_cells_t* c, size_t offset, size_t bytes, int 
   if (c->device == UJ_CPU || bytes == 0) return UJ_OK;
   uj_tensor_t host = {c->host + offset, UJ_F64, UJ_CPU, 1, {(int64_t)(bytes / 8)}};
   uj_tensor_t dev = {(char*)c->mirror.data + offset, UJ_F64, c->device, 1, {(int64_t)(bytes / 8)}};
-  uj_status_t s = to_device ? uj_tensor_copy(c->ctx, &dev, &host) : uj_tensor_copy(c->ctx, &host, &dev);
+  rt_cuda_ctx_t* cc = NULL;
+  uj_status_t s = to_device ? rt_cuda_ctx_get(c->ctx, &cc) : uj_tensor_copy(c->ctx, &host, &dev);
+  if (s == UJ_OK && to_device) s = rt_cuda_upload(cc, dev.data, host.data, bytes);
   if (s != UJ_OK) rt_error_prefix("copying %zu bytes of step scalars %s the GPU: ", bytes, to_device ? "to" : "from");
   return s;
 }

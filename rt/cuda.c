@@ -376,6 +376,15 @@ uj_status_t rt_cuda_copy(rt_cuda_ctx_t* c, void* dst, int dst_on_device, const v
   return s;
 }
 
+uj_status_t rt_cuda_upload(rt_cuda_ctx_t* c, void* dst, const void* src, size_t bytes) {
+  if (!bytes) return UJ_OK;
+  uj_status_t s = rt_cuda_enter(c);
+  if (s != UJ_OK) return s;
+  s = rt_cuda_check(c->drv->cuMemcpyHtoDAsync(as_dev(dst), src, bytes, c->stream), "cuMemcpyHtoDAsync");
+  rt_cuda_leave(c);
+  return s;
+}
+
 uj_status_t rt_cuda_sync(rt_cuda_ctx_t* c) {
   uj_status_t s = rt_cuda_enter(c);
   if (s != UJ_OK) return s;
@@ -471,6 +480,10 @@ uj_status_t rt_cuda_copy(rt_cuda_ctx_t* c, void* dst, int dst_on_device, const v
 }
 uj_status_t rt_cuda_sync(rt_cuda_ctx_t* c) {
   (void)c;
+  return no_cuda();
+}
+uj_status_t rt_cuda_upload(rt_cuda_ctx_t* c, void* dst, const void* src, size_t bytes) {
+  (void)c, (void)dst, (void)src, (void)bytes;
   return no_cuda();
 }
 uj_status_t rt_cuda_workspace(rt_cuda_ctx_t* c, size_t bytes, void** work, void** ticket) {

@@ -15,7 +15,7 @@
 
 typedef struct {
   long launches, allocs, async_allocs, async_frees, frees, syncs, pushes, copies;
-  long long async_bytes;
+  long long async_bytes, up_bytes, down_bytes; /* allocated; copied host to device, device to host */
 } fake_cuda_stats_t;
 
 enum { RECORDED = 4096 };
@@ -90,9 +90,11 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   return (void)s, stats.async_frees++, free((void*)(uintptr_t)p), CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr d, const void* s, size_t n, CUstream st) {
+  stats.up_bytes += (long long)n;
   return (void)st, stats.copies++, memcpy((void*)(uintptr_t)d, s, n), CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemcpyDtoHAsync(void* d, CUdeviceptr s, size_t n, CUstream st) {
+  stats.down_bytes += (long long)n;
   return (void)st, stats.copies++, memcpy(d, (const void*)(uintptr_t)s, n), CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {

@@ -12,6 +12,9 @@
  *   - rows of 16 elements launch block by block, no row kernel;
  *   - an Adam step on one tensor is one launch and allocates nothing: its
  *     0-d locals live in registers, not in device memory;
+ *   - an AdamW step of the optimizer over 148 tensors is one launch and
+ *     waits for the stream nowhere (its scalars and chunk table go up
+ *     without a wait, its scalar block is freed in stream order);
  *   - no call synchronizes the stream.
  * Without NVRTC or the stand-in (a build without CUDA) every test skips. */
 #include <dlfcn.h>
@@ -22,11 +25,12 @@
 #include <unistd.h>
 
 #include "../include/uopjit.h"
+#include "../include/uopjit_optim.h"
 #include "harness.h"
 
 typedef struct {
   long launches, allocs, async_allocs, async_frees, frees, syncs, pushes, copies;
-  long long async_bytes;
+  long long async_bytes, up_bytes, down_bytes;
 } fake_cuda_stats_t;
 
 static void* fake;
@@ -157,6 +161,40 @@ TEST(an_adam_step_is_one_launch_and_allocates_nothing) {
   SKIP_IF(!ran, "the CUDA engine could not compile (NVRTC): skipped");
   printf("  adam on 1000 elements: %ld launches, %ld allocations, %ld syncs\n", d.launches, d.async_allocs, d.syncs);
   CHECK(d.launches == 1 && d.async_allocs == 0 && d.allocs == 0 && d.syncs == 0);
+  uj_ctx_free(ctx);
+}
+
+TEST(an_optimizer_step_over_148_tensors_is_one_launch_without_a_wait) {
+  uj_ctx_t* ctx = cuda_ctx();
+  SKIP_WITHOUT_FAKE(ctx);
+  enum { G = 148 };
+  static uj_tensor_t t[G][4];
+  static uj_tensor_t* states[G][2];
+  uj_optim_group_t groups[G];
+  int ok = 1;
+  for (int i = 0; i < G && ok; i++) {
+    int64_t n = 768 * (1 + i % 4);
+    for (int k = 0; k < 4 && ok; k++) ok = uj_tensor_alloc(ctx, UJ_CUDA, UJ_F32, 1, &n, &t[i][k]) == UJ_OK;
+    states[i][0] = &t[i][2], states[i][1] = &t[i][3];
+    groups[i] = (uj_optim_group_t){&t[i][0], &t[i][1], states[i], NULL};
+  }
+  uj_optim_t* opt = NULL;
+  CHECK(ok && uj_optim_new("adamw", &opt) == UJ_OK);
+  if (!opt) return;
+  CHECK(uj_optim_set(opt, "lr", 1e-3) == UJ_OK && uj_optim_set(opt, "wd", 0.1) == UJ_OK);
+  uj_status_t s = uj_optim_step(ctx, opt, groups, G, NULL); /* compiles */
+  if (s != UJ_OK) fprintf(stderr, "  %s\n", uj_last_error());
+  SKIP_IF(s != UJ_OK, "the CUDA engine could not compile (NVRTC): skipped");
+  fake_cuda_stats_t before, after;
+  stats_of(&before);
+  for (int k = 0; k < 3; k++) CHECK(uj_optim_step(ctx, opt, groups, G, NULL) == UJ_OK);
+  stats_of(&after);
+  printf("  adamw over %d tensors, 3 steps: %ld launches, %ld synchronizations, %ld allocations that wait\n", G,
+         after.launches - before.launches, after.syncs - before.syncs, after.allocs - before.allocs);
+  CHECK(after.launches - before.launches == 3);
+  CHECK(after.syncs - before.syncs == 0);
+  CHECK(after.allocs - before.allocs == 0);
+  uj_optim_free(opt);
   uj_ctx_free(ctx);
 }
 

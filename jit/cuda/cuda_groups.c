@@ -251,7 +251,7 @@ uj_status_t jit_cuda_groups_run(uj_ctx_t* ctx, const groups_plan_t* plan, const 
                  (long long)t.nchunks);
   void* dev = NULL;
   if (s == UJ_OK) s = rt_cuda_alloc_temp(cc, t.bytes, &dev);
-  if (s == UJ_OK) s = rt_cuda_copy(cc, dev, 1, t.host, 0, t.bytes);
+  if (s == UJ_OK) s = rt_cuda_upload(cc, dev, t.host, t.bytes); /* t.host is ours, malloc'd: no wait */
   if (s == UJ_OK) s = launch(cc, m, plan, &t, dev, group_count);
   if (dev) rt_cuda_free_temp(cc, dev);
   groups_table_release(&t);
