@@ -5,9 +5,9 @@
  * uj_program_run_groups wants every tensor of a call on one device, scalars
  * included. So a step on GPU tensors allocates one device block per step
  * (stream-ordered: freeing it waits for nothing), uploads the scalars in
- * one copy that does not wait for the stream either (the host block is
- * ours and pageable: rt_cuda_upload), and reads back only what the host must
- * see (the per-group sums LAMB's [apply] reads, the gradient pass's
+ * one copy that does not wait for the stream either (rt_cuda_upload, from
+ * a copy of the block it frees once copied), and reads back only what the
+ * host must see (the per-group sums LAMB's [apply] reads, the gradient pass's
  * found-inf and norm sums: a few values per group), each in one copy. The
  * tensors a pass binds are views at the same offsets in whichever block
  * the step runs on; on the CPU syncing is nothing. Regions are multiples
@@ -60,7 +60,13 @@ uj_status_t optim_cells_sync(optim_cells_t* c, size_t offset, size_t bytes, int 
   uj_tensor_t dev = {(char*)c->mirror.data + offset, UJ_F64, c->device, 1, {(int64_t)(bytes / 8)}};
   rt_cuda_ctx_t* cc = NULL;
   uj_status_t s = to_device ? rt_cuda_ctx_get(c->ctx, &cc) : uj_tensor_copy(c->ctx, &host, &dev);
-  if (s == UJ_OK && to_device) s = rt_cuda_upload(cc, dev.data, host.data, bytes);
+  if (s == UJ_OK && to_device) {
+    /* a copy, for the upload to free once copied: the block is rewritten next step */
+    void* copy = malloc(bytes);
+    if (!copy) return rt_error(UJ_ERR_OOM, "out of memory staging %zu bytes of step scalars", bytes);
+    memcpy(copy, host.data, bytes);
+    s = rt_cuda_upload(cc, dev.data, copy, bytes);
+  }
   if (s != UJ_OK) rt_error_prefix("copying %zu bytes of step scalars %s the GPU: ", bytes, to_device ? "to" : "from");
   return s;
 }

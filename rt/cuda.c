@@ -91,7 +91,8 @@ static void load_driver(void) {
            LOAD(driver, lib, cuModuleGetFunction, 1, driver_reason, L) &&
            LOAD(driver, lib, cuLaunchKernel, 1, driver_reason, L) &&
            LOAD(driver, lib, cuMemAllocAsync, 0, driver_reason, L) &&
-           LOAD(driver, lib, cuMemFreeAsync, 0, driver_reason, L);
+           LOAD(driver, lib, cuMemFreeAsync, 0, driver_reason, L) &&
+           LOAD(driver, lib, cuLaunchHostFunc, 0, driver_reason, L);
   if (!ok) return; /* the library stays open: dlclose of a driver is not worth the risk */
   CUresult r = driver.cuInit(0);
   if (r != CUDA_SUCCESS) {
@@ -376,11 +377,24 @@ uj_status_t rt_cuda_copy(rt_cuda_ctx_t* c, void* dst, int dst_on_device, const v
   return s;
 }
 
-uj_status_t rt_cuda_upload(rt_cuda_ctx_t* c, void* dst, const void* src, size_t bytes) {
-  if (!bytes) return UJ_OK;
+static void CUDA_CB free_host(void* p) { free(p); }
+
+uj_status_t rt_cuda_upload(rt_cuda_ctx_t* c, void* dst, void* src, size_t bytes) {
   uj_status_t s = rt_cuda_enter(c);
-  if (s != UJ_OK) return s;
-  s = rt_cuda_check(c->drv->cuMemcpyHtoDAsync(as_dev(dst), src, bytes, c->stream), "cuMemcpyHtoDAsync");
+  if (s != UJ_OK) {
+    free(src);
+    return s;
+  }
+  if (bytes) s = rt_cuda_check(c->drv->cuMemcpyHtoDAsync(as_dev(dst), src, bytes, c->stream), "cuMemcpyHtoDAsync");
+  if (s == UJ_OK && c->drv->cuLaunchHostFunc &&
+      rt_cuda_check(c->drv->cuLaunchHostFunc(c->stream, free_host, src), "cuLaunchHostFunc") == UJ_OK) {
+    rt_cuda_leave(c);
+    return UJ_OK; /* src is the host function's */
+  }
+  /* no host function (or it failed, or the copy did): wait, then free */
+  uj_status_t w = rt_cuda_check(c->drv->cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+  if (s == UJ_OK) s = w;
+  free(src);
   rt_cuda_leave(c);
   return s;
 }
@@ -482,8 +496,9 @@ uj_status_t rt_cuda_sync(rt_cuda_ctx_t* c) {
   (void)c;
   return no_cuda();
 }
-uj_status_t rt_cuda_upload(rt_cuda_ctx_t* c, void* dst, const void* src, size_t bytes) {
-  (void)c, (void)dst, (void)src, (void)bytes;
+uj_status_t rt_cuda_upload(rt_cuda_ctx_t* c, void* dst, void* src, size_t bytes) {
+  (void)c, (void)dst, (void)bytes;
+  free(src);
   return no_cuda();
 }
 uj_status_t rt_cuda_workspace(rt_cuda_ctx_t* c, size_t bytes, void** work, void** ticket) {

@@ -56,6 +56,8 @@ typedef struct {
   /* stream-ordered allocation (CUDA 11.2); NULL when the driver lacks it */
   RT_CUDA_FN(cuMemAllocAsync);
   RT_CUDA_FN(cuMemFreeAsync);
+  /* a host function in stream order (CUDA 10); NULL when the driver lacks it */
+  RT_CUDA_FN(cuLaunchHostFunc);
 } rt_cuda_driver_t;
 
 typedef struct {
@@ -154,14 +156,14 @@ uj_status_t rt_cuda_copy(rt_cuda_ctx_t* c, void* dst, int dst_on_device, const v
                          size_t bytes);
 /* Waits for everything queued on the context's stream. */
 uj_status_t rt_cuda_sync(rt_cuda_ctx_t* c);
-/* Queues a copy of bytes from src, host memory the library allocated with
- * malloc (pageable, never registered), to device memory dst, without
- * waiting for the stream: from pageable memory the driver returns once it
- * has staged the source, so src may be reused at once (the CUDA driver
- * API's synchronization rules for pageable memory). For the library's own
- * tables and scalars; a caller's memory may be pinned, and goes through
- * rt_cuda_copy. */
-uj_status_t rt_cuda_upload(rt_cuda_ctx_t* c, void* dst, const void* src, size_t bytes);
+/* Queues a copy of bytes from src to device memory dst, without waiting
+ * for the stream, and takes src over: src is a block from malloc, freed
+ * by a host function queued after the copy (cuLaunchHostFunc), so that it
+ * lives until the copy has read it whatever the driver does with pageable
+ * memory (it may copy it later than the call returns). Without
+ * cuLaunchHostFunc, it waits for the copy, then frees src. src is freed on
+ * failure too. For the library's own tables and scalars. */
+uj_status_t rt_cuda_upload(rt_cuda_ctx_t* c, void* dst, void* src, size_t bytes);
 /* At least `bytes` of reduction scratch followed by a 4-byte ticket that
  * is 0; grown (after waiting for the stream) when too small. Returns the
  * scratch's device address in *work and the ticket's in *ticket. */

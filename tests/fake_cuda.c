@@ -2,7 +2,9 @@
  * as build/tests/libfakecuda.so with that soname, so that
  * tests/test_cuda_host.c can run the CUDA engine's host side (launch
  * planning, kernel arguments, memory, driver calls per call) on a machine
- * without a GPU. NVRTC stays the real one: kernels are compiled, never run.
+ * without a GPU. NVRTC stays the real one: kernels are compiled, never run
+ * (NVRTC asks a loaded driver for its export tables: it is told there are
+ * none, and compiles without them).
  *
  * One device, sm_90 with 132 multiprocessors. Device memory is host memory
  * and copies are memcpy, so data put on the "device" comes back unchanged;
@@ -36,6 +38,13 @@ const char* fake_cuda_launch(long i, unsigned* grid, unsigned* block) {
 }
 
 CUresult CUDAAPI cuInit(unsigned int flags) { return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS; }
+/* NVRTC looks the driver up too once one is loaded, and asks it for its
+ * internal tables: there are none here, and it compiles without them */
+CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
+  (void)id;
+  *table = NULL;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 CUresult CUDAAPI cuDriverGetVersion(int* v) { return *v = 13000, CUDA_SUCCESS; }
 CUresult CUDAAPI cuGetErrorName(CUresult e, const char** s) { return (void)e, *s = "CUDA_ERROR_FAKE", CUDA_SUCCESS; }
 CUresult CUDAAPI cuGetErrorString(CUresult e, const char** s) { return (void)e, *s = "fake driver", CUDA_SUCCESS; }
@@ -104,6 +113,12 @@ CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstr
   (void)st;
   unsigned int* p = (unsigned int*)(uintptr_t)d;
   for (size_t i = 0; i < n; i++) p[i] = v;
+  return CUDA_SUCCESS;
+}
+/* the stream has done everything queued: run it now */
+CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
+  (void)s;
+  fn(data);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void* image) { return (void)image, *m = (CUmodule)0x3, CUDA_SUCCESS; }

@@ -207,19 +207,21 @@ uj_status_t jit_cuda_groups_compile_for(uj_ctx_t* ctx, const groups_plan_t* plan
   return s;
 }
 
-/* Queues the launches on the context's stream with the table at dev. */
-static uj_status_t launch(rt_cuda_ctx_t* cc, const jit_cuda_source_t* m, const groups_plan_t* plan,
-                          const groups_table_t* t, char* dev, int group_count) {
+/* Queues the launches on the context's stream with the table at dev: its
+ * nchunks chunks first, the pointers at byte ptrs_at, the groups' first
+ * chunks at first_at. */
+static uj_status_t launch(rt_cuda_ctx_t* cc, const jit_cuda_source_t* m, const groups_plan_t* plan, int64_t nchunks,
+                          size_t ptrs_at, size_t first_at, char* dev, int group_count) {
   void* part = NULL;
   uj_status_t s = UJ_OK;
   if (plan->nred)
-    s = rt_cuda_alloc_temp(cc, (size_t)(t->nchunks ? t->nchunks : 1) * (size_t)plan->nred * sizeof(double), &part);
+    s = rt_cuda_alloc_temp(cc, (size_t)(nchunks ? nchunks : 1) * (size_t)plan->nred * sizeof(double), &part);
   if (s != UJ_OK) return s;
   void* chunks = dev;
-  void* ptrs = dev + ((char*)t->ptrs - (char*)t->host);
-  void* first = dev + ((char*)t->first - (char*)t->host);
+  void* ptrs = dev + ptrs_at;
+  void* first = dev + first_at;
   void* args[3] = {&chunks, &ptrs, &part}; /* $params are folded into the source: no more arguments */
-  unsigned grid[3] = {(unsigned)t->nchunks, 1, 1};
+  unsigned grid[3] = {(unsigned)nchunks, 1, 1};
   s = jit_cuda_source_launch(m, 0, grid, THREADS, args);
   if (s == UJ_OK && plan->nred) {
     long long ngroups = group_count;
@@ -251,8 +253,12 @@ uj_status_t jit_cuda_groups_run(uj_ctx_t* ctx, const groups_plan_t* plan, const 
                  (long long)t.nchunks);
   void* dev = NULL;
   if (s == UJ_OK) s = rt_cuda_alloc_temp(cc, t.bytes, &dev);
-  if (s == UJ_OK) s = rt_cuda_upload(cc, dev, t.host, t.bytes); /* t.host is ours, malloc'd: no wait */
-  if (s == UJ_OK) s = launch(cc, m, plan, &t, dev, group_count);
+  size_t ptrs_at = (size_t)((char*)t.ptrs - (char*)t.host), first_at = (size_t)((char*)t.first - (char*)t.host);
+  if (s == UJ_OK) {
+    s = rt_cuda_upload(cc, dev, t.host, t.bytes); /* no wait: it frees the table once copied */
+    t.host = NULL;
+  }
+  if (s == UJ_OK) s = launch(cc, m, plan, t.nchunks, ptrs_at, first_at, dev, group_count);
   if (dev) rt_cuda_free_temp(cc, dev);
   groups_table_release(&t);
   jit_cuda_source_release(ctx, ref);
