@@ -3,15 +3,18 @@
  * device's SM count, so that tests read it without a GPU.
  *
  * Per block with loops, in order:
- *  - a block that starts a row chain (jit_cu_kernel_t.chain) whose rows
- *    are at least ROW_MIN long (the loops inside the first block's row
- *    loop) launches uj_chain_<b> once, one CUDA block per row, the grid
- *    capped at 8 blocks per SM (grid-stride over the rows): as many as
- *    can be resident at once (2048 threads per SM), so that the rows of
- *    chain-local scratch in use, one per CUDA block, stay few enough for
- *    L2; the chain's other blocks launch nothing. Shorter rows would leave most of
- *    a CUDA block's 256 threads idle: the blocks then launch one by one,
- *    as below, a thread per row;
+ *  - a block that starts a row chain (jit_cu_kernel_t.chain) with at least
+ *    as many rows as the device has SMs, each at least ROW_MIN long (the
+ *    loops inside the first block's row loop), launches uj_chain_<b> once,
+ *    one CUDA block per row, and the chain's other blocks launch nothing.
+ *    The grid is capped at 8 blocks per SM (grid-stride over the rows), as
+ *    many as can be resident at once (2048 threads per SM), and further so
+ *    that the rows of chain-local scratch it needs, one per CUDA block,
+ *    take at most CHAIN_SCRATCH bytes (but never below one block per SM):
+ *    the context keeps that scratch between calls. Shorter rows would
+ *    leave most of a CUDA block's 256 threads idle, and fewer rows than
+ *    SMs most of the device: the blocks then launch one by one, as below,
+ *    where a few long reductions spread over the grid;
  *  - THREADS: a thread per iteration of the flattened loops (per vector of
  *    them on the vector path), the grid capped at 32 blocks per SM;
  *  - REDUCE: mode 2 for a single long reduction (the whole grid, partials
@@ -22,6 +25,23 @@
 #include "cuda_emit.h"
 
 enum { THREADS = JIT_CU_THREADS_PER_BLOCK, ROW_MIN = 64 };
+#define CHAIN_SCRATCH ((int64_t)64 << 20)
+
+/* The bytes of one row of every chain-local temporary the row kernel of
+ * kk uses (0: none). */
+static int64_t scratch_row_bytes(const jit_cu_kernel_t* kk, const ir_env_t* env) {
+  int64_t total = 0;
+  for (int a = 0; a < kk->chain_nargs; a++) {
+    if (kk->chain_args[a].kind != JIT_CU_ARG_TENSOR) continue;
+    int t = kk->chain_args[a].index;
+    const ir_tensor_t* tt = &env->f->tensors[t];
+    if (!tt->chain_local) continue;
+    int64_t row = uj_dtype_size(tt->dtype);
+    for (int k = 1; k < tt->ndim; k++) row *= env->buf[t].dims[k];
+    total += row;
+  }
+  return total;
+}
 
 /* The product of the extents of loops [from, to), 0 when one is empty;
  * UJ_ERR_SHAPE when it overflows. */
@@ -59,8 +79,10 @@ uj_status_t jit_cu_launches(const jit_cu_module_t* m, const ir_func_t* f, const 
     int64_t outer = 1, inner = 1;
     if (kk->chain >= 2) {
       if ((s = extent(env, b, 0, 1, &outer)) != UJ_OK || (s = extent(env, b, 1, b->nloops, &inner)) != UJ_OK) break;
-      if (outer > 0 && inner >= ROW_MIN) {
-        out[(*count)++] = (jit_cu_launch_t){bi, kk->chain, outer < 8 * sms ? outer : 8 * sms, 0, 0};
+      if (outer >= sms && inner >= ROW_MIN) {
+        int64_t grid = outer < 8 * sms ? outer : 8 * sms, row = scratch_row_bytes(kk, env);
+        if (row > 0 && grid > CHAIN_SCRATCH / row) grid = CHAIN_SCRATCH / row > sms ? CHAIN_SCRATCH / row : sms;
+        out[(*count)++] = (jit_cu_launch_t){bi, kk->chain, grid, 0, 0};
         bi += kk->chain - 1;
         continue;
       }

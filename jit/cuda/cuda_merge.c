@@ -2,10 +2,13 @@
  * the threads of a CUDA block, for the engine's reduction kernels
  * (cuda_emit.c) and its multi-tensor kernels (cuda_groups.c).
  *
- * Two partials merge as the serial loop would combine two runs of
- * elements: + or * (i32 wrapping), the extremum taking the new value first
+ * Two partials merge as the serial loop combines a value with its running
+ * result: + or * (i32 wrapping), the extremum taking the new value first
  * (so NaN propagates as in the loop), and for argmax/argmin the better value
- * with, on a tie, the lower index (the first element).
+ * with, on a tie, the lower index (the first element). A thread's partial
+ * covers elements t, t + 256, ..., not a contiguous run, so a float max or
+ * min over +0 and -0 may return either zero (the serial loop returns the
+ * first); sums differ from it by rounding only, and arg ops not at all.
  *
  * A block merge needs no shared-memory tree. Each warp merges its 32 values
  * in registers by shuffles (offsets 16, 8, 4, 2, 1: lane l takes lane
