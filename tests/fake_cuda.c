@@ -123,12 +123,19 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
 }
 CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void* image) { return (void)image, *m = (CUmodule)0x3, CUDA_SUCCESS; }
 CUresult CUDAAPI cuModuleUnload(CUmodule m) { return (void)m, CUDA_SUCCESS; }
-/* a function is its name, kept until the process ends */
+/* a function is its name, kept (once per name) until the process ends */
+enum { NAMES = 256 };
+static char names[NAMES][64];
+static int nnames;
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   (void)m;
-  char* copy = strdup(name);
-  if (!copy) return CUDA_ERROR_OUT_OF_MEMORY;
-  *f = (CUfunction)(void*)copy;
+  int i = 0;
+  while (i < nnames && strcmp(names[i], name)) i++;
+  if (i == nnames) {
+    if (nnames == NAMES || strlen(name) >= sizeof names[0]) return CUDA_ERROR_OUT_OF_MEMORY;
+    strcpy(names[nnames++], name);
+  }
+  *f = (CUfunction)(void*)names[i];
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
