@@ -64,6 +64,26 @@ def numpy_sigmoid(np, x, a, b, t, y):
     np.divide(np.float32(1), t, out=y)
 
 
+def numpy_adam(np, t, c, tmp):
+    """One Adam step in place on t["p"], t["m"], t["v"] from t["g"], as a
+    NumPy user writes it for speed: one ufunc per operation, into tmp
+    (scratch of p's shape) or the state itself. c holds lr, b1, b2 and eps
+    as np.float32, keeping it in f32."""
+    p, g, m, v = t["p"], t["g"], t["m"], t["v"]
+    np.multiply(m, c["b1"], out=m)
+    np.multiply(g, np.float32(1) - c["b1"], out=tmp)
+    np.add(m, tmp, out=m)
+    np.multiply(v, c["b2"], out=v)
+    np.multiply(g, g, out=tmp)
+    np.multiply(tmp, np.float32(1) - c["b2"], out=tmp)
+    np.add(v, tmp, out=v)
+    np.sqrt(v, out=tmp)
+    np.add(tmp, c["eps"], out=tmp)
+    np.divide(m, tmp, out=tmp)
+    np.multiply(tmp, c["lr"], out=tmp)
+    np.subtract(p, tmp, out=p)
+
+
 def row_tolerance(n):
     """gamma_n + 16u, u the unit roundoff of f32: what a sum over a row of n
     elements may lose, with room for the few operations around it."""

@@ -73,7 +73,8 @@ import subprocess
 import sys
 import time
 
-from peers_common import SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_sigmoid, row_tolerance, time_samples
+from peers_common import (SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_adam, numpy_sigmoid,
+                          row_tolerance, time_samples)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -269,21 +270,7 @@ class Bench(SeededInputs):
             c = {k: np.float32(v) for k, v in s.items()}
             tmp = np.empty(n, np.float32)
 
-            def numpy_step(t):
-                p, g, m, v = t["p"], t["g"], t["m"], t["v"]
-                np.multiply(m, c["b1"], out=m)
-                np.multiply(g, np.float32(1) - c["b1"], out=tmp)
-                np.add(m, tmp, out=m)
-                np.multiply(v, c["b2"], out=v)
-                np.multiply(g, g, out=tmp)
-                np.multiply(tmp, np.float32(1) - c["b2"], out=tmp)
-                np.add(v, tmp, out=v)
-                np.sqrt(v, out=tmp)
-                np.add(tmp, c["eps"], out=tmp)
-                np.divide(m, tmp, out=tmp)
-                np.multiply(tmp, c["lr"], out=tmp)
-                np.subtract(p, tmp, out=p)
-            measure("numpy", "peer", numpy_step)
+            measure("numpy", "peer", lambda t: numpy_adam(np, t, c, tmp))
 
     def softmax(self, threads):
         np, rows, cols = self.np, self.args.rows, self.args.cols

@@ -85,7 +85,7 @@ import statistics
 import sys
 import time
 
-from peers_common import SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_sigmoid, time_samples
+from peers_common import SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_adam, numpy_sigmoid, time_samples
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -350,21 +350,7 @@ class Bench(SeededInputs):
             self.measure("adam", "cpu", NEW_NUMEXPR, *fresh(numexpr_new))
         tmp = np.empty(n, np.float32)
 
-        def numpy_step():
-            p, g, m, v = t["p"], t["g"], t["m"], t["v"]
-            np.multiply(m, c["b1"], out=m)
-            np.multiply(g, np.float32(1) - c["b1"], out=tmp)
-            np.add(m, tmp, out=m)
-            np.multiply(v, c["b2"], out=v)
-            np.multiply(g, g, out=tmp)
-            np.multiply(tmp, np.float32(1) - c["b2"], out=tmp)
-            np.add(v, tmp, out=v)
-            np.sqrt(v, out=tmp)
-            np.add(tmp, c["eps"], out=tmp)
-            np.divide(m, tmp, out=tmp)
-            np.multiply(tmp, c["lr"], out=tmp)
-            np.subtract(p, tmp, out=p)
-        self.measure("adam", "cpu", NUMPY, *in_place(numpy_step))
+        self.measure("adam", "cpu", NUMPY, *in_place(lambda: numpy_adam(np, t, c, tmp)))
 
     # ---- CUDA workloads ------------------------------------------------------------
 
