@@ -127,7 +127,7 @@ typedef struct uj_ctx uj_ctx_t;
  * Settings. Each has a setter below, and its default comes from the
  * environment, read once here: UOPJIT_ENGINE, UOPJIT_THREADS,
  * UOPJIT_MIR_LEVEL, UOPJIT_CACHE and UOPJIT_CACHE_DIR,
- * UOPJIT_CACHE_MEMORY_LIMIT, UOPJIT_CACHE_DISK_LIMIT, UOPJIT_TIER, UOPJIT_STREAM_BYTES (README.md lists them
+ * UOPJIT_CACHE_MEMORY_LIMIT, UOPJIT_CACHE_DISK_LIMIT, UOPJIT_TIER, UOPJIT_STREAM_BYTES (docs/CONFIGURATION.md lists them
  * with their values). An unset or empty variable leaves the built-in
  * default. A variable set to a value it does not accept does not stop the
  * context from being made; instead the setting keeps its built-in default,
@@ -215,7 +215,7 @@ uj_status_t uj_ctx_set_mir_level(uj_ctx_t* ctx, int level);
  * MIR serving and is reported by uj_program_last_run, never as a failed
  * run. Without MIR, a new kernel runs on the interpreter while C compiles
  * when the call is small (under 2^16 elements in its largest tensor), and
- * waits for the C compile otherwise (README.md says why). Freeing the
+ * waits for the C compile otherwise (docs/ENGINES.md says why). Freeing the
  * context drops the compiles not yet started and waits for those running
  * (each one compile at most).
  *

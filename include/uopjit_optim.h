@@ -39,7 +39,7 @@ extern "C" {
  *   for (...) uj_optim_step(ctx, opt, groups, n, NULL);   // t = 1, 2, ...
  *   uj_optim_free(opt);
  *
- * Built-in updaters (uj_optim_builtin_name lists them; README.md gives
+ * Built-in updaters (uj_optim_builtin_name lists them; docs/OPTIMIZERS.md gives
  * their rules and hyperparameters): sgd, sgd_momentum, adam, adam_amsgrad,
  * adamw, adamw_amsgrad, adagrad, rmsprop, rmsprop_centered,
  * rmsprop_momentum, rmsprop_centered_momentum, lion, lamb. They follow

@@ -57,7 +57,7 @@
  * chunks): B's read of y misses the cache like the read of x it replaces,
  * and A adds a full-size store, one more pass over y (softmax: five passes
  * of 4 bytes per element instead of four; at 8192x8192, 256 MB more, some
- * 0.07 ms at the copy rate the README measures beside a 0.50 ms softmax, not
+ * 0.07 ms at the copy rate docs/BENCH.md measures beside a 0.50 ms softmax, not
  * measured here). It is still chosen there: the IR is the same for every
  * engine, the CPU is where the exp is the measured cost, and the GPU's
  * softmax runs at a quarter of the copy rate, held back by its reductions

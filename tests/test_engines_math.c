@@ -10,12 +10,12 @@
  * log's FLT_MIN, tanh's 0.625 switch, sigmoid's -80 switch, ...), and the
  * special values. The interpreter must give f(x) in double rounded to float
  * bit for bit (it defines the results); each engine must agree with it on
- * NaN, +-0, +-inf and zero signs, and stay within README.md's bounds:
+ * NaN, +-0, +-inf and zero signs, and stay within docs/ENGINES.md's bounds:
  * relative error where the result is normal, error in units of 2^-149
  * where it is subnormal (ms_bound_rel, ms_bound_ulps). It prints the
  * largest errors it saw per engine, function and range.
  *
- * UJ_MATH_SWEEP=N makes it the measurement README.md quotes (N = 7):
+ * UJ_MATH_SWEEP=N makes it the measurement docs/ENGINES.md quotes (N = 7):
  * every Nth bit pattern (N = 1: every float, tens of minutes) and every
  * subnormal, on the JIT engines only. f64 math goes through libm on every
  * engine and must match libm to 1e-15. A parsed chain mixing the four functions must agree with the
@@ -28,7 +28,7 @@ static const char* const fname[NF] = {"exp", "log", "tanh", "sigmoid"};
 
 static double ref_of(int f, double x) { return ms_ref(f, x); }
 
-/* README.md's bounds, "f32 math accuracy": relative error for normal
+/* docs/ENGINES.md's bounds, "f32 math accuracy": relative error for normal
  * results, units of 2^-149 for subnormal ones, the same on C and MIR (the
  * larger engine's measured maximum, rounded up). */
 static const double ms_bound_rel[NF] = {2e-7, 1e-7, 2.5e-7, 2.5e-7};

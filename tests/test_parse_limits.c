@@ -1,5 +1,5 @@
 /* tests/test_parse_limits.c: the expression language's limits, as the
- * README states them. Nesting (parentheses, function calls, unary '-' and
+ * docs/LANGUAGE.md states them. Nesting (parentheses, function calls, unary '-' and
  * '+', the exponent of '**') is allowed to 256 levels: a source at exactly
  * 256 parses and runs, one level more is UJ_ERR_PARSE naming the line and
  * column of the token that opens level 257. A flat chain of binary

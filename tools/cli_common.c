@@ -308,7 +308,7 @@ static uj_status_t parse_source(const char* source, uj_program_t** p, char** par
   return s;
 }
 
-/* The most a source may hold (the README: "sources over 1 MiB ... are
+/* The most a source may hold (docs/LANGUAGE.md: "sources over 1 MiB ... are
  * errors"); a file is read to one byte past it, so that the parser's own
  * message says the source is too long. */
 #define CLI_MAX_SOURCE (1 << 20)

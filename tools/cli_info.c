@@ -42,7 +42,7 @@ static void print_auto(uj_ctx_t* ctx) {
   printf("  %-8s available: ", uj_engine_name(UJ_ENGINE_AUTO));
   if (calls > 0 && c && mir)
     printf("mir, then c once a kernel is compiled in the background");
-  else if (calls > 0 && c) /* README: the interpreter only where it beats waiting for the compiler */
+  else if (calls > 0 && c) /* docs/ENGINES.md: the interpreter only where it beats waiting for the compiler */
     printf("interp while c compiles in the background (calls under 65536 elements), else c at once");
   else
     printf("%s alone (%s)", mir ? "mir" : c ? "c" : "interp", !c ? "c is not available" : "UOPJIT_TIER=0");

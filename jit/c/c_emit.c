@@ -17,7 +17,7 @@
  * tanh (and so the shared sigmoid, which calls the exp) are inline
  * polynomials written with ternary clamps and magic-number rounding,
  * so gcc vectorizes them without -ffast-math; they cover the whole f32
- * range (subnormal inputs and results, overflow to +inf), and README.md
+ * range (subnormal inputs and results, overflow to +inf), and docs/ENGINES.md
  * states their measured error. f64 math calls libm.
  *
  * Nothing from the program's text reaches the output: tensors, loops and
@@ -58,7 +58,7 @@ static const char prelude[] =
     "#define UJ_U2F(x) (((uj_bits){.u = (x)}).f)\n"
     /* Fused multiply-adds inside the math functions only: each polynomial
      * step and range reduction then rounds once instead of twice, which
-     * keeps the errors README.md states (measured both ways) and takes
+     * keeps the errors docs/ENGINES.md states (measured both ways) and takes
      * about a quarter off the sigmoid chain's time. Where the target
      * has no FMA unit fmaf would be a libm call, so the macro falls back to
      * a multiply and an add. User arithmetic is never contracted (the

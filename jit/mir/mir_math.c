@@ -7,7 +7,7 @@
  * between float and integer registers through a stack slot). log and tanh
  * use the C engine's algorithms and coefficients; exp is shaped for scalar
  * code (see jit_mir_expf). Each covers the whole f32 range: subnormal
- * inputs and results, overflow to +inf, +-0, +-inf and NaN; README.md
+ * inputs and results, overflow to +inf, +-0, +-inf and NaN; docs/ENGINES.md
  * states the measured error per function and range. */
 #ifdef UJ_HAVE_MIR
 #include <math.h>

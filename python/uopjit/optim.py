@@ -84,7 +84,7 @@ class Optimizer:
     def from_source(cls, text, params, name="custom", engine="auto", threads=None, grad_scale=None,
                     max_grad_norm=None, **hparams):
         """An optimizer running the updater in `text` (sections [defaults],
-        [scalars], [update], [apply]; see the README), called `name` in messages."""
+        [scalars], [update], [apply]; see docs/OPTIMIZERS.md), called `name` in messages."""
         handle = ctypes.c_void_p()
         _lib.check(_lib.lib.uj_optim_new_source(_lib.c_string(name, "updater name"),
                                                 _lib.c_string(text, "updater text"), ctypes.byref(handle)))
