@@ -22,6 +22,7 @@ them.
 """
 import ctypes
 import importlib
+import json
 import os
 import shutil
 import subprocess
@@ -82,6 +83,17 @@ def numpy_adam(np, t, c, tmp):
     np.divide(m, tmp, out=tmp)
     np.multiply(tmp, c["lr"], out=tmp)
     np.subtract(p, tmp, out=p)
+
+
+def write_json(path, report):
+    """report as indented JSON to the file at path, or to standard output
+    for "-" (the scripts' --json)."""
+    if path == "-":
+        json.dump(report, sys.stdout, indent=1)
+        print()
+    else:
+        with open(path, "w") as f:
+            json.dump(report, f, indent=1)
 
 
 def row_tolerance(n):

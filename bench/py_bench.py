@@ -64,7 +64,6 @@ numexpr is optional (a note says when it is missing). What it shares with
 bench/cpu_peers.py (imports, timing, inputs) is in bench/peers_common.py.
 """
 import argparse
-import json
 import os
 import re
 import statistics
@@ -74,7 +73,7 @@ import sys
 import time
 
 from peers_common import (SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_adam, numpy_sigmoid,
-                          row_tolerance, time_samples)
+                          row_tolerance, time_samples, write_json)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -386,12 +385,7 @@ def main():
                   "numpy_huge_pages": not args.no_huge_pages,
                   "uopjit_version": bench.uopjit.library_version, "notes": bench.notes,
                   "measurements": bench.rows}
-        if args.json == "-":
-            json.dump(report, sys.stdout, indent=1)
-            print()
-        else:
-            with open(args.json, "w") as f:
-                json.dump(report, f, indent=1)
+        write_json(args.json, report)
     return 1 if any(r["status"] != "ok" for r in bench.rows) else 0
 
 

@@ -79,13 +79,13 @@ torch are optional (a note says when they are missing).
 """
 import argparse
 import ctypes
-import json
 import os
 import statistics
 import sys
 import time
 
-from peers_common import SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_adam, numpy_sigmoid, time_samples
+from peers_common import (SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_adam, numpy_sigmoid,
+                          time_samples, write_json)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -517,12 +517,7 @@ def main():
         report = {"generator": "bench/py_overhead.py", "load_average": list(os.getloadavg()),
                   "uopjit_version": bench.uopjit.library_version, "elements": args.elements,
                   "notes": bench.notes, "measurements": bench.rows}
-        if args.json == "-":
-            json.dump(report, sys.stdout, indent=1)
-            print()
-        else:
-            with open(args.json, "w") as f:
-                json.dump(report, f, indent=1)
+        write_json(args.json, report)
     return 1 if any(r["status"] != "ok" for r in bench.rows) else 0
 
 
