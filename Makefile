@@ -306,9 +306,9 @@ INSTALL ?= install
 # uopjit.pc names its directories through ${prefix} where they lie under it,
 # so that PKG_CONFIG_SYSROOT_DIR and pkg-config --define-prefix work.
 PC_DIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
-# The public headers: uopjit.h, which a user includes, and the part of the API
-# it includes at its end (uopjit_optim.h).
-PUBLIC_HEADERS = include/uopjit.h include/uopjit_optim.h
+# The public headers: uopjit.h, which a user includes, and the parts of the API
+# it includes (the op table uopjit_ops.h, the optimizers' uopjit_optim.h).
+PUBLIC_HEADERS = include/uopjit.h include/uopjit_ops.h include/uopjit_optim.h
 
 install: all
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)

@@ -43,6 +43,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "uopjit_ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -282,12 +283,18 @@ uj_status_t uj_ctx_device(uj_ctx_t* ctx, char* name, size_t name_cap, int* arch,
 
 /* ---- micro-ops -------------------------------------------------------------- */
 
-typedef enum { UJ_UNARY_NEG, UJ_UNARY_ABS, UJ_UNARY_EXP, UJ_UNARY_LOG, UJ_UNARY_SQRT,
-               UJ_UNARY_RSQRT, UJ_UNARY_RECIP, UJ_UNARY_SIN, UJ_UNARY_COS, UJ_UNARY_TANH,
-               UJ_UNARY_SIGMOID, UJ_UNARY_FLOOR } uj_unary_op_t;
-typedef enum { UJ_BINARY_ADD, UJ_BINARY_SUB, UJ_BINARY_MUL, UJ_BINARY_DIV, UJ_BINARY_POW,
-               UJ_BINARY_MAX, UJ_BINARY_MIN, UJ_BINARY_EQ, UJ_BINARY_NE, UJ_BINARY_LT,
-               UJ_BINARY_LE, UJ_BINARY_GT, UJ_BINARY_GE } uj_binary_op_t;
+/* The elementwise ops, one row each in uopjit_ops.h (the name in the
+ * language, which take i32, the function that defines each). */
+#define UJ_OP_ENUM_UNARY(NAME, spelling, ints, ref, cfn) UJ_UNARY_##NAME,
+#define UJ_OP_ENUM_BINARY(NAME, spelling, kind, ints, ref, cfn) UJ_BINARY_##NAME,
+typedef enum { UJ_UNARY_OPS(UJ_OP_ENUM_UNARY) UJ_UNARY_COUNT } uj_unary_op_t;
+typedef enum { UJ_BINARY_OPS(UJ_OP_ENUM_BINARY) UJ_BINARY_COUNT } uj_binary_op_t;
+#undef UJ_OP_ENUM_UNARY
+#undef UJ_OP_ENUM_BINARY
+/* An op's name in the expression language ("erf", "atan2", "+"), or "?"
+ * for a number that is no op. */
+const char* uj_unary_name(uj_unary_op_t op);
+const char* uj_binary_name(uj_binary_op_t op);
 typedef enum { UJ_REDUCE_SUM, UJ_REDUCE_PROD, UJ_REDUCE_MAX, UJ_REDUCE_MIN, UJ_REDUCE_MEAN,
                UJ_REDUCE_ARGMAX, UJ_REDUCE_ARGMIN } uj_reduce_op_t;
 
@@ -313,14 +320,16 @@ uj_io_t uj_const(uj_graph_t* g, double value);
  * copied. */
 uj_io_t uj_reindex(uj_graph_t* g, uj_io_t x, int shape_count, const char* const* shape,
                    int ss_count, const uj_io_t* ss, int index_count, const char* const* index);
-/* Elementwise op. Float-only ops (all but neg, abs, floor) refuse i32. */
+/* Elementwise op (uopjit_ops.h lists them). The float-only ops (all but
+ * neg, abs, floor, ceil, round and sign) refuse i32. */
 uj_io_t uj_unary(uj_graph_t* g, uj_unary_op_t op, uj_io_t x);
 /* out = a op b elementwise. Either operand may be 0-d (read at every
  * element); otherwise both have one rank, and their sizes are checked
  * against each other at run time (UJ_ERR_SHAPE naming both and the axis).
  * Both must share a dtype (a constant adopts the other side's). Comparisons give 1 or 0 in
- * that dtype. i32 division and modulo round toward negative infinity; an i32
- * division by zero gives 0. pow refuses i32. */
+ * that dtype. i32 division and mod round toward negative infinity, fmod
+ * toward zero; an i32 division or remainder by zero gives 0. pow, atan2,
+ * hypot and copysign refuse i32. */
 uj_io_t uj_binary(uj_graph_t* g, uj_binary_op_t op, uj_io_t a, uj_io_t b);
 /* out = cond != 0 ? a : b with a's shape; cond and b have that shape or are 0-d. */
 uj_io_t uj_where(uj_graph_t* g, uj_io_t cond, uj_io_t a, uj_io_t b);

@@ -120,65 +120,6 @@ static void store(const interp_t* in, const ir_access_t* acc, int64_t off, value
   }
 }
 
-double ir_unary_f64(uj_unary_op_t op, double x) {
-  switch (op) {
-    case UJ_UNARY_NEG: return -x;
-    case UJ_UNARY_ABS: return fabs(x);
-    case UJ_UNARY_EXP: return exp(x);
-    case UJ_UNARY_LOG: return log(x);
-    case UJ_UNARY_SQRT: return sqrt(x);
-    case UJ_UNARY_RSQRT: return 1.0 / sqrt(x);
-    case UJ_UNARY_RECIP: return 1.0 / x;
-    case UJ_UNARY_SIN: return sin(x);
-    case UJ_UNARY_COS: return cos(x);
-    case UJ_UNARY_TANH: return tanh(x);
-    case UJ_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case UJ_UNARY_FLOOR: return floor(x);
-  }
-  return x;
-}
-
-static int64_t unary_int(uj_unary_op_t op, int64_t x) {
-  switch (op) {
-    case UJ_UNARY_NEG: return wrap_i32(-x);
-    case UJ_UNARY_ABS: return wrap_i32(x < 0 ? -x : x);
-    default: return x; /* floor is the identity; float-only ops never reach i32 */
-  }
-}
-
-double ir_binary_f64(uj_binary_op_t op, double a, double b) {
-  switch (op) {
-    case UJ_BINARY_ADD: return a + b;
-    case UJ_BINARY_SUB: return a - b;
-    case UJ_BINARY_MUL: return a * b;
-    case UJ_BINARY_DIV: return a / b;
-    case UJ_BINARY_POW: return pow(a, b);
-    case UJ_BINARY_MAX: return (a > b || b != b) ? a : b;
-    case UJ_BINARY_MIN: return (a < b || b != b) ? a : b;
-    case UJ_BINARY_EQ: return a == b;
-    case UJ_BINARY_NE: return a != b;
-    case UJ_BINARY_LT: return a < b;
-    case UJ_BINARY_LE: return a <= b;
-    case UJ_BINARY_GT: return a > b;
-    case UJ_BINARY_GE: return a >= b;
-  }
-  return 0;
-}
-
-static int64_t binary_int(uj_binary_op_t op, int64_t a, int64_t b) {
-  switch (op) {
-    case UJ_BINARY_ADD: return wrap_i32(a + b);
-    case UJ_BINARY_SUB: return wrap_i32(a - b);
-    case UJ_BINARY_MUL: return wrap_i32(a * b);
-    case UJ_BINARY_DIV: return wrap_i32(ir_floordiv(a, b));
-    case UJ_BINARY_POW: return float_to_i32(pow((double)a, (double)b));
-    case UJ_BINARY_MAX: return a > b ? a : b;
-    case UJ_BINARY_MIN: return a < b ? a : b;
-    default: /* comparisons: i32 values are exact in double, so they compare as the floats do */
-      return (int64_t)ir_binary_f64(op, (double)a, (double)b);
-  }
-}
-
 static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
   value_t r = {0};
   switch (e->kind) {
@@ -203,13 +144,13 @@ static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
     case IR_EX_UNARY: {
       value_t a = eval(in, e->a, oob);
       if (is_float(e->dtype)) r.f = round_to(e->dtype, ir_unary_f64((uj_unary_op_t)e->op, a.f));
-      else r.i = unary_int((uj_unary_op_t)e->op, a.i);
+      else r.i = ir_unary_i32((uj_unary_op_t)e->op, a.i);
       return r;
     }
     case IR_EX_BINARY: {
       value_t a = eval(in, e->a, oob), b = eval(in, e->b, oob);
       if (is_float(e->dtype)) r.f = round_to(e->dtype, ir_binary_f64((uj_binary_op_t)e->op, a.f, b.f));
-      else r.i = binary_int((uj_binary_op_t)e->op, a.i, b.i);
+      else r.i = ir_binary_i32((uj_binary_op_t)e->op, a.i, b.i);
       return r;
     }
     case IR_EX_WHERE: {

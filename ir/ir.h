@@ -293,10 +293,50 @@ uj_status_t ir_func_sizes(const ir_func_t* f, const int64_t* params, ir_buffer_t
  * temporaries; no-alloc tensors may have data NULL). Fails only on OOM. */
 uj_status_t ir_interp_run(const ir_func_t* f, ir_buffer_t* buf, const int64_t* params);
 
-/* The interpreter's float semantics of one op, in double: what folding a
- * constant expression must agree with. */
+/* ---- the op table's host side (ir/ops.c) ---------------------------------------------- */
+
+/* The interpreter's float semantics of one op, in double (the row's ref):
+ * what folding a constant expression must agree with. */
 double ir_unary_f64(uj_unary_op_t op, double x);
 double ir_binary_f64(uj_binary_op_t op, double a, double b);
+/* The exact i32 rule of an op that takes i32 (wrapped to 32 bits). */
+int64_t ir_unary_i32(uj_unary_op_t op, int64_t x);
+int64_t ir_binary_i32(uj_binary_op_t op, int64_t a, int64_t b);
+int ir_unary_valid(int op);
+int ir_binary_valid(int op);
+/* The spelling column: "exp", "atan2", "+", "==" ("?" for no op). */
+const char* ir_unary_name(uj_unary_op_t op);
+const char* ir_binary_name(uj_binary_op_t op);
+int ir_unary_takes_i32(uj_unary_op_t op);
+int ir_binary_takes_i32(uj_binary_op_t op);
+int ir_binary_kind(uj_binary_op_t op);           /* UJ_OP_ARITH, UJ_OP_COMPARE or UJ_OP_CALL */
+int ir_binary_is_compare(uj_binary_op_t op);
+/* The op spelled name[0..len), or -1: a unary op, or a binary UJ_OP_CALL. */
+int ir_unary_find(const char* name, size_t len);
+int ir_binary_find_call(const char* name, size_t len);
+/* 1 for the ops that cost many adds (exp, erf, pow, ...); 0 for neg, abs,
+ * sqrt, rsqrt, recip, floor, ceil, round, sign and the arithmetic. */
+int ir_unary_is_transcendental(uj_unary_op_t op);
+int ir_binary_is_transcendental(uj_binary_op_t op);
+/* The references the C library lacks (ir/ops.c says what each is). */
+double ujm_neg(double x);
+double ujm_rsqrt(double x);
+double ujm_recip(double x);
+double ujm_sigmoid(double x);
+double ujm_sign(double x);
+double ujm_add(double a, double b);
+double ujm_sub(double a, double b);
+double ujm_mul(double a, double b);
+double ujm_div(double a, double b);
+double ujm_fmax(double a, double b);
+double ujm_fmin(double a, double b);
+double ujm_eq(double a, double b);
+double ujm_ne(double a, double b);
+double ujm_lt(double a, double b);
+double ujm_le(double a, double b);
+double ujm_gt(double a, double b);
+double ujm_ge(double a, double b);
+double ujm_mod(double a, double b);
 
 /* ---- meaning shared by every target (ir/semantics.c) ------------------------------------ */
 
@@ -312,8 +352,8 @@ int ir_reduce_is_arg(uj_reduce_op_t op);
 int ir_reduce_is_arithmetic(uj_reduce_op_t op);
 /* 1 for max and argmax (a greater value wins), 0 for the others. */
 int ir_reduce_keeps_greater(uj_reduce_op_t op);
-/* 1 when the node itself (not its operands) is a transcendental call: exp,
- * log, tanh, sigmoid, sin, cos or pow, each many times the cost of an add. */
+/* 1 when the node itself (not its operands) is a transcendental call (exp,
+ * erf, pow, ...: ir_unary_is_transcendental), many times an add's cost. */
 int ir_expr_op_is_transcendental(const ir_expr_t* e);
 
 /* One iteration of loop k of a block, its index already set: reset each of

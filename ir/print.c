@@ -321,32 +321,6 @@ static const char* binary_infix(int op, int* prec) {
   }
 }
 
-static const char* binary_function(int op) {
-  switch (op) {
-    case UJ_BINARY_POW: return "pow";
-    case UJ_BINARY_MAX: return "max";
-    case UJ_BINARY_MIN: return "min";
-    default: return NULL;
-  }
-}
-
-static const char* unary_function(int op) {
-  switch (op) {
-    case UJ_UNARY_ABS: return "abs";
-    case UJ_UNARY_EXP: return "exp";
-    case UJ_UNARY_LOG: return "log";
-    case UJ_UNARY_SQRT: return "sqrt";
-    case UJ_UNARY_RSQRT: return "rsqrt";
-    case UJ_UNARY_RECIP: return "recip";
-    case UJ_UNARY_SIN: return "sin";
-    case UJ_UNARY_COS: return "cos";
-    case UJ_UNARY_TANH: return "tanh";
-    case UJ_UNARY_SIGMOID: return "sigmoid";
-    case UJ_UNARY_FLOOR: return "floor";
-    default: return NULL;
-  }
-}
-
 static int ex_prec(const ir_expr_t* e) {
   int prec = EX_PREC_ATOM;
   if (e && e->kind == IR_EX_BINARY) binary_infix(e->op, &prec);
@@ -403,7 +377,7 @@ static void print_expr(printer_t* p, const ir_expr_t* e) {
       put(p, ")");
       return;
     case IR_EX_UNARY: {
-      const char* name = e->op == UJ_UNARY_NEG ? "-" : unary_function(e->op);
+      const char* name = e->op == UJ_UNARY_NEG ? "-" : ir_unary_valid(e->op) ? ir_unary_name(e->op) : NULL;
       if (name) {
         print_call(p, name, e->a, NULL, NULL);
       } else {
@@ -419,8 +393,8 @@ static void print_expr(printer_t* p, const ir_expr_t* e) {
         print_expr_operand(p, e->a, prec, 0);
         put(p, infix);
         print_expr_operand(p, e->b, prec, 1);
-      } else if (binary_function(e->op)) {
-        print_call(p, binary_function(e->op), e->a, e->b, NULL);
+      } else if (ir_binary_valid(e->op)) {
+        print_call(p, ir_binary_name(e->op), e->a, e->b, NULL);
       } else {
         putf(p, "binary%d", e->op);
         print_call(p, "", e->a, e->b, NULL);

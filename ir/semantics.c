@@ -8,8 +8,8 @@
  *  - the loop-nest walk: one iteration of loop k resets the loop's carried
  *    variables, runs the loops inside it, then the loop's statements, in
  *    that order;
- *  - which operations are transcendental calls (exp, log, tanh, sigmoid,
- *    sin, cos, pow), the ones whose cost the passes weigh against memory;
+ *  - which operations are transcendental calls (exp, erf, pow, ...: the
+ *    op table's, ir/ops.c), whose cost the passes weigh against memory;
  *  - the range-check walk: which axes guard a statement (the run-time
  *    checked ones of everything it reads and writes), in the order they
  *    must be tested: an index that is itself an i32 read is checked before
@@ -47,17 +47,8 @@ int ir_reduce_is_arithmetic(uj_reduce_op_t op) {
 int ir_reduce_keeps_greater(uj_reduce_op_t op) { return op == UJ_REDUCE_MAX || op == UJ_REDUCE_ARGMAX; }
 
 int ir_expr_op_is_transcendental(const ir_expr_t* e) {
-  if (e->kind == IR_EX_BINARY) return e->op == UJ_BINARY_POW;
-  if (e->kind != IR_EX_UNARY) return 0;
-  switch ((uj_unary_op_t)e->op) {
-    case UJ_UNARY_EXP:
-    case UJ_UNARY_LOG:
-    case UJ_UNARY_TANH:
-    case UJ_UNARY_SIGMOID:
-    case UJ_UNARY_SIN:
-    case UJ_UNARY_COS: return 1;
-    default: return 0;
-  }
+  if (e->kind == IR_EX_BINARY) return ir_binary_is_transcendental((uj_binary_op_t)e->op);
+  return e->kind == IR_EX_UNARY && ir_unary_is_transcendental((uj_unary_op_t)e->op);
 }
 
 /* ---- the loop-nest walk ---- */

@@ -162,12 +162,6 @@ static int check_access(verifier_t* v, const ir_access_t* acc, const char* what)
   return 1;
 }
 
-/* Float-only math: an i32 operand has no meaningful exp or sqrt. neg, abs and
- * floor are fine on integers. */
-static int unary_float_only(int op) {
-  return op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR;
-}
-
 static int check_expr(verifier_t* v, const ir_expr_t* e) {
   if (!e) return fail(v, "missing value expression");
   /* a half-dtype value is a cast to it, read only by another cast: every
@@ -197,16 +191,16 @@ static int check_expr(verifier_t* v, const ir_expr_t* e) {
     }
     case IR_EX_INDEX: return check_ix(v, e->ix);
     case IR_EX_UNARY:
-      if (e->op < UJ_UNARY_NEG || e->op > UJ_UNARY_FLOOR) return fail(v, "unknown unary op %d", e->op);
+      if (!ir_unary_valid(e->op)) return fail(v, "unknown unary op %d", e->op);
       if (!check_expr(v, e->a)) return 0;
       if (e->a->dtype != e->dtype)
         return fail(v, "unary op %d has dtype %s, operand has %s", e->op, dtype_name(e->dtype),
                     dtype_name(e->a->dtype));
-      if (e->dtype == UJ_I32 && unary_float_only(e->op))
+      if (e->dtype == UJ_I32 && !ir_unary_takes_i32((uj_unary_op_t)e->op))
         return fail(v, "unary op %d applied to i32", e->op);
       return 1;
     case IR_EX_BINARY:
-      if (e->op < UJ_BINARY_ADD || e->op > UJ_BINARY_GE) return fail(v, "unknown binary op %d", e->op);
+      if (!ir_binary_valid(e->op)) return fail(v, "unknown binary op %d", e->op);
       if (!check_expr(v, e->a) || !check_expr(v, e->b)) return 0;
       if (e->a->dtype != e->dtype || e->b->dtype != e->dtype)
         return fail(v, "binary op %d has dtype %s, operands have %s and %s", e->op,

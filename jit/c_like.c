@@ -22,22 +22,44 @@
 
 /* ---- the dialects' spellings ---- */
 
-enum { FN_FABS, FN_SQRT, FN_FLOOR, FN_EXP, FN_LOG, FN_SIN, FN_COS, FN_TANH, FN_POW, FN_INF, FN_NAN, FN_COUNT };
+enum { FN_INF, FN_NAN, FN_COUNT };
 
-/* [dialect][f64][fn]. C: builtins, and for f32 exp, log and tanh the C
- * prelude's inline polynomials (which gcc vectorizes); CUDA: the device
- * math library's accurate functions (not the __expf intrinsics), and the
- * CUDA prelude's bit-pattern infinities and NaNs. */
+/* [dialect][f64][fn]: the C compiler's builtins, and the CUDA prelude's
+ * bit-pattern infinities and NaNs. */
 static const char* const fn_names[2][2][FN_COUNT] = {
-    {{"__builtin_fabsf", "__builtin_sqrtf", "__builtin_floorf", "uj_expf", "uj_logf", "sinf", "cosf", "uj_tanhf",
-      "powf", "__builtin_inff()", "__builtin_nanf(\"\")"},
-     {"__builtin_fabs", "__builtin_sqrt", "__builtin_floor", "exp", "log", "sin", "cos", "tanh", "pow",
-      "__builtin_inf()", "__builtin_nan(\"\")"}},
-    {{"fabsf", "sqrtf", "floorf", "expf", "logf", "sinf", "cosf", "tanhf", "powf", "uj_inff()", "uj_nanf()"},
-     {"fabs", "sqrt", "floor", "exp", "log", "sin", "cos", "tanh", "pow", "uj_inf()", "uj_nan()"}}};
+    {{"__builtin_inff()", "__builtin_nanf(\"\")"}, {"__builtin_inf()", "__builtin_nan(\"\")"}},
+    {{"uj_inff()", "uj_nanf()"}, {"uj_inf()", "uj_nan()"}}};
 
 static const char* fn(const jit_cx_t* E, uj_dtype_t dt, int which) {
   return fn_names[E->dialect == JIT_CX_CUDA][dt == UJ_F64][which];
+}
+
+/* The op table's function names (include/uopjit_ops.h), double flavour;
+ * the float one appends an f. */
+static const char* const unary_cfn[UJ_UNARY_COUNT] = {
+#define UJ_ROW(NAME, spelling, ints, ref, cfn) [UJ_UNARY_##NAME] = #cfn,
+    UJ_UNARY_OPS(UJ_ROW)
+#undef UJ_ROW
+};
+static const char* const binary_cfn[UJ_BINARY_COUNT] = {
+#define UJ_ROW(NAME, spelling, kind, ints, ref, cfn) [UJ_BINARY_##NAME] = #cfn,
+    UJ_BINARY_OPS(UJ_ROW)
+#undef UJ_ROW
+};
+
+/* What the C dialect spells its own way: f32 exp, log and tanh are the C
+ * prelude's inline polynomials (which gcc vectorizes). */
+static const char* const c_own_f32[UJ_UNARY_COUNT] = {
+    [UJ_UNARY_EXP] = "uj_expf", [UJ_UNARY_LOG] = "uj_logf", [UJ_UNARY_TANH] = "uj_tanhf"};
+
+/* Prints the function computing a table op: CUDA calls the device
+ * library's or the prelude's function by the table's name; C calls the
+ * compiler's builtin of a C library function (it needs no declaration,
+ * and gcc expands the simple ones inline), or the prelude's. */
+static void print_fn(jit_cx_t* E, const char* cfn, uj_dtype_t dt) {
+  const char* suffix = dt == UJ_F32 ? "f" : "";
+  int builtin = E->dialect != JIT_CX_CUDA && strncmp(cfn, "uj_", 3) != 0;
+  rt_buf_printf(E->out, "%s%s%s", builtin ? "__builtin_" : "", cfn, suffix);
 }
 
 const char* jit_cx_extremum(uj_reduce_op_t op, uj_dtype_t dt) {
@@ -256,22 +278,20 @@ static void emit_unary(jit_cx_t* E, const ir_expr_t* e) {
       rt_buf_printf(E->out, ")");
     } else if (op == UJ_UNARY_ABS) {
       call2(E, "uj_wrap(uj_imax((uj_i64)(", e->a, "), -(uj_i64)(", e->a, ")))");
+    } else if (op == UJ_UNARY_SIGN) {
+      call2(E, "(int32_t)(((", e->a, ") > 0) - ((", e->a, ") < 0))");
     } else {
-      call1(E, "", e->a); /* floor of an integer */
+      call1(E, "", e->a); /* floor, ceil and round of an integer */
     }
     return;
   }
   int f32 = e->dtype == UJ_F32;
-  uj_dtype_t dt = e->dtype;
   switch (op) {
     case UJ_UNARY_NEG: call1(E, "-", e->a); return;
-    case UJ_UNARY_ABS: call1(E, fn(E, dt, FN_FABS), e->a); return;
-    case UJ_UNARY_EXP: call1(E, fn(E, dt, FN_EXP), e->a); return;
-    case UJ_UNARY_LOG: call1(E, fn(E, dt, FN_LOG), e->a); return;
-    case UJ_UNARY_SQRT: call1(E, fn(E, dt, FN_SQRT), e->a); return;
     case UJ_UNARY_RSQRT:
       rt_buf_printf(E->out, f32 ? "(1.0f / " : "(1.0 / ");
-      call1(E, fn(E, dt, FN_SQRT), e->a);
+      print_fn(E, "sqrt", e->dtype);
+      call1(E, "", e->a);
       rt_buf_printf(E->out, ")");
       return;
     /* bracketed whole, like every other value printed here: an operand of
@@ -281,46 +301,42 @@ static void emit_unary(jit_cx_t* E, const ir_expr_t* e) {
       call1(E, f32 ? "1.0f / " : "1.0 / ", e->a);
       rt_buf_printf(E->out, ")");
       return;
-    case UJ_UNARY_SIN: call1(E, fn(E, dt, FN_SIN), e->a); return;
-    case UJ_UNARY_COS: call1(E, fn(E, dt, FN_COS), e->a); return;
-    case UJ_UNARY_TANH: call1(E, fn(E, dt, FN_TANH), e->a); return;
-    case UJ_UNARY_SIGMOID:
-      if (f32) call1(E, "uj_sigmoidf", e->a);
-      else call1(E, "(1.0 / (1.0 + exp(-", e->a), rt_buf_printf(E->out, ")))");
+    default:
+      if (f32 && E->dialect != JIT_CX_CUDA && c_own_f32[op]) rt_buf_printf(E->out, "%s", c_own_f32[op]);
+      else print_fn(E, unary_cfn[op], e->dtype);
+      call1(E, "", e->a);
       return;
-    case UJ_UNARY_FLOOR: call1(E, fn(E, dt, FN_FLOOR), e->a); return;
   }
 }
 
 static void emit_binary(jit_cx_t* E, const ir_expr_t* e) {
   uj_binary_op_t op = (uj_binary_op_t)e->op;
-  static const char* const cmp[] = {[UJ_BINARY_EQ] = " == ", [UJ_BINARY_NE] = " != ", [UJ_BINARY_LT] = " < ",
-                                    [UJ_BINARY_LE] = " <= ", [UJ_BINARY_GT] = " > ",  [UJ_BINARY_GE] = " >= "};
-  static const char* const arith[] = {[UJ_BINARY_ADD] = " + ", [UJ_BINARY_SUB] = " - ", [UJ_BINARY_MUL] = " * ",
-                                      [UJ_BINARY_DIV] = " / "};
   const char* one = e->dtype == UJ_F32 ? "1.0f" : e->dtype == UJ_F64 ? "1.0" : "1";
   const char* zero = e->dtype == UJ_F32 ? "0.0f" : e->dtype == UJ_F64 ? "0.0" : "0";
-  if (op >= UJ_BINARY_EQ) {
-    call2(E, "((", e->a, cmp[op], e->b, ") ? ");
+  char infix[8];
+  snprintf(infix, sizeof infix, " %s ", ir_binary_name(op));
+  if (ir_binary_is_compare(op)) {
+    call2(E, "((", e->a, infix, e->b, ") ? ");
     rt_buf_printf(E->out, "(%s)%s : (%s)%s)", jit_cx_ctype(e->dtype), one, jit_cx_ctype(e->dtype), zero);
     return;
   }
   if (e->dtype == UJ_I32) {
     switch (op) {
       case UJ_BINARY_DIV: call2(E, "uj_wrap(uj_fdiv(", e->a, ", ", e->b, "))"); return;
+      case UJ_BINARY_MOD: call2(E, "uj_wrap(uj_fmod(", e->a, ", ", e->b, "))"); return;
+      case UJ_BINARY_FMOD: call2(E, "uj_wrap(uj_irem(", e->a, ", ", e->b, "))"); return;
       case UJ_BINARY_POW: call2(E, "uj_f2i(pow((double)", e->a, ", (double)", e->b, "))"); return;
       case UJ_BINARY_MAX: call2(E, "(int32_t)uj_imax(", e->a, ", ", e->b, ")"); return;
       case UJ_BINARY_MIN: call2(E, "(int32_t)uj_imin(", e->a, ", ", e->b, ")"); return;
       default:
         rt_buf_printf(E->out, "uj_wrap((uj_i64)(");
         jit_cx_expr(E, e->a);
-        rt_buf_printf(E->out, ")%s(uj_i64)(", arith[op]);
+        rt_buf_printf(E->out, ")%s(uj_i64)(", infix);
         jit_cx_expr(E, e->b);
         rt_buf_printf(E->out, "))");
         return;
     }
   }
-  int f32 = e->dtype == UJ_F32;
   for (int i = 0; i < E->ndivides; i++)
     if (E->divides[i] == e) {
       rt_buf_printf(E->out, "uj_fdiv_r(");
@@ -328,15 +344,12 @@ static void emit_binary(jit_cx_t* E, const ir_expr_t* e) {
       rt_buf_printf(E->out, ", uj_d%d, uj_r%d)", i, i);
       return;
     }
-  switch (op) {
-    case UJ_BINARY_POW:
-      rt_buf_printf(E->out, "%s", fn(E, e->dtype, FN_POW));
-      call2(E, "(", e->a, ", ", e->b, ")");
-      return;
-    case UJ_BINARY_MAX: call2(E, f32 ? "uj_fmaxf(" : "uj_fmax(", e->a, ", ", e->b, ")"); return;
-    case UJ_BINARY_MIN: call2(E, f32 ? "uj_fminf(" : "uj_fmin(", e->a, ", ", e->b, ")"); return;
-    default: call2(E, "(", e->a, arith[op], e->b, ")"); return;
+  if (ir_binary_kind(op) == UJ_OP_CALL) {
+    print_fn(E, binary_cfn[op], e->dtype);
+    call2(E, "(", e->a, ", ", e->b, ")");
+    return;
   }
+  call2(E, "(", e->a, infix, e->b, ")");
 }
 
 void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e) {

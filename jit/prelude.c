@@ -1,10 +1,12 @@
 /* jit/prelude.c: the helper functions that the C and the CUDA engines'
  * generated source both define, written once. They are the interpreter's
- * semantics (ir/interp.c, ir/eval.c) in C: floor division and modulo with
- * x/0 == x%0 == 0 (and x / -1 without the trap of INT64_MIN / -1), i32
+ * semantics (ir/interp.c, ir/eval.c, ir/ops.c) in C: floor division and
+ * modulo with x/0 == x%0 == 0 (and x / -1 without the trap of INT64_MIN /
+ * -1), the truncating remainder with the same zeros, i32
  * results wrapped to 32 bits, float to i32 conversion that truncates,
  * saturates and maps NaN to 0, max and min that ignore a NaN operand (the
- * first argument wins unless the second is better), the f32 sigmoid, and
+ * first argument wins unless the second is better), the sigmoid, sign and
+ * the floor remainder of floats, and
  * the bf16 and f16 conversions (ir/half.c states them and why each is
  * right; these are the same algorithms, line for line, tested against it
  * on every bit pattern of the half formats).
@@ -31,6 +33,22 @@ const char jit_prelude_shared[] =
     "UJ_INLINE int32_t uj_wrap(uj_i64 x) { return (int32_t)(uint32_t)(uint64_t)x; }\n"
     "UJ_INLINE int32_t uj_f2i(double x) {\n"
     "  return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? (-2147483647 - 1) : (int32_t)x;\n"
+    "}\n"
+    "UJ_INLINE uj_i64 uj_irem(uj_i64 a, uj_i64 b) { return (b == 0 || b == -1) ? 0 : a % b; }\n"
+    /* the op table's functions that neither C nor CUDA has (ir/ops.c, the
+     * reference, says what each is) */
+    "UJ_INLINE double uj_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
+    "UJ_INLINE float uj_signf(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }\n"
+    "UJ_INLINE double uj_sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x; }\n"
+    "UJ_INLINE float uj_modf(float a, float b) {\n"
+    "  float r = fmodf(a, b);\n"
+    "  r = (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;\n"
+    "  return r == 0.0f ? copysignf(0.0f, b) : r;\n"
+    "}\n"
+    "UJ_INLINE double uj_mod(double a, double b) {\n"
+    "  double r = fmod(a, b);\n"
+    "  r = (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;\n"
+    "  return r == 0.0 ? copysign(0.0, b) : r;\n"
     "}\n"
     "UJ_INLINE float uj_fmaxf(float a, float b) { return (a > b || b != b) ? a : b; }\n"
     "UJ_INLINE float uj_fminf(float a, float b) { return (a < b || b != b) ? a : b; }\n"

@@ -211,9 +211,16 @@ TEST(nvrtc_compiles_for_sm_80_and_sm_90) {
       "e = exp(x - amax(x, 1)); y = e / sum(e, 1)",
       "y = where(x > 0, log(x), tanh(x)) + floor(x) * sin(x) - cos(x) ** 2",
       "_d = x - mean(x, 1); y = _d * rsqrt(mean(_d*_d, 1) + 0.00001)",
+      /* every function of the op table, and the language's own */
+      "y = tan(x) + erf(x) + erfc(x) + log1p(x) + expm1(x) + log2(x) + log10(x) + exp2(x) + sinh(x) + cosh(x)"
+      " + asin(x) + acos(x) + atan(x) + asinh(x) + acosh(x) + atanh(x) + cbrt(x) + round(x) + sign(x) + ceil(x)"
+      " + atan2(x, a) + hypot(x, a) + copysign(x, a) + x % a + fmod(x, a) + x // a + softplus(x)"
+      " + clamp(x, -1, 1) + ((x > a) & (x < 1) | ~(x > 0)) + ones_like(x) + prod(x, 1) + sigmoid(x)",
+      "x: f64; a: f64; y = erf(x) + atan2(x, a) + x % a + sign(x) + sigmoid(x) + round(x) + fmod(x, a)",
+      "i: i32; j: i32; y = i % j + fmod(i, j) + i // j + sign(i) + round(i) + ceil(i); z = i / j",
   };
   uj_ctx_t* ctx = uj_ctx_new();
-  float data[64] = {0};
+  double data[64] = {0};
   for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
     uj_program_t* p = parse(srcs[i]);
     if (!p) continue;
@@ -223,6 +230,7 @@ TEST(nvrtc_compiles_for_sm_80_and_sm_90) {
     for (int k = 0; k < n; k++) {
       memset(&t[k], 0, sizeof t[k]);
       t[k].data = data, t[k].dtype = UJ_F32, t[k].ndim = 2, t[k].dims[0] = 3, t[k].dims[1] = 5;
+      uj_program_input_dtype(p, k, &t[k].dtype); /* a hinted input's own */
       in[k] = &t[k];
     }
     for (int a = 0; a < 2; a++) {

@@ -71,9 +71,15 @@ enum { BUDGET_EXP_LOG = 16, BUDGET_LIBM = 4 };
 static int budget_of_unary(uj_unary_op_t op) {
   switch (op) {
     case UJ_UNARY_EXP: case UJ_UNARY_LOG: case UJ_UNARY_TANH: case UJ_UNARY_SIGMOID: return BUDGET_EXP_LOG;
-    case UJ_UNARY_SIN: case UJ_UNARY_COS: case UJ_UNARY_RSQRT: return BUDGET_LIBM;
-    default: return 0;
+    case UJ_UNARY_NEG: case UJ_UNARY_ABS: case UJ_UNARY_SQRT: case UJ_UNARY_RECIP: case UJ_UNARY_FLOOR:
+    case UJ_UNARY_CEIL: case UJ_UNARY_ROUND: case UJ_UNARY_SIGN: return 0;
+    default: return BUDGET_LIBM; /* sin, rsqrt, erf, atanh, ...: the C library's float functions */
   }
+}
+/* The unary ops defined on i32 (the others get an f32 operand). */
+static int unary_takes_i32(uj_unary_op_t op) {
+  return op == UJ_UNARY_NEG || op == UJ_UNARY_ABS || op == UJ_UNARY_FLOOR || op == UJ_UNARY_CEIL ||
+         op == UJ_UNARY_ROUND || op == UJ_UNARY_SIGN;
 }
 /* Unary ops that keep a relative error as it is (sqrt halves it, +1 ulp). */
 static int keeps_budget(uj_unary_op_t op) {
@@ -84,7 +90,8 @@ static int binary_budget(uj_binary_op_t op, int a, int b) {
   switch (op) {
     case UJ_BINARY_MUL: case UJ_BINARY_DIV: return a || b ? a + b + 1 : 0;
     case UJ_BINARY_MAX: case UJ_BINARY_MIN: return a > b ? a : b;
-    case UJ_BINARY_POW: return a || b ? -1 : BUDGET_LIBM;
+    case UJ_BINARY_POW: case UJ_BINARY_ATAN2: case UJ_BINARY_HYPOT: return a || b ? -1 : BUDGET_LIBM;
+    case UJ_BINARY_MOD: return a || b ? -1 : 1; /* r + b rounds once in float, once through double */
     default: return a || b ? -1 : 0; /* -1: not allowed */
   }
 }
@@ -230,31 +237,37 @@ static void gen_text_program(batch_t* b, int prog) {
     if (kind < 4) { /* unary */
       static const uj_unary_op_t ops[] = {UJ_UNARY_NEG, UJ_UNARY_ABS, UJ_UNARY_FLOOR, UJ_UNARY_SQRT, UJ_UNARY_EXP,
                                           UJ_UNARY_LOG, UJ_UNARY_RSQRT, UJ_UNARY_SIN, UJ_UNARY_COS, UJ_UNARY_TANH,
-                                          UJ_UNARY_SIGMOID};
-      static const char* const names[] = {"-", "abs", "floor", "sqrt", "exp", "log", "rsqrt", "sin", "cos", "tanh",
-                                          "sigmoid"};
-      static const int exact_ops[] = {0, 1, 2, 3, 11};
-      int k = rnd(b, 0, 1) ? rnd(b, 0, 11) : exact_ops[rnd(b, 0, 4)]; /* 11: relu; half the time an exact op */
-      if (a.ulps && !(k == 11 || (k < 11 && keeps_budget(ops[k])))) k = rnd(b, 0, 1) ? 1 : 11;
+                                          UJ_UNARY_SIGMOID, UJ_UNARY_CEIL, UJ_UNARY_ROUND, UJ_UNARY_SIGN, UJ_UNARY_TAN,
+                                          UJ_UNARY_ERF, UJ_UNARY_ERFC, UJ_UNARY_LOG1P, UJ_UNARY_EXPM1, UJ_UNARY_LOG2,
+                                          UJ_UNARY_LOG10, UJ_UNARY_EXP2, UJ_UNARY_SINH, UJ_UNARY_COSH, UJ_UNARY_ASIN,
+                                          UJ_UNARY_ACOS, UJ_UNARY_ATAN, UJ_UNARY_ASINH, UJ_UNARY_ACOSH, UJ_UNARY_ATANH,
+                                          UJ_UNARY_CBRT};
+      enum { NOPS = (int)(sizeof ops / sizeof ops[0]), RELU = NOPS };
+      static const int exact_ops[] = {0, 1, 2, 3, 11, 12, 13, RELU};
+      int k = rnd(b, 0, 1) ? rnd(b, 0, RELU) : exact_ops[rnd(b, 0, 7)]; /* half the time an exact op */
+      if (a.ulps && !(k == RELU || keeps_budget(ops[k]))) k = rnd(b, 0, 1) ? 1 : RELU;
       v.ndim = a.ndim;
       v.reordered = a.reordered, v.half = a.half;
       if (strlen(a.text) > 120) tname(b, prog, &ntemp, &a, 1);
-      if (k == 11) {
+      if (k == RELU) {
         settext(b, v.text, "relu(%s)", a.text);
         v.ulps = a.ulps;
       } else {
         if (k == 0) settext(b, v.text, "(-%s)", a.text);
-        else settext(b, v.text, "%s(%s)", names[k], a.text);
+        else settext(b, v.text, "%s(%s)", uj_unary_name(ops[k]), a.text);
         v.ulps = ops[k] == UJ_UNARY_SQRT ? (a.ulps ? a.ulps / 2 + 1 : 0) : a.ulps ? a.ulps : budget_of_unary(ops[k]);
       }
     } else if (kind < 8) { /* binary */
-      static const uj_binary_op_t ops[] = {UJ_BINARY_ADD, UJ_BINARY_SUB, UJ_BINARY_MUL, UJ_BINARY_DIV,
-                                           UJ_BINARY_POW, UJ_BINARY_MAX, UJ_BINARY_MIN, UJ_BINARY_LT,
-                                           UJ_BINARY_LE,  UJ_BINARY_GT,  UJ_BINARY_GE,  UJ_BINARY_EQ, UJ_BINARY_NE};
-      static const char* const fmt[] = {"(%s + %s)", "(%s - %s)", "(%s * %s)", "(%s / %s)", "(%s ** %s)",
-                                        "max(%s, %s)", "min(%s, %s)", "(%s < %s)", "(%s <= %s)", "(%s > %s)",
-                                        "(%s >= %s)", "(%s == %s)", "(%s != %s)"};
-      int k = rnd(b, 0, 12);
+      static const uj_binary_op_t ops[] = {UJ_BINARY_ADD,   UJ_BINARY_SUB,   UJ_BINARY_MUL,      UJ_BINARY_DIV,
+                                           UJ_BINARY_POW,   UJ_BINARY_MAX,   UJ_BINARY_MIN,      UJ_BINARY_LT,
+                                           UJ_BINARY_LE,    UJ_BINARY_GT,    UJ_BINARY_GE,       UJ_BINARY_EQ,
+                                           UJ_BINARY_NE,    UJ_BINARY_ATAN2, UJ_BINARY_HYPOT,    UJ_BINARY_COPYSIGN,
+                                           UJ_BINARY_MOD,   UJ_BINARY_FMOD};
+      static const char* const fmt[] = {"(%s + %s)",   "(%s - %s)",   "(%s * %s)",      "(%s / %s)",   "(%s ** %s)",
+                                        "max(%s, %s)", "min(%s, %s)", "(%s < %s)",      "(%s <= %s)",  "(%s > %s)",
+                                        "(%s >= %s)",  "(%s == %s)",  "(%s != %s)",     "atan2(%s, %s)", "hypot(%s, %s)",
+                                        "copysign(%s, %s)", "(%s %% %s)", "fmod(%s, %s)"};
+      int k = rnd(b, 0, (int)(sizeof ops / sizeof ops[0]) - 1);
       v.ulps = binary_budget(ops[k], a.ulps, c.ulps);
       if (v.ulps < 0) k = 2, v.ulps = binary_budget(ops[k], a.ulps, c.ulps);
       if (strlen(a.text) + strlen(c.text) > 140) tname(b, prog, &ntemp, &a, 1), tname(b, prog, &ntemp, &c, 1);
@@ -372,11 +385,9 @@ static uj_io_t ureindex(ugen_t* u, uj_io_t v, int swap_j, int swap_k, int nidx, 
 
 /* f(a) for a float-only or any unary op. */
 static uval_t uunary(ugen_t* u, uj_unary_op_t op, uval_t a) {
-  if (op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR && a.dt == UJ_I32) a = ucast(u, a, UJ_F32);
+  if (!unary_takes_i32(op) && a.dt == UJ_I32) a = ucast(u, a, UJ_F32);
   uj_graph_t* g = u->b->g;
-  static const char* const names[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "recip", "sin", "cos", "tanh",
-                                      "sigmoid", "floor"};
-  uj_io_t id = note(u, uj_unary(g, op, a.id), "%s(n%d)", names[op], a.id);
+  uj_io_t id = note(u, uj_unary(g, op, a.id), "%s(n%d)", uj_unary_name(op), a.id);
   int ulps = !a.ulps ? budget_of_unary(op) : op == UJ_UNARY_SQRT ? a.ulps / 2 + 1
              : op == UJ_UNARY_RECIP ? a.ulps + 1 : a.ulps;
   return (uval_t){id, a.dt, ulps, a.reordered};
@@ -391,15 +402,16 @@ static void uop_step(ugen_t* u) {
     static const uj_unary_op_t exact_ops[] = {UJ_UNARY_NEG, UJ_UNARY_ABS, UJ_UNARY_SQRT, UJ_UNARY_RECIP,
                                               UJ_UNARY_FLOOR};
     /* half the time an op every engine computes exactly */
-    uj_unary_op_t op = rnd(b, 0, 1) ? (uj_unary_op_t)rnd(b, 0, UJ_UNARY_FLOOR) : exact_ops[rnd(b, 0, 4)];
+    uj_unary_op_t op = rnd(b, 0, 1) ? (uj_unary_op_t)rnd(b, 0, UJ_UNARY_COUNT - 1) : exact_ops[rnd(b, 0, 4)];
     if (a.ulps && !keeps_budget(op)) op = UJ_UNARY_ABS;
     push(u, uunary(u, op, a));
   } else if (kind < 6) { /* binary, with a pool value or a number */
-    uj_binary_op_t op = (uj_binary_op_t)rnd(b, 0, UJ_BINARY_GE);
+    uj_binary_op_t op = (uj_binary_op_t)rnd(b, 0, UJ_BINARY_COUNT - 1);
     uval_t c = rnd(b, 0, 4) ? pick(u) : (uval_t){uconst(u, numbers[rnd(b, 0, n_numbers() - 1)]), a.dt, 0, 0};
     if (binary_budget(op, a.ulps, c.ulps) < 0) op = UJ_BINARY_MUL;
     same_dtype(u, &a, &c);
-    if (op == UJ_BINARY_POW && a.dt == UJ_I32) a = ucast(u, a, UJ_F32), c = ucast(u, c, UJ_F32);
+    int float_only = op == UJ_BINARY_POW || op == UJ_BINARY_ATAN2 || op == UJ_BINARY_HYPOT || op == UJ_BINARY_COPYSIGN;
+    if (float_only && a.dt == UJ_I32) a = ucast(u, a, UJ_F32), c = ucast(u, c, UJ_F32);
     uj_io_t id = note(u, uj_binary(g, op, a.id, c.id), "binary %d (n%d, n%d)", (int)op, a.id, c.id);
     push(u, (uval_t){id, a.dt, binary_budget(op, a.ulps, c.ulps), a.reordered || c.reordered});
   } else if (kind == 6) { /* where on a comparison of exact values */
@@ -461,7 +473,7 @@ static void uop_step(ugen_t* u) {
     }
     uval_t t = a;
     t.id = ureindex(u, a.id, j, k, u->r, index);
-    t = uunary(u, a.ulps ? UJ_UNARY_NEG : (uj_unary_op_t)rnd(b, 0, UJ_UNARY_FLOOR), t);
+    t = uunary(u, a.ulps ? UJ_UNARY_NEG : (uj_unary_op_t)rnd(b, 0, UJ_UNARY_COUNT - 1), t);
     t.id = ureindex(u, t.id, 0, 0, u->r, index); /* the same swap of the index, back to shape S */
     push(u, t);
   }

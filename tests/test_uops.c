@@ -12,16 +12,8 @@
  * convolution in test_uops_conv.c. Shapes are random (fixed seeds). */
 #include "oracle.h"
 
-static const char* unary_name(uj_unary_op_t op) {
-  static const char* n[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt",
-                            "recip", "sin", "cos", "tanh", "sigmoid", "floor"};
-  return (int)op >= 0 && (int)op < 12 ? n[op] : "?";
-}
-static const char* binary_name(uj_binary_op_t op) {
-  static const char* n[] = {"add", "sub", "mul", "div", "pow", "max", "min",
-                            "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
-  return (int)op >= 0 && (int)op < 13 ? n[op] : "?";
-}
+static const char* unary_name(uj_unary_op_t op) { return uj_unary_name(op); }
+static const char* binary_name(uj_binary_op_t op) { return uj_binary_name(op); }
 
 static double ref_unary(uj_unary_op_t op, double x) {
   switch (op) {
@@ -37,6 +29,27 @@ static double ref_unary(uj_unary_op_t op, double x) {
     case UJ_UNARY_TANH: return tanh(x);
     case UJ_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
     case UJ_UNARY_FLOOR: return floor(x);
+    case UJ_UNARY_TAN: return tan(x);
+    case UJ_UNARY_ERF: return erf(x);
+    case UJ_UNARY_ERFC: return erfc(x);
+    case UJ_UNARY_LOG1P: return log1p(x);
+    case UJ_UNARY_EXPM1: return expm1(x);
+    case UJ_UNARY_LOG2: return log2(x);
+    case UJ_UNARY_LOG10: return log10(x);
+    case UJ_UNARY_EXP2: return exp2(x);
+    case UJ_UNARY_SINH: return sinh(x);
+    case UJ_UNARY_COSH: return cosh(x);
+    case UJ_UNARY_ASIN: return asin(x);
+    case UJ_UNARY_ACOS: return acos(x);
+    case UJ_UNARY_ATAN: return atan(x);
+    case UJ_UNARY_ASINH: return asinh(x);
+    case UJ_UNARY_ACOSH: return acosh(x);
+    case UJ_UNARY_ATANH: return atanh(x);
+    case UJ_UNARY_CBRT: return cbrt(x);
+    case UJ_UNARY_ROUND: return nearbyint(x);
+    case UJ_UNARY_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+    case UJ_UNARY_CEIL: return ceil(x);
+    default: break; /* an op added later: tests/test_math_ops.c holds it */
   }
   return NAN;
 }
@@ -57,6 +70,19 @@ static double ref_binary(uj_binary_op_t op, double a, double b, uj_dtype_t dt) {
     case UJ_BINARY_LE: return a <= b;
     case UJ_BINARY_GT: return a > b;
     case UJ_BINARY_GE: return a >= b;
+    case UJ_BINARY_ATAN2: return atan2(a, b);
+    case UJ_BINARY_HYPOT: return hypot(a, b);
+    case UJ_BINARY_COPYSIGN: return copysign(a, b);
+    case UJ_BINARY_MOD: {
+      if (dt == UJ_I32) return (double)or_floormod((int64_t)a, (int64_t)b);
+      double r = fmod(a, b);
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r == 0 ? copysign(0.0, b) : r;
+    }
+    case UJ_BINARY_FMOD:
+      if (dt == UJ_I32) return b == 0 || b == -1 ? 0 : (double)((int64_t)a % (int64_t)b);
+      return fmod(a, b);
+    default: break;
   }
   return NAN;
 }
@@ -104,12 +130,12 @@ static void unary_case(uj_unary_op_t op, uj_dtype_t dt, uint64_t* st) {
 TEST(unary_f32) {
   HARNESS_SEED(201);
   uint64_t st = 201;
-  for (int op = UJ_UNARY_NEG; op <= UJ_UNARY_FLOOR; op++) unary_case((uj_unary_op_t)op, UJ_F32, &st);
+  for (int op = UJ_UNARY_NEG; op <= UJ_UNARY_CEIL; op++) unary_case((uj_unary_op_t)op, UJ_F32, &st);
 }
 TEST(unary_f64) {
   HARNESS_SEED(202);
   uint64_t st = 202;
-  for (int op = UJ_UNARY_NEG; op <= UJ_UNARY_FLOOR; op++) unary_case((uj_unary_op_t)op, UJ_F64, &st);
+  for (int op = UJ_UNARY_NEG; op <= UJ_UNARY_CEIL; op++) unary_case((uj_unary_op_t)op, UJ_F64, &st);
 }
 TEST(unary_i32) {
   HARNESS_SEED(203);
@@ -117,6 +143,9 @@ TEST(unary_i32) {
   unary_case(UJ_UNARY_NEG, UJ_I32, &st);
   unary_case(UJ_UNARY_ABS, UJ_I32, &st);
   unary_case(UJ_UNARY_FLOOR, UJ_I32, &st);
+  unary_case(UJ_UNARY_CEIL, UJ_I32, &st);
+  unary_case(UJ_UNARY_ROUND, UJ_I32, &st);
+  unary_case(UJ_UNARY_SIGN, UJ_I32, &st);
 }
 
 /* Each op as the divisor, c / op(x): the engines that print C must bracket
@@ -195,7 +224,7 @@ TEST(unary_extremes) {
 /* ---- binary ------------------------------------------------------------------------ */
 
 static double binary_value(uj_binary_op_t op, uj_dtype_t dt, int second, uint64_t* st) {
-  int cmp = op >= UJ_BINARY_MAX; /* max, min and comparisons: quantized values give ties */
+  int cmp = op >= UJ_BINARY_MAX; /* max, min, comparisons (and the function ops): quantized values give ties */
   if (dt == UJ_I32) {
     if (cmp) return (double)harness_int(st, -3, 3);
     if (op == UJ_BINARY_MUL) return (double)harness_int(st, -1000, 1000);
@@ -248,20 +277,20 @@ static void binary_case(uj_binary_op_t op, uj_dtype_t dt, int b_scalar, uint64_t
 TEST(binary_f32) {
   HARNESS_SEED(211);
   uint64_t st = 211;
-  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_GE; op++) binary_case((uj_binary_op_t)op, UJ_F32, 0, &st);
+  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_FMOD; op++) binary_case((uj_binary_op_t)op, UJ_F32, 0, &st);
 }
 TEST(binary_f64) {
   HARNESS_SEED(212);
   uint64_t st = 212;
-  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_GE; op++) binary_case((uj_binary_op_t)op, UJ_F64, 0, &st);
+  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_FMOD; op++) binary_case((uj_binary_op_t)op, UJ_F64, 0, &st);
 }
 TEST(binary_scalar_operand) {
   HARNESS_SEED(213);
   uint64_t st = 213;
-  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_GE; op++) {
+  for (int op = UJ_BINARY_ADD; op <= UJ_BINARY_FMOD; op++) {
     binary_case((uj_binary_op_t)op, UJ_F32, 1, &st);
     binary_case((uj_binary_op_t)op, UJ_F64, 1, &st);
-    if (op != UJ_BINARY_POW) binary_case((uj_binary_op_t)op, UJ_I32, 1, &st);
+    if (op <= UJ_BINARY_GE ? op != UJ_BINARY_POW : op >= UJ_BINARY_MOD) binary_case((uj_binary_op_t)op, UJ_I32, 1, &st);
   }
 }
 TEST(binary_i32) {

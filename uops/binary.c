@@ -7,20 +7,23 @@
  * Gradients (g the output gradient, y the output): add g, g; sub g, -g;
  * mul g*b, g*a; div g/b, -g*y/b; pow g*b*a^(b-1), g*y*log(a); max and min
  * route g to the operand they selected (a when a wins or b is NaN, as the
- * interpreter selects); comparisons have none. A 0-d operand sums its
+ * interpreter selects); atan2 g b/(a^2+b^2), -g a/(a^2+b^2); hypot g a/y,
+ * g b/y; copysign g sign(a) sign(b), none; mod and fmod g, -g (a-y)/b;
+ * comparisons have none. A 0-d operand sums its
  * contributions over the output. */
 #include "uops.h"
 
 uj_io_t uj_binary(uj_graph_t* g, uj_binary_op_t op, uj_io_t a, uj_io_t b) {
   if (!uop_check_id(g, a, "uj_binary", "a") || !uop_check_id(g, b, "uj_binary", "b")) return -1;
-  if ((unsigned)op > UJ_BINARY_GE) return rt_error(UJ_ERR_INVALID, "uj_binary: unknown op %d", (int)op), -1;
+  if (!ir_binary_valid(op))
+    return rt_error(UJ_ERR_INVALID, "uj_binary: unknown op %d (there are %d)", (int)op, UJ_BINARY_COUNT), -1;
   if (!uop_is_value(g, a, "uj_binary", "a") || !uop_is_value(g, b, "uj_binary", "b")) return -1;
   uj_dtype_t da = uop_dtype_with(g, a, b), db = uop_dtype_with(g, b, a);
   if (da != db)
     return rt_error(UJ_ERR_INVALID, "uj_binary: a (node %d) is %s but b (node %d) is %s; cast one of them",
                     a, uj_dtype_name(da), b, uj_dtype_name(db)), -1;
-  if (op == UJ_BINARY_POW && da == UJ_I32)
-    return rt_error(UJ_ERR_INVALID, "uj_binary: pow needs float operands; a (node %d) is i32", a), -1;
+  if (!ir_binary_takes_i32(op) && da == UJ_I32)
+    return rt_error(UJ_ERR_INVALID, "uj_binary: %s needs float operands; a (node %d) is i32", ir_binary_name(op), a), -1;
   uj_io_t ids[2] = {a, b};
   const char* names[2] = {"a", "b"};
   int ndim;
@@ -74,6 +77,28 @@ static ir_expr_t* binary_local(uop_emit_t* E, int n, int operand, const uop_nest
       ir_expr_t* sel = selected_a(f, (uj_binary_op_t)node->op, a, b, uop_operand(E, node->in[1], nest, dt));
       return operand == 0 ? ir_ex_where(f, sel, g, zero) : ir_ex_where(f, sel, zero, g);
     }
+    case UJ_BINARY_ATAN2: { /* (g b, -g a) / (a^2 + b^2) */
+      ir_expr_t* a2 = ir_ex_binary(f, UJ_BINARY_MUL, a, uop_operand(E, node->in[0], nest, dt));
+      ir_expr_t* b2 = ir_ex_binary(f, UJ_BINARY_MUL, b, uop_operand(E, node->in[1], nest, dt));
+      ir_expr_t* num = operand == 0 ? ir_ex_binary(f, UJ_BINARY_MUL, g, uop_operand(E, node->in[1], nest, dt))
+                                    : ir_ex_unary(f, UJ_UNARY_NEG, ir_ex_binary(f, UJ_BINARY_MUL, g, uop_operand(E, node->in[0], nest, dt)));
+      return ir_ex_binary(f, UJ_BINARY_DIV, num, ir_ex_binary(f, UJ_BINARY_ADD, a2, b2));
+    }
+    case UJ_BINARY_HYPOT: /* g a / y, g b / y */
+      return ir_ex_binary(f, UJ_BINARY_DIV, ir_ex_binary(f, UJ_BINARY_MUL, g, operand == 0 ? a : b), uop_operand(E, n, nest, dt));
+    case UJ_BINARY_COPYSIGN: { /* g sign(a) sign(b) for a, nothing for b */
+      if (operand == 1) return zero;
+      ir_expr_t* one = ir_ex_const(f, dt, 1.0);
+      ir_expr_t* s = ir_ex_binary(f, UJ_BINARY_MUL, ir_ex_binary(f, UJ_BINARY_COPYSIGN, one, a),
+                                  ir_ex_binary(f, UJ_BINARY_COPYSIGN, ir_ex_const(f, dt, 1.0), b));
+      return ir_ex_binary(f, UJ_BINARY_MUL, g, s);
+    }
+    case UJ_BINARY_MOD:
+    case UJ_BINARY_FMOD: /* a - q b with q an integer: g, and -g q = -g (a - y) / b */
+      if (operand == 0) return g;
+      return ir_ex_unary(f, UJ_UNARY_NEG,
+                         ir_ex_binary(f, UJ_BINARY_DIV,
+                                      ir_ex_binary(f, UJ_BINARY_MUL, g, ir_ex_binary(f, UJ_BINARY_SUB, a, uop_operand(E, n, nest, dt))), b));
     default: return zero; /* comparisons are flat */
   }
 }

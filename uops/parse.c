@@ -2,10 +2,12 @@
  *
  *   program := stmt { (';' | newline) stmt }          '#' starts a comment
  *   stmt    := name '=' expr | name ':' dtype | (empty)
- *   expr    := sum [ ('<' | '<=' | '>' | '>=' | '==' | '!=') sum ]
+ *   expr    := or [ ('<' | '<=' | '>' | '>=' | '==' | '!=') or ]
+ *   or      := and { '|' and }                          logical, as Python
+ *   and     := sum { '&' sum }                            binds them
  *   sum     := term { ('+' | '-') term }
- *   term    := unary { ('*' | '/') unary }
- *   unary   := ('-' | '+') unary | power
+ *   term    := unary { ('*' | '/' | '//' | '%') unary }
+ *   unary   := ('-' | '+' | '~') unary | power
  *   power   := atom [ '**' unary ]                      right associative
  *   atom    := number | name | name '(' args ')' | '(' expr ')'
  *
@@ -63,7 +65,7 @@ typedef struct {
 
 static int fail(parser_t* p, int line, int column, const char* fmt, const char* what) {
   if (!p->failed) {
-    char msg[320];
+    char msg[900];
     snprintf(msg, sizeof msg, fmt, what);
     rt_error(UJ_ERR_PARSE, "program line %d, column %d: %s", line, column, msg);
   }
@@ -165,11 +167,11 @@ static void next(parser_t* p) {
     fail(p, t->line, t->column, "%s", what);
     t->kind = TK_END;
   } else {
-    static const char* const two[] = {"**", "<=", ">=", "==", "!="};
+    static const char* const two[] = {"**", "<=", ">=", "==", "!=", "//"};
     t->kind = TK_OP;
     for (size_t i = 0; i < sizeof two / sizeof *two; i++)
       if (p->pos[0] == two[i][0] && p->pos[1] == two[i][1]) t->len = 2;
-    if (t->len == 1 && !strchr("+-*/()<>=,:", c)) {
+    if (t->len == 1 && !strchr("+-*/%&|~()<>=,:", c)) {
       char what[48];
       snprintf(what, sizeof what, (c >= 0x20 && c < 0x7f) ? "unexpected character '%c'" : "unexpected byte 0x%02x", c);
       fail(p, t->line, t->column, "%s", what);
@@ -246,15 +248,49 @@ typedef struct {
   int min_args, max_args;
 } func_entry_t;
 
+/* The language's own functions; every unary op of the op table and every
+ * binary op called by name (pow, max, atan2, ...) is one too. */
 static const func_entry_t functions[] = {
-    {"exp", PF_EXP, 1, 1},         {"log", PF_LOG, 1, 1},   {"sqrt", PF_SQRT, 1, 1},   {"rsqrt", PF_RSQRT, 1, 1},
-    {"abs", PF_ABS, 1, 1},         {"sin", PF_SIN, 1, 1},   {"cos", PF_COS, 1, 1},     {"tanh", PF_TANH, 1, 1},
-    {"sigmoid", PF_SIGMOID, 1, 1}, {"relu", PF_RELU, 1, 1}, {"floor", PF_FLOOR, 1, 1}, {"min", PF_MIN, 2, 2},
-    {"max", PF_MAX, 2, 2},         {"pow", PF_POW, 2, 2},   {"where", PF_WHERE, 3, 3}, {"sum", PF_SUM, 1, 2},
-    {"mean", PF_MEAN, 1, 2},       {"amax", PF_AMAX, 1, 2}, {"amin", PF_AMIN, 1, 2},
+    {"relu", PF_RELU, 1, 1},           {"softplus", PF_SOFTPLUS, 1, 1},     {"clamp", PF_CLAMP, 3, 3},
+    {"where", PF_WHERE, 3, 3},         {"ones_like", PF_ONES_LIKE, 1, 1},   {"zeros_like", PF_ZEROS_LIKE, 1, 1},
+    {"sum", PF_SUM, 1, 2},             {"mean", PF_MEAN, 1, 2},             {"prod", PF_PROD, 1, 2},
+    {"amax", PF_AMAX, 1, 2},           {"amin", PF_AMIN, 1, 2},
 };
 
-static int is_reduction(pn_func_t f) { return f == PF_SUM || f == PF_MEAN || f == PF_AMAX || f == PF_AMIN; }
+static int is_reduction(pn_func_t f) {
+  return f == PF_SUM || f == PF_MEAN || f == PF_PROD || f == PF_AMAX || f == PF_AMIN;
+}
+
+/* The function called name, with its op for a table op; 0 when none is. */
+static int find_function(const token_t* name, func_entry_t* fe, int* op) {
+  size_t len = (size_t)name->len;
+  *op = -1;
+  for (size_t i = 0; i < sizeof functions / sizeof *functions; i++)
+    if (strlen(functions[i].name) == len && !strncmp(functions[i].name, name->start, len)) return *fe = functions[i], 1;
+  if ((*op = ir_unary_find(name->start, len)) >= 0 && *op != UJ_UNARY_NEG)
+    return *fe = (func_entry_t){ir_unary_name((uj_unary_op_t)*op), PF_UNARY, 1, 1}, 1;
+  if ((*op = ir_binary_find_call(name->start, len)) >= 0)
+    return *fe = (func_entry_t){ir_binary_name((uj_binary_op_t)*op), PF_BINARY, 2, 2}, 1;
+  return 0;
+}
+
+/* "unknown function 'name'; the functions are a, b, ...": what a newcomer
+ * needs next. */
+static void unknown_function(parser_t* p, const token_t* name) {
+  char what[768];
+  int at = snprintf(what, sizeof what, "unknown function '%.*s'; the functions are", name->len > 24 ? 24 : name->len,
+                    name->start);
+  int n = 0;
+  for (int op = 0; op < UJ_UNARY_COUNT; op++)
+    if (op != UJ_UNARY_NEG && at > 0 && at < (int)sizeof what)
+      at += snprintf(what + at, sizeof what - (size_t)at, "%s %s", n++ ? "," : "", ir_unary_name((uj_unary_op_t)op));
+  for (int op = 0; op < UJ_BINARY_COUNT; op++)
+    if (ir_binary_kind((uj_binary_op_t)op) == UJ_OP_CALL && at > 0 && at < (int)sizeof what)
+      at += snprintf(what + at, sizeof what - (size_t)at, ", %s", ir_binary_name((uj_binary_op_t)op));
+  for (size_t i = 0; i < sizeof functions / sizeof *functions && at > 0 && at < (int)sizeof what; i++)
+    at += snprintf(what + at, sizeof what - (size_t)at, ", %s", functions[i].name);
+  fail(p, name->line, name->column, "%s", what);
+}
 
 /* An axis argument: an integer literal, optionally negative. */
 static int parse_axis(parser_t* p, pn_node_t* call) {
@@ -273,23 +309,17 @@ static int parse_axis(parser_t* p, pn_node_t* call) {
 }
 
 static pn_node_t* parse_call(parser_t* p, const token_t* name, int depth) {
-  const func_entry_t* fe = NULL;
-  for (size_t i = 0; i < sizeof functions / sizeof *functions; i++)
-    if ((int)strlen(functions[i].name) == name->len && !strncmp(functions[i].name, name->start, (size_t)name->len))
-      fe = &functions[i];
-  if (!fe) {
-    /* the message lists the functions there are: what a newcomer needs next */
-    char what[256];
-    int at = snprintf(what, sizeof what, "unknown function '%.*s'; the functions are", name->len > 24 ? 24 : name->len,
-                      name->start);
-    for (size_t i = 0; i < sizeof functions / sizeof *functions && at > 0 && at < (int)sizeof what; i++)
-      at += snprintf(what + at, sizeof what - (size_t)at, "%s %s", i ? "," : "", functions[i].name);
-    fail(p, name->line, name->column, "%s", what);
+  func_entry_t entry;
+  const func_entry_t* fe = &entry;
+  int op;
+  if (!find_function(name, &entry, &op)) {
+    unknown_function(p, name);
     return NULL;
   }
   pn_node_t* call = node_new(p, PN_CALL, name->line, name->column);
   if (!call) return NULL;
-  call->op = fe->func;
+  call->func = fe->func;
+  call->op = op;
   next(p); /* '(' */
   for (;;) {
     if (call->nargs == fe->max_args || (call->nargs >= 1 && is_reduction(fe->func))) {
@@ -378,41 +408,51 @@ static pn_node_t* parse_power(parser_t* p, int depth) {
 }
 
 static pn_node_t* parse_unary(parser_t* p, int depth) {
-  if (!is_op(p, "+") && !is_op(p, "-")) return parse_power(p, depth);
+  if (!is_op(p, "+") && !is_op(p, "-") && !is_op(p, "~")) return parse_power(p, depth);
   token_t at = p->tok;
   if (!open_level(p, depth, at.line, at.column)) return NULL;
   next(p);
   if (at.start[0] == '+') return parse_unary(p, depth + 1);
   pn_node_t* a = parse_unary(p, depth + 1);
-  pn_node_t* n = a ? node_new(p, PN_NEG, at.line, at.column) : NULL;
+  pn_node_t* n = a ? node_new(p, at.start[0] == '-' ? PN_NEG : PN_NOT, at.line, at.column) : NULL;
   return with_args(n, 1, a, NULL);
 }
 
 /* Left-associative chains are read by a loop, at the depth of their first
  * operand: a chain is no nesting (the opening comment says why). The tree
- * grows to the left, and the builder walks that spine with a loop. */
-static pn_node_t* parse_term(parser_t* p, int depth) {
-  pn_node_t* a = parse_unary(p, depth);
-  while (a && (is_op(p, "*") || is_op(p, "/"))) {
-    token_t at = p->tok;
-    next(p);
-    a = binary(p, at.start[0] == '*' ? UJ_BINARY_MUL : UJ_BINARY_DIV, &at, a, parse_unary(p, depth));
-  }
-  return a;
-}
+ * grows to the left, and the builder walks that spine with a loop. Each
+ * level lists its operators and what they build. */
+typedef struct {
+  const char* op;
+  int code;
+} infix_t;
 
-static pn_node_t* parse_sum(parser_t* p, int depth) {
-  pn_node_t* a = parse_term(p, depth);
-  while (a && (is_op(p, "+") || is_op(p, "-"))) {
+static pn_node_t* parse_level(parser_t* p, int depth, int level);
+
+static const infix_t level_ops[][5] = {
+    {{"|", PN_OR}},
+    {{"&", PN_AND}},
+    {{"+", UJ_BINARY_ADD}, {"-", UJ_BINARY_SUB}},
+    {{"*", UJ_BINARY_MUL}, {"//", PN_FLOORDIV}, {"/", UJ_BINARY_DIV}, {"%", UJ_BINARY_MOD}},
+};
+#define PARSE_LEVELS ((int)(sizeof level_ops / sizeof level_ops[0]))
+
+static pn_node_t* parse_level(parser_t* p, int depth, int level) {
+  if (level == PARSE_LEVELS) return parse_unary(p, depth);
+  pn_node_t* a = parse_level(p, depth, level + 1);
+  for (;;) {
+    const infix_t* hit = NULL;
+    for (int i = 0; a && i < 5 && level_ops[level][i].op; i++)
+      if (is_op(p, level_ops[level][i].op)) hit = &level_ops[level][i];
+    if (!hit) return a;
     token_t at = p->tok;
     next(p);
-    a = binary(p, at.start[0] == '+' ? UJ_BINARY_ADD : UJ_BINARY_SUB, &at, a, parse_term(p, depth));
+    a = binary(p, (uj_binary_op_t)hit->code, &at, a, parse_level(p, depth, level + 1));
   }
-  return a;
 }
 
 static pn_node_t* parse_expr(parser_t* p, int depth) {
-  pn_node_t* a = parse_sum(p, depth);
+  pn_node_t* a = parse_level(p, depth, 0);
   static const struct {
     const char* op;
     uj_binary_op_t bop;
@@ -422,7 +462,7 @@ static pn_node_t* parse_expr(parser_t* p, int depth) {
     if (!is_op(p, cmps[i].op)) continue;
     token_t at = p->tok;
     next(p);
-    return binary(p, cmps[i].bop, &at, a, parse_sum(p, depth));
+    return binary(p, cmps[i].bop, &at, a, parse_level(p, depth, 0));
   }
   return a;
 }

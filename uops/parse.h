@@ -19,12 +19,18 @@
 #define PARSE_MAX_ARGS 3
 #define PARSE_CACHE 8               /* specializations kept per program */
 
-typedef enum { PN_NUMBER, PN_NAME, PN_NEG, PN_BINARY, PN_CALL } pn_kind_t;
+typedef enum { PN_NUMBER, PN_NAME, PN_NEG, PN_NOT, PN_BINARY, PN_CALL } pn_kind_t;
 
+/* A call: an op of the op table (PF_UNARY, PF_BINARY: its number in
+ * pn_node_t.op), or a function of the language's own. */
 typedef enum {
-  PF_EXP, PF_LOG, PF_SQRT, PF_RSQRT, PF_ABS, PF_SIN, PF_COS, PF_TANH, PF_SIGMOID, PF_RELU, PF_FLOOR,
-  PF_MIN, PF_MAX, PF_POW, PF_WHERE, PF_SUM, PF_MEAN, PF_AMAX, PF_AMIN
+  PF_UNARY, PF_BINARY, PF_RELU, PF_SOFTPLUS, PF_CLAMP, PF_WHERE, PF_ONES_LIKE, PF_ZEROS_LIKE,
+  PF_SUM, PF_MEAN, PF_PROD, PF_AMAX, PF_AMIN
 } pn_func_t;
+
+/* The operators of PN_BINARY that are no single op of the table (its op
+ * is a uj_binary_op_t or one of these). */
+enum { PN_FLOORDIV = 1000, PN_AND, PN_OR };
 
 typedef struct pn_node pn_node_t;
 struct pn_node {
@@ -33,7 +39,8 @@ struct pn_node {
   double number;          /* PN_NUMBER */
   int name;               /* PN_NAME: name id */
   int version;            /* PN_NAME: which assignment it reads; -1 the input */
-  int op;                 /* PN_BINARY: uj_binary_op_t; PN_CALL: pn_func_t */
+  int op;                 /* PN_BINARY: uj_binary_op_t or PN_FLOORDIV...; PN_CALL: the table op */
+  int func;               /* PN_CALL: pn_func_t */
   int nargs;
   pn_node_t* args[PARSE_MAX_ARGS];
   int axis, has_axis;     /* reductions */

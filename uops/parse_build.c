@@ -30,6 +30,7 @@
  * treats 0-d tensors: the optimizer binds its hyperparameters in f64, and
  * their precision must not make the tensor arithmetic f64. Elsewhere 0-d
  * values promote as any others (NumPy 2's rule for its scalars). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +194,7 @@ static val_t eval(build_t* b, const pn_node_t* n);
 
 static val_t unary(build_t* b, const pn_node_t* n, uj_unary_op_t op, val_t x) {
   if (x.is_const) return number(b, n, ir_unary_f64(op, x.number));
-  int float_only = op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR;
+  int float_only = !ir_unary_takes_i32(op);
   uj_dtype_t as = float_only && x.as == UJ_I32 ? UJ_F32 : x.as;
   if (x.ndim == 0 && is_float(as)) x = cast_to(b, n, x, UJ_F64); /* a scalar: in f64 */
   else if (float_only && x.dtype == UJ_I32) x = cast_to(b, n, x, UJ_F32);
@@ -205,16 +206,50 @@ static val_t unary(build_t* b, const pn_node_t* n, uj_unary_op_t op, val_t x) {
   return r;
 }
 
+static val_t binary_as(build_t* b, const pn_node_t* n, uj_binary_op_t op, val_t x, val_t y, int true_division);
 static val_t binary(build_t* b, const pn_node_t* n, uj_binary_op_t op, val_t x, val_t y) {
+  return binary_as(b, n, op, x, y, 1);
+}
+
+/* x // y: floor division, of integers as they are, of floats as floor(x / y). */
+static val_t floor_divide(build_t* b, const pn_node_t* n, val_t x, val_t y) {
+  if (x.is_const && y.is_const) return number(b, n, floor(x.number / y.number));
+  val_t v[2] = {x, y};
+  if (promote(b, n, v, 2, 0) == UJ_I32 && !b->failed) return binary_as(b, n, UJ_BINARY_DIV, x, y, 0);
+  val_t q = binary(b, n, UJ_BINARY_DIV, x, y);
+  return q.id < 0 ? q : unary(b, n, UJ_UNARY_FLOOR, q);
+}
+
+/* x != 0, as 1 or 0: the truth of a logical operator's operand. */
+static val_t truth(build_t* b, const pn_node_t* n, val_t x) { return binary(b, n, UJ_BINARY_NE, x, number(b, n, 0.0)); }
+
+/* A binary operator of the language: an op of the table, or //, &, |. */
+static val_t infix(build_t* b, const pn_node_t* n, int code, val_t x, val_t y) {
+  if (code == PN_FLOORDIV) return floor_divide(b, n, x, y);
+  if (code == PN_AND || code == PN_OR) {
+    val_t tx = truth(b, n, x), ty = tx.id < 0 ? tx : truth(b, n, y);
+    if (ty.id < 0) return bad();
+    return binary(b, n, code == PN_AND ? UJ_BINARY_MUL : UJ_BINARY_MAX, tx, ty);
+  }
+  return binary(b, n, (uj_binary_op_t)code, x, y);
+}
+
+/* x op y; with true_division, i32 / i32 is NumPy's true division, in f64
+ * (0: the uop's floor division, for //). */
+static val_t binary_as(build_t* b, const pn_node_t* n, uj_binary_op_t op, val_t x, val_t y, int true_division) {
   if (x.is_const && y.is_const) return number(b, n, ir_binary_f64(op, x.number, y.number));
   val_t v[2] = {x, y};
   const pn_node_t* src[2] = {n->args[0], n->nargs > 1 ? n->args[1] : n};
   uj_dtype_t as = promote(b, n, v, 2, 0);
-  if (op == UJ_BINARY_POW && as == UJ_I32) { /* i32 ** i32 is f32 */
+  if (!ir_binary_takes_i32(op) && as == UJ_I32) { /* i32 ** i32, atan2 of i32, ... are f32 */
     uj_dtype_t held = v[0].ndim == 0 && v[1].ndim == 0 ? UJ_F64 : UJ_F32;
     v[0] = cast_to(b, n, v[0], held);
     v[1] = cast_to(b, n, v[1], held);
     as = UJ_F32;
+  } else if (op == UJ_BINARY_DIV && as == UJ_I32 && true_division) { /* true division, as NumPy's: i32 / i32 is f64 */
+    v[0] = cast_to(b, n, v[0], UJ_F64);
+    v[1] = cast_to(b, n, v[1], UJ_F64);
+    as = UJ_F64;
   }
   broadcast(b, n, v, 2, src);
   if (b->failed) return bad();
@@ -252,52 +287,88 @@ static val_t reduction(build_t* b, const pn_node_t* n, uj_reduce_op_t op, val_t 
   return r;
 }
 
+/* where(c, x, y), with x and y brought to one dtype and all three to one
+ * shape. */
+static val_t choose(build_t* b, const pn_node_t* n, const pn_node_t* const* src, val_t c, val_t x, val_t y) {
+  if (c.is_const) return c.number != 0 ? x : y;
+  val_t a[3] = {c, x, y};
+  if (a[1].is_const && a[2].is_const && a[0].dtype != UJ_I32) {
+    /* two numbers take the condition's dtype, their only partner */
+    for (int i = 1; i < 3; i++) {
+      uj_io_t id = uj_cast(b->g, a[0].dtype, a[i].id);
+      a[i] = at(b, n, id, 0, 0, a[0].dtype, 0);
+      a[i].as = a[0].as;
+    }
+    if (b->failed) return bad();
+  }
+  uj_dtype_t as = promote(b, n, a + 1, 2, a[0].ndim > 0);
+  broadcast(b, n, a, 3, src);
+  if (b->failed) return bad();
+  uj_io_t id = uj_where(b->g, a[0].id, a[1].id, a[2].id);
+  label(b, id, n);
+  int r = 0;
+  uint32_t ones = 0;
+  for (int i = 0; i < 3; i++)
+    if (a[i].ndim > r) r = a[i].ndim, ones = a[i].ones;
+  val_t out = at(b, n, id, r, ones, a[1].is_const ? a[2].dtype : a[1].dtype, 0);
+  if (r == 0 && !(a[1].is_const && a[2].is_const)) out.as = as;
+  return out;
+}
+
+/* Each step stops at the first failure: the value then has id -1. */
+#define TRY(v) \
+  if ((v).id < 0) return bad()
+
 static val_t call(build_t* b, const pn_node_t* n) {
   val_t a[PARSE_MAX_ARGS];
   for (int i = 0; i < n->nargs; i++)
     if ((a[i] = eval(b, n->args[i])).id < 0) return bad();
-  static const uj_unary_op_t unary_of[] = {
-      [PF_EXP] = UJ_UNARY_EXP,   [PF_LOG] = UJ_UNARY_LOG,   [PF_SQRT] = UJ_UNARY_SQRT,
-      [PF_RSQRT] = UJ_UNARY_RSQRT, [PF_ABS] = UJ_UNARY_ABS, [PF_SIN] = UJ_UNARY_SIN,
-      [PF_COS] = UJ_UNARY_COS,   [PF_TANH] = UJ_UNARY_TANH, [PF_SIGMOID] = UJ_UNARY_SIGMOID,
-      [PF_FLOOR] = UJ_UNARY_FLOOR};
-  switch ((pn_func_t)n->op) {
+  const pn_node_t* x_src[3] = {n->args[0], n->args[0], n->args[0]};
+  switch ((pn_func_t)n->func) {
+    case PF_UNARY: return unary(b, n, (uj_unary_op_t)n->op, a[0]);
+    case PF_BINARY: return binary(b, n, (uj_binary_op_t)n->op, a[0], a[1]);
     case PF_RELU: return binary(b, n, UJ_BINARY_MAX, a[0], number(b, n, 0.0));
-    case PF_MIN: return binary(b, n, UJ_BINARY_MIN, a[0], a[1]);
-    case PF_MAX: return binary(b, n, UJ_BINARY_MAX, a[0], a[1]);
-    case PF_POW: return binary(b, n, UJ_BINARY_POW, a[0], a[1]);
+    case PF_SOFTPLUS: { /* torch's: x past 20, else log(1 + e^x); e^x of at most e^20 on either side */
+      val_t big = binary(b, n, UJ_BINARY_GT, a[0], number(b, n, 20.0));
+      TRY(big);
+      val_t e = choose(b, n, x_src, big, number(b, n, 20.0), a[0]); /* NaN stays NaN */
+      TRY(e);
+      if ((e = unary(b, n, UJ_UNARY_EXP, e)).id >= 0) e = unary(b, n, UJ_UNARY_LOG1P, e);
+      TRY(e);
+      return choose(b, n, x_src, big, a[0], e);
+    }
+    case PF_CLAMP: { /* NaN stays NaN: x only when it is not out of range */
+      const pn_node_t* src[3] = {n->args[0], n->args[2], n->args[0]};
+      val_t above = binary(b, n, UJ_BINARY_GT, a[0], a[2]);
+      TRY(above);
+      val_t upper = choose(b, n, src, above, a[2], a[0]);
+      TRY(upper);
+      val_t below = binary(b, n, UJ_BINARY_LT, a[0], a[1]);
+      TRY(below);
+      const pn_node_t* src2[3] = {n->args[0], n->args[1], n->args[0]};
+      return choose(b, n, src2, below, a[1], upper);
+    }
+    case PF_ONES_LIKE:
+    case PF_ZEROS_LIKE: { /* (x == x) + (x != x) is 1 and (x != x) * 0 is 0, NaN or not, in x's shape and dtype */
+      if (a[0].is_const) return number(b, n, n->func == PF_ONES_LIKE ? 1.0 : 0.0);
+      val_t nan = binary(b, n, UJ_BINARY_NE, a[0], a[0]);
+      TRY(nan);
+      if (n->func == PF_ZEROS_LIKE) return binary(b, n, UJ_BINARY_MUL, nan, number(b, n, 0.0));
+      val_t real = binary(b, n, UJ_BINARY_EQ, a[0], a[0]);
+      TRY(real);
+      return binary(b, n, UJ_BINARY_ADD, real, nan);
+    }
     case PF_WHERE: {
-      if (a[0].is_const) return a[0].number != 0 ? a[1] : a[2];
-      if (a[1].is_const && a[2].is_const && a[0].dtype != UJ_I32) {
-        /* two numbers take the condition's dtype, their only partner */
-        for (int i = 1; i < 3; i++) {
-          uj_io_t id = uj_cast(b->g, a[0].dtype, a[i].id);
-          a[i] = at(b, n, id, 0, 0, a[0].dtype, 0);
-          a[i].as = a[0].as;
-        }
-        if (b->failed) return bad();
-      }
-      val_t v[3] = {a[0], a[1], a[2]};
       const pn_node_t* src[3] = {n->args[0], n->args[1], n->args[2]};
-      uj_dtype_t as = promote(b, n, v + 1, 2, v[0].ndim > 0);
-      broadcast(b, n, v, 3, src);
-      if (b->failed) return bad();
-      uj_io_t id = uj_where(b->g, v[0].id, v[1].id, v[2].id);
-      label(b, id, n);
-      int r = 0;
-      uint32_t ones = 0;
-      for (int i = 0; i < 3; i++)
-        if (v[i].ndim > r) r = v[i].ndim, ones = v[i].ones;
-      val_t out = at(b, n, id, r, ones, v[1].is_const ? v[2].dtype : v[1].dtype, 0);
-      if (r == 0 && !(v[1].is_const && v[2].is_const)) out.as = as;
-      return out;
+      return choose(b, n, src, a[0], a[1], a[2]);
     }
     case PF_SUM: return reduction(b, n, UJ_REDUCE_SUM, a[0]);
     case PF_MEAN: return reduction(b, n, UJ_REDUCE_MEAN, a[0]);
+    case PF_PROD: return reduction(b, n, UJ_REDUCE_PROD, a[0]);
     case PF_AMAX: return reduction(b, n, UJ_REDUCE_MAX, a[0]);
     case PF_AMIN: return reduction(b, n, UJ_REDUCE_MIN, a[0]);
-    default: return unary(b, n, unary_of[n->op], a[0]);
   }
+  return bad();
 }
 
 /* A chain of binary operators, x + y - z + ..., is a tree that grows to
@@ -333,7 +404,7 @@ static val_t eval_chain(build_t* b, const pn_node_t* n) {
   while (count > 0 && x.id >= 0) {
     const pn_node_t* op = spine[--count];
     val_t y = eval(b, op->args[1]);
-    x = y.id < 0 ? bad() : binary(b, op, (uj_binary_op_t)op->op, x, y);
+    x = y.id < 0 ? bad() : infix(b, op, op->op, x, y);
   }
   free(spine);
   return x;
@@ -347,6 +418,10 @@ static val_t eval(build_t* b, const pn_node_t* n) {
     case PN_NEG: {
       val_t x = eval(b, n->args[0]);
       return x.id < 0 ? x : unary(b, n, UJ_UNARY_NEG, x);
+    }
+    case PN_NOT: { /* ~x: x == 0, as 1 or 0 */
+      val_t x = eval(b, n->args[0]);
+      return x.id < 0 ? x : binary(b, n, UJ_BINARY_EQ, x, number(b, n, 0.0));
     }
     case PN_BINARY: return eval_chain(b, n);
     case PN_CALL: return call(b, n);

@@ -1,21 +1,19 @@
-/* uops/unary.c: out = op(x) elementwise. The float-only ops (all but neg,
- * abs and floor) refuse i32 when the graph is built. The gradient multiplies
- * the output gradient g by the derivative, written with the output y where
- * that is cheaper (exp: g*y, tanh: g*(1-y*y), sigmoid: g*y*(1-y)). */
+/* uops/unary.c: out = op(x) elementwise, for the unary ops of the op table
+ * (include/uopjit_ops.h). The float-only ops refuse i32 when the graph is
+ * built. The gradient multiplies the output gradient g by the derivative,
+ * written with the output y where that is cheaper (exp: g*y, tanh:
+ * g*(1-y*y), sigmoid: g*y*(1-y), tan: g*(1+y*y), cbrt: g/(3y^2)); the
+ * steps (floor, ceil, round, sign) have none. */
 #include "uops.h"
-
-static int float_only(uj_unary_op_t op) {
-  return op != UJ_UNARY_NEG && op != UJ_UNARY_ABS && op != UJ_UNARY_FLOOR;
-}
 
 uj_io_t uj_unary(uj_graph_t* g, uj_unary_op_t op, uj_io_t x) {
   if (!uop_check_id(g, x, "uj_unary", "x")) return -1;
-  if ((unsigned)op > UJ_UNARY_FLOOR)
-    return rt_error(UJ_ERR_INVALID, "uj_unary: unknown op %d", (int)op), -1;
+  if (!ir_unary_valid(op))
+    return rt_error(UJ_ERR_INVALID, "uj_unary: unknown op %d (there are %d)", (int)op, UJ_UNARY_COUNT), -1;
   const uop_node_t* xn = &g->nodes[x];
   if (xn->kind == UOP_GRAD) return rt_error(UJ_ERR_INVALID, "uj_unary: x (node %d) is a gradient name, not a value", x), -1;
-  if (float_only(op) && xn->dtype == UJ_I32)
-    return rt_error(UJ_ERR_INVALID, "uj_unary: op %d needs a float tensor; x (node %d) is i32", (int)op, x), -1;
+  if (!ir_unary_takes_i32(op) && xn->dtype == UJ_I32)
+    return rt_error(UJ_ERR_INVALID, "uj_unary: %s needs a float tensor; x (node %d) is i32", ir_unary_name(op), x), -1;
   uop_node_t n = {.kind = UOP_UNARY, .dtype = xn->dtype, .ndim = xn->ndim, .op = op, .nin = 1, .in = {x}};
   return uop_graph_add(g, &n);
 }
@@ -29,6 +27,9 @@ uj_status_t uop_unary_emit(uop_emit_t* E, int n) {
   ir_expr_t* x = uop_operand(E, node->in[0], &nest, node->dtype);
   return uop_store(E, &nest, t, ir_ex_unary(E->f, (uj_unary_op_t)node->op, x));
 }
+
+static ir_expr_t* mul(ir_func_t* f, ir_expr_t* a, ir_expr_t* b) { return ir_ex_binary(f, UJ_BINARY_MUL, a, b); }
+static ir_expr_t* add(ir_func_t* f, ir_expr_t* a, ir_expr_t* b) { return ir_ex_binary(f, UJ_BINARY_ADD, a, b); }
 
 static ir_expr_t* unary_local(uop_emit_t* E, int n, int operand, const uop_nest_t* nest, ir_expr_t* g) {
   (void)operand;
@@ -65,7 +66,41 @@ static ir_expr_t* unary_local(uop_emit_t* E, int n, int operand, const uop_nest_
     case UJ_UNARY_SIGMOID:
       return ir_ex_binary(f, UJ_BINARY_MUL, ir_ex_binary(f, UJ_BINARY_MUL, g, y),
                           ir_ex_binary(f, UJ_BINARY_SUB, one, uop_operand(E, n, nest, dt)));
-    case UJ_UNARY_FLOOR: return ir_ex_const(f, dt, 0.0); /* flat almost everywhere */
+    case UJ_UNARY_FLOOR:
+    case UJ_UNARY_CEIL:
+    case UJ_UNARY_ROUND:
+    case UJ_UNARY_SIGN: return ir_ex_const(f, dt, 0.0); /* flat almost everywhere */
+    case UJ_UNARY_TAN: return mul(f, g, add(f, one, mul(f, y, uop_operand(E, n, nest, dt)))); /* 1 + y^2 */
+    case UJ_UNARY_ERF:
+    case UJ_UNARY_ERFC: { /* +-2/sqrt(pi) e^(-x^2) */
+      double k = node->op == UJ_UNARY_ERF ? 1.1283791670955126 : -1.1283791670955126;
+      ir_expr_t* x2 = mul(f, x, uop_operand(E, node->in[0], nest, dt));
+      return mul(f, mul(f, g, ir_ex_const(f, dt, k)), ir_ex_unary(f, UJ_UNARY_EXP, ir_ex_unary(f, UJ_UNARY_NEG, x2)));
+    }
+    case UJ_UNARY_LOG1P: return ir_ex_binary(f, UJ_BINARY_DIV, g, add(f, x, one));
+    case UJ_UNARY_EXPM1: return mul(f, g, add(f, y, one));
+    case UJ_UNARY_LOG2: return ir_ex_binary(f, UJ_BINARY_DIV, g, mul(f, x, ir_ex_const(f, dt, 0.69314718055994531)));
+    case UJ_UNARY_LOG10: return ir_ex_binary(f, UJ_BINARY_DIV, g, mul(f, x, ir_ex_const(f, dt, 2.3025850929940457)));
+    case UJ_UNARY_EXP2: return mul(f, mul(f, g, ir_ex_const(f, dt, 0.69314718055994531)), y);
+    case UJ_UNARY_SINH: return mul(f, g, ir_ex_unary(f, UJ_UNARY_COSH, x));
+    case UJ_UNARY_COSH: return mul(f, g, ir_ex_unary(f, UJ_UNARY_SINH, x));
+    case UJ_UNARY_ASIN: /* +-1/sqrt(1 - x^2) */
+    case UJ_UNARY_ACOS: {
+      ir_expr_t* r = ir_ex_unary(f, UJ_UNARY_RSQRT, ir_ex_binary(f, UJ_BINARY_SUB, one, mul(f, x, uop_operand(E, node->in[0], nest, dt))));
+      return node->op == UJ_UNARY_ASIN ? mul(f, g, r) : ir_ex_unary(f, UJ_UNARY_NEG, mul(f, g, r));
+    }
+    case UJ_UNARY_ATAN: return ir_ex_binary(f, UJ_BINARY_DIV, g, add(f, one, mul(f, x, uop_operand(E, node->in[0], nest, dt))));
+    case UJ_UNARY_ASINH: /* 1/sqrt(x^2 +- 1) */
+    case UJ_UNARY_ACOSH: {
+      ir_expr_t* x2 = mul(f, x, uop_operand(E, node->in[0], nest, dt));
+      ir_expr_t* d = node->op == UJ_UNARY_ASINH ? add(f, x2, one) : ir_ex_binary(f, UJ_BINARY_SUB, x2, one);
+      return mul(f, g, ir_ex_unary(f, UJ_UNARY_RSQRT, d));
+    }
+    case UJ_UNARY_ATANH:
+      return ir_ex_binary(f, UJ_BINARY_DIV, g, ir_ex_binary(f, UJ_BINARY_SUB, one, mul(f, x, uop_operand(E, node->in[0], nest, dt))));
+    case UJ_UNARY_CBRT: /* 1/(3 y^2) */
+      return ir_ex_binary(f, UJ_BINARY_DIV, g, mul(f, ir_ex_const(f, dt, 3.0), mul(f, y, uop_operand(E, n, nest, dt))));
+    case UJ_UNARY_COUNT: break;
   }
   return NULL;
 }

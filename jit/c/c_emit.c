@@ -50,6 +50,8 @@ static const char prelude[] =
     "float sinf(float); float cosf(float); float powf(float, float);\n"
     "double exp(double); double log(double); double sin(double); double cos(double);\n"
     "double tanh(double); double pow(double, double);\n"
+    "double fmod(double, double); float fmodf(float, float);\n"
+    "double copysign(double, double); float copysignf(float, float);\n"
     /* the helpers shared with CUDA (jit/prelude.c) follow the math below */
     "#define UJ_INLINE static inline\n"
     "#define UJ_EXPF uj_expf\n"

@@ -57,14 +57,46 @@ static const struct {
   int f64, nargs;
   void* addr;
 } libm[NFNS] = {
-    [FN_SQRTF] = {"sqrtf", 0, 1, (void*)sqrtf}, [FN_FLOORF] = {"floorf", 0, 1, (void*)floorf},
-    [FN_SINF] = {"sinf", 0, 1, (void*)sinf},    [FN_COSF] = {"cosf", 0, 1, (void*)cosf},
-    [FN_POWF] = {"powf", 0, 2, (void*)powf},    [FN_SQRT] = {"sqrt", 1, 1, (void*)sqrt},
-    [FN_FLOOR] = {"floor", 1, 1, (void*)floor}, [FN_SIN] = {"sin", 1, 1, (void*)sin},
-    [FN_COS] = {"cos", 1, 1, (void*)cos},       [FN_POW] = {"pow", 1, 2, (void*)pow},
-    [FN_EXP] = {"exp", 1, 1, (void*)exp},       [FN_LOG] = {"log", 1, 1, (void*)log},
-    [FN_TANH] = {"tanh", 1, 1, (void*)tanh},
+    [FN_SQRTF] = {"sqrtf", 0, 1, (void*)sqrtf},
+    [FN_SQRT] = {"sqrt", 1, 1, (void*)sqrt},
+#define UJ_ROW(NAME, spelling, ints, ref, cfn) [FN_U_##NAME] = {#ref, 1, 1, (void*)ref},
+    UJ_UNARY_OPS(UJ_ROW)
+#undef UJ_ROW
+#define UJ_ROW(NAME, spelling, kind, ints, ref, cfn) [FN_B_##NAME] = {#ref, 1, 2, (void*)ref},
+    UJ_BINARY_OPS(UJ_ROW)
+#undef UJ_ROW
 };
+
+/* The function a float unary op calls, or -1 when it is lowered inline:
+ * neg, abs and recip, and f32 exp, log, tanh and sigmoid (mir_math.c).
+ * Any other op calls its reference in double, so that an f32 result is
+ * the interpreter's, rounded once. */
+static int unary_call(uj_unary_op_t op, uj_dtype_t dt) {
+  int f32 = dt == UJ_F32;
+  switch (op) {
+    case UJ_UNARY_NEG:
+    case UJ_UNARY_ABS:
+    case UJ_UNARY_RECIP: return -1;
+    case UJ_UNARY_SQRT:
+    case UJ_UNARY_RSQRT: return f32 ? FN_SQRTF : FN_SQRT;
+    case UJ_UNARY_EXP:
+    case UJ_UNARY_LOG:
+    case UJ_UNARY_TANH:
+    case UJ_UNARY_SIGMOID:
+      if (f32) return -1;
+      break;
+    default: break;
+  }
+  return FN_U_NEG + (int)op;
+}
+
+/* The same for a binary op: pow (on any dtype: i32 through double) and
+ * the float function ops; the others are instructions. */
+static int binary_call(uj_binary_op_t op, uj_dtype_t dt) {
+  if (op == UJ_BINARY_POW) return FN_B_POW;
+  if (dt == UJ_I32 || ir_binary_kind(op) != UJ_OP_CALL || op == UJ_BINARY_MAX || op == UJ_BINARY_MIN) return -1;
+  return FN_B_ADD + (int)op;
+}
 
 void* jit_mir_resolve(const char* name) {
   for (int i = 0; i < NFNS; i++)
@@ -115,7 +147,8 @@ static MIR_reg_t local_reg(lower_t* L, int t) {
 static MIR_reg_t lower_ix(lower_t* L, const ir_ix_t* ix);
 static MIR_op_t access_mem(lower_t* L, const ir_access_t* acc);
 
-/* Floor division or modulo with x/0 == x%0 == 0, as ir_floordiv/ir_floormod. */
+/* Floor division (modulo 0), floor remainder (1) or truncating remainder
+ * (2, fmod) with x/0 == x%0 == 0, as ir_floordiv, ir_floormod, ir_binary_i32. */
 static MIR_reg_t floor_divmod(lower_t* L, MIR_reg_t a, MIR_reg_t b, int modulo) {
   MIR_reg_t r = new_reg(L, MIR_T_I64), m = new_reg(L, MIR_T_I64), sign = new_reg(L, MIR_T_I64);
   MIR_insn_t done = MIR_new_label(L->ctx), general = MIR_new_label(L->ctx);
@@ -128,6 +161,7 @@ static MIR_reg_t floor_divmod(lower_t* L, MIR_reg_t a, MIR_reg_t b, int modulo) 
   emit(L, general);
   if (modulo) {
     insn3(L, MIR_MOD, R(r), R(a), R(b));
+    if (modulo == 2) jump(L, done); /* fmod: the remainder of truncation */
     insn3(L, MIR_BEQ, LBL(done), R(r), IMM(0));
     insn3(L, MIR_XOR, R(sign), R(r), R(b));
     insn3(L, MIR_BGE, LBL(done), R(sign), IMM(0));
@@ -222,6 +256,20 @@ static MIR_reg_t call_libm(lower_t* L, int fn, MIR_reg_t a, MIR_reg_t b) {
   return r;
 }
 
+/* fn on f32 registers: widened to double for a reference in double, the
+ * result rounded back once. */
+static MIR_reg_t call_f32(lower_t* L, int fn, MIR_reg_t a, MIR_reg_t b) {
+  if (!libm[fn].f64) return call_libm(L, fn, a, b);
+  MIR_reg_t da = new_reg(L, MIR_T_D), db = b, r = new_reg(L, MIR_T_F);
+  insn2(L, MIR_F2D, R(da), R(a));
+  if (libm[fn].nargs == 2) {
+    db = new_reg(L, MIR_T_D);
+    insn2(L, MIR_F2D, R(db), R(b));
+  }
+  insn2(L, MIR_D2F, R(r), R(call_libm(L, fn, da, db)));
+  return r;
+}
+
 static MIR_reg_t wrap32(lower_t* L, MIR_reg_t x) {
   MIR_reg_t r = new_reg(L, MIR_T_I64);
   insn2(L, MIR_EXT32, R(r), R(x));
@@ -270,7 +318,15 @@ static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
   uj_unary_op_t op = (uj_unary_op_t)e->op;
   MIR_reg_t a = lower_expr(L, e->a), r;
   if (e->dtype == UJ_I32) {
-    if (op == UJ_UNARY_FLOOR) return a; /* floor of an integer */
+    if (op == UJ_UNARY_SIGN) {
+      MIR_reg_t pos = new_reg(L, MIR_T_I64), neg = new_reg(L, MIR_T_I64);
+      r = new_reg(L, MIR_T_I64);
+      insn3(L, MIR_GT, R(pos), R(a), IMM(0));
+      insn3(L, MIR_LT, R(neg), R(a), IMM(0));
+      insn3(L, MIR_SUB, R(r), R(pos), R(neg));
+      return r;
+    }
+    if (op != UJ_UNARY_NEG && op != UJ_UNARY_ABS) return a; /* floor, ceil, round of an integer */
     r = new_reg(L, MIR_T_I64);
     insn2(L, MIR_NEG, R(r), R(a));
     if (op == UJ_UNARY_ABS) r = pick(L, MIR_BGE, MIR_T_I64, MIR_MOV, a, r);
@@ -284,13 +340,6 @@ static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
       insn2(L, o->neg, R(r), R(a));
       return r;
     case UJ_UNARY_ABS: return lower_fabs(L, a, e->dtype);
-    case UJ_UNARY_EXP: return f32 ? jit_mir_expf(L, a) : call_libm(L, FN_EXP, a, 0);
-    case UJ_UNARY_LOG: return f32 ? jit_mir_logf(L, a) : call_libm(L, FN_LOG, a, 0);
-    case UJ_UNARY_TANH: return f32 ? jit_mir_tanhf(L, a) : call_libm(L, FN_TANH, a, 0);
-    case UJ_UNARY_SQRT: return call_libm(L, f32 ? FN_SQRTF : FN_SQRT, a, 0);
-    case UJ_UNARY_SIN: return call_libm(L, f32 ? FN_SINF : FN_SIN, a, 0);
-    case UJ_UNARY_COS: return call_libm(L, f32 ? FN_COSF : FN_COS, a, 0);
-    case UJ_UNARY_FLOOR: return call_libm(L, f32 ? FN_FLOORF : FN_FLOOR, a, 0);
     case UJ_UNARY_RSQRT:
     case UJ_UNARY_RECIP: {
       MIR_reg_t x = op == UJ_UNARY_RSQRT ? call_libm(L, f32 ? FN_SQRTF : FN_SQRT, a, 0) : a;
@@ -298,17 +347,13 @@ static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
       insn3(L, o->div, R(r), R(constant(L, e->dtype, 1.0)), R(x));
       return r;
     }
-    case UJ_UNARY_SIGMOID: {
-      if (f32) return jit_mir_sigmoidf(L, a);
-      MIR_reg_t neg = new_reg(L, MIR_T_D), one = constant(L, UJ_F64, 1.0), den = new_reg(L, MIR_T_D);
-      insn2(L, MIR_DNEG, R(neg), R(a));
-      insn3(L, MIR_DADD, R(den), R(one), R(call_libm(L, FN_EXP, neg, 0)));
-      r = new_reg(L, MIR_T_D);
-      insn3(L, MIR_DDIV, R(r), R(one), R(den));
-      return r;
-    }
+    default:
+      if (f32 && op == UJ_UNARY_EXP) return jit_mir_expf(L, a);
+      if (f32 && op == UJ_UNARY_LOG) return jit_mir_logf(L, a);
+      if (f32 && op == UJ_UNARY_TANH) return jit_mir_tanhf(L, a);
+      if (f32 && op == UJ_UNARY_SIGMOID) return jit_mir_sigmoidf(L, a);
+      return f32 ? call_f32(L, unary_call(op, e->dtype), a, 0) : call_libm(L, unary_call(op, e->dtype), a, 0);
   }
-  return a;
 }
 
 /* fmax/fmin-like: a wins when it compares better or b is NaN. */
@@ -328,7 +373,7 @@ static MIR_reg_t lower_binary(lower_t* L, const ir_expr_t* e) {
   MIR_reg_t a = lower_expr(L, e->a), b = lower_expr(L, e->b);
   int i32 = e->dtype == UJ_I32;
   const float_ops_t* o = fops(e->dtype);
-  if (op >= UJ_BINARY_EQ) {
+  if (ir_binary_is_compare(op)) {
     static const MIR_insn_code_t int_cmp[] = {[UJ_BINARY_EQ] = MIR_EQ, [UJ_BINARY_NE] = MIR_NE,
                                               [UJ_BINARY_LT] = MIR_LT, [UJ_BINARY_LE] = MIR_LE,
                                               [UJ_BINARY_GT] = MIR_GT, [UJ_BINARY_GE] = MIR_GE};
@@ -346,15 +391,17 @@ static MIR_reg_t lower_binary(lower_t* L, const ir_expr_t* e) {
     if (!i32) return float_extremum(L, o, op == UJ_BINARY_MAX, a, b);
     return pick(L, op == UJ_BINARY_MAX ? MIR_BGE : MIR_BLE, MIR_T_I64, MIR_MOV, a, b);
   }
-  if (op == UJ_BINARY_POW) {
-    if (e->dtype == UJ_F32) return call_libm(L, FN_POWF, a, b);
-    if (e->dtype == UJ_F64) return call_libm(L, FN_POW, a, b);
+  if (op == UJ_BINARY_POW && i32) {
     MIR_reg_t da = new_reg(L, MIR_T_D), db = new_reg(L, MIR_T_D);
     insn2(L, MIR_I2D, R(da), R(a));
     insn2(L, MIR_I2D, R(db), R(b));
-    return saturate_i32(L, call_libm(L, FN_POW, da, db), UJ_F64);
+    return saturate_i32(L, call_libm(L, FN_B_POW, da, db), UJ_F64);
   }
+  int fn = binary_call(op, e->dtype);
+  if (fn >= 0) return e->dtype == UJ_F32 ? call_f32(L, fn, a, b) : call_libm(L, fn, a, b);
   if (i32 && op == UJ_BINARY_DIV) return wrap32(L, floor_divmod(L, a, b, 0));
+  if (i32 && op == UJ_BINARY_MOD) return floor_divmod(L, a, b, 1);
+  if (i32 && op == UJ_BINARY_FMOD) return floor_divmod(L, a, b, 2);
   MIR_insn_code_t code = op == UJ_BINARY_ADD ? (i32 ? MIR_ADD : o->add)
                          : op == UJ_BINARY_SUB ? (i32 ? MIR_SUB : o->sub)
                          : op == UJ_BINARY_MUL ? (i32 ? MIR_MUL : o->mul) : o->div;
@@ -683,22 +730,10 @@ static void lower_block(lower_t* L, int bi, jit_mir_batch_t* batch, jit_mir_bloc
  * choose them), so a module imports only those. */
 static void note_calls(const ir_expr_t* e, unsigned char* need) {
   if (!e) return;
-  int f64 = e->dtype == UJ_F64;
-  if (e->kind == IR_EX_UNARY && e->dtype != UJ_I32) {
-    switch ((uj_unary_op_t)e->op) {
-      case UJ_UNARY_SQRT:
-      case UJ_UNARY_RSQRT: need[f64 ? FN_SQRT : FN_SQRTF] = 1; break;
-      case UJ_UNARY_SIN: need[f64 ? FN_SIN : FN_SINF] = 1; break;
-      case UJ_UNARY_COS: need[f64 ? FN_COS : FN_COSF] = 1; break;
-      case UJ_UNARY_FLOOR: need[f64 ? FN_FLOOR : FN_FLOORF] = 1; break;
-      case UJ_UNARY_EXP:
-      case UJ_UNARY_SIGMOID: need[FN_EXP] |= (unsigned char)f64; break;
-      case UJ_UNARY_LOG: need[FN_LOG] |= (unsigned char)f64; break;
-      case UJ_UNARY_TANH: need[FN_TANH] |= (unsigned char)f64; break;
-      default: break;
-    }
-  }
-  if (e->kind == IR_EX_BINARY && e->op == UJ_BINARY_POW) need[e->dtype == UJ_F32 ? FN_POWF : FN_POW] = 1;
+  int fn = -1;
+  if (e->kind == IR_EX_UNARY && e->dtype != UJ_I32) fn = unary_call((uj_unary_op_t)e->op, e->dtype);
+  if (e->kind == IR_EX_BINARY) fn = binary_call((uj_binary_op_t)e->op, e->dtype);
+  if (fn >= 0) need[fn] = 1;
   note_calls(e->a, need);
   note_calls(e->b, need);
   note_calls(e->c, need);

@@ -12,9 +12,20 @@
 
 #include "mir_emit.h"
 
-/* The libm functions the lowering may call, by argument count and type. */
-enum { FN_SQRTF, FN_FLOORF, FN_SINF, FN_COSF, FN_POWF, FN_SQRT, FN_FLOOR, FN_SIN, FN_COS, FN_POW,
-       FN_EXP, FN_LOG, FN_TANH, NFNS };
+/* The functions the lowering may call: the square roots (which
+ * mir_batch.c may batch instead), then every op's reference in double
+ * (the op table's ref column), FN_U_<op> and FN_B_<op> in table order. */
+enum {
+  FN_SQRTF,
+  FN_SQRT,
+#define UJ_ROW(NAME, spelling, ints, ref, cfn) FN_U_##NAME,
+  UJ_UNARY_OPS(UJ_ROW)
+#undef UJ_ROW
+#define UJ_ROW(NAME, spelling, kind, ints, ref, cfn) FN_B_##NAME,
+  UJ_BINARY_OPS(UJ_ROW)
+#undef UJ_ROW
+  NFNS
+};
 typedef struct {
   uj_dtype_t dtype;
   uint64_t bits;
