@@ -47,10 +47,10 @@ static const char* const binary_cfn[UJ_BINARY_COUNT] = {
 #undef UJ_ROW
 };
 
-/* What the C dialect spells its own way: f32 exp, log and tanh are the C
- * prelude's inline polynomials (which gcc vectorizes). */
+/* What the C dialect spells its own way: f32 exp, log, tanh and erf are
+ * the C prelude's inline polynomials (which gcc vectorizes). */
 static const char* const c_own_f32[UJ_UNARY_COUNT] = {
-    [UJ_UNARY_EXP] = "uj_expf", [UJ_UNARY_LOG] = "uj_logf", [UJ_UNARY_TANH] = "uj_tanhf"};
+    [UJ_UNARY_EXP] = "uj_expf", [UJ_UNARY_LOG] = "uj_logf", [UJ_UNARY_TANH] = "uj_tanhf", [UJ_UNARY_ERF] = "uj_erff"};
 
 /* Prints the function computing a table op: CUDA calls the device
  * library's or the prelude's function by the table's name; C calls the

@@ -170,7 +170,9 @@ static const char prelude[] =
     /* tanh: an odd polynomial below |x| = 0.625 (a subnormal x gives x;
      * +-0 is taken apart, since x + (+0) would lose -0's sign), else
      * 1 - 2/(e^(2|x|) + 1) with the sign put back (1 once e^(2|x|)
-     * overflows). */
+     * overflows). Two flat selects, not nested ones: gcc 12 if-converts
+     * the flat pair, but leaves the nested form as control flow and the
+     * loop scalar (8x slower). */
     "static inline float uj_tanhf(float x) {\n"
     "  float a = x < 0.0f ? -x : x, z = x * x;\n"
     "  float p = -5.70498872745e-3f;\n"
@@ -179,7 +181,33 @@ static const char prelude[] =
     "  float small = UJ_FMAF(p * z, x, x);\n"
     "  float t = 1.0f - 2.0f / (uj_expf(2.0f * a) + 1.0f);\n"
     "  float big = x < 0.0f ? -t : t;\n"
-    "  return a < 0.625f ? (x == 0.0f ? x : small) : big;\n"
+    "  float r = a < 0.625f ? small : big;\n"
+    "  return x == 0.0f ? x : r;\n"
+    "}\n"
+    /* erf: up to |x| = 0.921875, x + x p(x^2), p of degree 5 fit to
+     * erf(x)/x - 1; above, 1 - e^q(t) with x's sign, t = min(|x|, 4)
+     * (erf rounds to 1 from 3.92 on), q of degree 8 fit to log(erfc(t)).
+     * The fits minimize the relative error of erf (iteratively reweighted
+     * least squares in double, coefficients then rounded to float). Both
+     * sides are computed and one selected by a bit mask: gcc 12 leaves a
+     * ?: between them as control flow, and the loop scalar. NaN fails the
+     * comparison and takes the first side, which gives NaN; -0 stays -0
+     * there. */
+    "static inline float uj_erff(float x) {\n"
+    "  float a = __builtin_fabsf(x), s = x * x;\n"
+    "  float p = -5.990982754e-04f;\n"
+    "  p = UJ_FMAF(p, s, 4.993211012e-03f); p = UJ_FMAF(p, s, -2.676664293e-02f); p = UJ_FMAF(p, s, 1.128181741e-01f);\n"
+    "  p = UJ_FMAF(p, s, -3.761249483e-01f); p = UJ_FMAF(p, s, 1.283791512e-01f);\n"
+    "  float small = UJ_FMAF(p, x, x);\n"
+    "  float t = a < 4.0f ? a : 4.0f;\n"
+    "  float q = -5.028681471e-07f;\n"
+    "  q = UJ_FMAF(q, t, -1.457768849e-05f); q = UJ_FMAF(q, t, 3.983032657e-04f); q = UJ_FMAF(q, t, -4.058846273e-03f);\n"
+    "  q = UJ_FMAF(q, t, 2.490626089e-02f); q = UJ_FMAF(q, t, -1.080261320e-01f); q = UJ_FMAF(q, t, -6.335323453e-01f);\n"
+    "  q = UJ_FMAF(q, t, -1.129438996e+00f); q = UJ_FMAF(q, t, 1.613283384e-04f);\n"
+    "  uj_bits big, r; big.f = __builtin_copysignf(1.0f - uj_expf(q), x); r.f = small;\n"
+    "  uint32_t m = 0u - (uint32_t)(a > 0.921875f);\n"
+    "  r.u = (big.u & m) | (r.u & ~m);\n"
+    "  return r.f;\n"
     "}\n";
 
 typedef struct {
