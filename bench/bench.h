@@ -115,7 +115,8 @@ extern const unfused_baseline_t unfused_sigmoid, unfused_adam, unfused_sumsq;
 
 /* ---- hand.c: the hand-written fused loops (same calling convention) ---- */
 
-extern const unfused_baseline_t hand_fused_sigmoid, hand_fused_gelu, hand_fused_adam, hand_fused_sumsq;
+extern const unfused_baseline_t hand_fused_sigmoid, hand_fused_gelu, hand_fused_gelu_erf, hand_fused_adam,
+    hand_fused_sumsq;
 /* AdamW on one tensor in place; hyper = b1, b2, lr, eps, wd. */
 void hand_adamw_step(float* m, const float* g, float* v, float* p, int64_t n, const float* hyper);
 
@@ -362,7 +363,7 @@ typedef struct {
 } peer_results_t;
 
 /* Runs cpu_peers.py (when a python3 imports numpy) on `workloads` (a
- * comma-separated list of sigmoid, gelu, adam, sumsq, softmax, layernorm):
+ * comma-separated list of sigmoid, gelu, gelu_erf, adam, sumsq, softmax, layernorm):
  * the 1-D ones at each of `elements` (comma-separated counts), the row ones
  * on rows x cols (rows <= 0: elements / cols at each size), on each of
  * `threads` (comma-separated). Never fails the bench: a helper that cannot

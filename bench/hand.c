@@ -2,8 +2,8 @@
  * one loop per program, every operation of an element done while it is in
  * registers, as a careful C programmer writes it without a JIT. The
  * Makefile compiles this file with -O3 -march=native -ffast-math, the flags
- * such a programmer would pick (expf and tanhf vectorized through glibc's
- * libmvec, the sum's additions reassociated into vector lanes).
+ * such a programmer would pick (expf, tanhf and erff vectorized through
+ * glibc's libmvec, the sum's additions reassociated into vector lanes).
  * Single-threaded. The tensors come by name, as for the unfused baselines
  * (baseline.c). */
 #include <math.h>
@@ -30,6 +30,18 @@ static void hand_gelu(float* const* t, int64_t n, float* const* scratch) {
   }
 }
 const unfused_baseline_t hand_fused_gelu = {2, {"x", "y"}, hand_gelu};
+
+/* GELU, erf form (GPT-2's and BERT's exact one): y = 0.5 x (1 + erf(x / sqrt(2))) */
+static void hand_gelu_erf(float* const* t, int64_t n, float* const* scratch) {
+  (void)scratch;
+  const float* x = t[0];
+  float* y = t[1];
+  for (int64_t i = 0; i < n; i++) {
+    float v = x[i];
+    y[i] = 0.5f * v * (1.0f + erff(0.7071067812f * v));
+  }
+}
+const unfused_baseline_t hand_fused_gelu_erf = {2, {"x", "y"}, hand_gelu_erf};
 
 /* Adam in place: m, v and p updated in one pass */
 static void hand_adam(float* const* t, int64_t n, float* const* scratch) {

@@ -30,7 +30,7 @@ import sys
 ENGINE_COLORS = {"mir": "tab:blue", "c": "tab:orange", "auto": "tab:green", "aot": "tab:red",
                  "hand": "tab:purple", "unfused": "tab:brown", "copy": "black"}
 PEER_COLORS = {"numpy": "tab:olive", "numexpr": "tab:cyan", "torch": "tab:pink"}
-WORKLOADS = ["sigmoid", "gelu", "adam", "sumsq", "softmax", "layernorm", "adamw"]
+WORKLOADS = ["sigmoid", "gelu", "gelu_erf", "adam", "sumsq", "softmax", "layernorm", "adamw"]
 
 
 def ok(row):

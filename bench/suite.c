@@ -6,7 +6,8 @@
  *   compile latency per JIT engine (cold, disk-cache hit, memory-cache
  *     dispatch, time to a first result; compile.c and suite_measure.c);
  *   each workload at each size on every runner, checked before timed, with
- *     its traffic-matched copy kernel: sigmoid, gelu, adam, sumsq (1-D),
+ *     its traffic-matched copy kernel: sigmoid, gelu (tanh and erf forms),
+ *     adam, sumsq (1-D),
  *     softmax and layernorm (rows of 1024), the AdamW step over a model's
  *     tensors (suite_adamw.c), the 3x3 convolutions' backends (conv.c); the
  *     peers through bench/cpu_peers.py;
@@ -28,10 +29,11 @@
 
 static const program_spec_t sigmoid = {"sigmoid", 8, 1e-5, 0, &unfused_sigmoid, &hand_fused_sigmoid};
 static const program_spec_t gelu = {"gelu", 8, 1e-5, 0, NULL, &hand_fused_gelu};
+static const program_spec_t gelu_erf = {"gelu_erf", 8, 1e-5, 0, NULL, &hand_fused_gelu_erf};
 static const program_spec_t adam = {"adam", 28, 1e-5, 0, &unfused_adam, &hand_fused_adam};
 /* the interpreter adds in sequence: its f32 sum drifts with n (bench.c) */
 static const program_spec_t sumsq = {"sumsq", 4, 1e-5, 1e-9, &unfused_sumsq, &hand_fused_sumsq};
-static const program_spec_t* const one_d[] = {&sigmoid, &gelu, &adam, &sumsq};
+static const program_spec_t* const one_d[] = {&sigmoid, &gelu, &gelu_erf, &adam, &sumsq};
 static const char* const row_names[] = {"softmax", "layernorm"};
 enum { ROW_COLS = 1024 };
 
@@ -324,9 +326,9 @@ int bench_suite_main(int argc, char** argv) {
   unsetenv("UOPJIT_CACHE");
   if (s.engines[SR_AOT]) {
     progress("AOT kernels: `uopjit aot`, then the system compiler at -O3");
-    static const char* const names[] = {"sigmoid", "gelu", "adam", "sumsq", "softmax", "layernorm", "adamw"};
+    static const char* const names[] = {"sigmoid", "gelu", "gelu_erf", "adam", "sumsq", "softmax", "layernorm", "adamw"};
     char note[1024] = "";
-    aot_build(names, 7, aot_dir, note, sizeof note);
+    aot_build(names, (int)(sizeof names / sizeof names[0]), aot_dir, note, sizeof note);
     if (note[0]) suite_note(&s, "%s", note);
   }
   status = run_suite(&s, cache_root);

@@ -224,7 +224,8 @@ static int64_t largest(const suite_t* s, const char* workload) {
   return n;
 }
 
-static const char* const workloads[] = {"sigmoid", "gelu", "adam", "sumsq", "softmax", "layernorm", "adamw", "conv3x3"};
+static const char* const workloads[] = {"sigmoid", "gelu",      "gelu_erf", "adam",
+                                        "sumsq",   "softmax",   "layernorm", "adamw", "conv3x3"};
 enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
 
 /* The fastest peer at this size on these threads (numpy, single-threaded,
