@@ -285,8 +285,8 @@ uj_status_t uj_ctx_device(uj_ctx_t* ctx, char* name, size_t name_cap, int* arch,
 
 /* The elementwise ops, one row each in uopjit_ops.h (the name in the
  * language, which take i32, the function that defines each). */
-#define UJ_OP_ENUM_UNARY(NAME, spelling, ints, ref, cfn) UJ_UNARY_##NAME,
-#define UJ_OP_ENUM_BINARY(NAME, spelling, kind, ints, ref, cfn) UJ_BINARY_##NAME,
+#define UJ_OP_ENUM_UNARY(NAME, spelling, flags, ref, cfn) UJ_UNARY_##NAME,
+#define UJ_OP_ENUM_BINARY(NAME, spelling, kind, flags, ref, cfn) UJ_BINARY_##NAME,
 typedef enum { UJ_UNARY_OPS(UJ_OP_ENUM_UNARY) UJ_UNARY_COUNT } uj_unary_op_t;
 typedef enum { UJ_BINARY_OPS(UJ_OP_ENUM_BINARY) UJ_BINARY_COUNT } uj_binary_op_t;
 #undef UJ_OP_ENUM_UNARY

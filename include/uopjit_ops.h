@@ -6,11 +6,13 @@
  *
  * New rows go at the end of their list: an op's number is part of the ABI.
  *
- * X(NAME, spelling, ints, ref, cfn), one row per unary op:
+ * X(NAME, spelling, flags, ref, cfn), one row per unary op:
  *   NAME      the enum member UJ_UNARY_<NAME>
  *   spelling  its name in the language, in dumps and in messages
- *   ints      UJ_OP_FLOAT: refuses i32; UJ_OP_INT: defined on i32 too
- *             (exact there; ir/semantics.c ir_unary_i32 says how)
+ *   flags     UJ_OP_INT: defined on i32 too (exact there; ir/ops.c
+ *             ir_unary_i32 says how), else it refuses i32; UJ_OP_CHEAP: a
+ *             few instructions, where the others cost a call's worth (the
+ *             passes weigh recomputing them against memory traffic)
  *   ref       the host function in double that defines it: the
  *             interpreter computes ref(x) in double and rounds once to the
  *             value's dtype, and every engine is held to that
@@ -24,69 +26,70 @@
 
 #define UJ_OP_FLOAT 0
 #define UJ_OP_INT 1
+#define UJ_OP_CHEAP 2
 
-#define UJ_UNARY_OPS(X)                             \
-  X(NEG, neg, UJ_OP_INT, ujm_neg, uj_neg)           \
-  X(ABS, abs, UJ_OP_INT, fabs, fabs)                \
-  X(EXP, exp, UJ_OP_FLOAT, exp, exp)                \
-  X(LOG, log, UJ_OP_FLOAT, log, log)                \
-  X(SQRT, sqrt, UJ_OP_FLOAT, sqrt, sqrt)            \
-  X(RSQRT, rsqrt, UJ_OP_FLOAT, ujm_rsqrt, uj_rsqrt) \
-  X(RECIP, recip, UJ_OP_FLOAT, ujm_recip, uj_recip) \
-  X(SIN, sin, UJ_OP_FLOAT, sin, sin)                \
-  X(COS, cos, UJ_OP_FLOAT, cos, cos)                \
-  X(TANH, tanh, UJ_OP_FLOAT, tanh, tanh)            \
-  X(SIGMOID, sigmoid, UJ_OP_FLOAT, ujm_sigmoid, uj_sigmoid) \
-  X(FLOOR, floor, UJ_OP_INT, floor, floor)          \
-  X(TAN, tan, UJ_OP_FLOAT, tan, tan)                \
-  X(ERF, erf, UJ_OP_FLOAT, erf, erf)                \
-  X(ERFC, erfc, UJ_OP_FLOAT, erfc, erfc)            \
-  X(LOG1P, log1p, UJ_OP_FLOAT, log1p, log1p)        \
-  X(EXPM1, expm1, UJ_OP_FLOAT, expm1, expm1)        \
-  X(LOG2, log2, UJ_OP_FLOAT, log2, log2)            \
-  X(LOG10, log10, UJ_OP_FLOAT, log10, log10)        \
-  X(EXP2, exp2, UJ_OP_FLOAT, exp2, exp2)            \
-  X(SINH, sinh, UJ_OP_FLOAT, sinh, sinh)            \
-  X(COSH, cosh, UJ_OP_FLOAT, cosh, cosh)            \
-  X(ASIN, asin, UJ_OP_FLOAT, asin, asin)            \
-  X(ACOS, acos, UJ_OP_FLOAT, acos, acos)            \
-  X(ATAN, atan, UJ_OP_FLOAT, atan, atan)            \
-  X(ASINH, asinh, UJ_OP_FLOAT, asinh, asinh)        \
-  X(ACOSH, acosh, UJ_OP_FLOAT, acosh, acosh)        \
-  X(ATANH, atanh, UJ_OP_FLOAT, atanh, atanh)        \
-  X(CBRT, cbrt, UJ_OP_FLOAT, cbrt, cbrt)            \
-  X(ROUND, round, UJ_OP_INT, rint, rint)            \
-  X(SIGN, sign, UJ_OP_INT, ujm_sign, uj_sign)       \
-  X(CEIL, ceil, UJ_OP_INT, ceil, ceil)
+#define UJ_UNARY_OPS(X)                                                        \
+  X(NEG, neg, UJ_OP_INT | UJ_OP_CHEAP, ujm_neg, uj_neg)                        \
+  X(ABS, abs, UJ_OP_INT | UJ_OP_CHEAP, fabs, fabs)                             \
+  X(EXP, exp, UJ_OP_FLOAT, exp, exp)                                           \
+  X(LOG, log, UJ_OP_FLOAT, log, log)                                           \
+  X(SQRT, sqrt, UJ_OP_FLOAT | UJ_OP_CHEAP, sqrt, sqrt)                         \
+  X(RSQRT, rsqrt, UJ_OP_FLOAT | UJ_OP_CHEAP, ujm_rsqrt, uj_rsqrt)              \
+  X(RECIP, recip, UJ_OP_FLOAT | UJ_OP_CHEAP, ujm_recip, uj_recip)              \
+  X(SIN, sin, UJ_OP_FLOAT, sin, sin)                                           \
+  X(COS, cos, UJ_OP_FLOAT, cos, cos)                                           \
+  X(TANH, tanh, UJ_OP_FLOAT, tanh, tanh)                                       \
+  X(SIGMOID, sigmoid, UJ_OP_FLOAT, ujm_sigmoid, uj_sigmoid)                    \
+  X(FLOOR, floor, UJ_OP_INT | UJ_OP_CHEAP, floor, floor)                       \
+  X(TAN, tan, UJ_OP_FLOAT, tan, tan)                                           \
+  X(ERF, erf, UJ_OP_FLOAT, erf, erf)                                           \
+  X(ERFC, erfc, UJ_OP_FLOAT, erfc, erfc)                                       \
+  X(LOG1P, log1p, UJ_OP_FLOAT, log1p, log1p)                                   \
+  X(EXPM1, expm1, UJ_OP_FLOAT, expm1, expm1)                                   \
+  X(LOG2, log2, UJ_OP_FLOAT, log2, log2)                                       \
+  X(LOG10, log10, UJ_OP_FLOAT, log10, log10)                                   \
+  X(EXP2, exp2, UJ_OP_FLOAT, exp2, exp2)                                       \
+  X(SINH, sinh, UJ_OP_FLOAT, sinh, sinh)                                       \
+  X(COSH, cosh, UJ_OP_FLOAT, cosh, cosh)                                       \
+  X(ASIN, asin, UJ_OP_FLOAT, asin, asin)                                       \
+  X(ACOS, acos, UJ_OP_FLOAT, acos, acos)                                       \
+  X(ATAN, atan, UJ_OP_FLOAT, atan, atan)                                       \
+  X(ASINH, asinh, UJ_OP_FLOAT, asinh, asinh)                                   \
+  X(ACOSH, acosh, UJ_OP_FLOAT, acosh, acosh)                                   \
+  X(ATANH, atanh, UJ_OP_FLOAT, atanh, atanh)                                   \
+  X(CBRT, cbrt, UJ_OP_FLOAT, cbrt, cbrt)                                       \
+  X(ROUND, round, UJ_OP_INT | UJ_OP_CHEAP, rint, rint)                         \
+  X(SIGN, sign, UJ_OP_INT | UJ_OP_CHEAP, ujm_sign, uj_sign)                    \
+  X(CEIL, ceil, UJ_OP_INT | UJ_OP_CHEAP, ceil, ceil)
 
-/* X(NAME, spelling, kind, ints, ref, cfn), one row per binary op:
+/* X(NAME, spelling, kind, flags, ref, cfn), one row per binary op:
  *   kind      UJ_OP_ARITH: written `a spelling b` in C as in the language;
  *             UJ_OP_COMPARE: the same, giving 1 or 0 in the operands'
  *             dtype; UJ_OP_CALL: a function of two arguments
- *   ints      as above; on i32 every binary op has its own exact rule
+ *   flags     as above; on i32 every binary op has its own exact rule
  *   ref, cfn  as above, for UJ_OP_CALL (the others' ref is the C operator) */
 #define UJ_OP_ARITH 0
 #define UJ_OP_COMPARE 1
 #define UJ_OP_CALL 2
 
-#define UJ_BINARY_OPS(X)                                            \
-  X(ADD, +, UJ_OP_ARITH, UJ_OP_INT, ujm_add, uj_add)                \
-  X(SUB, -, UJ_OP_ARITH, UJ_OP_INT, ujm_sub, uj_sub)                \
-  X(MUL, *, UJ_OP_ARITH, UJ_OP_INT, ujm_mul, uj_mul)                \
-  X(DIV, /, UJ_OP_ARITH, UJ_OP_INT, ujm_div, uj_div)                \
-  X(POW, pow, UJ_OP_CALL, UJ_OP_FLOAT, pow, pow)                    \
-  X(MAX, max, UJ_OP_CALL, UJ_OP_INT, ujm_fmax, uj_fmax)             \
-  X(MIN, min, UJ_OP_CALL, UJ_OP_INT, ujm_fmin, uj_fmin)             \
-  X(EQ, ==, UJ_OP_COMPARE, UJ_OP_INT, ujm_eq, uj_eq)                \
-  X(NE, !=, UJ_OP_COMPARE, UJ_OP_INT, ujm_ne, uj_ne)                \
-  X(LT, <, UJ_OP_COMPARE, UJ_OP_INT, ujm_lt, uj_lt)                 \
-  X(LE, <=, UJ_OP_COMPARE, UJ_OP_INT, ujm_le, uj_le)                \
-  X(GT, >, UJ_OP_COMPARE, UJ_OP_INT, ujm_gt, uj_gt)                 \
-  X(GE, >=, UJ_OP_COMPARE, UJ_OP_INT, ujm_ge, uj_ge)                \
-  X(ATAN2, atan2, UJ_OP_CALL, UJ_OP_FLOAT, atan2, atan2)            \
-  X(HYPOT, hypot, UJ_OP_CALL, UJ_OP_FLOAT, hypot, hypot)            \
-  X(COPYSIGN, copysign, UJ_OP_CALL, UJ_OP_FLOAT, copysign, copysign) \
-  X(MOD, mod, UJ_OP_CALL, UJ_OP_INT, ujm_mod, uj_mod)               \
-  X(FMOD, fmod, UJ_OP_CALL, UJ_OP_INT, fmod, fmod)
+#define UJ_BINARY_OPS(X)                                                       \
+  X(ADD, +, UJ_OP_ARITH, UJ_OP_INT | UJ_OP_CHEAP, ujm_add, uj_add)             \
+  X(SUB, -, UJ_OP_ARITH, UJ_OP_INT | UJ_OP_CHEAP, ujm_sub, uj_sub)             \
+  X(MUL, *, UJ_OP_ARITH, UJ_OP_INT | UJ_OP_CHEAP, ujm_mul, uj_mul)             \
+  X(DIV, /, UJ_OP_ARITH, UJ_OP_INT | UJ_OP_CHEAP, ujm_div, uj_div)             \
+  X(POW, pow, UJ_OP_CALL, UJ_OP_FLOAT, pow, pow)                               \
+  X(MAX, max, UJ_OP_CALL, UJ_OP_INT | UJ_OP_CHEAP, ujm_fmax, uj_fmax)          \
+  X(MIN, min, UJ_OP_CALL, UJ_OP_INT | UJ_OP_CHEAP, ujm_fmin, uj_fmin)          \
+  X(EQ, ==, UJ_OP_COMPARE, UJ_OP_INT | UJ_OP_CHEAP, ujm_eq, uj_eq)             \
+  X(NE, !=, UJ_OP_COMPARE, UJ_OP_INT | UJ_OP_CHEAP, ujm_ne, uj_ne)             \
+  X(LT, <, UJ_OP_COMPARE, UJ_OP_INT | UJ_OP_CHEAP, ujm_lt, uj_lt)              \
+  X(LE, <=, UJ_OP_COMPARE, UJ_OP_INT | UJ_OP_CHEAP, ujm_le, uj_le)             \
+  X(GT, >, UJ_OP_COMPARE, UJ_OP_INT | UJ_OP_CHEAP, ujm_gt, uj_gt)              \
+  X(GE, >=, UJ_OP_COMPARE, UJ_OP_INT | UJ_OP_CHEAP, ujm_ge, uj_ge)             \
+  X(ATAN2, atan2, UJ_OP_CALL, UJ_OP_FLOAT, atan2, atan2)                       \
+  X(HYPOT, hypot, UJ_OP_CALL, UJ_OP_FLOAT, hypot, hypot)                       \
+  X(COPYSIGN, copysign, UJ_OP_CALL, UJ_OP_FLOAT | UJ_OP_CHEAP, copysign, copysign) \
+  X(MOD, mod, UJ_OP_CALL, UJ_OP_INT | UJ_OP_CHEAP, ujm_mod, uj_mod)            \
+  X(FMOD, fmod, UJ_OP_CALL, UJ_OP_INT | UJ_OP_CHEAP, fmod, fmod)
 
 #endif

@@ -47,20 +47,20 @@ double ujm_mod(double a, double b) {
 
 static const struct {
   const char* name;
-  int ints;
+  int flags;
   double (*ref)(double);
 } unary_rows[] = {
-#define UJ_ROW(NAME, spelling, ints, ref, cfn) {#spelling, ints, ref},
+#define UJ_ROW(NAME, spelling, flags, ref, cfn) {#spelling, flags, ref},
     UJ_UNARY_OPS(UJ_ROW)
 #undef UJ_ROW
 };
 
 static const struct {
   const char* name;
-  int kind, ints;
+  int kind, flags;
   double (*ref)(double, double);
 } binary_rows[] = {
-#define UJ_ROW(NAME, spelling, kind, ints, ref, cfn) {#spelling, kind, ints, ref},
+#define UJ_ROW(NAME, spelling, kind, flags, ref, cfn) {#spelling, kind, flags, ref},
     UJ_BINARY_OPS(UJ_ROW)
 #undef UJ_ROW
 };
@@ -71,8 +71,8 @@ const char* ir_unary_name(uj_unary_op_t op) { return ir_unary_valid(op) ? unary_
 const char* ir_binary_name(uj_binary_op_t op) { return ir_binary_valid(op) ? binary_rows[op].name : "?"; }
 const char* uj_unary_name(uj_unary_op_t op) { return ir_unary_name(op); }
 const char* uj_binary_name(uj_binary_op_t op) { return ir_binary_name(op); }
-int ir_unary_takes_i32(uj_unary_op_t op) { return ir_unary_valid(op) && unary_rows[op].ints == UJ_OP_INT; }
-int ir_binary_takes_i32(uj_binary_op_t op) { return ir_binary_valid(op) && binary_rows[op].ints == UJ_OP_INT; }
+int ir_unary_takes_i32(uj_unary_op_t op) { return ir_unary_valid(op) && (unary_rows[op].flags & UJ_OP_INT); }
+int ir_binary_takes_i32(uj_binary_op_t op) { return ir_binary_valid(op) && (binary_rows[op].flags & UJ_OP_INT); }
 int ir_binary_kind(uj_binary_op_t op) { return binary_rows[op].kind; }
 int ir_binary_is_compare(uj_binary_op_t op) { return binary_rows[op].kind == UJ_OP_COMPARE; }
 
@@ -126,20 +126,9 @@ int64_t ir_binary_i32(uj_binary_op_t op, int64_t a, int64_t b) {
 }
 
 int ir_unary_is_transcendental(uj_unary_op_t op) {
-  switch (op) {
-    case UJ_UNARY_NEG:
-    case UJ_UNARY_ABS:
-    case UJ_UNARY_SQRT:
-    case UJ_UNARY_RSQRT:
-    case UJ_UNARY_RECIP:
-    case UJ_UNARY_FLOOR:
-    case UJ_UNARY_CEIL:
-    case UJ_UNARY_ROUND:
-    case UJ_UNARY_SIGN: return 0;
-    default: return 1;
-  }
+  return ir_unary_valid(op) && !(unary_rows[op].flags & UJ_OP_CHEAP);
 }
 
 int ir_binary_is_transcendental(uj_binary_op_t op) {
-  return op == UJ_BINARY_POW || op == UJ_BINARY_ATAN2 || op == UJ_BINARY_HYPOT;
+  return ir_binary_valid(op) && !(binary_rows[op].flags & UJ_OP_CHEAP);
 }

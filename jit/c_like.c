@@ -37,12 +37,12 @@ static const char* fn(const jit_cx_t* E, uj_dtype_t dt, int which) {
 /* The op table's function names (include/uopjit_ops.h), double flavour;
  * the float one appends an f. */
 static const char* const unary_cfn[UJ_UNARY_COUNT] = {
-#define UJ_ROW(NAME, spelling, ints, ref, cfn) [UJ_UNARY_##NAME] = #cfn,
+#define UJ_ROW(NAME, spelling, flags, ref, cfn) [UJ_UNARY_##NAME] = #cfn,
     UJ_UNARY_OPS(UJ_ROW)
 #undef UJ_ROW
 };
 static const char* const binary_cfn[UJ_BINARY_COUNT] = {
-#define UJ_ROW(NAME, spelling, kind, ints, ref, cfn) [UJ_BINARY_##NAME] = #cfn,
+#define UJ_ROW(NAME, spelling, kind, flags, ref, cfn) [UJ_BINARY_##NAME] = #cfn,
     UJ_BINARY_OPS(UJ_ROW)
 #undef UJ_ROW
 };

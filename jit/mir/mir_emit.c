@@ -59,10 +59,10 @@ static const struct {
 } libm[NFNS] = {
     [FN_SQRTF] = {"sqrtf", 0, 1, (void*)sqrtf},
     [FN_SQRT] = {"sqrt", 1, 1, (void*)sqrt},
-#define UJ_ROW(NAME, spelling, ints, ref, cfn) [FN_U_##NAME] = {#ref, 1, 1, (void*)ref},
+#define UJ_ROW(NAME, spelling, flags, ref, cfn) [FN_U_##NAME] = {#ref, 1, 1, (void*)ref},
     UJ_UNARY_OPS(UJ_ROW)
 #undef UJ_ROW
-#define UJ_ROW(NAME, spelling, kind, ints, ref, cfn) [FN_B_##NAME] = {#ref, 1, 2, (void*)ref},
+#define UJ_ROW(NAME, spelling, kind, flags, ref, cfn) [FN_B_##NAME] = {#ref, 1, 2, (void*)ref},
     UJ_BINARY_OPS(UJ_ROW)
 #undef UJ_ROW
 };

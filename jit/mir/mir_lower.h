@@ -18,10 +18,10 @@
 enum {
   FN_SQRTF,
   FN_SQRT,
-#define UJ_ROW(NAME, spelling, ints, ref, cfn) FN_U_##NAME,
+#define UJ_ROW(NAME, spelling, flags, ref, cfn) FN_U_##NAME,
   UJ_UNARY_OPS(UJ_ROW)
 #undef UJ_ROW
-#define UJ_ROW(NAME, spelling, kind, ints, ref, cfn) FN_B_##NAME,
+#define UJ_ROW(NAME, spelling, kind, flags, ref, cfn) FN_B_##NAME,
   UJ_BINARY_OPS(UJ_ROW)
 #undef UJ_ROW
   NFNS
