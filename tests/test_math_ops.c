@@ -31,6 +31,7 @@ static double unary_bound(uj_unary_op_t op) {
     case UJ_UNARY_CEIL:
     case UJ_UNARY_ROUND:
     case UJ_UNARY_SIGN:
+    case UJ_UNARY_TRUNC:
     case UJ_UNARY_NEG:
     case UJ_UNARY_ABS:
     case UJ_UNARY_SQRT: return 0;
@@ -156,6 +157,7 @@ static const unary_case_t unary_cases[] = {
     {UJ_UNARY_FLOOR, "floor", floor},
     {UJ_UNARY_SQRT, "sqrt", sqrt},
     {UJ_UNARY_ABS, "abs", fabs},
+    {UJ_UNARY_TRUNC, "trunc", trunc},
 };
 #define NUNARY ((int)(sizeof unary_cases / sizeof unary_cases[0]))
 
@@ -201,6 +203,7 @@ static void unary_domain(uj_unary_op_t op, uint64_t* st, uj_tensor_t* x) {
     case UJ_UNARY_ROUND: /* away from the half-integers, where it jumps */
     case UJ_UNARY_CEIL:
     case UJ_UNARY_SIGN:
+    case UJ_UNARY_TRUNC:
       for (int64_t i = 0; i < or_tnumel(x); i++)
         or_set(x, i, (double)harness_int(st, -3, 2) + harness_real(st, 0.1, 0.4) + (op == UJ_UNARY_ROUND ? 0 : 0.4));
       break;
@@ -223,7 +226,7 @@ TEST(gradients_of_the_new_unary_ops_match_finite_differences) {
       uj_io_t x = gc_input(&c, UJ_F64, r, dims, 1);
       gc_output(&c, uj_unary(c.g, (uj_unary_op_t)op, x));
       unary_domain((uj_unary_op_t)op, &st, gc_t(&c, x));
-      if (op == UJ_UNARY_ROUND || op == UJ_UNARY_CEIL || op == UJ_UNARY_SIGN) c.zero[0] = 1;
+      if (op == UJ_UNARY_ROUND || op == UJ_UNARY_CEIL || op == UJ_UNARY_SIGN || op == UJ_UNARY_TRUNC) c.zero[0] = 1;
       GC_CHECK(&c, &st);
     }
   }
@@ -349,11 +352,13 @@ TEST(logical_operators_softplus_clamp_and_the_like) {
   const double r[] = {0.5, 1.5, 2.5, -0.5, -2.5, 3.7, -3.7, 0};
   expect("y = round(x)", UJ_F32, r, 8, UJ_F32, (double[]){0, 2, 2, -0.0, -2, 4, -4, 0}); /* half to even */
   expect("y = sign(x) + ceil(x) * 0", UJ_F32, r, 8, UJ_F32, (double[]){1, 1, 1, -1, -1, 1, -1, 0});
+  expect("y = trunc(x)", UJ_F32, r, 8, UJ_F32, (double[]){0, 1, 2, -0.0, -2, 3, -3, 0});
   const double p[] = {1.5, 2, -3, 0.5};
   expect("y = prod(x)", UJ_F32, p, 4, UJ_F32, (double[]){-4.5});
   expect("y = prod(x) + erf(0.5) - erf(0.5)", UJ_F32, p, 4, UJ_F32, (double[]){-4.5});
   const double ints[] = {-3, 0, 4};
   expect("y = sign(x)", UJ_I32, ints, 3, UJ_I32, (double[]){-1, 0, 1});
+  expect("y = trunc(x) + round(x) - ceil(x)", UJ_I32, ints, 3, UJ_I32, (double[]){-3, 0, 4});
   expect("y = atan2(x, 1) * 0", UJ_I32, ints, 3, UJ_F32, (double[]){-0.0, 0, 0});
 }
 

@@ -3,7 +3,7 @@
  * built. The gradient multiplies the output gradient g by the derivative,
  * written with the output y where that is cheaper (exp: g*y, tanh:
  * g*(1-y*y), sigmoid: g*y*(1-y), tan: g*(1+y*y), cbrt: g/(3y^2)); the
- * steps (floor, ceil, round, sign) have none. */
+ * steps (floor, ceil, round, sign, trunc) have none. */
 #include "uops.h"
 
 uj_io_t uj_unary(uj_graph_t* g, uj_unary_op_t op, uj_io_t x) {
@@ -69,7 +69,8 @@ static ir_expr_t* unary_local(uop_emit_t* E, int n, int operand, const uop_nest_
     case UJ_UNARY_FLOOR:
     case UJ_UNARY_CEIL:
     case UJ_UNARY_ROUND:
-    case UJ_UNARY_SIGN: return ir_ex_const(f, dt, 0.0); /* flat almost everywhere */
+    case UJ_UNARY_SIGN:
+    case UJ_UNARY_TRUNC: return ir_ex_const(f, dt, 0.0); /* flat almost everywhere */
     case UJ_UNARY_TAN: return mul(f, g, add(f, one, mul(f, y, uop_operand(E, n, nest, dt)))); /* 1 + y^2 */
     case UJ_UNARY_ERF:
     case UJ_UNARY_ERFC: { /* +-2/sqrt(pi) e^(-x^2) */
