@@ -698,6 +698,29 @@ static inline uj_program_t* or_conv_program(or_conv_kind_t kind, uj_dtype_t dt) 
   return p;
 }
 
+/* Distance in representable floats of dtype dt (f32 or f64) between a and
+ * b, both finite or both the same special value (0 then); -1 when one is
+ * special and the other is not the same. */
+static inline double or_ulps(uj_dtype_t dt, double a, double b) {
+  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : -1;
+  if (isinf(a) || isinf(b)) return a == b ? 0 : -1;
+  if (a == 0 && b == 0) return signbit(a) == signbit(b) ? 0 : -1;
+  if (dt == UJ_F32) {
+    float fa = (float)a, fb = (float)b;
+    int32_t ia, ib;
+    memcpy(&ia, &fa, 4), memcpy(&ib, &fb, 4);
+    if (ia < 0) ia = INT32_MIN - ia;
+    if (ib < 0) ib = INT32_MIN - ib;
+    return fabs((double)ia - (double)ib);
+  }
+  int64_t la, lb;
+  memcpy(&la, &a, 8), memcpy(&lb, &b, 8);
+  if (la < 0) la = INT64_MIN - la;
+  if (lb < 0) lb = INT64_MIN - lb;
+  uint64_t d = la > lb ? (uint64_t)la - (uint64_t)lb : (uint64_t)lb - (uint64_t)la; /* exact, unlike a double */
+  return d > 1000000 ? 1e6 : (double)d;
+}
+
 /* Floor division and modulo as the IR defines them for i32 (x / 0 == 0, x % 0 == 0). */
 static inline int64_t or_floordiv(int64_t a, int64_t b) {
   if (b == 0) return 0;

@@ -45,19 +45,7 @@ static double unary_bound(uj_unary_op_t op) {
   }
 }
 
-/* Distance in floats between two f32 values; 0 for the same special
- * value, -1 for a special value against anything else. */
-static double f32_ulps(double a, double b) {
-  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : -1;
-  if (isinf(a) || isinf(b)) return a == b ? 0 : -1;
-  if (a == 0 && b == 0) return signbit(a) == signbit(b) ? 0 : -1;
-  float fa = (float)a, fb = (float)b;
-  int32_t ia, ib;
-  memcpy(&ia, &fa, 4), memcpy(&ib, &fb, 4);
-  if (ia < 0) ia = INT32_MIN - ia;
-  if (ib < 0) ib = INT32_MIN - ib;
-  return fabs((double)ia - (double)ib);
-}
+static double f32_ulps(double a, double b) { return or_ulps(UJ_F32, a, b); }
 
 static const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 0.5f, -0.5f, 2.0f, -2.0f,
                                  1e-45f, -1e-45f, 1.17549435e-38f, -1.17549435e-38f, 3.40282347e38f,

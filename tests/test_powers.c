@@ -17,29 +17,6 @@ static const double exponents[] = {2, 3, 4, -1, -2, 0.5, -0.5, 1, -3, 2.5};
 #define NEXP ((int)(sizeof exponents / sizeof exponents[0]))
 
 
-/* Distance in representable floats of dtype dt (f32 or f64) between a and
- * b, both finite or both the same special value (0 then); -1 when one is
- * special and the other is not the same. */
-static double ulps(uj_dtype_t dt, double a, double b) {
-  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : -1;
-  if (isinf(a) || isinf(b)) return a == b ? 0 : -1;
-  if (a == 0 && b == 0) return signbit(a) == signbit(b) ? 0 : -1;
-  if (dt == UJ_F32) {
-    float fa = (float)a, fb = (float)b;
-    int32_t ia, ib;
-    memcpy(&ia, &fa, 4), memcpy(&ib, &fb, 4);
-    if (ia < 0) ia = INT32_MIN - ia;
-    if (ib < 0) ib = INT32_MIN - ib;
-    return fabs((double)ia - (double)ib);
-  }
-  int64_t la, lb;
-  memcpy(&la, &a, 8), memcpy(&lb, &b, 8);
-  if (la < 0) la = INT64_MIN - la;
-  if (lb < 0) lb = INT64_MIN - lb;
-  uint64_t d = la > lb ? (uint64_t)la - (uint64_t)lb : (uint64_t)lb - (uint64_t)la; /* exact, unlike a double */
-  return d > 1000000 ? 1e6 : (double)d;
-}
-
 static void fill(uj_tensor_t* x, uint64_t* st) {
   static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, 0x1p-149, -0x1p-149, 0x1p-126,
                                     3.4028234663852886e38, -3.4028234663852886e38, 0.99999994, 1.0000001, 2.0, -2.0,
@@ -75,7 +52,7 @@ static void check_exponent(double n, uj_dtype_t dt, uint64_t seed) {
     for (int64_t i = 0; i < count && s == UJ_OK; i++) {
       double xv = or_get(&x, i), want = pow(xv, n);
       want = dt == UJ_F32 ? (double)(float)want : want;
-      double got = or_get(&y, i), d = ulps(dt, got, want);
+      double got = or_get(&y, i), d = or_ulps(dt, got, want);
       if (d > worst) worst = d;
       if ((d < 0 || d > bound) && bad++ < 3)
         fprintf(stderr, "  %s %s on %s: x = %a: got %a, meant %a (%g ulp)\n", src, uj_dtype_name(dt),
