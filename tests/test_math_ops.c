@@ -9,6 +9,7 @@
  *    (ms_bound below, the figures docs/LANGUAGE.md states), NaN where the
  *    reference is NaN, infinities and signed zeros exactly. The binary
  *    function ops the same over 2^20 random pairs and the special pairs.
+ *    erf also over every float around the C engine's switch and clamp.
  *  - Gradients: every new unary and binary op against central finite
  *    differences in f64 (tests/grad_check.h), on inputs inside its domain
  *    and away from its kinks.
@@ -156,6 +157,42 @@ TEST(every_unary_function_within_its_bound_over_the_f32_range) {
     snprintf(src, sizeof src, "y = %s(x)", unary_cases[k].name);
     check_sweep(src, 1, unary_cases[k].ref, NULL, unary_bound(unary_cases[k].op), 3301);
   }
+}
+
+/* Every float around the places where the C engine's inline erf switches
+ * from one polynomial to the other (0.921875) and clamps (4), both signs. */
+TEST(erf_within_its_bound_around_its_switch_and_clamp) {
+  uj_program_t* p = NULL;
+  CHECK(uj_program_parse("y = erf(x)", &p) == UJ_OK);
+  if (!p) return;
+  static const float lo[] = {0.875f, 3.875f}, hi[] = {1.0f, 4.125f};
+  for (int r = 0; r < 2; r++) {
+    uint32_t b0, b1;
+    memcpy(&b0, &lo[r], 4), memcpy(&b1, &hi[r], 4);
+    int64_t n = 2 * (int64_t)(b1 - b0);
+    uj_tensor_t x = or_tensor(UJ_F32, 1, &n), y = or_tensor(UJ_F32, 1, &n);
+    float* xv = x.data;
+    for (int64_t i = 0; i < n / 2; i++) {
+      uint32_t b = b0 + (uint32_t)i;
+      memcpy(&xv[i], &b, 4);
+      xv[n / 2 + i] = -xv[i];
+    }
+    const uj_tensor_t* in[] = {&x};
+    uj_tensor_t* out[] = {&y};
+    for (int slot = 0; slot < OR_NENGINES; slot++) {
+      CHECK(or_program_run(slot, p, UJ_FORWARD, in, 1, NULL, 0, out, 1) == UJ_OK);
+      double worst = 0;
+      for (int64_t i = 0; i < n; i++) {
+        double d = f32_ulps(or_get(&y, i), (double)(float)erf((double)xv[i]));
+        if (d < 0 || d > worst) worst = d < 0 ? 1e9 : d;
+      }
+      printf("  erf on [%g, %g] and its negatives, %-10s worst %g ulp (bound 2, %lld values)\n", lo[r], hi[r],
+             or_configs[slot].name, worst, (long long)n);
+      CHECK(worst <= 2);
+    }
+    or_tensor_free(&x), or_tensor_free(&y);
+  }
+  uj_program_free(p);
 }
 
 static double py_mod(double a, double b) {
