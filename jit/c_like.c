@@ -47,10 +47,11 @@ static const char* const binary_cfn[UJ_BINARY_COUNT] = {
 #undef UJ_ROW
 };
 
-/* What the C dialect spells its own way: f32 exp, log, tanh and erf are
- * the C prelude's inline polynomials (which gcc vectorizes). */
+/* What the C dialect spells its own way: f32 exp, log, tanh, erf and
+ * log1p are the C prelude's inline functions (which gcc vectorizes). */
 static const char* const c_own_f32[UJ_UNARY_COUNT] = {
-    [UJ_UNARY_EXP] = "uj_expf", [UJ_UNARY_LOG] = "uj_logf", [UJ_UNARY_TANH] = "uj_tanhf", [UJ_UNARY_ERF] = "uj_erff"};
+    [UJ_UNARY_EXP] = "uj_expf",   [UJ_UNARY_LOG] = "uj_logf", [UJ_UNARY_TANH] = "uj_tanhf",
+    [UJ_UNARY_ERF] = "uj_erff",   [UJ_UNARY_LOG1P] = "uj_log1pf"};
 
 /* Prints the function computing a table op: CUDA calls the device
  * library's or the prelude's function by the table's name; C calls the
@@ -352,6 +353,13 @@ static void emit_binary(jit_cx_t* E, const ir_expr_t* e) {
   call2(E, "(", e->a, infix, e->b, ")");
 }
 
+/* 1 when e calls a math function somewhere (exp, log1p, pow, ...). */
+static int calls_math(const ir_expr_t* e) {
+  if (!e) return 0;
+  if ((e->kind == IR_EX_UNARY || e->kind == IR_EX_BINARY) && ir_expr_op_is_transcendental(e)) return 1;
+  return calls_math(e->a) || calls_math(e->b) || calls_math(e->c);
+}
+
 void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e) {
   switch (e->kind) {
     case IR_EX_CONST: jit_cx_const(E, e->dtype, e->value); return;
@@ -376,6 +384,16 @@ void jit_cx_expr(jit_cx_t* E, const ir_expr_t* e) {
     case IR_EX_UNARY: emit_unary(E, e); return;
     case IR_EX_BINARY: emit_binary(E, e); return;
     case IR_EX_WHERE:
+      if (E->dialect != JIT_CX_CUDA && e->dtype == UJ_F32 && (calls_math(e->b) || calls_math(e->c))) {
+        /* both sides computed, one kept by a bit mask: a ?: whose side
+         * calls exp or log stays a branch under gcc 12, and the loop
+         * scalar; the value is the same (the sides are pure, and a
+         * statement's reads are in range before it runs) */
+        call2(E, "uj_selectf((", e->a, ") != 0, ", e->b, ", ");
+        jit_cx_expr(E, e->c);
+        rt_buf_printf(E->out, ")");
+        return;
+      }
       call2(E, "((", e->a, ") != 0 ? (", e->b, ") : (");
       jit_cx_expr(E, e->c);
       rt_buf_printf(E->out, "))");

@@ -146,14 +146,16 @@ static const char prelude[] =
      * +inf, +-0 -> -inf, x < 0 and NaN -> NaN, put in by bit masks: with a
      * ternary there gcc moves the polynomial into a branch, and the
      * floating-point operations that may trap then keep the loop from
-     * vectorizing (so do conditional multiplies, hence x * (c ? a : b)). */
+     * vectorizing. So do the scale factors' ?: (x * (c ? a : b)) under gcc
+     * 12, inlined into a longer function such as log1p: they are
+     * arithmetic on the comparison's 0 or 1 instead, exact either way. */
     "static inline float uj_logf(float x) {\n"
     "  int32_t tiny = x < 1.17549435e-38f;\n"
-    "  uj_bits u; u.f = x * (tiny ? 8388608.0f : 1.0f);\n"
-    "  int32_t e = ((u.i >> 23) & 0xff) - (tiny ? 150 : 127);\n"
+    "  uj_bits u; u.f = x * (1.0f + (float)tiny * 8388607.0f);\n"
+    "  int32_t e = ((u.i >> 23) & 0xff) - (127 + 23 * tiny);\n"
     "  u.i = (u.i & 0x007fffff) | 0x3f800000;\n"
     "  int32_t big = u.f > 1.41421356f;\n"
-    "  float m = u.f * (big ? 0.5f : 1.0f);\n"
+    "  float m = u.f * (1.0f - 0.5f * (float)big);\n"
     "  float fe = (float)(e + big);\n"
     "  float f = m - 1.0f, z = f * f;\n"
     "  float y = 7.0376836292e-2f;\n"
@@ -195,6 +197,25 @@ static const char prelude[] =
      * selected by a bit mask, as is the clamp of t: gcc 12 leaves such a ?:
      * as control flow, and the loop scalar. NaN fails the comparison and
      * takes the first side, which gives NaN; -0 stays -0 there. */
+    /* log1p: u = 1 + x rounds, and log(u) x / (u - 1) corrects for the
+     * rounding (log is nearly linear across one rounding of u): x itself
+     * where u is 1, +inf at +inf (where the ratio would be inf/inf); the
+     * ratio taken first, so that log(u) x cannot overflow. The cases are
+     * selected by bit masks, without a branch, so that gcc vectorizes (as
+     * uj_selectf selects a where's sides that call math, jit/c_like.c). */
+    "static inline float uj_selectf(int c, float a, float b) {\n"
+    "  uj_bits x, y; x.f = a; y.f = b;\n"
+    "  uint32_t m = 0u - (uint32_t)c;\n"
+    "  x.u = (x.u & m) | (y.u & ~m);\n"
+    "  return x.f;\n"
+    "}\n"
+    "static inline float uj_log1pf(float x) {\n"
+    "  float u = 1.0f + x;\n"
+    "  uj_bits r, keep; r.f = uj_logf(u) * (x / (u - 1.0f)); keep.f = x;\n"
+    "  uint32_t m = 0u - (uint32_t)((u == 1.0f) | (x == __builtin_inff()));\n"
+    "  r.u = (keep.u & m) | (r.u & ~m);\n"
+    "  return r.f;\n"
+    "}\n"
     "static inline float uj_erff(float x) {\n"
     "  float a = __builtin_fabsf(x), s = x * x;\n"
     "  float p = -5.990982754e-04f;\n"
