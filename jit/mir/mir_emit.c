@@ -52,58 +52,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct {
-  const char* name;
-  int f64, nargs;
-  void* addr;
-} libm[NFNS] = {
-    [FN_SQRTF] = {"sqrtf", 0, 1, (void*)sqrtf},
-    [FN_SQRT] = {"sqrt", 1, 1, (void*)sqrt},
-#define UJ_ROW(NAME, spelling, flags, ref, cfn) [FN_U_##NAME] = {#ref, 1, 1, (void*)ref},
-    UJ_UNARY_OPS(UJ_ROW)
-#undef UJ_ROW
-#define UJ_ROW(NAME, spelling, kind, flags, ref, cfn) [FN_B_##NAME] = {#ref, 1, 2, (void*)ref},
-    UJ_BINARY_OPS(UJ_ROW)
-#undef UJ_ROW
-};
-
-/* The function a float unary op calls, or -1 when it is lowered inline:
- * neg, abs and recip, and f32 exp, log, tanh and sigmoid (mir_math.c).
- * Any other op calls its reference in double, so that an f32 result is
- * the interpreter's, rounded once. */
-static int unary_call(uj_unary_op_t op, uj_dtype_t dt) {
-  int f32 = dt == UJ_F32;
-  switch (op) {
-    case UJ_UNARY_NEG:
-    case UJ_UNARY_ABS:
-    case UJ_UNARY_RECIP: return -1;
-    case UJ_UNARY_SQRT:
-    case UJ_UNARY_RSQRT: return f32 ? FN_SQRTF : FN_SQRT;
-    case UJ_UNARY_EXP:
-    case UJ_UNARY_LOG:
-    case UJ_UNARY_TANH:
-    case UJ_UNARY_SIGMOID:
-      if (f32) return -1;
-      break;
-    default: break;
-  }
-  return FN_U_NEG + (int)op;
-}
-
-/* The same for a binary op: pow (on any dtype: i32 through double) and
- * the float function ops; the others are instructions. */
-static int binary_call(uj_binary_op_t op, uj_dtype_t dt) {
-  if (op == UJ_BINARY_POW) return FN_B_POW;
-  if (dt == UJ_I32 || ir_binary_kind(op) != UJ_OP_CALL || op == UJ_BINARY_MAX || op == UJ_BINARY_MIN) return -1;
-  return FN_B_ADD + (int)op;
-}
-
-void* jit_mir_resolve(const char* name) {
-  for (int i = 0; i < NFNS; i++)
-    if (!strcmp(name, libm[i].name)) return libm[i].addr;
-  return NULL;
-}
-
 /* Instruction codes for one floating type. */
 typedef struct {
   MIR_type_t type;
@@ -246,30 +194,6 @@ static MIR_op_t access_mem(lower_t* L, const ir_access_t* acc) {
 
 /* ---- value expressions ---- */
 
-static MIR_reg_t call_libm(lower_t* L, int fn, MIR_reg_t a, MIR_reg_t b) {
-  MIR_type_t t = libm[fn].f64 ? MIR_T_D : MIR_T_F;
-  MIR_reg_t r = new_reg(L, t);
-  MIR_item_t proto = L->proto[libm[fn].f64 * 2 + libm[fn].nargs - 1];
-  MIR_op_t p = MIR_new_ref_op(L->ctx, proto), callee = MIR_new_ref_op(L->ctx, L->import[fn]);
-  if (libm[fn].nargs == 1) emit(L, MIR_new_call_insn(L->ctx, 4, p, callee, R(r), R(a)));
-  else emit(L, MIR_new_call_insn(L->ctx, 5, p, callee, R(r), R(a), R(b)));
-  return r;
-}
-
-/* fn on f32 registers: widened to double for a reference in double, the
- * result rounded back once. */
-static MIR_reg_t call_f32(lower_t* L, int fn, MIR_reg_t a, MIR_reg_t b) {
-  if (!libm[fn].f64) return call_libm(L, fn, a, b);
-  MIR_reg_t da = new_reg(L, MIR_T_D), db = b, r = new_reg(L, MIR_T_F);
-  insn2(L, MIR_F2D, R(da), R(a));
-  if (libm[fn].nargs == 2) {
-    db = new_reg(L, MIR_T_D);
-    insn2(L, MIR_F2D, R(db), R(b));
-  }
-  insn2(L, MIR_D2F, R(r), R(call_libm(L, fn, da, db)));
-  return r;
-}
-
 static MIR_reg_t wrap32(lower_t* L, MIR_reg_t x) {
   MIR_reg_t r = new_reg(L, MIR_T_I64);
   insn2(L, MIR_EXT32, R(r), R(x));
@@ -342,7 +266,7 @@ static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
     case UJ_UNARY_ABS: return lower_fabs(L, a, e->dtype);
     case UJ_UNARY_RSQRT:
     case UJ_UNARY_RECIP: {
-      MIR_reg_t x = op == UJ_UNARY_RSQRT ? call_libm(L, f32 ? FN_SQRTF : FN_SQRT, a, 0) : a;
+      MIR_reg_t x = op == UJ_UNARY_RSQRT ? jit_mir_call(L, f32 ? FN_SQRTF : FN_SQRT, a, 0) : a;
       r = new_reg(L, o->type);
       insn3(L, o->div, R(r), R(constant(L, e->dtype, 1.0)), R(x));
       return r;
@@ -352,7 +276,7 @@ static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
       if (f32 && op == UJ_UNARY_LOG) return jit_mir_logf(L, a);
       if (f32 && op == UJ_UNARY_TANH) return jit_mir_tanhf(L, a);
       if (f32 && op == UJ_UNARY_SIGMOID) return jit_mir_sigmoidf(L, a);
-      return f32 ? call_f32(L, unary_call(op, e->dtype), a, 0) : call_libm(L, unary_call(op, e->dtype), a, 0);
+      return f32 ? jit_mir_call_f32(L, jit_mir_unary_call(op, e->dtype), a, 0) : jit_mir_call(L, jit_mir_unary_call(op, e->dtype), a, 0);
   }
 }
 
@@ -395,10 +319,10 @@ static MIR_reg_t lower_binary(lower_t* L, const ir_expr_t* e) {
     MIR_reg_t da = new_reg(L, MIR_T_D), db = new_reg(L, MIR_T_D);
     insn2(L, MIR_I2D, R(da), R(a));
     insn2(L, MIR_I2D, R(db), R(b));
-    return saturate_i32(L, call_libm(L, FN_B_POW, da, db), UJ_F64);
+    return saturate_i32(L, jit_mir_call(L, FN_B_POW, da, db), UJ_F64);
   }
-  int fn = binary_call(op, e->dtype);
-  if (fn >= 0) return e->dtype == UJ_F32 ? call_f32(L, fn, a, b) : call_libm(L, fn, a, b);
+  int fn = jit_mir_binary_call(op, e->dtype);
+  if (fn >= 0) return e->dtype == UJ_F32 ? jit_mir_call_f32(L, fn, a, b) : jit_mir_call(L, fn, a, b);
   if (i32 && op == UJ_BINARY_DIV) return wrap32(L, floor_divmod(L, a, b, 0));
   if (i32 && op == UJ_BINARY_MOD) return floor_divmod(L, a, b, 1);
   if (i32 && op == UJ_BINARY_FMOD) return floor_divmod(L, a, b, 2);
@@ -726,19 +650,6 @@ static void lower_block(lower_t* L, int bi, jit_mir_batch_t* batch, jit_mir_bloc
   out->fn = end_func(L);
 }
 
-/* Which libm functions e calls once lowered (as lower_unary/lower_binary
- * choose them), so a module imports only those. */
-static void note_calls(const ir_expr_t* e, unsigned char* need) {
-  if (!e) return;
-  int fn = -1;
-  if (e->kind == IR_EX_UNARY && e->dtype != UJ_I32) fn = unary_call((uj_unary_op_t)e->op, e->dtype);
-  if (e->kind == IR_EX_BINARY) fn = binary_call((uj_binary_op_t)e->op, e->dtype);
-  if (fn >= 0) need[fn] = 1;
-  note_calls(e->a, need);
-  note_calls(e->b, need);
-  note_calls(e->c, need);
-}
-
 MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t* params, const char* module_name,
                            jit_mir_block_t* blocks) {
   lower_t* L = calloc(1, sizeof *L);
@@ -764,28 +675,18 @@ MIR_module_t jit_mir_lower(MIR_context_t ctx, const ir_func_t* f, const int64_t*
           L->carried_op[f->blocks[b].loops[k].carried[c].id] = f->blocks[b].loops[k].carried[c].op;
     /* each block's plan for batched roots, made once: it decides the
      * imports and then how the block is lowered */
-    unsigned char need[NFNS] = {0}, need_proto[4] = {0};
+    unsigned char need[NFNS] = {0};
     for (int b = 0; b < f->nblocks; b++) {
       unsigned char block_need[NFNS] = {0};
       for (int k = 0; k < f->blocks[b].nloops; k++)
         for (int st = 0; st < f->blocks[b].loops[k].nstmts; st++)
-          note_calls(f->blocks[b].loops[k].stmts[st].value, block_need);
+          jit_mir_note_calls(f->blocks[b].loops[k].stmts[st].value, block_need);
       plans[b] = f->blocks[b].nloops ? jit_mir_batchable(f, &f->blocks[b]) : NULL;
       if (plans[b]) block_need[FN_SQRT] = block_need[FN_SQRTF] = 0; /* every root of the block is batched */
       for (int i = 0; i < NFNS; i++) need[i] |= block_need[i];
     }
-    for (int i = 0; i < NFNS; i++)
-      if (need[i]) need_proto[libm[i].f64 * 2 + libm[i].nargs - 1] = 1;
     m = MIR_new_module(ctx, module_name);
-    static const char* const proto_names[] = {"pf1", "pf2", "pd1", "pd2"};
-    for (int i = 0; i < 4; i++) {
-      MIR_type_t t = i >= 2 ? MIR_T_D : MIR_T_F;
-      if (!need_proto[i]) continue;
-      L->proto[i] = i % 2 ? MIR_new_proto(ctx, proto_names[i], 1, &t, 2, t, "a", t, "b")
-                          : MIR_new_proto(ctx, proto_names[i], 1, &t, 1, t, "a");
-    }
-    for (int i = 0; i < NFNS; i++)
-      if (need[i]) L->import[i] = MIR_new_import(ctx, libm[i].name);
+    jit_mir_declare_calls(L, need);
     for (int b = 0; b < f->nblocks; b++)
       if (f->blocks[b].nloops) lower_block(L, b, plans[b], &blocks[b]);
     MIR_finish_module(ctx);

@@ -200,6 +200,20 @@ void jit_mir_lower_strip_half(lower_t* L, jit_mir_batch_t* B, int pass, MIR_reg_
 MIR_reg_t jit_mir_batched(lower_t* L, const ir_expr_t* e);
 MIR_reg_t jit_mir_batched_local(lower_t* L, int t);
 
+/* Calls (jit/mir/mir_calls.c). jit_mir_unary_call, jit_mir_binary_call:
+ * the FN_ a float op calls, or -1 when it is lowered inline.
+ * jit_mir_note_calls: marks need[] for every call in e. jit_mir_declare_calls:
+ * the prototypes and imports of the needed ones, in the module being built.
+ * jit_mir_call: a call of fn on registers of its own type; jit_mir_call_f32:
+ * the same on f32 registers (widened for a reference in double, the result
+ * rounded once). */
+int jit_mir_unary_call(uj_unary_op_t op, uj_dtype_t dt);
+int jit_mir_binary_call(uj_binary_op_t op, uj_dtype_t dt);
+void jit_mir_note_calls(const ir_expr_t* e, unsigned char* need);
+void jit_mir_declare_calls(lower_t* L, const unsigned char* need);
+MIR_reg_t jit_mir_call(lower_t* L, int fn, MIR_reg_t a, MIR_reg_t b);
+MIR_reg_t jit_mir_call_f32(lower_t* L, int fn, MIR_reg_t a, MIR_reg_t b);
+
 /* Inline f32 math (jit/mir/mir_math.c): each returns a new register. */
 MIR_reg_t jit_mir_expf(lower_t* L, MIR_reg_t x);
 MIR_reg_t jit_mir_logf(lower_t* L, MIR_reg_t x);
