@@ -46,19 +46,10 @@ static int is_float(uj_dtype_t dt) { return dt != UJ_I32; }
 static double round_to(uj_dtype_t dt, double x) {
   return dt == UJ_F32 ? (double)(float)x : ir_dtype_is_half(dt) ? ir_round_to_half(dt, x) : x;
 }
-static int64_t wrap_i32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
-
-static int64_t float_to_i32(double x) {
-  if (x != x) return 0;
-  if (x >= 2147483647.0) return 2147483647;
-  if (x <= -2147483648.0) return -2147483647 - 1;
-  return (int64_t)x;
-}
-
 static value_t convert(uj_dtype_t from, uj_dtype_t to, value_t v) {
   value_t r;
   if (is_float(from) && is_float(to)) r.f = round_to(to, v.f);
-  else if (is_float(from)) r.i = float_to_i32(v.f);
+  else if (is_float(from)) r.i = ir_float_to_i32(v.f);
   else if (is_float(to)) r.f = round_to(to, (double)v.i);
   else r.i = v.i;
   return r;
@@ -111,7 +102,7 @@ static void store(const interp_t* in, const ir_access_t* acc, int64_t off, value
     }
     case UJ_I32: {
       int32_t* p = (int32_t*)data + off;
-      *p = (int32_t)(add ? wrap_i32((int64_t)*p + v.i) : v.i);
+      *p = (int32_t)(add ? ir_wrap_i32((int64_t)*p + v.i) : v.i);
       break;
     }
     /* the value is an f32 (ir_verify: no scatter-add into a half tensor) */
@@ -125,20 +116,20 @@ static value_t eval(const interp_t* in, const ir_expr_t* e, int* oob) {
   switch (e->kind) {
     case IR_EX_CONST:
       if (is_float(e->dtype)) r.f = round_to(e->dtype, e->value);
-      else r.i = float_to_i32(e->value);
+      else r.i = ir_float_to_i32(e->value);
       return r;
     case IR_EX_LOAD: return load(in, &e->access, oob);
     case IR_EX_CARRIED: {
       const carried_t* c = &in->carried[e->carried];
       uj_reduce_op_t op = in->decl[e->carried]->op;
-      if (ir_reduce_is_arg(op)) r.i = wrap_i32(c->arg);
+      if (ir_reduce_is_arg(op)) r.i = ir_wrap_i32(c->arg);
       else r = c->value;
       return r;
     }
     case IR_EX_INDEX: {
       int64_t v = ir_ix_eval(&in->env, e->ix, oob);
       if (is_float(e->dtype)) r.f = round_to(e->dtype, (double)v);
-      else r.i = wrap_i32(v);
+      else r.i = ir_wrap_i32(v);
       return r;
     }
     case IR_EX_UNARY: {
@@ -199,8 +190,8 @@ static void accumulate(interp_t* in, const ir_stmt_t* s, value_t x, int64_t arg)
     int64_t v = c->value.i;
     switch (d->op) {
       case UJ_REDUCE_SUM:
-      case UJ_REDUCE_MEAN: v = wrap_i32(v + x.i); break;
-      case UJ_REDUCE_PROD: v = wrap_i32(v * x.i); break;
+      case UJ_REDUCE_MEAN: v = ir_wrap_i32(v + x.i); break;
+      case UJ_REDUCE_PROD: v = ir_wrap_i32(v * x.i); break;
       case UJ_REDUCE_MAX: v = x.i > v ? x.i : v; break;
       case UJ_REDUCE_MIN: v = x.i < v ? x.i : v; break;
       /* the identity is a valid i32, so the first element must win on ties */

@@ -299,6 +299,10 @@ uj_status_t ir_interp_run(const ir_func_t* f, ir_buffer_t* buf, const int64_t* p
  * what folding a constant expression must agree with. */
 double ir_unary_f64(uj_unary_op_t op, double x);
 double ir_binary_f64(uj_binary_op_t op, double a, double b);
+/* An integer wrapped to 32 bits; a float cast to i32 as every engine casts
+ * it (truncated, saturated, NaN to 0). */
+int64_t ir_wrap_i32(int64_t x);
+int64_t ir_float_to_i32(double x);
 /* The exact i32 rule of an op that takes i32 (wrapped to 32 bits). */
 int64_t ir_unary_i32(uj_unary_op_t op, int64_t x);
 int64_t ir_binary_i32(uj_binary_op_t op, int64_t a, int64_t b);

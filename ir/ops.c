@@ -95,12 +95,19 @@ double ir_binary_f64(uj_binary_op_t op, double a, double b) {
   return ir_binary_valid(op) ? binary_rows[op].ref(a, b) : 0;
 }
 
-static int64_t wrap_i32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
+int64_t ir_wrap_i32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
+
+int64_t ir_float_to_i32(double x) {
+  if (x != x) return 0;
+  if (x >= 2147483647.0) return 2147483647;
+  if (x <= -2147483648.0) return INT32_MIN;
+  return (int64_t)x;
+}
 
 int64_t ir_unary_i32(uj_unary_op_t op, int64_t x) {
   switch (op) {
-    case UJ_UNARY_NEG: return wrap_i32(-x);
-    case UJ_UNARY_ABS: return wrap_i32(x < 0 ? -x : x);
+    case UJ_UNARY_NEG: return ir_wrap_i32(-x);
+    case UJ_UNARY_ABS: return ir_wrap_i32(x < 0 ? -x : x);
     case UJ_UNARY_SIGN: return (x > 0) - (x < 0);
     default: return x; /* floor, ceil and round of an integer */
   }
@@ -108,16 +115,13 @@ int64_t ir_unary_i32(uj_unary_op_t op, int64_t x) {
 
 int64_t ir_binary_i32(uj_binary_op_t op, int64_t a, int64_t b) {
   switch (op) {
-    case UJ_BINARY_ADD: return wrap_i32(a + b);
-    case UJ_BINARY_SUB: return wrap_i32(a - b);
-    case UJ_BINARY_MUL: return wrap_i32(a * b);
-    case UJ_BINARY_DIV: return wrap_i32(ir_floordiv(a, b));
+    case UJ_BINARY_ADD: return ir_wrap_i32(a + b);
+    case UJ_BINARY_SUB: return ir_wrap_i32(a - b);
+    case UJ_BINARY_MUL: return ir_wrap_i32(a * b);
+    case UJ_BINARY_DIV: return ir_wrap_i32(ir_floordiv(a, b));
     case UJ_BINARY_MOD: return ir_floormod(a, b);
     case UJ_BINARY_FMOD: return b == 0 || b == -1 ? 0 : a % b;
-    case UJ_BINARY_POW: { /* saturating, NaN to 0, as a cast to i32 */
-      double v = pow((double)a, (double)b);
-      return v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? INT32_MIN : (int64_t)v;
-    }
+    case UJ_BINARY_POW: return ir_float_to_i32(pow((double)a, (double)b));
     case UJ_BINARY_MAX: return a > b ? a : b;
     case UJ_BINARY_MIN: return a < b ? a : b;
     default: /* comparisons: i32 values are exact in double */
