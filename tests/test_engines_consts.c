@@ -85,11 +85,12 @@ static int run_command(char* const* argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Writes p's AOT C (its build for the inputs last run), compiles it with
- * `cc` into a shared object with warnings as errors, loads it and runs it
- * on x into y. 1 on success; 0 after reporting the failure. */
-static int aot_run(const char* what, uj_ctx_t* ctx, uj_program_t* p, const uj_tensor_t* x, uj_tensor_t* y,
-                   int serial) {
+/* Writes p's AOT C (its build for the inputs last run), after the line
+ * `head` when it is not NULL, compiles it with `cc` into a shared object
+ * with warnings as errors, loads it and runs it on in[0..nin) into y. 1 on
+ * success; 0 after reporting the failure. */
+static int aot_run(const char* what, uj_ctx_t* ctx, uj_program_t* p, const uj_tensor_t* const* in, int nin,
+                   uj_tensor_t* y, int serial, const char* head) {
   const char* dir = aot_workdir();
   char src[128], so[128], msg[1024];
   if (!dir) {
@@ -100,7 +101,7 @@ static int aot_run(const char* what, uj_ctx_t* ctx, uj_program_t* p, const uj_te
   snprintf(so, sizeof so, "%s/k%d.so", dir, serial);
   char* text = uj_program_dump(ctx, p, UJ_FORWARD, UJ_DUMP_C_AOT, NULL);
   FILE* f = text ? fopen(src, "w") : NULL;
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+  if (!f || (head && fprintf(f, "%s\n", head) < 0) || fputs(text, f) < 0 || fclose(f) != 0) {
     snprintf(msg, sizeof msg, "%s: cannot write the AOT C: %s", what, text ? src : uj_last_error());
     harness_fail(__FILE__, __LINE__, msg);
     free(text);
@@ -126,9 +127,10 @@ static int aot_run(const char* what, uj_ctx_t* ctx, uj_program_t* p, const uj_te
     if (lib) dlclose(lib);
     return 0;
   }
-  void* inputs[] = {x->data};
+  void* inputs[4];
+  const int64_t* dims[4];
+  for (int i = 0; i < nin && i < 4; i++) inputs[i] = in[i]->data, dims[i] = in[i]->dims;
   void* outputs[] = {y->data};
-  const int64_t* dims[] = {x->dims};
   or_fill_sentinel(y);
   int rc = run(inputs, dims, outputs, NULL);
   dlclose(lib);
@@ -176,7 +178,7 @@ static void check_everywhere(const char* source, uj_dtype_t dt, int specials, do
       else EN_EXPECT_CLOSE(what, en_engines[e].name, &got, ref, tol);
     }
     /* the dump is the build the interpreter ran last: this dtype's */
-    if (have_cc() && aot_run(what, en_interp(), p, &x, &got, (*serial)++)) {
+    if (have_cc() && aot_run(what, en_interp(), p, in, 1, &got, (*serial)++, NULL)) {
       if (tol < 0) EN_EXPECT_SAME(what, "aot c", &got, &want);
       else EN_EXPECT_CLOSE(what, "aot c", &got, ref, tol);
     }
@@ -202,6 +204,52 @@ TEST(constants_at_and_beyond_the_f32_range) {
 TEST(math_at_the_f32_edges) {
   int serial = 100;
   for (int i = 0; i < NEDGE; i++) check_everywhere(edge_programs[i], UJ_F32, 0, 1e-6, &serial);
+}
+
+/* The C engine's division by a row's sum (jit/c/c_divide.c) in both of
+ * its forms, whichever this machine's compiler would pick: the multiplies
+ * in double (UJ_FDIV_BY_FMA 1) and the f32 divide (0), each the AOT C of
+ * y = x / sum(w, -1) compiled with the choice forced, bit for bit against
+ * the interpreter on signed zeros, infinities, NaN, zero and infinite
+ * divisors, overflow, subnormal quotients, a quotient halfway between two
+ * subnormals (147 2^-149 / 98), and floats of random bits. */
+TEST(both_forms_of_the_division_by_a_row_sum_round_as_division) {
+  SKIP_IF(!have_cc(), "no cc on PATH for the AOT C");
+  uint64_t seed = en_seed(7011), st = seed;
+  HARNESS_SEED(seed);
+  const double tiny = ldexp(1, -149);
+  const double divisors[] = {98, -98, 6, 3, 0.0, -0.0, INFINITY, -INFINITY, NAN, tiny, 1e-40, 3.4028234663852886e38,
+                             1.5, 7, 1e30, 0.1};
+  const double numerators[] = {147 * tiny, -147 * tiny, 343 * tiny, 9 * tiny, 15 * tiny, tiny, 0.0, -0.0, INFINITY,
+                               -INFINITY, NAN, 3.4028234663852886e38, 1, -1, 1e-38, 6};
+  enum { ND = sizeof divisors / sizeof *divisors, NN = sizeof numerators / sizeof *numerators, COLS = 1001 };
+  int64_t xd[2] = {ND, COLS}, wd[2] = {ND, 1};
+  uj_tensor_t x = or_tensor(UJ_F32, 2, xd), w = or_tensor(UJ_F32, 2, wd);
+  uj_tensor_t want = or_tensor(UJ_F32, 2, xd), got = or_tensor(UJ_F32, 2, xd);
+  for (int r = 0; r < ND; r++) {
+    or_set(&w, r, divisors[r]);
+    for (int c = 0; c < COLS; c++) {
+      uint32_t bits = (uint32_t)(harness_next(&st) >> 32);
+      float v;
+      memcpy(&v, &bits, sizeof v);
+      or_set(&x, r * COLS + c, c < NN ? numerators[c] : (double)v);
+    }
+  }
+  const char* source = "y = x / sum(w, -1)";
+  uj_program_t* p = NULL;
+  CHECK(uj_program_parse(source, &p) == UJ_OK);
+  const uj_tensor_t* in[] = {&x, &w};
+  uj_tensor_t* out[] = {&want};
+  if (p && EN_RUN(source, "interp", en_interp(), p, in, 2, NULL, 0, out, 1)) {
+    char* text = uj_program_dump(en_interp(), p, UJ_FORWARD, UJ_DUMP_C_AOT, NULL);
+    CHECK(text && strstr(text, "= uj_fdiv_r(") != NULL);
+    free(text);
+    static const char* const heads[] = {"#define UJ_FDIV_BY_FMA 1", "#define UJ_FDIV_BY_FMA 0"};
+    for (int h = 0; h < 2; h++)
+      if (aot_run(heads[h], en_interp(), p, in, 2, &got, 200 + h, heads[h])) EN_EXPECT_SAME(heads[h], "aot c", &got, &want);
+  }
+  uj_program_free(p);
+  or_tensor_free(&x), or_tensor_free(&w), or_tensor_free(&want), or_tensor_free(&got);
 }
 
 static void remove_workdir(void) {

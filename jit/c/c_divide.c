@@ -35,7 +35,11 @@
  *    (q = a * inf: +-inf, or NaN for 0/0), b = +-inf (q = a * 0: a signed
  *    zero, NaN for inf/inf), a = +-inf (q = +-inf), a NaN operand (NaN),
  *    an exact quotient (q = t). In each q is the IEEE quotient's value.
- * Without a hardware fused multiply-add the prelude's uj_fdiv_r divides.
+ * The prelude's uj_fdiv_r takes this form where a vector holds 8 doubles
+ * (AVX-512) and on AArch64. With 256-bit vectors the conversions to double
+ * and back double the instructions per float, and there the f32 divide,
+ * exact as well, measured faster (softmax's y = e / sum in cache); so
+ * there, and without a hardware fused multiply-add, uj_fdiv_r divides.
  *
  * When: only in a loop whose divider has no other work, no square root,
  * no division by what varies (nor a reciprocal, sigmoid or tanh, which

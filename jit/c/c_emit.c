@@ -89,8 +89,19 @@ static const char prelude[] =
      * arithmetic in place of a conversion, unsigned so that a NaN's bits
      * are as well defined as any. */
     /* a / b for f32 a and b, given d = b and r = 1 / d in double; exact
-     * (jit/c/c_divide.c says why, and when the emitter uses it) */
-    "#if defined(__FP_FAST_FMA) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)\n"
+     * (jit/c/c_divide.c says why, and when the emitter uses it). The
+     * multiplies in double pay off where a vector holds 8 doubles; with
+     * 256-bit vectors they take two per 8 floats and the divide is faster.
+     * UJ_FDIV_BY_FMA defined before the prelude chooses (the tests check
+     * the form on every machine). */
+    "#ifndef UJ_FDIV_BY_FMA\n"
+    "#if (defined(__FMA__) && defined(__AVX512F__)) || defined(__ARM_FEATURE_FMA)\n"
+    "#define UJ_FDIV_BY_FMA 1\n"
+    "#else\n"
+    "#define UJ_FDIV_BY_FMA 0\n"
+    "#endif\n"
+    "#endif\n"
+    "#if UJ_FDIV_BY_FMA\n"
     "static inline float uj_fdiv_r(float a, double d, double r) {\n"
     "  double q = (double)a * r, rem = __builtin_fma(-q, d, (double)a);\n"
     "  return (float)(rem < 0.0 || rem > 0.0 ? __builtin_fma(rem, r, q) : q);\n"
