@@ -112,11 +112,21 @@ $(info cuDNN: $(HAVE_CUDNN))
 export UJ_CONFIG_REPORTED := 1
 endif
 
+# A quiet build: one line per target (what is made, and its name); V=1
+# prints every command in full.
+ifeq ($(V),1)
+Q :=
+say =
+else
+Q := @
+say = @printf '  %-8s %s\n' '$(1)' '$(2)'
+endif
+
 # ---- sources and outputs ---------------------------------------------------------
 
 # find, not wildcard, so that new files and subdirectories (backends/conv/, optim/)
 # are picked up without touching this file; backends/ may not exist yet.
-LIB_SRCS := $(sort $(shell find rt ir uops jit backends optim -name '*.c' 2>/dev/null))
+LIB_SRCS := $(sort $(shell find rt ir uops lang jit backends optim -name '*.c' 2>/dev/null))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # Every object of the library in one archive: what the CLI, the tests and
 # the bench link, since they call internal functions too.
@@ -157,7 +167,8 @@ all: $(LIB_STATIC) $(LIB_SO_FILE) $(LIB_SO_LINKS) $(CLI)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 # The C engine's disk cache outlives the library that filled it, so its keys
 # name the code that wrote the cached source: a checksum of the emitter's
@@ -185,38 +196,44 @@ $(BUILD)/obj/backends/conv/%.o: override CFLAGS += $(CONV_CFLAGS)
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)$(AR) rcs $@ $^
 
 $(LIB_STATIC_OBJ): $(LIB_OBJS) $(MIR_ARCHIVE)
 	@mkdir -p $(dir $@)
-	$(LD) -r -o $@.all $^
-	$(OBJCOPY) --wildcard --keep-global-symbol='uj_*' $@.all $@
+	$(call say,LD,$@)
+	$(Q)$(LD) -r -o $@.all $^
+	$(Q)$(OBJCOPY) --wildcard --keep-global-symbol='uj_*' $@.all $@
 	@rm -f $@.all
 
 $(LIB_STATIC): $(LIB_STATIC_OBJ)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)$(AR) rcs $@ $^
 
 # The version script (mk/uopjit.map) exports the uj_* API alone. Outside
 # sanitizer builds, whose runtimes are resolved from the executable, every
 # reference must resolve at this link (the libraries it needs are named).
 $(LIB_SO_FILE): $(LIB_OBJS) mk/uopjit.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script=mk/uopjit.map \
+	$(call say,LINK,$@)
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script=mk/uopjit.map \
 	  $(if $(SANFLAGS),,-Wl,--no-undefined) -o $@ $(LIB_OBJS) $(LIBS)
 
 $(BUILD)/$(SONAME): $(LIB_SO_FILE)
-	ln -sf $(notdir $<) $@
+	$(Q)ln -sf $(notdir $<) $@
 $(BUILD)/libuopjit.so: $(BUILD)/$(SONAME)
-	ln -sf $(notdir $<) $@
+	$(Q)ln -sf $(notdir $<) $@
 
 $(CLI): $(CLI_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB_A) $(LIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB_A) $(LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
 # tests/test_cuda_host.c runs the CUDA engine's host side on a stand-in for
 # the driver (tests/fake_cuda.c), a library with the driver's soname that it
@@ -225,7 +242,8 @@ ifeq ($(HAVE_CUDA),yes)
 $(BUILD)/tests/test_cuda_host: $(BUILD)/tests/libfakecuda.so
 $(BUILD)/tests/libfakecuda.so: tests/fake_cuda.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -fPIC -Wl,-soname,libcuda.so.1 -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC -Wl,-soname,libcuda.so.1 -o $@ $<
 endif
 
 # Each test binary runs as a target of its own, so that `make -j test` runs
@@ -253,16 +271,16 @@ FORCE:
 
 $(BUILD)/tests/test_install: tests/test_install.sh
 	@mkdir -p $(dir $@)
-	cp $< $@
-	chmod +x $@
+	$(Q)cp $< $@
+	$(Q)chmod +x $@
 $(BUILD)/tests/test_python: tests/test_python.sh
 	@mkdir -p $(dir $@)
-	cp $< $@
-	chmod +x $@
+	$(Q)cp $< $@
+	$(Q)chmod +x $@
 $(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.sh
 	@mkdir -p $(dir $@)
-	cp $< $@
-	chmod +x $@
+	$(Q)cp $< $@
+	$(Q)chmod +x $@
 
 # intercept_tls_get_addr=0: NVRTC's libraries use dynamic thread-local
 # storage that the sanitizer's tracking of __tls_get_addr records wrongly,
@@ -373,7 +391,8 @@ $(BUILD)/obj/bench/stream.o $(BUILD)/obj/bench/traffic.o: \
 # tests/test_bench_traffic.c checks the bench's copy kernel, linked in.
 $(BUILD)/tests/test_bench_traffic: $(BUILD)/obj/tests/test_bench_traffic.o $(BUILD)/obj/bench/traffic.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_A) $(LIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_A) $(LIBS)
 
 # tests/test_bench_report.c validates the suite's JSON with bench/'s scripts.
 $(BUILD)/obj/tests/test_bench_report.o: override CFLAGS += -DBENCH_SOURCE_DIR='"$(CURDIR)/bench"'
@@ -411,12 +430,14 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
 
 $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 $(FUZZ_DIR)/obj/jit/c/c.o: override CFLAGS += -DUJ_C_EMITTER_ID='"$(C_EMITTER_ID)"'
 $(FUZZ_DIR)/obj/jit/c/c.o: $(C_EMITTER_FILES)
 
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
-	$(FUZZ_CC) $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+	$(call say,LINK,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_SANITIZE) -fsanitize=fuzzer -o $@ $^ $(LIBS)
 
 -include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ_DIR)/obj/tests/fuzz/%.d)
 

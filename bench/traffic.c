@@ -32,7 +32,7 @@
  *
  * A multi-tensor workload (an optimizer step over a model's tensors) is one
  * job over the concatenation of its tensors' elements, as the library's
- * multi-tensor pass splits it (jit/groups_cpu.c): the threads' runs are equal
+ * multi-tensor pass splits it (jit/groups/cpu.c): the threads' runs are equal
  * runs of that concatenation, so a run may hold the end of one tensor and
  * several tiny ones after it, and no tensor costs a round of the pool of
  * its own. A copy per tensor, each split over the threads, would pay a

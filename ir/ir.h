@@ -533,7 +533,7 @@ uj_status_t ir_pass_chain_local(ir_func_t* f);
  * chain of 10000 one-op statements: 1.6 s and 250 MB; of 4000: 0.25 s
  * and 40 MB); larger programs are refused, not compiled for minutes. The
  * expression language checks its programs against the same limit before
- * lowering them (uops/parse.h). */
+ * lowering them (lang/parse.h). */
 #define PIPELINE_MAX_BLOCKS 8192
 #define PIPELINE_MAX_TENSORS 16384
 

@@ -8,7 +8,7 @@
 #include <pthread.h>
 
 #include "../ir/ir.h"
-#include "cache.h"
+#include "cache/cache.h"
 
 /* A compiled block: runs iterations [begin, end) of the block's outermost
  * loop. buf[t] is tensor t's data (NULL when no-alloc), dims[t*8+k] its
@@ -19,7 +19,7 @@ typedef void (*jit_block_fn)(void* const* buf, const int64_t* dims, const int64_
  * output written once and never read is written with streaming stores
  * (jit/c/c_stream.c; the context's stream_bytes; engines that do not
  * stream ignore it), and the elements of the next piece of a multi-tensor
- * call, 0 for none (jit/groups_cpu.c). Where that is above 0, buf has
+ * call, 0 for none (jit/groups/cpu.c). Where that is above 0, buf has
  * ntensors more entries: buf[ntensors + t] is tensor t's data in the next
  * piece, which a block that prefetches across pieces (jit_blocks_t's
  * ahead_next) fetches toward the cache near the end of this one. */
@@ -123,7 +123,7 @@ typedef struct {
   /* the output size in bytes from which outputs written once and never
    * read are streamed past the cache (uj_ctx_set_stream_bytes) */
   int64_t stream_bytes;
-  /* the list of groups the multi-tensor calls ran on (jit/groups_memo.c),
+  /* the list of groups the multi-tensor calls ran on (jit/groups/memo.c),
    * opaque here: made on first use */
   void* groups_memo;
   void (*groups_memo_free)(void* memo);
@@ -157,7 +157,7 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
 /* Runs iterations [begin, end) of block `block`'s outermost loop with the
  * kernel on the calling thread, in strips when the block is compiled so;
  * nothing for a block without code or an empty range (multi-tensor
- * execution, jit/groups_cpu.c, calls it once per piece of a group). */
+ * execution, jit/groups/cpu.c, calls it once per piece of a group). */
 void jit_block_call(const jit_blocks_t* k, int block, void* const* data, const int64_t* dims, const int64_t* params,
                     int64_t begin, int64_t end);
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../rt/cuda.h"
-#include "../uops/parse.h"
+#include "../lang/parse.h"
 #include "memo.h"
 
 uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled) {

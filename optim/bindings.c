@@ -12,7 +12,7 @@
  *   sums_in   the sums in f64, for later passes
  * Scalars are f64 whatever the parameters' dtype: a pass computes what
  * depends on scalars alone in f64 and rounds it once where it meets a
- * tensor (uops/parse_build.c), as torch computes 1 - b2 or lr / bc1 in
+ * tensor (lang/build.c), as torch computes 1 - b2 or lr / bc1 in
  * double; a 0-d f64 value does not make the tensor arithmetic f64.
  * Every pass has a list of its own.
  *
@@ -21,7 +21,7 @@
  * the dtype, device and rank it had, the same scalars given per group)
  * reuses the bindings and only writes the scalars' new values. Besides the walk and
  * the allocations this saves, each pass then brings the very list it
- * brought before, which the context's memo of lists (jit/groups_memo.c)
+ * brought before, which the context's memo of lists (jit/groups/memo.c)
  * recognizes without walking it again. `uopjit optim --updater adamw
  * --tensors 10000 --sizes 1..1000` (medians of 40 steps, two runs each,
  * alternated): one thread 14.1 and 16.6 ms a step with bindings made per

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "../rt/rt.h"
-#include "../uops/parse.h"
+#include "../lang/parse.h"
 #include "optim.h"
 
 enum { SECTION_DEFAULTS, SECTION_SCALARS, SECTION_UPDATE, SECTION_APPLY, SECTION_COUNT };

@@ -168,7 +168,7 @@ void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT
   uj_status_t s = rt_env_choice("UOPJIT_CACHE", cache_names, 2, "0 (the disk cache off) or 1 (on)", &index, &set);
   note(problems, RT_SETTING_CACHE, s);
   out->cache_off = set && index == 0;
-  /* UOPJIT_CACHE_DIR is any path: jit/cache_disk.c checks the directory
+  /* UOPJIT_CACHE_DIR is any path: jit/cache/disk.c checks the directory
    * itself on first use */
   const char* dir = getenv("UOPJIT_CACHE_DIR");
   if (dir && *dir) snprintf(out->cache_dir, sizeof out->cache_dir, "%s", dir);

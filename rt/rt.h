@@ -137,7 +137,7 @@ typedef struct {
   int threads;                   /* 0: one per online core */
   int mir_level;                 /* 0..3 */
   int cache_off;                 /* the disk cache switched off on purpose */
-  char cache_dir[4096];          /* "": the default location (jit/cache_disk.c) */
+  char cache_dir[4096];          /* "": the default location (jit/cache/disk.c) */
   int64_t memory_cache_limit;    /* -1: the default */
   int64_t disk_cache_limit;      /* 0: the default */
   const char* disk_cache_limit_from; /* where it came from, for reports (static text) */

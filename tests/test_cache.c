@@ -1,4 +1,4 @@
-/* tests/test_cache.c: the kernel cache (jit/cache.c), in memory and on disk.
+/* tests/test_cache.c: the kernel cache (jit/cache/cache.c), in memory and on disk.
  *
  * The disk tests each get a fresh directory under /tmp (UOPJIT_CACHE_DIR is
  * set before jit_cache_new) and damage entries on purpose: every damaged,
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../jit/cache.h"
+#include "../jit/cache/cache.h"
 #include "../rt/rt.h"
 #include "harness.h"
 #include "kernel_cache_check.h"

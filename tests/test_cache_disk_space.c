@@ -1,4 +1,4 @@
-/* tests/test_cache_disk_space.c: the disk cache's size (jit/cache_disk_space.c)
+/* tests/test_cache_disk_space.c: the disk cache's size (jit/cache/disk_space.c)
  * and a directory it can only read.
  *
  * Each test points UOPJIT_CACHE_DIR at a fresh directory under /tmp, stores
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../jit/cache.h"
+#include "../jit/cache/cache.h"
 #include "../jit/jit.h"
 #include "cli_binary.h"
 #include "cache_dir.h"

@@ -1,4 +1,4 @@
-/* tests/test_cache_memory.c: the in-memory kernel cache's limit (jit/cache.c)
+/* tests/test_cache_memory.c: the in-memory kernel cache's limit (jit/cache/cache.c)
  * and what the engines and programs do with it.
  *
  * The table alone: entries leave least recently used first when the limit

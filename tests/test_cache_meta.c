@@ -1,5 +1,5 @@
 /* tests/test_cache_meta.c: a disk cache entry's payload and meta as a pair
- * (jit/cache_disk.c). A store that cannot write its meta (a full disk)
+ * (jit/cache/disk.c). A store that cannot write its meta (a full disk)
  * must leave no payload without one, and must leave an older entry under
  * the same name as it was; a reader that meets a payload without its meta
  * must treat it as a miss and remove it, unless a store holds the
@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../jit/cache.h"
+#include "../jit/cache/cache.h"
 #include "cache_dir.h"
 #include "harness.h"
 

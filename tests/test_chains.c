@@ -21,7 +21,7 @@
  * and ir_loop_accesses_disjoint, its half that a reduction loop may pass
  * (the C engine then marks softmax's lane loops ivdep). */
 #include "../jit/jit.h"
-#include "../uops/parse.h"
+#include "../lang/parse.h"
 #include "../uops/uops.h"
 #include "oracle.h"
 

@@ -173,7 +173,7 @@ TEST(source_half_vector_path) {
 }
 
 /* What an update computes from 0-d values alone (1 - b1) is computed in
- * f64 and rounded once where it meets a tensor (uops/parse_build.c); the
+ * f64 and rounded once where it meets a tensor (lang/build.c); the
  * kernel keeps its shape: one launch, the float4 path, the scalar read
  * once per thread. */
 TEST(source_scalar_expressions_in_f64) {

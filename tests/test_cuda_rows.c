@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../jit/cuda/cuda_emit.h"
-#include "../uops/parse.h"
+#include "../lang/parse.h"
 #include "cuda_check.h"
 
 /* Reductions merge across a CUDA block by warp shuffles in the

@@ -1,5 +1,5 @@
 /* tests/test_groups_fast.c: multi-tensor execution's one pass over all
- * groups (jit/groups_cpu.c) against one uj_program_run per group, on every
+ * groups (jit/groups/cpu.c) against one uj_program_run per group, on every
  * CPU engine and AUTO: random group counts and sizes (0 and 1 elements,
  * groups longer than a piece, matrices beside vectors), shared and
  * per-group scalars, full reductions; elementwise outputs bit for bit,
@@ -8,7 +8,7 @@
  * groups and groups that overlap fail the call naming them and write
  * nothing; programs the pass does not take still give the per-group
  * results. */
-#include "../jit/groups.h"
+#include "../jit/groups/groups.h"
 #include "../jit/jit.h"
 #include "groups_world.h"
 #include "harness.h"

@@ -1,12 +1,12 @@
 /* tests/test_groups_gather.c: the fast path's decisions that depend on the
- * whole list of groups, which jit/groups_gather.c folds into one walk: a
+ * whole list of groups, which jit/groups/gather.c folds into one walk: a
  * slot's kind comes from every group (an input 0-d in one group and a
  * vector in another is of the group's shape), a group's shape from its
  * first input that is not 0-d, a reduced output's rank from each group's
  * rank. Each list runs as the per-group path runs it: the same results,
  * the same error naming the same group. A walk split over threads gathers
  * exactly what one walk gathers, on good lists and on broken ones. */
-#include "../jit/groups.h"
+#include "../jit/groups/groups.h"
 #include "../jit/jit.h"
 #include "groups_world.h"
 #include "harness.h"

@@ -1,5 +1,5 @@
 /* tests/test_groups_memo.c: the memo of a context's list of groups
- * (jit/groups_memo.c). A call with the list the context ran on before
+ * (jit/groups/memo.c). A call with the list the context ran on before
  * borrows what that list's walk gathered; whatever changed in the list
  * between calls (a size, a dtype, a data pointer, a struct's address, an
  * output moved over another group's memory), the call must do what a
@@ -7,7 +7,7 @@
  * same bits in every tensor. Two copies of one list take the same changes,
  * one run on a context kept from call to call, the other on a new context
  * each call. */
-#include "../jit/groups.h"
+#include "../jit/groups/groups.h"
 #include "../jit/jit.h"
 #include "groups_world.h"
 #include "harness.h"

@@ -390,7 +390,7 @@ TEST(mir_no_instruction_names_one_register_in_both_inputs) {
   uj_program_free(p);
 }
 
-/* A value computed from 0-d inputs alone (1 - b, in f64: uops/parse_build.c)
+/* A value computed from 0-d inputs alone (1 - b, in f64: lang/build.c)
  * is computed once, before the loop, not at every element. */
 TEST(mir_scalar_expressions_are_computed_before_the_loop) {
   SKIP_WITHOUT_MIR();

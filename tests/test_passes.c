@@ -17,7 +17,7 @@
  * against passes off lives in test_passes_random.c. */
 #include <unistd.h>
 
-#include "../uops/parse.h"
+#include "../lang/parse.h"
 #include "../uops/uops.h"
 #include "oracle.h"
 

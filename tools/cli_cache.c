@@ -1,5 +1,5 @@
 /* tools/cli_cache.c: `uopjit cache stats|list|clear`, the on-disk kernel
- * cache of the C and CUDA engines (docs/DESIGN.md section 8, jit/cache.h).
+ * cache of the C and CUDA engines (docs/DESIGN.md section 8, jit/cache/cache.h).
  *
  * The cache is opened exactly as the library opens it, so UOPJIT_CACHE=0,
  * UOPJIT_CACHE_DIR, XDG_CACHE_HOME and HOME mean the same here, and a
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../jit/cache.h"
+#include "../jit/cache/cache.h"
 #include "cli.h"
 
 /* 1 when UOPJIT_CACHE=0 turned the disk cache off: the library then says

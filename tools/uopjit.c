@@ -4,7 +4,7 @@
  * tools/cli_help.c; what they share is in tools/cli.h. The tool uses only
  * the public API (include/uopjit.h), so it doubles as an example of a
  * complete client; `uopjit cache` alone reaches into the library's kernel
- * cache (jit/cache.h).
+ * cache (jit/cache/cache.h).
  *
  *   uopjit info    version, engines and devices
  *   uopjit demo    a 2-D convolution written as uops, run on the interpreter

@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "uops.h"
 
 static void program_release(uj_program_t* p) {
   if (!p) return;
-  pn_program_free(p->parsed);
+  if (p->parsed) p->parsed_free(p->parsed);
   if (p->jit_memo) p->jit_memo_free(p->jit_memo);
   for (int i = 0; i < 2; i++) {
     ir_func_free(p->raw[i]);

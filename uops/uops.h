@@ -154,6 +154,7 @@ typedef struct pn_program pn_program_t;
 
 struct uj_program {
   pn_program_t* parsed;         /* expression-language source: the uop program is built per input signature */
+  void (*parsed_free)(pn_program_t* parsed); /* set with parsed by the language (lang/parse.c) */
   int ninputs[2], noutputs[2];  /* by uj_pass_t */
   int nparams;
   char** param_names;

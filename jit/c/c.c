@@ -2,7 +2,7 @@
  * compiler -> a shared object -> dlopen.
  *
  * A kernel is found in the context's in-memory cache or the disk cache
- * (jit/cache.c) by its key text: engine and emitter version (a checksum of
+ * (jit/cache/cache.c) by its key text: engine and emitter version (a checksum of
  * the emitter's source files, from the Makefile), compiler identity and
  * flags, CPU, and the canonical IR with the $params folded in. Sizes are not part of
  * the key; they are arguments. (jit/memo.c keeps a per-program memo in front

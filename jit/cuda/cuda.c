@@ -8,7 +8,7 @@
  * driver). Only a device newer than every architecture this NVRTC knows
  * gets PTX for the newest one, which its driver compiles forward. The
  * kernel is found in the context's memory cache or the disk cache
- * (jit/cache.c, payload "cubin" or "ptx") by its key text: engine, NVRTC
+ * (jit/cache/cache.c, payload "cubin" or "ptx") by its key text: engine, NVRTC
  * version, architecture, options and the CUDA source itself, so that a
  * change of the emitter can never reuse an old cubin. A disk hit hands
  * back the very bytes the cache verified, loaded from memory; an image that

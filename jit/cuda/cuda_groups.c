@@ -2,11 +2,11 @@
  * call over a table of chunks, in the spirit of multi-tensor apply.
  *
  * The host cuts every group into chunks of GROUPS_CUDA_CHUNK elements (the
- * CPU path's pieces, jit/groups_cpu.c, at another length) and uploads one
+ * CPU path's pieces, jit/groups/cpu.c, at another length) and uploads one
  * table: per chunk its group, first element and length; per group the
  * device pointers of its inputs then its outputs; per group its first
  * chunk. Each CUDA block of the launch takes one chunk: it binds the flat
- * build's tensors (jit/groups_plan.c) at the chunk's first element (scalars
+ * build's tensors (jit/groups/plan.c) at the chunk's first element (scalars
  * at the group's scalar), every size of the group's shape to the chunk's
  * length, and runs every block of the flat build over the chunk, thread t
  * taking elements t, t + 256, ... in each (so an element's statements in
@@ -23,7 +23,7 @@
 
 #include "../../rt/cuda.h"
 #include "../c_like.h"
-#include "../groups.h"
+#include "../groups/groups.h"
 #include "cuda_emit.h"
 
 enum { THREADS = JIT_CU_THREADS_PER_BLOCK };

@@ -1,7 +1,7 @@
 /* jit/mir/mir.c: the MIR engine: IR -> MIR instructions (jit/mir/mir_emit.c) ->
  * MIR's generator -> machine code in this process.
  *
- * Kernels are kept in the context's in-memory cache (jit/cache.c) under a
+ * Kernels are kept in the context's in-memory cache (jit/cache/cache.c) under a
  * key text of the engine, MIR's API version, the optimization level and the
  * canonical IR with the $params folded in; sizes are arguments. There is no
  * disk cache: generating a kernel takes well under a millisecond.

@@ -3,7 +3,7 @@
  * An operation on 0-d inputs and constants alone (ir_expr_scalar), in f32
  * or f64 throughout, has the same value at every element: what an
  * optimizer computes from its hyperparameters (1 - b2, lr/bc1), in f64 and
- * rounded once (uops/parse_build.c). MIR's optimizer moves nothing out of
+ * rounded once (lang/build.c). MIR's optimizer moves nothing out of
  * loops, so the lowering does: the first time such an expression is met,
  * its instructions go into the function's prologue (before prologue_end,
  * after the loads emit_at_entry places, before the loops), and its register

@@ -1,5 +1,5 @@
 """What a program computes from 0-d values alone is computed in f64 and
-rounded once where it meets a tensor (uops/parse_build.c), on every engine;
+rounded once where it meets a tensor (lang/build.c), on every engine;
 the optimizer's scalars follow torch's double arithmetic."""
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_expr.c: a libFuzzer target that attacks the expression
- * language (uops/parse.c, uops/parse_build.c) and everything a parsed
+ * language (lang/parse.c, lang/build.c) and everything a parsed
  * program reaches on tiny inputs: the uop builders, the loop IR emitter, the
  * pass pipeline, the interpreter and the writers of C, CUDA and MIR source.
  *

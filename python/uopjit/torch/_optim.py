@@ -17,7 +17,7 @@ used unchanged, so a checkpoint moves both ways. What differs is the step:
   * the rule is chosen per group from the options that change which state
     exists (amsgrad, momentum, centered): optim/updaters.c's built-ins;
   * scalars (1 - b2, lr / bias correction) are computed in f64 and rounded
-    once, as torch does, by the compiler (uops/parse_build.c);
+    once, as torch does, by the compiler (lang/build.c);
   * the ctypes structs of a bucket are made once and kept while its
     parameters and state tensors stay the same objects: a step rewrites
     only the gradients' addresses.

@@ -1,4 +1,4 @@
-/* jit/groups_gather.c: the one walk of multi-tensor execution over the
+/* jit/groups/gather.c: the one walk of multi-tensor execution over the
  * groups' tensor structs.
  *
  * A call may bring 10,000 groups whose tensor structs lie scattered over
@@ -6,13 +6,13 @@
  * again. So every per-call check of the fast path reads what this walk
  * gathered, group by group, and nothing else of the groups:
  *   - the byte ranges to compare for overlap between groups, in the order
- *     the overlap check wants them (jit/groups_check.c), one contiguous
+ *     the overlap check wants them (jit/groups/check.c), one contiguous
  *     array;
  *   - per group, the elements of its shape tensor (its first input that is
  *     not 0-d; 1 when all are), which the runs cut into pieces, and the
  *     data pointers of its tensors, which the runs bind;
  *   - a summary of all groups folded into masks over the slots, so that
- *     whether the groups fit the plan (jit/groups_plan.c) and pass the fast
+ *     whether the groups fit the plan (jit/groups/plan.c) and pass the fast
  *     path's checks is a few operations per slot, whatever the groups. The
  *     kinds of the slots (scalar or of the group's shape) are known only
  *     after the last group, so each group notes what every kind would need:

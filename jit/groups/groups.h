@@ -1,21 +1,21 @@
-/* jit/groups.h: the parts of multi-tensor execution (uj_program_run_groups,
- * jit/groups.c). A call that the fast path serves runs the program's flat
+/* jit/groups/groups.h: the parts of multi-tensor execution (uj_program_run_groups,
+ * jit/groups/groups.c). A call that the fast path serves runs the program's flat
  * build: the specialization for rank-1 inputs (scalars stay 0-d), whose
  * loop IR is elementwise over one index i (every tensor of the group's
  * shape is read and written at [i]) with, at most, full reductions stored
  * straight into outputs. Any group's tensors then run as one flat range of
- * elements, cut into pieces; jit/groups_plan.c decides whether a program
+ * elements, cut into pieces; jit/groups/plan.c decides whether a program
  * and a list of groups qualify and how each tensor of the flat build is
- * bound per group; jit/groups_gather.c walks the groups' tensors once per
- * call, gathering all that those decisions and jit/groups_check.c's checks
+ * bound per group; jit/groups/gather.c walks the groups' tensors once per
+ * call, gathering all that those decisions and jit/groups/check.c's checks
  * of the groups and their memory read;
- * jit/groups_cpu.c runs the pieces on the thread pool; jit/cuda/cuda_groups.c
+ * jit/groups/cpu.c runs the pieces on the thread pool; jit/cuda/cuda_groups.c
  * runs them in one CUDA launch over a table of chunks. */
 #ifndef UJ_JIT_GROUPS_H
 #define UJ_JIT_GROUPS_H
 
-#include "../uops/parse.h"
-#include "engine.h"
+#include "../../lang/parse.h"
+#include "../engine.h"
 
 enum {
   GROUPS_MAX_SLOTS = 32,     /* inputs and outputs of a program the fast path takes */
@@ -48,7 +48,7 @@ typedef struct {
   unsigned char slot, rank;
 } groups_rank_t;
 
-/* What the one walk over the groups' tensors gathers (jit/groups_gather.c):
+/* What the one walk over the groups' tensors gathers (jit/groups/gather.c):
  * the overlap list, and, when summarized (at most GROUPS_MAX_SLOTS inputs
  * and outputs), each group's elements and masks over the slots (bit i:
  * input or output slot i) folded over all groups. A group's shape tensor
@@ -62,7 +62,7 @@ typedef struct {
    * tensor), nin + nout each: what the runs bind, read from here in
    * group order rather than through each group's tensor structs again */
   void** data;
-  int borrowed;           /* numel and data are a context's memo's (jit/groups_memo.c), not to be freed */
+  int borrowed;           /* numel and data are a context's memo's (jit/groups/memo.c), not to be freed */
   int ranges_verified;    /* the overlap check passed on this very list before (the memo's) */
   uint64_t total;         /* their sum */
   int missing;            /* a group lacks its inputs, its outputs or a tensor */
@@ -95,7 +95,7 @@ uj_status_t groups_gather(groups_gather_t* ga, const uj_group_t* groups, int gro
                           int output_count, int summarize, rt_pool_t* pool);
 void groups_gather_release(groups_gather_t* ga);
 
-/* ---- the memo of a context's list (jit/groups_memo.c) ---- */
+/* ---- the memo of a context's list (jit/groups/memo.c) ---- */
 
 /* 1 when the groups are, value for value, the list the memo recorded:
  * *ga then borrows what that list's walk gathered (ranges_verified set,

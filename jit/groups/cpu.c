@@ -1,4 +1,4 @@
-/* jit/groups_cpu.c: multi-tensor execution on the CPU: one threaded pass
+/* jit/groups/cpu.c: multi-tensor execution on the CPU: one threaded pass
  * over all groups, split by elements.
  *
  * Each group is cut into pieces at multiples of GROUPS_PIECE elements
@@ -9,7 +9,7 @@
  * many; the pool hands each thread a contiguous run of tasks, which is
  * balanced because the tasks are.
  *
- * A piece runs every block of the flat build (jit/groups_plan.c) directly:
+ * A piece runs every block of the flat build (jit/groups/plan.c) directly:
  * its tensors of the group's shape bound at the piece's first element with
  * a size of the piece's length, scalars at the group's scalar, a
  * reduction's output at the piece's partial; an elementwise block over

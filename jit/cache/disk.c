@@ -1,5 +1,5 @@
-/* jit/cache_disk.c: the kernel cache on disk (docs/DESIGN.md section 8); the
- * in-memory table is jit/cache.c, the shared state jit/cache_impl.h.
+/* jit/cache/disk.c: the kernel cache on disk (docs/DESIGN.md section 8); the
+ * in-memory table is jit/cache/cache.c, the shared state jit/cache_impl.h.
  *
  * On disk every entry is two files in the cache directory:
  *   <32 hex digits of the key>.<ext>        the payload (a shared object, ...)
@@ -33,7 +33,7 @@
  * memory (jit/c/c.c through a sealed memfd), never the file again, so nothing
  * done to the directory after the check reaches what runs. A hit touches the
  * meta (least-recently-used order); a store first makes room under the
- * directory's size limit, holding a lock on it (jit/cache_disk_space.c).
+ * directory's size limit, holding a lock on it (jit/cache/disk_space.c).
  *
  * Nothing here aborts: an I/O failure is UJ_ERR_IO with the path and the
  * system's reason in uj_last_error(), and the caller compiles instead. */
@@ -477,7 +477,7 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
 }
 
 /* Marks an entry as just used, for the least-recently-used eviction of
- * jit/cache_disk_space.c: its meta's modification time becomes now. Only
+ * jit/cache/disk_space.c: its meta's modification time becomes now. Only
  * when it is older than TOUCH_AFTER_SECONDS, which spares a system call on
  * most hits and is fine-grained enough for choosing what to evict. A
  * read-only directory stays as it is. */
@@ -492,7 +492,7 @@ static void touch_if_old(const char* meta_path, const struct stat* st) {
  * killed between its files, or one under way (its meta not renamed yet).
  * Readers never load it (the meta names the key and checksum) and treat it
  * as a miss; this removes it, so that it does not sit in the directory
- * until a store's sweep of stale files (jit/cache_disk_space.c). Only
+ * until a store's sweep of stale files (jit/cache/disk_space.c). Only
  * while no store holds the directory's lock, and after looking for the
  * meta again under it: a store holds the lock from its first write to its
  * last rename, so a payload still without a meta then is an orphan and not

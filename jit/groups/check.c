@@ -1,7 +1,7 @@
-/* jit/groups_check.c: the checks of multi-tensor execution that look at
+/* jit/groups/check.c: the checks of multi-tensor execution that look at
  * every group: whether each fits the fast path's plan, and whether an
  * output of one group overlaps a tensor of another. Both read what
- * jit/groups_gather.c's one walk over the groups gathered, not the groups:
+ * jit/groups/gather.c's one walk over the groups gathered, not the groups:
  * the fit is a few operations per slot on the masks it folded over all
  * groups, since a call may bring 10,000 groups.
  *

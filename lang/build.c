@@ -1,4 +1,4 @@
-/* uops/parse_build.c: expression-language syntax trees to uop programs.
+/* lang/build.c: expression-language syntax trees to uop programs.
  *
  * Broadcasting follows NumPy: ranks align on the right, an axis of size 1
  * stretches to the other operand's size, 0-d values (scalars such as lr)

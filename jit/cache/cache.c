@@ -1,4 +1,4 @@
-/* jit/cache.c: the kernel cache's in-memory table (docs/DESIGN.md section 8).
+/* jit/cache/cache.c: the kernel cache's in-memory table (docs/DESIGN.md section 8).
  *
  * In memory it is a chained hash table behind one mutex, doubling when it is
  * three-quarters full. Entries are found by the 128-bit hash and confirmed by
@@ -17,7 +17,7 @@
  * reference. Destructors never run under the table's lock, since the MIR
  * engine's takes that engine's lock, which is held around inserts.
  *
- * The disk half, with its rules, is jit/cache_disk.c; the state both
+ * The disk half, with its rules, is jit/cache/disk.c; the state both
  * share is in jit/cache_impl.h. */
 #include "cache_impl.h"
 

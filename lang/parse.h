@@ -1,19 +1,19 @@
-/* uops/parse.h: the expression language's syntax tree, shared by the parser
+/* lang/parse.h: the expression language's syntax tree, shared by the parser
  * (parse.c) and the builder that turns it into uop programs per input
- * signature (parse_build.c). */
+ * signature (build.c). */
 #ifndef UJ_UOPS_PARSE_H
 #define UJ_UOPS_PARSE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "uops.h"
+#include "../uops/uops.h"
 
 #define PARSE_MAX_SOURCE (1 << 20)  /* bytes */
 #define PARSE_MAX_NESTING 256       /* levels of parentheses, calls, unary operators and '**' (parse.c) */
 /* The most operations a built program may need: the pass pipeline's limit
  * on loop blocks (every operation lowers to one block at least), checked
- * before lowering (parse_build.c). */
+ * before lowering (build.c). */
 #define PARSE_MAX_OPERATIONS PIPELINE_MAX_BLOCKS
 #define PARSE_MAX_NAMES 256
 #define PARSE_MAX_ARGS 3
@@ -108,7 +108,7 @@ uj_status_t pn_specialize_default(pn_program_t* pp, uj_pass_t pass, pn_special_t
 void pn_release(pn_special_t* sp);
 void pn_program_free(pn_program_t* pp);
 /* Makes a parsed program's 0-d f64 values weak against f32, bf16 and f16
- * tensors (uops/parse_build.c): what an optimizer's passes need, whose
+ * tensors (lang/build.c): what an optimizer's passes need, whose
  * scalars are bound in f64. Call it before the program first runs. */
 void pn_program_weak_scalars(uj_program_t* p);
 

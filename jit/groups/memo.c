@@ -1,10 +1,10 @@
-/* jit/groups_memo.c: the list of groups a context's multi-tensor calls ran
+/* jit/groups/memo.c: the list of groups a context's multi-tensor calls ran
  * on, so that a call with that list again (an optimizer's step after
  * step) need not walk it again.
  *
  * A training loop calls with one list of groups step after step: the same
  * tensor structs and data, only the values in the data new. The walk over
- * the groups for the fast path's checks (jit/groups_gather.c) costs about
+ * the groups for the fast path's checks (jit/groups/gather.c) costs about
  * 0.1 us a group on one core: a tenth of an AdamW step over 10,000 small
  * groups, and a part the threads cannot share well. The memo holds what
  * a walk gathered (the summary, each group's elements and data pointers)
@@ -14,7 +14,7 @@
  * group: an output in place over an input), the struct's data, dtype,
  * device, rank and sizes. A call whose list matches the record value for
  * value gathers exactly what the walk would, so it borrows the memo's;
- * and its overlap check (jit/groups_check.c) passed on that list when the
+ * and its overlap check (jit/groups/check.c) passed on that list when the
  * record was made, so it passes again. Matching is a load and a compare
  * a slot, and a few for each struct not met before.
  *

@@ -1,5 +1,5 @@
-/* jit/cache_disk_space.c: how big the disk cache may grow (DESIGN.md
- * section 7); the entries themselves are jit/cache_disk.c.
+/* jit/cache/disk_space.c: how big the disk cache may grow (DESIGN.md
+ * section 7); the entries themselves are jit/cache/disk.c.
  *
  * The directory is kept under a limit in bytes (payloads, metas and
  * temporaries together, by their sizes): 512 MiB unless
@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jit.h"
+#include "../jit.h"
 
 #define DEFAULT_LIMIT (INT64_C(512) << 20)
 #define LOCK_WAIT_MS 3000

@@ -1,6 +1,6 @@
-/* jit/cache_impl.h: the kernel cache's state, shared by its parts:
- * jit/cache.c (the in-memory table, statistics), jit/cache_disk.c (the
- * directory and its entries) and jit/cache_disk_space.c (the directory's
+/* jit/cache/cache_impl.h: the kernel cache's state, shared by its parts:
+ * jit/cache/cache.c (the in-memory table, statistics), jit/cache/disk.c (the
+ * directory and its entries) and jit/cache/disk_space.c (the directory's
  * size limit, eviction, stale temporaries). Internal to them. */
 #ifndef UJ_JIT_CACHE_IMPL_H
 #define UJ_JIT_CACHE_IMPL_H
@@ -55,7 +55,7 @@ struct jit_cache {
 
 /* 1 when the disk cache may be used now (the directory is created and
  * checked; the first failure disables it with one warning); 0 with the
- * error set (jit/cache_disk.c). */
+ * error set (jit/cache/disk.c). */
 int jit_disk_ready(jit_cache_t* c);
 
 /* The files of the cache directory, by name: <32 hex digits>.<ext> (a
@@ -64,7 +64,7 @@ int jit_disk_ready(jit_cache_t* c);
 #define JIT_DISK_HEX_LEN 32
 #define JIT_DISK_EXT_MAX_LEN 15
 typedef enum { JIT_DISK_OTHER, JIT_DISK_PAYLOAD, JIT_DISK_META, JIT_DISK_TEMP } jit_disk_name_t;
-/* What name is, with its extension in ext_out (jit/cache_disk.c). */
+/* What name is, with its extension in ext_out (jit/cache/disk.c). */
 jit_disk_name_t jit_disk_classify_name(const char* name, char ext_out[JIT_DISK_EXT_MAX_LEN + 1]);
 
 /* Makes room for an entry of `incoming` bytes in the directory open as
@@ -72,7 +72,7 @@ jit_disk_name_t jit_disk_classify_name(const char* name, char ext_out[JIT_DISK_E
  * entries left behind longer than JIT_DISK_STALE_SECONDS, then the least
  * recently used entries until the directory and the new entry fit under the
  * limit. The files of `stem` (<hex>.<ext>, the entry being replaced) are
- * neither counted nor removed (jit/cache_disk_space.c). */
+ * neither counted nor removed (jit/cache/disk_space.c). */
 #define JIT_DISK_STALE_SECONDS (10 * 60)
 void jit_disk_make_room(jit_cache_t* c, int dir_fd, uint64_t incoming, const char* stem);
 
@@ -83,7 +83,7 @@ void jit_disk_make_room(jit_cache_t* c, int dir_fd, uint64_t incoming, const cha
 int jit_disk_lock(jit_cache_t* c);
 /* The directory, open and locked, when no store holds the lock now; else
  * (locked, or no flock on this file system) -1, with no error set: for a
- * reader's tidying, which waits for nothing (jit/cache_disk_space.c). */
+ * reader's tidying, which waits for nothing (jit/cache/disk_space.c). */
 int jit_disk_try_lock(jit_cache_t* c);
 
 /* The limit in bytes (the context's setting, else the default); *from

@@ -1,8 +1,8 @@
-/* jit/groups_plan.c: whether multi-tensor execution's fast path serves a
- * program on a list of groups, and how (jit/groups.h says what it runs).
+/* jit/groups/plan.c: whether multi-tensor execution's fast path serves a
+ * program on a list of groups, and how (jit/groups/groups.h says what it runs).
  *
  * The groups themselves are read once per call, by the walk of
- * jit/groups_gather.c; the slots and ranks here come from what it gathered.
+ * jit/groups/gather.c; the slots and ranks here come from what it gathered.
  * The slots: an input is a scalar when it is 0-d in every group, else it
  * is of the group's shape. The flat build is the program built for those
  * scalars and rank-1 tensors of the other inputs (a parsed program's
@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "groups.h"
-#include "memo.h"
+#include "../memo.h"
 
 typedef struct {
   groups_plan_t* plan;

@@ -1,4 +1,4 @@
-/* uops/parse.c: the expression language, text to syntax tree.
+/* lang/parse.c: the expression language, text to syntax tree.
  *
  *   program := stmt { (';' | newline) stmt }          '#' starts a comment
  *   stmt    := name '=' expr | name ':' dtype | (empty)
@@ -23,7 +23,7 @@
  * '+', and the right operand of '**' (right associative: x**y**z is
  * x**(y**z)). A chain of left-associative binary operators (x + y - z,
  * a * b / c) is no nesting at all: it is read by a loop here, and the
- * builder (parse_build.c) walks its left spine with a loop too, so that a
+ * builder (build.c) walks its left spine with a loop too, so that a
  * flat sum of 10,000 terms costs no stack. What bounds such a chain is the
  * source's size here and, once built, the pass pipeline's limit on
  * operations (ir/pipeline.c). Deep input is therefore an error naming the
@@ -567,10 +567,11 @@ uj_status_t uj_program_parse(const char* source, uj_program_t** out) {
     return strstr(uj_last_error(), "out of memory") ? UJ_ERR_OOM : UJ_ERR_PARSE;
   }
   prog->parsed = pp;
+  prog->parsed_free = pn_program_free;
   prog->ninputs[UJ_FORWARD] = pp->ninputs;
   prog->noutputs[UJ_FORWARD] = pp->noutputs;
   /* its backward pass: the inputs and each output's gradient, giving
-   * each input's gradient (parse_build.c) */
+   * each input's gradient (build.c) */
   prog->ninputs[UJ_BACKWARD] = pp->ninputs + pp->noutputs;
   prog->noutputs[UJ_BACKWARD] = pp->ninputs;
   *out = prog;

@@ -1,14 +1,14 @@
-/* jit/groups.c: multi-tensor execution (uj_program_run_groups).
+/* jit/groups/groups.c: multi-tensor execution (uj_program_run_groups).
  *
  * A call checks every group before anything is written. When the program
- * and the groups fit the fast path (jit/groups_plan.c: the program's flat
+ * and the groups fit the fast path (jit/groups/plan.c: the program's flat
  * build is elementwise with full reductions, every group's tensors share
  * the group's shape, the dtypes agree between groups), the checks read
- * what one walk over the groups' tensors gathered (jit/groups_gather.c:
+ * what one walk over the groups' tensors gathered (jit/groups/gather.c:
  * the plan, the fast path's checks and the overlap list all come from it)
  * and the whole list runs as
  * one pass over its elements: on the CPU one threaded pass through the
- * flat build's compiled kernel (jit/groups_cpu.c), on CUDA one launch over
+ * flat build's compiled kernel (jit/groups/cpu.c), on CUDA one launch over
  * a table of chunks (jit/cuda/cuda_groups.c). The kernel is the program's
  * one build for every size, group count and scalar value, so nothing
  * compiles after the first call.
@@ -22,9 +22,9 @@
  * another group's inputs (checked on every call: sorted by address). */
 #include <string.h>
 
-#include "../rt/cuda.h"
+#include "../../rt/cuda.h"
 #include "groups.h"
-#include "memo.h"
+#include "../memo.h"
 
 static uj_status_t check_group(uj_program_t* p, const uj_group_t* g, int input_count, const int64_t* params,
                                int output_count) {

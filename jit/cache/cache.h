@@ -1,4 +1,4 @@
-/* jit/cache.h: the kernel cache (docs/DESIGN.md section 8), memory and disk.
+/* jit/cache/cache.h: the kernel cache (docs/DESIGN.md section 8), memory and disk.
  *
  * A kernel is keyed by the 128-bit hash of its key text (the canonical IR
  * plus engine, target, compiler version, dtypes and $param values) *and* by
@@ -28,8 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../ir/ir.h"
-#include "../rt/rt.h"
+#include "../../ir/ir.h"
+#include "../../rt/rt.h"
 
 typedef struct jit_cache jit_cache_t;
 
@@ -162,7 +162,7 @@ extern void (*jit_disk_verified_hook)(const char* payload_path);
  * usable at all. */
 int jit_disk_writable(jit_cache_t* c);
 
-/* ---- the disk cache's size (jit/cache_disk_space.c) ---------------------------------- */
+/* ---- the disk cache's size (jit/cache/disk_space.c) ---------------------------------- */
 
 /* Every store keeps the directory under a limit in bytes (payloads, metas
  * and temporaries): it removes temporaries and incomplete entries older than
