@@ -20,8 +20,23 @@ name=$(basename "$bin")
 log=$bin.log
 
 start=$(date +%s.%N)
-"$bin" > "$log" 2>&1
+# A binary that runs long says so every 30 s, with the last line it logged,
+# so that make test is never silent for longer.
+"$bin" > "$log" 2>&1 &
+pid=$!
+(
+  waited=0
+  while sleep 30; do
+    kill -0 "$pid" 2>/dev/null || exit 0
+    waited=$((waited + 30))
+    printf '  ... %s: %d s, at: %s\n' "$name" "$waited" "$(tail -n 1 "$log" 2>/dev/null | cut -c1-70)"
+  done
+) &
+watcher=$!
+wait "$pid"
 rc=$?
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
 end=$(date +%s.%N)
 seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 # The second line of `times` is the children's "XmY.Zs XmY.Zs" (user,
