@@ -38,6 +38,10 @@
 
 #include "jit.h"
 
+int jit_block_parallel(const ir_func_t* f, const ir_block_t* b) {
+  return b->nloops > 0 && ir_loop_independent(f, b, 0, NULL);
+}
+
 typedef struct {
   const ir_func_t* f;
   int* deepest_block; /* per tensor, in the chain being walked: where its deepest access is, -1 none yet */

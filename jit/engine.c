@@ -48,7 +48,6 @@ static uj_status_t interp_run(uj_ctx_t* ctx, jit_state_t* js, const void* kernel
 }
 
 const jit_engine_t jit_engine_interp = {
-    .name = "interp",
     .device = UJ_CPU,
     .available = interp_available,
     .check = interp_check,
@@ -78,12 +77,6 @@ uj_status_t jit_engine_run_blocks(uj_ctx_t* ctx, jit_state_t* js, const void* ke
   return jit_blocks_run(js, kernel, f, buf, params);
 }
 
-const char* uj_engine_name(uj_engine_t e) {
-  if (e == UJ_ENGINE_AUTO) return "auto";
-  const jit_engine_t* row = jit_engine(e);
-  return row ? row->name : "?";
-}
-
 int uj_engine_available(uj_ctx_t* ctx, uj_engine_t e) {
   if (e == UJ_ENGINE_AUTO) return 1;
   const jit_engine_t* row = jit_engine(e);
@@ -99,7 +92,7 @@ uj_status_t uj_ctx_set_engine(uj_ctx_t* ctx, uj_engine_t e) {
   if (s != UJ_OK) {
     char reason[512];
     snprintf(reason, sizeof reason, "%s", uj_last_error());
-    return rt_error(UJ_ERR_UNSUPPORTED, "engine %s is not available: %s", row->name, reason);
+    return rt_error(UJ_ERR_UNSUPPORTED, "engine %s is not available: %s", uj_engine_name(e), reason);
   }
   ctx->set.engine = e;
   rt_ctx_setting_fixed(ctx, RT_SETTING_ENGINE);
@@ -137,7 +130,7 @@ uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, const jit_engine
       char reason[512];
       snprintf(reason, sizeof reason, "%s", uj_last_error());
       return rt_error(UJ_ERR_UNSUPPORTED, "the tensors are on the GPU but the %s engine is not available: %s",
-                      row->name, reason);
+                      uj_engine_name((uj_engine_t)i), reason);
     }
     *e = row;
     return UJ_OK;

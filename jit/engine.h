@@ -1,11 +1,12 @@
 /* jit/engine.h: the seam between the runner (jit/run.c) and the engines.
  *
- * An engine is one row of a table of functions: its name, whether it can
- * run here (quietly, or with the reason), where its tensors live, which of
- * the context's settings it depends on, get-or-compile a kernel for a
- * loop-IR function (through the context's kernel cache), run a kernel, dump
- * its code, the part of its cache key that comes from the context's
- * settings, and its own slot of the context's JIT state. The runner indexes
+ * An engine is one row of a table of functions: whether it can run here
+ * (quietly, or with the reason), where its tensors live, which of the
+ * context's settings it depends on, get-or-compile a kernel for a loop-IR
+ * function (through the context's kernel cache), run a kernel, dump its
+ * code, the part of its cache key that comes from the context's settings,
+ * its own slot of the context's JIT state, and, optionally, compiles for a
+ * device architecture and multi-tensor calls. The runner indexes
  * the table (jit_engines, by uj_engine_t) or loops over it and never asks
  * which engine it holds. Each row is defined beside its engine (jit/c/c.c,
  * jit/mir/mir.c, jit/cuda/cuda.c; the interpreter's in jit/engine.c), the way
@@ -16,6 +17,7 @@
 #include "jit.h"
 
 struct jit_engine;
+struct groups_plan; /* jit/groups/groups.h */
 
 /* What serves one call: a reference to the kernel (given back with
  * jit_cache_release once it has run; NULL for a row that runs the IR
@@ -32,7 +34,6 @@ typedef struct {
 } jit_served_t;
 
 typedef struct jit_engine {
-  const char* name; /* as uj_engine_name, UOPJIT_ENGINE and --engine spell it */
   uj_device_t device; /* where the tensors of a call it runs must be */
   unsigned settings;  /* the RT_SETTING_* bits it reads: a call fails on a bad environment value only then */
   unsigned dumps;     /* the uj_dump_t kinds its dump writes, a bit each */
@@ -71,20 +72,36 @@ typedef struct jit_engine {
    * from state_new is out of memory), freed with it. Both NULL: no slot. */
   void* (*state_new)(void);
   void (*state_free)(void* state);
-  /* A row that chooses among engines call by call rather than being one
-   * (tiered AUTO, jit/tier.c) has these instead of get and run; it is not
-   * in the table, so it has no available, check or dump either. choose
-   * picks the kernel and the row that runs it for f with these params on
-   * tensors of the sizes in buf; a memo hit on a pick that is not settled
-   * asks still (serial: the memoized kernel's cache serial) whether it
-   * still serves, 1 or 0; after_run, on the caller's thread once the
-   * kernel has run, does what the pick left for later (served->after_run). */
+  /* Multi-tensor calls (jit/groups/): the plan's groups in one launch on
+   * the row's device, *ran 1 once queued; and the same kernels compiled
+   * for `arch` without a device, into the disk cache (*reused 1 when a
+   * verified image was there). NULL: the groups run on the CPU path of
+   * jit/groups/cpu.c with the row's kernel, and there is nothing to
+   * compile ahead. */
+  uj_status_t (*run_groups)(uj_ctx_t* ctx, const struct groups_plan* plan, const uj_group_t* groups,
+                            int group_count, const int64_t* params, int* ran);
+  uj_status_t (*compile_groups_for)(uj_ctx_t* ctx, const struct groups_plan* plan, const int64_t* params,
+                                    const char* arch, int* reused);
+  /* NULL for an engine. A row that chooses among engines call by call
+   * rather than being one (tiered AUTO, jit/tier.c) has a chooser instead
+   * of get and run; it is not in the table, so it has no available, check
+   * or dump either. */
+  const struct jit_chooser* chooser;
+} jit_engine_t;
+
+/* A choosing row's slots. choose picks the kernel and the row that runs it
+ * for f with these params on tensors of the sizes in buf; a memo hit on a
+ * pick that is not settled asks still (serial: the memoized kernel's cache
+ * serial) whether it still serves, 1 or 0; after_run, on the caller's
+ * thread once the kernel has run, does what the pick left for later
+ * (served->after_run). */
+typedef struct jit_chooser {
   uj_status_t (*choose)(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
                         const ir_buffer_t* buf, jit_served_t* out);
   int (*still)(uj_ctx_t* ctx, jit_state_t* js, uint64_t serial, jit_served_t* served);
   void (*after_run)(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
                     const jit_served_t* served);
-} jit_engine_t;
+} jit_chooser_t;
 
 /* By uj_engine_t; NULL at UJ_ENGINE_AUTO, which is a choice, not an engine. */
 extern const jit_engine_t* const jit_engines[RT_ENGINE_COUNT];

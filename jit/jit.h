@@ -1,7 +1,8 @@
 /* jit/jit.h: what the engines share: emitted kernels' calling convention,
- * the C emitter, the context's JIT state, and each engine's entry points
- * (the runner reaches them through the table in jit/engine.h). The CUDA
- * emitter's own types are in jit/cuda/cuda_emit.h. */
+ * the context's JIT state, and the runner of compiled blocks (jit/blocks.c).
+ * The runner reaches the engines through the table in jit/engine.h; each
+ * engine's own entry points are in its folder's header (jit/c/c.h,
+ * jit/mir/mir.h, jit/cuda/cuda.h). */
 #ifndef UJ_JIT_H
 #define UJ_JIT_H
 
@@ -26,21 +27,6 @@ typedef void (*jit_block_fn)(void* const* buf, const int64_t* dims, const int64_
 #define JIT_STREAM_SLOT(ntensors) ((ntensors) * UJ_MAX_DIMS)
 #define JIT_NEXT_SLOT(ntensors) ((ntensors) * UJ_MAX_DIMS + 1)
 #define JIT_DIMS_SLOTS(ntensors) ((ntensors) * UJ_MAX_DIMS + 2)
-
-enum {
-  JIT_C_FOLD_PARAMS = 1,  /* $params become constants (JIT); else read from params[] (AOT) */
-  JIT_C_AOT = 2           /* a self-contained file with size inference and an entry point */
-};
-
-/* C source for f: one function `uj_block_<N>` per block (see jit_block_fn)
- * plus, with JIT_C_AOT, the entry point described in the file's header.
- * name prefixes the AOT entry point (fixed text chosen by the caller,
- * never user text). NULL on OOM. */
-char* jit_c_emit(const ir_func_t* f, const int64_t* params, int flags, const char* name);
-
-/* 1 when iterations of the block's outermost loop touch disjoint elements
- * of every tensor the block writes, so they may run on different threads. */
-int jit_block_parallel(const ir_func_t* f, const ir_block_t* b);
 
 /* A block compiled in two halves whose square roots the runner takes in
  * between, a strip at a time (jit/mir/mir_batch.c says why and when). The
@@ -161,115 +147,14 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
 void jit_block_call(const jit_blocks_t* k, int block, void* const* data, const int64_t* dims, const int64_t* params,
                     int64_t begin, int64_t end);
 
-/* ---- the C engine (jit/c/c.c) ---- */
-
-/* 1 when a working C compiler is on the PATH (or UOPJIT_CC): the disk
- * cache's remembered answer, else `cc --version` run once per state. */
-int jit_c_available(jit_state_t* js);
-/* What jit_c_available would say, where that is known without running
- * the compiler or waiting for another thread's probe: the answer, the
- * remembered one (asked once per state), or -1. */
-int jit_c_known(jit_state_t* js);
-/* UJ_OK when it is; else UJ_ERR_UNSUPPORTED naming the compiler tried
- * (UOPJIT_CC's value when it is set). */
-uj_status_t jit_c_check(jit_state_t* js);
-/* A reference to the compiled kernel for f with these $params (read it
- * with jit_blocks_of, give it back with jit_cache_release): from the
- * memory cache, the disk cache, or compiled now. Its cost in the memory
- * cache is the loaded object's mapped segments plus the blocks' tables. */
-uj_status_t jit_c_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, jit_cache_entry_t** out);
-/* jit_c_get serializing its compile on `lock` rather than the state's
- * (jit/tier.c's background compiles: the calls of the context, which take
- * the state's lock for their own compiles, never wait for them). It probes
- * the compiler first when no one has. */
-uj_status_t jit_c_build(jit_state_t* js, const ir_func_t* f, const int64_t* params, pthread_mutex_t* lock,
-                        jit_cache_entry_t** out);
-/* The compiled kernel for f from the memory cache, or (disk set) a verified
- * shared object in the disk cache, never compiled: *out NULL on a miss.
- * The key names the compiler: call it once jit_c_known says 1. */
-uj_status_t jit_c_find(jit_state_t* js, const ir_func_t* f, const int64_t* params, int disk,
-                       jit_cache_entry_t** out);
-
-/* ---- the MIR engine (jit/mir/mir.c, lowering in jit/mir/mir_emit.c) ---- */
+/* 1 when iterations of the block's outermost loop touch disjoint elements
+ * of every tensor the block writes, so they may run on different threads. */
+int jit_block_parallel(const ir_func_t* f, const ir_block_t* b);
 
 /* root[i] = sqrt(x[i]) for i < n, compiled to vectorize (jit/batch_math.c):
  * what the runner calls once per strip for a block run in strips, instead
  * of sqrtf once per element. */
 void jit_batch_sqrtf(float* restrict root, const float* restrict x, int64_t n);
 void jit_batch_sqrt(double* restrict root, const double* restrict x, int64_t n);
-
-/* 1 when the build has MIR. */
-int jit_mir_available(void);
-/* A reference to the kernel for f with these $params (jit_blocks_of;
- * jit_cache_release), from the memory cache or generated now at MIR
- * optimization level `level` (0..3, the context's setting). Its cost
- * in the memory cache is what MIR's context grew by to generate it plus a
- * share of the context's own setup (jit/mir/mir.c). */
-uj_status_t jit_mir_get(jit_state_t* js, const ir_func_t* f, const int64_t* params, int level,
-                        jit_cache_entry_t** out);
-/* MIR's text form of the module the engine builds for f (params NULL: read
- * from the params argument). NULL with the error set. */
-char* jit_mir_dump(const ir_func_t* f, const int64_t* params);
-/* How many MIR contexts the process has made so far (for tests of recycling). */
-int jit_mir_generations(void);
-/* How many of them still hold memory: not finished yet, because they take
- * modules still or a kernel generated in them is still in use or cached
- * (for tests that evicting kernels gives memory back). */
-int jit_mir_generations_live(void);
-/* For tests of the error path: asks MIR, in a context of its own, for
- * something it rejects (a function outside any module) and returns what
- * that error becomes: UJ_ERR_COMPILE with MIR's message, the process alive. */
-uj_status_t jit_mir_provoke_error(void);
-
-/* ---- the CUDA engine (jit/cuda/cuda.c; kernels from jit/cuda/cuda_emit.c) ---- */
-
-/* UJ_OK when the CUDA driver loads, reports a device, and NVRTC loads;
- * else the status and reason of the first that does not. */
-uj_status_t jit_cuda_check(void);
-int jit_cuda_available(void);
-/* A reference to a loaded module for f with these $params on the
- * context's device (its value is a jit_cuda_kernel_t; jit_cache_release
- * gives it back): from the memory cache, the disk cache, or compiled now
- * with NVRTC. Its cost in the memory cache is the module's image size. */
-typedef struct jit_cuda_kernel jit_cuda_kernel_t;
-uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
-                         jit_cache_entry_t** out);
-/* Queues one launch per block on the context's stream; buf holds device
- * pointers. Returns once queued. */
-uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
-                            const int64_t* params);
-/* Compiles f's kernels with NVRTC for `arch` ("sm_90") without a device
- * and stores the cubin in the disk cache, unless the disk cache holds a
- * verified cubin for exactly this key already (*reused = 1 then); says how
- * many kernels the module has. UJ_ERR_UNSUPPORTED without NVRTC,
- * UJ_ERR_COMPILE with NVRTC's log. */
-uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int64_t* params, const char* arch,
-                                 int* kernels, int* reused);
-/* NVRTC on any source, for `arch`, with the engine's options: the size of
- * the cubin, or UJ_ERR_COMPILE with NVRTC's log (for tests of that path). */
-uj_status_t jit_cuda_compile_source(const char* source, const char* arch, size_t* cubin_size);
-
-/* Hand-written CUDA C (the convolution backends): source, with `extern "C"`
- * kernels called names[0..nnames), compiled through the engine's path
- * (same architecture choice, NVRTC options, memory and disk caches; the key
- * is the source and the names) and loaded on the context's device. *out
- * is valid until *ref, the reference into the context's cache that keeps
- * it, is given back with jit_cuda_source_release. */
-typedef struct jit_cuda_source jit_cuda_source_t;
-uj_status_t jit_cuda_source_get(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
-                                const jit_cuda_source_t** out, jit_cache_entry_t** ref);
-/* Gives back a reference from jit_cuda_source_get (NULL is ignored). Its
- * launches may still be queued: an evicted module is unloaded only after
- * the context's stream has run them. */
-void jit_cuda_source_release(uj_ctx_t* ctx, jit_cache_entry_t* ref);
-/* Queues kernel names[fn] on the context's stream: grid[0..3) blocks of
- * `threads` threads, args as cuLaunchKernel takes them. A grid with a zero
- * extent launches nothing. */
-uj_status_t jit_cuda_source_launch(const jit_cuda_source_t* m, int fn, const unsigned grid[3], unsigned threads,
-                                   void** args);
-/* Compiles the source for `arch` ("sm_90") without a device into the disk
- * cache (*reused = 1 when a verified cubin for this key was there). */
-uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
-                                        const char* arch, int* reused);
 
 #endif

@@ -95,7 +95,7 @@ static memo_t* memo_of(uj_program_t* p) {
 /* The row's own answer: get's kernel, run by the row itself, or choose's pick. */
 static uj_status_t ask_row(uj_ctx_t* ctx, const jit_engine_t* e, jit_state_t* js, const ir_func_t* f,
                            const int64_t* params, const ir_buffer_t* buf, jit_served_t* out) {
-  if (e->choose) return e->choose(ctx, js, f, params, buf, out);
+  if (e->chooser) return e->chooser->choose(ctx, js, f, params, buf, out);
   *out = (jit_served_t){NULL, e, 1, 0, 0};
   return e->get(ctx, js, f, params, &out->kernel);
 }
@@ -116,7 +116,7 @@ uj_status_t jit_memo_kernel(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* 
   uint64_t serial = hit ? k->serial : 0;
   if (hit) *out = (jit_served_t){NULL, k->served_by, k->settled, k->record, 0};
   pthread_mutex_unlock(&m->lock);
-  if (hit && !out->settled) hit = e->still(ctx, js, serial, out);
+  if (hit && !out->settled) hit = e->chooser->still(ctx, js, serial, out);
   if (hit && (out->kernel = jit_cache_acquire_serial(js->cache, key, serial))) return UJ_OK;
   uj_status_t s = ask_row(ctx, e, js, f, params, buf, out);
   if (s != UJ_OK || !out->kernel) return s; /* no kernel: its row runs the IR itself, nothing to remember */

@@ -277,7 +277,7 @@ static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p,
     s = rt_error(UJ_ERR_OOM, "out of memory allocating the aside table of %d tensors (%zu bytes)", f->ntensors,
                  ((size_t)f->ntensors + 1) * sizeof *aside);
   if (s == UJ_OK) s = place_aliased_outputs(p, pass, f, &mem, buf, aside);
-  if (s == UJ_OK && !e->get && !e->choose) {
+  if (s == UJ_OK && !e->get && !e->chooser) {
     s = alloc_temporaries(f, &mem, buf, 1);
     if (s == UJ_OK) s = e->run(ctx, NULL, NULL, f, buf, params); /* it runs the IR itself */
   } else if (s == UJ_OK) {
@@ -291,7 +291,7 @@ static uj_status_t run_on(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* p,
         s = served->engine->run(ctx, js, served->kernel ? jit_cache_value(served->kernel) : NULL, f, buf, params);
       jit_cache_release(js->cache, served->kernel); /* the cache may evict it now */
       served->kernel = NULL;
-      if (served->after_run) e->after_run(ctx, js, f, params, served);
+      if (served->after_run) e->chooser->after_run(ctx, js, f, params, served);
     }
   }
   for (int t = 0; aside && t < f->ntensors; t++) {

@@ -99,6 +99,7 @@
 #include <time.h>
 
 #include "memo.h"
+#include "c/c.h"
 
 enum {
   JIT_TIER_WORKERS = 2,
@@ -572,16 +573,15 @@ static void tier_after_run(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, c
 
 static int tier_mir_level(const uj_ctx_t* ctx) { return ctx->set.mir_level; }
 
+static const jit_chooser_t tier_chooser = {tier_choose, tier_still, tier_after_run};
+
 const jit_engine_t jit_engine_tiered = {
-    .name = "auto",
     .device = UJ_CPU,
     .settings = 1u << RT_SETTING_THREADS | 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_CACHE |
                 1u << RT_SETTING_DISK_CACHE_LIMIT | 1u << RT_SETTING_MIR_LEVEL | 1u << RT_SETTING_TIER |
                 1u << RT_SETTING_STREAM,
     .key_setting = tier_mir_level,
-    .choose = tier_choose,
-    .still = tier_still,
-    .after_run = tier_after_run,
+    .chooser = &tier_chooser,
 };
 
 /* ---- what served --------------------------------------------------------------------------- */

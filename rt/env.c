@@ -117,20 +117,29 @@ uj_status_t rt_env_words(const char* var, const char* const* words, int count, c
 
 /* ---- a context's settings --------------------------------------------------------------- */
 
-/* UOPJIT_ENGINE: one of the engines' names as uj_engine_name spells them
- * (the one list of them), with the accepted words written out for the
- * message, "a, b or c". */
-static uj_status_t engine_from_env(int* engine, int* set) {
-  const char* names[RT_ENGINE_COUNT];
-  char accepted[128] = "";
+/* The engines' names, the one list of them: uj_engine_name, UOPJIT_ENGINE
+ * and the CLI's --engine spell each engine so. */
+static const char* const engine_names[RT_ENGINE_COUNT] = {
+    [UJ_ENGINE_AUTO] = "auto", [UJ_ENGINE_INTERP] = "interp", [UJ_ENGINE_MIR] = "mir",
+    [UJ_ENGINE_C] = "c",       [UJ_ENGINE_CUDA] = "cuda",
+};
+
+const char* uj_engine_name(uj_engine_t e) { return (unsigned)e < RT_ENGINE_COUNT ? engine_names[e] : "?"; }
+
+void rt_engine_list(char* out, size_t cap) {
   size_t used = 0;
+  if (cap) out[0] = 0;
   for (int e = 0; e < RT_ENGINE_COUNT; e++) {
-    names[e] = uj_engine_name((uj_engine_t)e);
     const char* sep = e == 0 ? "" : e == RT_ENGINE_COUNT - 1 ? " or " : ", ";
-    used += (size_t)snprintf(accepted + used, used < sizeof accepted ? sizeof accepted - used : 0, "%s%s", sep,
-                             names[e]);
+    used += (size_t)snprintf(out + used, used < cap ? cap - used : 0, "%s%s", sep, engine_names[e]);
   }
-  return rt_env_choice("UOPJIT_ENGINE", names, RT_ENGINE_COUNT, accepted, engine, set);
+}
+
+/* UOPJIT_ENGINE: one of the engines' names. */
+static uj_status_t engine_from_env(int* engine, int* set) {
+  char accepted[128];
+  rt_engine_list(accepted, sizeof accepted);
+  return rt_env_choice("UOPJIT_ENGINE", engine_names, RT_ENGINE_COUNT, accepted, engine, set);
 }
 
 /* Keeps the message a reader left for `setting` (when it failed). */

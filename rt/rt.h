@@ -103,6 +103,9 @@ int rt_parse_size(const char* text, int64_t* out);
 /* How many uj_engine_t values there are (AUTO included): they run from 0
  * to RT_ENGINE_COUNT - 1, and uj_engine_name spells each. */
 enum { RT_ENGINE_COUNT = (int)UJ_ENGINE_CUDA + 1 };
+/* The engines' names as a list for a message, "auto, interp, ... or cuda"
+ * (rt/env.c holds the one list of names). */
+void rt_engine_list(char* out, size_t cap);
 
 /* What a context takes from the environment at uj_ctx_new, each with its
  * uj_ctx_set_* (the environment is only the default). */

@@ -30,6 +30,8 @@
 #include "../uops/uops.h"
 #include "kernel_cache_check.h"
 #include "harness.h"
+#include "../jit/c/c.h"
+#include "../jit/mir/mir.h"
 
 /* ASan keeps freed memory in quarantine and TSan keeps shadow memory and
  * the history of every freed block: under either, RSS says nothing of what

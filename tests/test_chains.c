@@ -24,6 +24,8 @@
 #include "../lang/parse.h"
 #include "../uops/uops.h"
 #include "oracle.h"
+#include "../jit/c/c.h"
+#include "../jit/mir/mir.h"
 
 static uint64_t next_random(uint64_t* st) {
   *st ^= *st << 13, *st ^= *st >> 7, *st ^= *st << 17;

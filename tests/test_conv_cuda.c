@@ -26,6 +26,7 @@
 #include "../jit/jit.h"
 #include "../rt/cuda.h"
 #include "conv_check.h"
+#include "../jit/cuda/cuda.h"
 
 static int have_gpu(void) { return rt_cuda_device_present(); }
 

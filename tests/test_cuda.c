@@ -33,6 +33,7 @@
 #include "../jit/cuda/cuda_emit.h"
 #include "../jit/jit.h"
 #include "cuda_check.h"
+#include "../jit/cuda/cuda.h"
 
 /* ---- the source ---- */
 

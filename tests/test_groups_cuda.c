@@ -5,7 +5,7 @@
  * reductions, both together) compiles with NVRTC for sm_90. With a GPU:
  * one launch over random groups gives what one uj_program_run per group
  * gives on the GPU, elementwise outputs bit for bit. */
-#include "../jit/groups/groups.h"
+#include "../jit/cuda/cuda_groups.h"
 #include "groups_world.h"
 #include "harness.h"
 

@@ -15,6 +15,7 @@
 #include "../jit/jit.h"
 #include "harness.h"
 #include "kernel_cache_check.h"
+#include "../jit/mir/mir.h"
 
 #define SKIP_WITHOUT_MIR() SKIP_IF(!uj_engine_available(NULL, UJ_ENGINE_MIR), "this build has no MIR")
 

@@ -45,12 +45,9 @@ int cli_parse_engine(const char* text, uj_engine_t* e) {
 
 const char* cli_engine_usage(void) {
   static char text[160];
-  size_t used = (size_t)snprintf(text, sizeof text, "--engine wants");
-  for (int i = 0; i < CLI_ENGINE_COUNT && used < sizeof text; i++) {
-    const char* sep = i == 0 ? " " : i == CLI_ENGINE_COUNT - 1 ? " or " : ", ";
-    used += (size_t)snprintf(text + used, sizeof text - used, "%s%s", sep, uj_engine_name((uj_engine_t)i));
-  }
-  if (used < sizeof text) snprintf(text + used, sizeof text - used, ", got");
+  char names[128];
+  rt_engine_list(names, sizeof names);
+  snprintf(text, sizeof text, "--engine wants %s, got", names);
   return text;
 }
 

@@ -26,6 +26,7 @@
 #include "../../rt/cuda.h"
 #include "conv.h"
 #include "cuda_winograd_src.h"
+#include "../../jit/cuda/cuda.h"
 
 const char* bk_conv_cuda_winograd_source(const char* const** names, int* count) {
   if (names) *names = bk_cuda_wino_names;

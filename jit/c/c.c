@@ -36,6 +36,7 @@
 
 #include "../engine.h"
 #include "c_ahead.h"
+#include "c.h"
 
 extern char** environ;
 
@@ -770,7 +771,6 @@ static char* c_dump(const ir_func_t* f, const int64_t* params, uj_dump_t what) {
 }
 
 const jit_engine_t jit_engine_c = {
-    .name = "c",
     .device = UJ_CPU,
     .settings = 1u << RT_SETTING_THREADS | 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_CACHE |
                 1u << RT_SETTING_DISK_CACHE_LIMIT | 1u << RT_SETTING_STREAM,

@@ -32,7 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../jit.h"
 
 #define DEFAULT_LIMIT (INT64_C(512) << 20)
 #define LOCK_WAIT_MS 3000

@@ -28,6 +28,8 @@
 #include "../../rt/cuda.h"
 #include "cuda_emit.h"
 #include "../engine.h"
+#include "cuda.h"
+#include "cuda_groups.h"
 
 uj_status_t jit_cuda_check(void) {
   uj_status_t s = rt_cuda_device_check();
@@ -698,7 +700,6 @@ static char* cuda_dump(const ir_func_t* f, const int64_t* params, uj_dump_t what
 }
 
 const jit_engine_t jit_engine_cuda = {
-    .name = "cuda",
     .device = UJ_CUDA,
     .settings = 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_CACHE | 1u << RT_SETTING_DISK_CACHE_LIMIT,
     .dumps = 1u << UJ_DUMP_CUDA,
@@ -709,4 +710,6 @@ const jit_engine_t jit_engine_cuda = {
     .run = cuda_run,
     .dump = cuda_dump,
     .compile_for = jit_cuda_compile_for,
+    .run_groups = jit_cuda_groups_run,
+    .compile_groups_for = jit_cuda_groups_compile_for,
 };

@@ -23,8 +23,9 @@
 
 #include "../../rt/cuda.h"
 #include "../c_like.h"
-#include "../groups/groups.h"
+#include "cuda_groups.h"
 #include "cuda_emit.h"
+#include "cuda.h"
 
 enum { THREADS = JIT_CU_THREADS_PER_BLOCK };
 

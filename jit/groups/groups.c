@@ -87,7 +87,7 @@ static uj_status_t run_one_by_one(uj_ctx_t* ctx, uj_program_t* p, const uj_group
 static uj_status_t run_cpu(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* given, groups_plan_t* plan,
                            const uj_group_t* groups, int group_count, const int64_t* params, int* ran) {
   *ran = 0;
-  if (!e->get && !e->choose) return UJ_OK;
+  if (!e->get && !e->chooser) return UJ_OK;
   jit_state_t* js = jit_state(ctx);
   if (!js) return UJ_ERR_OOM;
   const ir_func_t* f = plan->f;
@@ -105,7 +105,7 @@ static uj_status_t run_cpu(uj_ctx_t* ctx, const jit_engine_t* e, uj_program_t* g
   served.kernel = NULL;
   if (s != UJ_OK) return s;
   *ran = 1;
-  if (served.after_run) e->after_run(ctx, js, f, params, &served);
+  if (served.after_run) e->chooser->after_run(ctx, js, f, params, &served);
   jit_memo_note_run(given, UJ_FORWARD, ctx->id, &served);
   if (plan->flat != given) jit_memo_note_run(plan->flat, UJ_FORWARD, ctx->id, &served);
   return UJ_OK;
@@ -136,10 +136,10 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
   /* an engine for the other device: the per-group path says why it cannot run */
   if (s == UJ_OK && fast && engine->device != dev) fast = 0;
   int ran = 0;
-  if (s == UJ_OK && fast && dev == UJ_CPU)
+  if (s == UJ_OK && fast && engine->run_groups)
+    s = engine->run_groups(ctx, &plan, groups, group_count, params, &ran);
+  else if (s == UJ_OK && fast && dev == UJ_CPU)
     s = run_cpu(ctx, engine, p, &plan, groups, group_count, params, &ran);
-  else if (s == UJ_OK && fast && dev == UJ_CUDA)
-    s = jit_cuda_groups_run(ctx, &plan, groups, group_count, params, &ran);
   jit_state_t* js = s == UJ_OK && ran ? jit_state_existing(ctx) : NULL;
   if (js) groups_memo_keep(&js->groups_memo, &js->groups_memo_free, groups, group_count, input_count, output_count,
                            &plan.gather);
@@ -179,7 +179,10 @@ uj_status_t uj_program_compile_groups_cuda(uj_ctx_t* ctx, uj_program_t* p, const
   if (s == UJ_OK && !fast) s = check_all(p, groups, group_count, input_count, params, output_count);
   if (s == UJ_OK && !fast)
     s = rt_error(UJ_ERR_UNSUPPORTED, "these groups do not take the multi-tensor path (they would run one by one)");
-  if (s == UJ_OK) s = jit_cuda_groups_compile_for(ctx, &plan, params, arch, reused);
+  const jit_engine_t* cuda = jit_engine(UJ_ENGINE_CUDA);
+  if (s == UJ_OK && !cuda->compile_groups_for)
+    s = rt_error(UJ_ERR_UNSUPPORTED, "the CUDA engine compiles no multi-tensor kernels in this build");
+  if (s == UJ_OK) s = cuda->compile_groups_for(ctx, &plan, params, arch, reused);
   if (s == UJ_OK && kernels) *kernels = plan.nred ? 2 : 1;
   groups_plan_release(&plan);
   return s;

@@ -112,7 +112,7 @@ void groups_memo_free(void* memo);
 /* 1 when memo holds a record of the list at groups (for tests). */
 int groups_memo_recorded(const void* memo, const uj_group_t* groups, int count);
 
-typedef struct {
+typedef struct groups_plan {
   uj_program_t* flat;   /* the program whose build runs (the parsed program's rank-1 specialization) */
   pn_special_t* held;   /* holds flat for a parsed program; NULL otherwise */
   const ir_func_t* f;   /* flat's optimized forward function */
@@ -192,39 +192,6 @@ void groups_combine(uj_dtype_t dtype, uj_reduce_op_t op, const void* partials, i
 /* The CPU fast path: every piece through the kernel's blocks on the pool. */
 uj_status_t groups_cpu_run(jit_state_t* js, const jit_blocks_t* k, const groups_plan_t* plan,
                            const uj_group_t* groups, int group_count, const int64_t* params);
-
-/* ---- CUDA (jit/cuda/cuda_groups.c) ---- */
-
-enum { GROUPS_CUDA_CHUNK = 8192 }; /* elements of a chunk: one CUDA block of 256 threads */
-
-/* The table a launch reads (host memory, one allocation, uploaded whole):
- * per chunk its group, first element and length; per group the data
- * pointers of its inputs then its outputs; per group its first chunk
- * (first[group_count] = nchunks). Chunks are groups_pieces of `chunk`. */
-typedef struct {
-  int64_t nchunks;
-  int nslots;       /* pointers per group */
-  int64_t* chunks;  /* 3 per chunk */
-  void** ptrs;      /* nslots per group */
-  int64_t* first;
-  void* host;       /* chunks, then ptrs, then first */
-  size_t bytes;
-} groups_table_t;
-uj_status_t groups_table_make(const groups_plan_t* plan, const uj_group_t* groups, int group_count, int64_t chunk,
-                              groups_table_t* out);
-void groups_table_release(groups_table_t* t);
-/* The CUDA C of the plan's kernels (uj_groups, and uj_groups_combine when
- * it reduces); params given: folded in. Malloc'ed. */
-uj_status_t jit_cuda_groups_source(const groups_plan_t* plan, const int64_t* params, char** source);
-/* Compiles them with NVRTC for `arch` ("sm_90") without a device, into the
- * disk cache (*reused = 1 when a verified cubin was there). */
-uj_status_t jit_cuda_groups_compile_for(uj_ctx_t* ctx, const groups_plan_t* plan, const int64_t* params,
-                                        const char* arch, int* reused);
-/* The CUDA fast path: the table uploaded, one launch over its chunks (and
- * one to combine reductions), queued on the context's stream. *ran 1 once
- * queued. */
-uj_status_t jit_cuda_groups_run(uj_ctx_t* ctx, const groups_plan_t* plan, const uj_group_t* groups, int group_count,
-                                const int64_t* params, int* ran);
 
 /* 1 when uj_program_run_groups would take the fast path for these groups
  * on a compiling engine (for tests: the per-group path gives the same

@@ -48,6 +48,7 @@
 
 #include "../engine.h"
 #include "mir_emit.h"
+#include "mir.h"
 
 #ifndef UJ_HAVE_MIR
 
@@ -413,7 +414,6 @@ static char* mir_dump(const ir_func_t* f, const int64_t* params, uj_dump_t what)
 }
 
 const jit_engine_t jit_engine_mir = {
-    .name = "mir",
     .device = UJ_CPU,
     .settings = 1u << RT_SETTING_THREADS | 1u << RT_SETTING_MEMORY_CACHE_LIMIT | 1u << RT_SETTING_MIR_LEVEL,
     .chain_scratch = 1,
