@@ -121,17 +121,6 @@ static void put_escaped(printer_t* p, const char* s) {
   }
 }
 
-static const char* dtype_name(uj_dtype_t d) {
-  switch (d) {
-    case UJ_F32: return "f32";
-    case UJ_F64: return "f64";
-    case UJ_I32: return "i32";
-    case UJ_BF16: return "bf16";
-    case UJ_F16: return "f16";
-  }
-  return "dtype?";
-}
-
 /* ---- index expressions ------------------------------------------------------------- */
 
 enum { IX_PREC_ADD = 1, IX_PREC_MUL = 2, IX_PREC_ATOM = 3 };
@@ -372,7 +361,7 @@ static void print_expr(printer_t* p, const ir_expr_t* e) {
     case IR_EX_LOAD: print_access(p, &e->access); return;
     case IR_EX_CARRIED: put_id(p, "c", e->carried); return;
     case IR_EX_INDEX:
-      putf(p, "(%s)(", dtype_name(e->dtype));
+      putf(p, "(%s)(", uj_dtype_name(e->dtype));
       print_ix(p, e->ix);
       put(p, ")");
       return;
@@ -403,7 +392,7 @@ static void print_expr(printer_t* p, const ir_expr_t* e) {
     }
     case IR_EX_WHERE: print_call(p, "where", e->a, e->b, e->c); return;
     case IR_EX_CAST:
-      putf(p, "(%s)", dtype_name(e->dtype));
+      putf(p, "(%s)", uj_dtype_name(e->dtype));
       print_call(p, "", e->a, NULL, NULL);
       return;
   }
@@ -425,7 +414,7 @@ static const ir_carried_t* find_carried(const ir_func_t* f, int id) {
 }
 
 static void print_carried_decl(printer_t* p, const ir_carried_t* c) {
-  putf(p, "%s c%d = ", dtype_name(c->dtype), c->id);
+  putf(p, "%s c%d = ", uj_dtype_name(c->dtype), c->id);
   switch (c->op) {
     case UJ_REDUCE_SUM: put(p, "0;\n"); return;
     case UJ_REDUCE_MEAN: put(p, "0;  // mean\n"); return;
@@ -524,7 +513,7 @@ static void print_tensor(printer_t* p, int t) {
     default: putf(p, " role?%d", (int)x->role);
   }
   put(p, " ");
-  put(p, dtype_name(x->dtype));
+  put(p, uj_dtype_name(x->dtype));
   put(p, " [");
   int n = x->ndim < 0 ? 0 : x->ndim > UJ_MAX_DIMS ? UJ_MAX_DIMS : x->ndim;
   for (int k = 0; k < n; k++) {

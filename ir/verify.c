@@ -81,17 +81,6 @@ __attribute__((format(printf, 2, 3))) static int fail(verifier_t* v, const char*
 static int dtype_valid(uj_dtype_t d) { return d == UJ_F32 || d == UJ_F64 || d == UJ_I32; }
 static int storage_valid(uj_dtype_t d) { return dtype_valid(d) || ir_dtype_is_half(d); }
 
-static const char* dtype_name(uj_dtype_t d) {
-  switch (d) {
-    case UJ_F32: return "f32";
-    case UJ_F64: return "f64";
-    case UJ_I32: return "i32";
-    case UJ_BF16: return "bf16";
-    case UJ_F16: return "f16";
-  }
-  return "an invalid dtype";
-}
-
 /* The declaration of carried `id` on a visible loop of the current block. */
 static const ir_carried_t* visible_carried(const verifier_t* v, int id) {
   for (int k = 0; v->block && k <= v->scope; k++) {
@@ -131,7 +120,7 @@ static int check_ix(verifier_t* v, const ir_ix_t* ix) {
       if (!check_access(v, ix->load, "index load")) return 0;
       if (f->tensors[ix->load->tensor].dtype != UJ_I32)
         return fail(v, "index load of t%d of dtype %s, must be i32", ix->load->tensor,
-                    dtype_name(f->tensors[ix->load->tensor].dtype));
+                    uj_dtype_name(f->tensors[ix->load->tensor].dtype));
       return 1;
     case IR_IX_NEG: return check_ix(v, ix->a);
     case IR_IX_ADD:
@@ -177,7 +166,7 @@ static int check_expr(verifier_t* v, const ir_expr_t* e) {
       uj_dtype_t td = f->tensors[e->access.tensor].dtype;
       if (e->dtype != ir_dtype_compute(td))
         return fail(v, "load of t%d has dtype %s, tensor has %s", e->access.tensor,
-                    dtype_name(e->dtype), dtype_name(td));
+                    uj_dtype_name(e->dtype), uj_dtype_name(td));
       return 1;
     }
     case IR_EX_CARRIED: {
@@ -185,8 +174,8 @@ static int check_expr(verifier_t* v, const ir_expr_t* e) {
       if (!c) return fail(v, "reads c%d, which no enclosing loop carries", e->carried);
       uj_dtype_t want = ir_reduce_is_arg(c->op) ? UJ_I32 : c->dtype;
       if (e->dtype != want)
-        return fail(v, "read of c%d has dtype %s, must be %s", e->carried, dtype_name(e->dtype),
-                    dtype_name(want));
+        return fail(v, "read of c%d has dtype %s, must be %s", e->carried, uj_dtype_name(e->dtype),
+                    uj_dtype_name(want));
       return 1;
     }
     case IR_EX_INDEX: return check_ix(v, e->ix);
@@ -194,8 +183,8 @@ static int check_expr(verifier_t* v, const ir_expr_t* e) {
       if (!ir_unary_valid(e->op)) return fail(v, "unknown unary op %d", e->op);
       if (!check_expr(v, e->a)) return 0;
       if (e->a->dtype != e->dtype)
-        return fail(v, "unary op %d has dtype %s, operand has %s", e->op, dtype_name(e->dtype),
-                    dtype_name(e->a->dtype));
+        return fail(v, "unary op %d has dtype %s, operand has %s", e->op, uj_dtype_name(e->dtype),
+                    uj_dtype_name(e->a->dtype));
       if (e->dtype == UJ_I32 && !ir_unary_takes_i32((uj_unary_op_t)e->op))
         return fail(v, "unary op %d applied to i32", e->op);
       return 1;
@@ -204,14 +193,14 @@ static int check_expr(verifier_t* v, const ir_expr_t* e) {
       if (!check_expr(v, e->a) || !check_expr(v, e->b)) return 0;
       if (e->a->dtype != e->dtype || e->b->dtype != e->dtype)
         return fail(v, "binary op %d has dtype %s, operands have %s and %s", e->op,
-                    dtype_name(e->dtype), dtype_name(e->a->dtype), dtype_name(e->b->dtype));
+                    uj_dtype_name(e->dtype), uj_dtype_name(e->a->dtype), uj_dtype_name(e->b->dtype));
       return 1;
     case IR_EX_WHERE:
       if (!check_expr(v, e->a) || !check_expr(v, e->b) || !check_expr(v, e->c)) return 0;
-      if (ir_dtype_is_half(e->a->dtype)) return fail(v, "where's condition has dtype %s", dtype_name(e->a->dtype));
+      if (ir_dtype_is_half(e->a->dtype)) return fail(v, "where's condition has dtype %s", uj_dtype_name(e->a->dtype));
       if (e->b->dtype != e->dtype || e->c->dtype != e->dtype)
-        return fail(v, "where has dtype %s, branches have %s and %s", dtype_name(e->dtype),
-                    dtype_name(e->b->dtype), dtype_name(e->c->dtype));
+        return fail(v, "where has dtype %s, branches have %s and %s", uj_dtype_name(e->dtype),
+                    uj_dtype_name(e->b->dtype), uj_dtype_name(e->c->dtype));
       return 1;
     case IR_EX_CAST: return check_expr(v, e->a);
   }
@@ -226,10 +215,10 @@ static int check_stmt(verifier_t* v, const ir_stmt_t* s) {
       if (!check_access(v, &s->target, what) || !check_expr(v, s->value)) return 0;
       uj_dtype_t td = v->f->tensors[s->target.tensor].dtype;
       if (s->value->dtype != ir_dtype_compute(td))
-        return fail(v, "%s of a %s value into t%d of dtype %s", what, dtype_name(s->value->dtype),
-                    s->target.tensor, dtype_name(td));
+        return fail(v, "%s of a %s value into t%d of dtype %s", what, uj_dtype_name(s->value->dtype),
+                    s->target.tensor, uj_dtype_name(td));
       if (s->kind == IR_ST_SCATTER_ADD && ir_dtype_is_half(td))
-        return fail(v, "scatter-add into t%d of dtype %s", s->target.tensor, dtype_name(td));
+        return fail(v, "scatter-add into t%d of dtype %s", s->target.tensor, uj_dtype_name(td));
       if (s->arg_index) return fail(v, "%s has an arg index", what);
       return 1;
     }
@@ -238,8 +227,8 @@ static int check_stmt(verifier_t* v, const ir_stmt_t* s) {
       if (!c) return fail(v, "accumulates into c%d, which no enclosing loop carries", s->carried);
       if (!check_expr(v, s->value)) return 0;
       if (s->value->dtype != c->dtype)
-        return fail(v, "accumulates a %s value into c%d of dtype %s", dtype_name(s->value->dtype),
-                    s->carried, dtype_name(c->dtype));
+        return fail(v, "accumulates a %s value into c%d of dtype %s", uj_dtype_name(s->value->dtype),
+                    s->carried, uj_dtype_name(c->dtype));
       if (ir_reduce_is_arg(c->op) && !s->arg_index)
         return fail(v, "accumulation into arg-reduction c%d has no arg index", s->carried);
       if (!ir_reduce_is_arg(c->op) && s->arg_index)
@@ -314,7 +303,7 @@ static int check_tensors_and_asserts(verifier_t* v) {
     locate(v, AT_TENSOR, t, 0);
     if (!storage_valid(x->dtype)) return fail(v, "dtype %d", (int)x->dtype);
     if (ir_dtype_is_half(x->dtype) && x->role == IR_TENSOR_TEMP)
-      return fail(v, "a temporary of dtype %s (only inputs and outputs store it)", dtype_name(x->dtype));
+      return fail(v, "a temporary of dtype %s (only inputs and outputs store it)", uj_dtype_name(x->dtype));
     if (x->ndim < 0 || x->ndim > UJ_MAX_DIMS) return fail(v, "rank %d outside [0, %d]", x->ndim, UJ_MAX_DIMS);
     if (x->role != IR_TENSOR_TEMP && x->role != IR_TENSOR_INPUT && x->role != IR_TENSOR_OUTPUT)
       return fail(v, "role %d", (int)x->role);

@@ -26,10 +26,8 @@ uj_status_t uj_ctx_set_passes(uj_ctx_t* ctx, int enabled) {
 static uj_status_t bind_inputs(const ir_func_t* f, const uj_program_t* p, uj_pass_t pass, uj_device_t dev,
                                const uj_tensor_t* const* inputs, int input_count, const int64_t* params,
                                int param_count, ir_buffer_t* buf) {
-  if (input_count != p->ninputs[pass])
-    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", p->ninputs[pass], input_count);
-  if (param_count != p->nparams)
-    return rt_error(UJ_ERR_INVALID, "the program takes %d params, got %d", p->nparams, param_count);
+  uj_status_t counts = uop_program_check_counts(p, pass, input_count, param_count, -1);
+  if (counts != UJ_OK) return counts;
   if (input_count && !inputs) return rt_error(UJ_ERR_INVALID, "inputs is NULL");
   if (param_count && !params) return rt_error(UJ_ERR_INVALID, "params is NULL");
   for (int t = 0; t < f->ntensors; t++) {
@@ -374,10 +372,8 @@ static uj_status_t compile_cuda(uj_ctx_t* ctx, const uj_program_t* p, uj_pass_t 
                                 const int64_t* params, int param_count, const char* arch, int* kernels, int* reused) {
   const ir_func_t* f = uop_program_func(p, pass, !ctx->raw_ir);
   if (!f) return UJ_ERR_INVALID;
-  if (input_count != p->ninputs[pass])
-    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", p->ninputs[pass], input_count);
-  if (param_count != p->nparams)
-    return rt_error(UJ_ERR_INVALID, "the program takes %d params, got %d", p->nparams, param_count);
+  uj_status_t counts = uop_program_check_counts(p, pass, input_count, param_count, -1);
+  if (counts != UJ_OK) return counts;
   if (param_count && !params) return rt_error(UJ_ERR_INVALID, "params is NULL");
   const jit_engine_t* e = jit_engine(UJ_ENGINE_CUDA);
   uj_status_t s = rt_ctx_settings_check(ctx, e->settings);

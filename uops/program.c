@@ -45,6 +45,16 @@ const ir_func_t* uop_program_func(const uj_program_t* p, uj_pass_t pass, int opt
   return f;
 }
 
+uj_status_t uop_program_check_counts(const uj_program_t* p, uj_pass_t pass, int inputs, int params, int outputs) {
+  if (inputs >= 0 && inputs != p->ninputs[pass])
+    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", p->ninputs[pass], inputs);
+  if (params >= 0 && params != p->nparams)
+    return rt_error(UJ_ERR_INVALID, "the program takes %d params, got %d", p->nparams, params);
+  if (outputs >= 0 && outputs != p->noutputs[pass])
+    return rt_error(UJ_ERR_INVALID, "the program has %d outputs, got %d", p->noutputs[pass], outputs);
+  return UJ_OK;
+}
+
 static int valid_param_name(const char* s) {
   if (!s || s[0] != '$') return 0;
   if (!((s[1] >= 'a' && s[1] <= 'z') || (s[1] >= 'A' && s[1] <= 'Z') || s[1] == '_')) return 0;

@@ -176,4 +176,9 @@ uj_status_t uop_build_backward(const uj_graph_t* g, const uj_program_desc_t* d, 
  * the program has no such pass. */
 const ir_func_t* uop_program_func(const uj_program_t* p, uj_pass_t pass, int optimized);
 
+/* UJ_OK when a call on pass gives the program as many inputs, params and
+ * outputs as it has; else UJ_ERR_INVALID saying which count is off. A
+ * count below 0 is not checked. */
+uj_status_t uop_program_check_counts(const uj_program_t* p, uj_pass_t pass, int inputs, int params, int outputs);
+
 #endif

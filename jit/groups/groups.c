@@ -30,10 +30,8 @@ static uj_status_t check_group(uj_program_t* p, const uj_group_t* g, int input_c
                                int output_count) {
   if (input_count && !g->inputs) return rt_error(UJ_ERR_INVALID, "inputs is NULL");
   if (output_count && !g->outputs) return rt_error(UJ_ERR_INVALID, "outputs is NULL");
-  if (input_count != uj_program_io_count(p, 0))
-    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", uj_program_io_count(p, 0), input_count);
-  if (output_count != uj_program_io_count(p, 1))
-    return rt_error(UJ_ERR_INVALID, "the program has %d outputs, got %d", uj_program_io_count(p, 1), output_count);
+  uj_status_t s = uop_program_check_counts(p, UJ_FORWARD, input_count, -1, output_count);
+  if (s != UJ_OK) return s;
   for (int o = 0; o < output_count; o++) {
     const uj_tensor_t* t = g->outputs[o];
     if (!t) return rt_error(UJ_ERR_INVALID, "output %d is NULL", o);
@@ -117,13 +115,11 @@ uj_status_t uj_program_run_groups(uj_ctx_t* ctx, uj_program_t* p, const uj_group
   if (group_count < 0) return rt_error(UJ_ERR_INVALID, "group_count is %d, below 0", group_count);
   if (group_count && !groups) return rt_error(UJ_ERR_INVALID, "groups is NULL for %d groups", group_count);
   if (group_count == 0) return UJ_OK;
-  if (input_count != uj_program_io_count(p, 0))
-    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs, got %d", uj_program_io_count(p, 0), input_count);
-  if (output_count != uj_program_io_count(p, 1))
-    return rt_error(UJ_ERR_INVALID, "the program has %d outputs, got %d", uj_program_io_count(p, 1), output_count);
+  uj_status_t s = uop_program_check_counts(p, UJ_FORWARD, input_count, -1, output_count);
+  if (s != UJ_OK) return s;
   groups_plan_t plan;
   int fast = 0;
-  uj_status_t s = groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast);
+  s = groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast);
   uj_device_t dev = fast ? (uj_device_t)groups[0].inputs[0]->device : UJ_CPU;
   const jit_engine_t* engine = NULL;
   if (s == UJ_OK && fast && (param_count != plan.flat->nparams || (param_count && !params))) fast = 0;
@@ -168,12 +164,11 @@ uj_status_t uj_program_compile_groups_cuda(uj_ctx_t* ctx, uj_program_t* p, const
   if (reused) *reused = 0;
   if (!ctx || !p || !arch) return rt_error(UJ_ERR_INVALID, "uj_program_compile_groups_cuda: ctx, p and arch must not be NULL");
   if (group_count < 1 || !groups) return rt_error(UJ_ERR_INVALID, "%d groups (NULL or fewer than 1)", group_count);
-  if (input_count != uj_program_io_count(p, 0) || output_count != uj_program_io_count(p, 1))
-    return rt_error(UJ_ERR_INVALID, "the program takes %d inputs and %d outputs, got %d and %d",
-                    uj_program_io_count(p, 0), uj_program_io_count(p, 1), input_count, output_count);
+  uj_status_t s = uop_program_check_counts(p, UJ_FORWARD, input_count, -1, output_count);
+  if (s != UJ_OK) return s;
   groups_plan_t plan;
   int fast = 0;
-  uj_status_t s = groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast);
+  s = groups_plan_make(ctx, p, groups, group_count, params, &plan, &fast);
   if (s == UJ_OK && fast && (param_count != plan.flat->nparams || (param_count && !params))) fast = 0;
   if (s == UJ_OK && fast) fast = groups_check_fast(&plan, groups, group_count, groups[0].inputs[0]->device);
   if (s == UJ_OK && !fast) s = check_all(p, groups, group_count, input_count, params, output_count);
