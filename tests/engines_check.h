@@ -170,4 +170,34 @@ static inline int en_expect_same_(const char* file, int line, const char* what, 
 /* Copies of tensors (same shape and dtype, own buffer). */
 static inline uj_tensor_t en_like(const uj_tensor_t* t) { return or_tensor(t->dtype, t->ndim, t->dims); }
 
+/* Division's hard cases, for the C engine's division by a divisor the same
+ * along a row (jit/c/c_divide.c): signed zeros, infinities, NaN, zero and
+ * infinite divisors, overflow, subnormal quotients, and quotients exactly
+ * halfway between two subnormals (147 2^-149 / 98). en_fill_division puts
+ * divisor r in w[r] (w is [EN_NDIVISORS, 1]) and in row r of x
+ * ([EN_NDIVISORS, cols]) the EN_NNUMERATORS numerators, then floats of
+ * random bits. */
+enum { EN_NDIVISORS = 16, EN_NNUMERATORS = 16 };
+static inline double en_divisor(int k) {
+  const double tiny = ldexp(1, -149);
+  const double divisors[EN_NDIVISORS] = {98,   -98,   6,    3,     0.0,    -0.0, INFINITY, -INFINITY, NAN, tiny, 1e-40,
+                                         3.4028234663852886e38, 1.5, 7, 1e30, 0.1};
+  return divisors[k];
+}
+static inline void en_fill_division(uj_tensor_t* x, uj_tensor_t* w, int64_t cols, uint64_t* st) {
+  const double tiny = ldexp(1, -149);
+  const double numerators[EN_NNUMERATORS] = {147 * tiny, -147 * tiny, 343 * tiny, 9 * tiny, 15 * tiny, tiny,
+                                             0.0,        -0.0,        INFINITY,   -INFINITY, NAN, 3.4028234663852886e38,
+                                             1,          -1,          1e-38,      6};
+  for (int r = 0; r < EN_NDIVISORS; r++) {
+    or_set(w, r, en_divisor(r));
+    for (int64_t c = 0; c < cols; c++) {
+      uint32_t bits = (uint32_t)(harness_next(st) >> 32);
+      float v;
+      memcpy(&v, &bits, sizeof v);
+      or_set(x, r * cols + c, c < EN_NNUMERATORS ? numerators[c] : (double)v);
+    }
+  }
+}
+
 #endif

@@ -287,25 +287,11 @@ TEST(division_by_an_invariant_divisor_rounds_as_division) {
   HARNESS_SEED(seed);
   SKIP_IF(en_count() == 0, "no JIT engine available");
   static const char* const sources[] = {"y = x / sum(w, -1)", "y = x / s", "y = x / (sum(w, -1) * s + s)"};
-  const double tiny = ldexp(1, -149);
-  const double divisors[] = {98, -98, 6, 3, 0.0, -0.0, INFINITY, -INFINITY, NAN, tiny, 1e-40, 3.4028234663852886e38,
-                             1.5, 7, 1e30, 0.1};
-  const double numerators[] = {147 * tiny, -147 * tiny, 343 * tiny, 9 * tiny, 15 * tiny, tiny, 0.0, -0.0, INFINITY,
-                               -INFINITY, NAN, 3.4028234663852886e38, 1, -1, 1e-38, 6};
-  enum { ND = sizeof divisors / sizeof *divisors, NN = sizeof numerators / sizeof *numerators, COLS = 67 };
+  enum { ND = EN_NDIVISORS, COLS = 67 };
   int64_t xd[2] = {ND, COLS}, wd[2] = {ND, 1};
   uj_tensor_t x = or_tensor(UJ_F32, 2, xd), w = or_tensor(UJ_F32, 2, wd), s = or_tensor(UJ_F32, 0, NULL);
   uj_tensor_t want = or_tensor(UJ_F32, 2, xd), y = or_tensor(UJ_F32, 2, xd);
-  for (int r = 0; r < ND; r++) {
-    or_set(&w, r, divisors[r]);
-    for (int c = 0; c < COLS; c++) {
-      /* the listed values, then random bits: floats of every magnitude */
-      uint32_t bits = (uint32_t)(harness_next(&st) >> 32);
-      float v;
-      memcpy(&v, &bits, sizeof v);
-      or_set(&x, r * COLS + c, c < NN ? numerators[c] : (double)v);
-    }
-  }
+  en_fill_division(&x, &w, COLS, &st);
   for (int i = 0; i < 3; i++) {
     uj_program_t* p = NULL;
     CHECK(uj_program_parse(sources[i], &p) == UJ_OK);
@@ -314,9 +300,9 @@ TEST(division_by_an_invariant_divisor_rounds_as_division) {
     const uj_tensor_t* in[3] = {&x, i == 1 ? &s : &w, &s};
     int nin = i == 2 ? 3 : 2;
     for (int k = 0; k < (i == 0 ? 1 : ND); k++) {
-      or_set(&s, 0, divisors[k]);
+      or_set(&s, 0, en_divisor(k));
       char what[96];
-      snprintf(what, sizeof what, "%s, s = %g", sources[i], divisors[k]);
+      snprintf(what, sizeof what, "%s, s = %g", sources[i], en_divisor(k));
       check_same_bits(what, p, in, nin, &y, &want);
     }
     /* the C engine does take the multiply here */
