@@ -355,7 +355,7 @@ TEST(help_of_every_command) {
     char usage[64];
     snprintf(usage, sizeof usage, "usage: uopjit %s", expect[i].command);
     CHECK(strncmp(by_help.out, usage, strlen(usage)) == 0);
-    CHECK(strstr(by_help.out, "\nenvironment:\n") != NULL);
+    CHECK(strstr(by_help.out, "\nenvironment: ") != NULL && strstr(by_help.out, "docs/CONFIGURATION.md") != NULL);
     const char* lists[2] = {expect[i].options, expect[i].variables};
     for (int l = 0; l < 2; l++)
       for (const char* w = lists[l]; *w;) {
@@ -369,6 +369,28 @@ TEST(help_of_every_command) {
     result_free(&by_help);
     result_free(&by_flag);
   }
+  /* the help texts end with the variables' names; `help environment`
+   * describes every one the general help names */
+  result_t general = run_cli("--help", NULL);
+  result_t env = run_cli("help", "environment", NULL);
+  CHECK(general.status == 0 && env.status == 0);
+  const char* names = general.out ? strstr(general.out, "\nenvironment:") : NULL;
+  CHECK(names != NULL);
+  int described = 0;
+  for (const char* w = names ? names + 13 : ""; *w && *w != 'W';) {
+    size_t len = strcspn(w, " \n");
+    if (len > 0) {
+      char word[48];
+      snprintf(word, sizeof word, "\n  %.*s\n", (int)len, w);
+      if (!strstr(env.out, word)) printf("  help environment lacks%s", word);
+      CHECK(strstr(env.out, word) != NULL);
+      described++;
+    }
+    w += len + (w[len] != 0);
+  }
+  CHECK(described >= 15);
+  result_free(&general);
+  result_free(&env);
   /* --help wins wherever it stands, even after a program */
   result_t r = run_cli("run", "y = x * 2", "--shape", "4", "--help", NULL);
   CHECK(r.status == 0 && strncmp(r.out, "usage: uopjit run", 17) == 0);

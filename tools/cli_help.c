@@ -70,12 +70,26 @@ static const struct {
                                   "generic (default: the best the CPU has)"},
 };
 
-/* One line per variable of the groups, the meaning indented under its
- * continuation lines. */
-static void print_env(FILE* out, unsigned groups) {
-  fprintf(out, "\nenvironment:\n");
+/* How a help text ends: the names of the variables of the groups, wrapped
+ * at 80 columns, and where each is described. */
+static void print_env_pointer(FILE* out, unsigned groups) {
+  int column = fprintf(out, "\nenvironment:");
   for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
     if (!(env_vars[i].group & groups)) continue;
+    int len = (int)strlen(env_vars[i].name);
+    if (column + len + 1 > 80) column = fprintf(out, "\n ");
+    column += fprintf(out, " %s", env_vars[i].name);
+  }
+  fprintf(out, "\nWhat each accepts: `uopjit help environment`, or docs/CONFIGURATION.md with\n"
+               "each one's API setter.\n");
+}
+
+/* `uopjit help environment`: one line per variable, the meaning indented
+ * under it. */
+static void print_environment(FILE* out) {
+  fprintf(out, "environment variables (each a context's default; its API setter overrides it,\n"
+               "docs/CONFIGURATION.md):\n");
+  for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
     fprintf(out, "  %s\n      ", env_vars[i].name);
     for (const char* c = env_vars[i].meaning; *c; c++) {
       fputc(*c, out);
@@ -312,18 +326,23 @@ void cli_print_usage(FILE* out) {
   fprintf(out,
           "usage: uopjit <command> [arguments]\n"
           "       uopjit help <command> | uopjit <command> --help\n"
+          "       uopjit help environment\n"
           "       uopjit --help | --version\n"
           "\ncommands:\n");
   for (int i = 0; i < HELP_ENTRY_COUNT; i++) fprintf(out, "  %-8s %s\n", help_entries[i].name, help_entries[i].summary);
   fprintf(out, "\nExit status: 0 success, 1 a failure (a run, a check, a file), 2 bad usage.\n");
-  print_env(out, ENV_ALL);
+  print_env_pointer(out, ENV_ALL);
 }
 
 int cli_print_command_help(FILE* out, const char* command) {
+  if (strcmp(command, "environment") == 0) {
+    print_environment(out);
+    return 1;
+  }
   for (int i = 0; i < HELP_ENTRY_COUNT; i++)
     if (strcmp(command, help_entries[i].name) == 0) {
       fputs(help_entries[i].text, out);
-      print_env(out, help_entries[i].env);
+      print_env_pointer(out, help_entries[i].env);
       return 1;
     }
   return 0;
