@@ -256,7 +256,7 @@ endif
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
 # Tests keep compiled kernels in a cache of their own, not the user's.
-TESTS += $(BUILD)/tests/test_install $(BUILD)/tests/test_python $(BUILD)/tests/test_fuzz_replay
+TESTS += $(BUILD)/tests/test_install $(BUILD)/tests/test_python $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_docs
 TEST_RESULTS = $(TESTS:=.result)
 # The binaries are only prerequisites of their results; keep them.
 .SECONDARY: $(TESTS)
@@ -278,6 +278,10 @@ $(BUILD)/tests/test_python: tests/test_python.sh
 	$(Q)cp $< $@
 	$(Q)chmod +x $@
 $(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.sh
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+	$(Q)chmod +x $@
+$(BUILD)/tests/test_docs: tests/test_docs.sh
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 	$(Q)chmod +x $@

@@ -1,6 +1,8 @@
-"""The README's Python section works as written: its python example runs and
-prints what the text after it says, and its one-liner prints what the text
-says (run with this interpreter and library rather than a venv's)."""
+"""The Python in README.md and docs/PYTHON.md works as written: every python
+block runs (in order, each document's blocks in one namespace, as a reader
+would paste them) and prints what the text after it says ("The last lines
+print `...`"), and the one-liner of each document prints what the text says
+(run with this interpreter and library rather than a venv's)."""
 import contextlib
 import io
 import os
@@ -9,36 +11,43 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
-README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
-
-
-def python_section():
-    text = open(README, encoding="utf-8").read()
-    start = text.index("\n## Python\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+DOCS = ["README.md", "docs/PYTHON.md"]
 
 
-def fenced(section, language):
-    return re.findall(r"```" + language + r"\n(.*?)```", section, re.S)
+def text_of(doc):
+    return open(os.path.join(ROOT, doc), encoding="utf-8").read()
 
 
-def test_the_python_example_runs_and_prints_what_the_readme_says():
-    section = python_section()
-    code = fenced(section, "python")[0]
-    said = re.search(r"The last lines print `([^`]*)`", section.replace("\n", " ")).group(1)
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(code, "README.md (Python)", "exec"), {})
-    assert printed.getvalue().strip() == said
+def blocks(text, language):
+    """(code, the paragraph after it) for each fenced block of the language."""
+    return [(m.group(1), m.group(2))
+            for m in re.finditer(r"```" + language + r"\n(.*?)```\n\n?(.*?)(?:\n\n|$)", text, re.S)]
 
 
-def test_the_one_liner_prints_what_the_readme_says():
-    section = python_section()
-    line = next(l for l in fenced(section, "sh")[0].splitlines() if " -c " in l)
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_python_block_runs_and_prints_what_the_text_says(doc):
+    namespace = {}
+    found = blocks(text_of(doc), "python")
+    if doc == "docs/PYTHON.md":
+        assert len(found) >= 2
+    for index, (code, after) in enumerate(found):
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, f"{doc} (python block {index + 1})", "exec"), namespace)
+        said = re.search(r"The last lines print `([^`]*)`", after.replace("\n", " "))
+        if said:
+            assert printed.getvalue().strip() == said.group(1)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_the_one_liner_prints_what_the_text_says(doc):
+    text = text_of(doc)
+    line = next(l for code, _ in blocks(text, "sh") for l in code.splitlines() if " -c " in l)
     code = re.search(r'-c "(.*)"$', line).group(1)
-    said = re.search(r"which prints `([^`]*)`", section).group(1)
+    said = re.search(r"which prints `([^`]*)`", text).group(1)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     assert result.returncode == 0, result.stderr
     printed = np.array(result.stdout.strip().strip("[]").split(), dtype=np.float32)
