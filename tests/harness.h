@@ -31,6 +31,9 @@ static int harness_failed_checks; /* failures in the running test */
 static int harness_skipped;       /* the running test skipped */
 static uint64_t harness_seed;     /* the seed of the running randomized test */
 static int harness_seed_set;
+/* Called after each test, while its failures still count as its own (a
+ * check a test queued to do in bulk: tests/oracle.h's NVRTC batches). */
+static void (*harness_after_test)(void);
 
 static void harness_register(const char* name, harness_fn fn) {
   if (harness_count < HARNESS_MAX_TESTS) {
@@ -120,6 +123,7 @@ static int harness_main(int argc, char** argv) {
     printf("%s\n", harness_tests[i].name);
     fflush(stdout);
     harness_tests[i].fn();
+    if (harness_after_test) harness_after_test();
     if (harness_failed_checks) {
       failed++;
       printf("  FAILED (%d checks)\n", harness_failed_checks);

@@ -272,6 +272,36 @@ TEST(nvrtc_compile_error_carries_the_log) {
   CHECK(strstr(uj_last_error(), "undeclared_qz") != NULL); /* from NVRTC's log */
 }
 
+/* The tests' batch check (jit/cuda/cuda_check.c): generated modules, whose
+ * kernels and macros have the same names, compile together; a bad one
+ * among them is named with its log. */
+TEST(batch_check_names_the_source_that_fails) {
+  SKIP_WITHOUT_NVRTC();
+  static const char* const programs[] = {"y = x * sigmoid(1.702 * x)", "s = sum(x*x)", "y = exp(x - amax(x, -1))"};
+  char* sources[4] = {0};
+  for (int i = 0; i < 3; i++) {
+    uj_program_t* p = parse(programs[i]);
+    sources[i] = p ? cuda_source(p, i == 2 ? 2 : 1, 0) : NULL;
+    uj_program_free(p);
+    CHECK(sources[i] && strstr(sources[i], "uj_block_0") && strstr(sources[i], "#define "));
+  }
+  int failing = 99;
+  CHECK(jit_cuda_check_sources((const char* const*)sources, 3, 90, &failing) == UJ_OK && failing == -1);
+  /* the second one broken: an undeclared name where a statement was */
+  const char* at = sources[1] ? strstr(sources[1], "__global__") : NULL;
+  at = at ? strchr(at, '{') : NULL;
+  if (at) {
+    size_t head = (size_t)(at + 1 - sources[1]);
+    sources[3] = malloc(strlen(sources[1]) + 64);
+    if (sources[3]) sprintf(sources[3], "%.*s undeclared_qz = 1; %s", (int)head, sources[1], sources[1] + head);
+  }
+  const char* batch[3] = {sources[0], sources[3], sources[2]};
+  uj_status_t s = sources[3] ? jit_cuda_check_sources(batch, 3, 90, &failing) : UJ_OK;
+  CHECK(s == UJ_ERR_COMPILE && failing == 1);
+  CHECK(strstr(uj_last_error(), "undeclared_qz") != NULL);
+  for (int i = 0; i < 4; i++) free(sources[i]);
+}
+
 TEST(compile_cuda_errors) {
   uj_program_t* p = parse("y = x * 2");
   uj_ctx_t* ctx = uj_ctx_new();

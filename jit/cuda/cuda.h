@@ -56,4 +56,13 @@ uj_status_t jit_cuda_source_launch(const jit_cuda_source_t* m, int fn, const uns
 uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const char* const* names, int nnames,
                                         const char* arch, int* reused);
 
+/* For tests (jit/cuda/cuda_check.c): the sources, each a module the
+ * engine generates, checked in one NVRTC compile to PTX for compute_<arch>;
+ * UJ_OK when all compile. Else UJ_ERR_COMPILE with the log of the first
+ * that fails alone (*failing its index; -1 when none does alone), or
+ * UJ_ERR_UNSUPPORTED without NVRTC. */
+uj_status_t jit_cuda_check_sources(const char* const* sources, int count, int arch, int* failing);
+/* NVRTC's version as 100 * major + minor; 0 without NVRTC. */
+int jit_cuda_nvrtc_version(void);
+
 #endif
