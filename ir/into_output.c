@@ -1,86 +1,16 @@
 /* ir/into_output.c: a costly value staged in the output it becomes, in
- * place of a full-size temporary.
+ * place of a full-size temporary (softmax's e = exp(x - max), summed in one
+ * block and divided by the sum in the next).
  *
- * The case it is for: softmax, y = e / sum(e) with e = exp(x - max). Fusion
- * computes e beside its sum (block A) and stores it to a temporary T as
- * large as x; the divide (block B) reads T back and writes y at the same
- * element. ir/recompute.c would drop T by computing exp again in B: one
- * read of x instead of T's write and read, but two exps per element, and on
- * the CPU the exp, not memory, is the cost: 4096x4096 f32 on the C engine,
- * one thread, y = exp(x) takes 14.1 ms against 10.8 for y = x / 3. Here A
- * stores e into y itself and B divides y in place: x is read once, y written
- * once, one exp per element, and no memory beyond the output. Softmax
- * there went from 23.3-24.3 ms to 20.7-21.6 (three runs each, alternated);
- * layernorm's code is unchanged.
- *
- * The rule. A temporary T (not a local, not no-alloc) is replaced by an
- * output O when
- *  - O is touched by one statement S only in the whole function, a store
- *    `O[I] = W` in block B that covers O (each index of I a distinct loop
- *    of B over [0, the size of that axis)) and names every loop around S
- *    of more than one iteration, so that S stores each element once; S is
- *    guarded by no run-time check;
- *  - T has O's dtype and sizes, and is written by one statement, a
- *    covering store `T[..] = V` in a block A before B, with no run-time
- *    check on it;
- *  - every other access to T is a load at I, unchecked, in the value of a
- *    statement of B that runs before S in each iteration of S's loop (S
- *    itself, one before it in its loop, or one in a loop inside it; after
- *    subst, the locals it forwarded from, which dce drops later): B reads
- *    each element of T exactly where, and before, it writes O;
- *  - V, following the locals it reads to their definitions earlier in its
- *    statement list, holds a transcendental call (exp, log, tanh, sigmoid,
- *    sin, cos, pow): the compute a recomputation would repeat is the cost.
- *    A cheap value (layernorm's centred x - mean) is left to ir/recompute.c,
- *    whose second computation costs less than the store and the load here;
- *  - A and B lie in one chain of ir_block_chains, so that on the CPU the
- *    rows A stores in O are still in cache when B reads them back;
- *  - no input may be written in place over O (ir_alias_safe of any input
- *    and O): such a call would lose that, since O is then touched in two
- *    blocks, and be computed apart and copied.
- * Then A's store writes O[..] instead of T[..], and B's loads of T read O
- * at I; dce drops T's memory. The result is the same, bit for bit: A stores
- * the same values, in O, at the same elements (both stores cover every
- * element); nothing but B reads them, and nothing writes O between A and
- * B; B reads each element in the iteration that overwrites it, before it
- * does, and no other iteration of B touches that element.
- *
- * In-place calls stay correct: the runner writes an output into an input's
- * memory only when ir_alias_safe holds on the optimized IR, which requires
- * the output to be touched in one block; O, now touched in A and B, gets
- * memory of its own (the rule above keeps that from costing a call that
- * could have run in place before). Chains stay as they were: O is accessed
- * at T's write index in A and at I in B, where T was accessed, so on the
- * axis where T named the row bare in every access, O does too.
- *
- * The cost on CUDA, which runs each block over the whole tensor (no
- * chunks): B's read of y misses the cache like the read of x it replaces,
- * and A adds a full-size store, one more pass over y (softmax: five passes
- * of 4 bytes per element instead of four; at 8192x8192, 256 MB more, some
- * 0.07 ms at the copy rate docs/BENCH.md measures beside a 0.50 ms softmax, not
- * measured here). It is still chosen there: the IR is the same for every
- * engine, the CPU is where the exp is the measured cost, and the GPU's
- * softmax runs at a quarter of the copy rate, held back by its reductions
- * rather than by this store.
- *
- * Streaming beats staging. When O can be written with streaming stores
- * (ir_output_streamable, ir/stream.c) and T is chain-local
- * (ir_temp_chain_local, ir/chain_local.c), T is left as it is and marked
- * chain_local (ir/recompute.c then keeps it too): on the CPU the runner
- * gives T a few rows of scratch that stay in L1 between A and B, and B
- * writes O once, a line at a time, without reading it first. Staged, O is
- * written twice and its lines are read from memory before A's store (x
- * read, O read for ownership and written: 192 MB for softmax over 4096x4096
- * f32); with scratch and streaming, x read and O written (128 MB). Softmax
- * 4096x4096 f32 on the C engine, one thread, `uopjit bench --rows`, the two
- * builds in turn on a quiet 2-core machine: 16.9 ms staged (torch.softmax
- * 16.4 in the same run) against 10.3 (torch 17.1); `uopjit run --repeat 30`
- * alternated six times: medians 13.9-15.1 ms against 10.1-11.3. Otherwise
- * (O cannot stream, or T is not chain-local) staging is kept.
- *
- * Runs after subst (V is the forwarded expression) and before recompute
- * (which would otherwise compute V again in B), then dce. Invalidates
- * deps. */
+ * A temporary T written once by a covering store of a value V that holds a
+ * transcendental call (block A), and read only at the element a later
+ * block B overwrites in output O, in the same chain, is replaced by O: A
+ * stores V into O, B reads it back and writes O in place. One exp per
+ * element and no memory beyond the output; the result is the same bit for
+ * bit. Where O can be streamed and T is chain-local, T stays (scratch rows
+ * beat staging). docs/DESIGN.md section 6 gives the full rule, why it keeps
+ * results, and what it costs on CUDA. Runs after subst, before recompute
+ * and dce; invalidates deps. */
 #include <stdlib.h>
 
 #include "ir.h"

@@ -119,10 +119,8 @@ typedef struct {
  * newer ones): one row of softmax over 4096 f32, read and written, so each
  * block of the chain finds its row in L1 rather than L2, as the row-at-a-time
  * kernels of the peers do; the later blocks prefetch the next chunk's rows
- * (jit/c/c_reduce.c), which hides that chunks are small. Softmax 4096x4096
- * f32, each against 256 KiB (7 rows) in one process, interleaved, medians
- * of 40 calls on a loaded 2-core machine: 1 thread 42.3-43.3 ms against
- * 44.7-45.1, 2 threads 38.4-38.5 against 39.5-39.8; layernorm unchanged. */
+ * (jit/c/c_reduce.c), which hides that chunks are small. Measured against
+ * larger chunks in docs/ENGINES.md. */
 enum { JIT_CHAIN_BYTES = 32 * 1024 };
 
 /* The context's JIT state, created on first use; NULL (error set) on OOM.

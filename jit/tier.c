@@ -1,94 +1,18 @@
 /* jit/tier.c: tiered execution of AUTO on host tensors.
  *
- * Policy. MIR compiles a kernel in milliseconds and runs it several times
- * slower than the C engine, which needs about a hundred milliseconds of
- * the system compiler. A kernel new to the process therefore runs on MIR at
- * once, and its C compile starts in the background after the context's
- * tier count of calls (uj_ctx_set_tier, UOPJIT_TIER; 1 by default: at
- * once; 0 turns tiering off). The compile is queued once the call that
- * reaches the count has run, not before: started during that call, the
- * compiler would compete with it for the cores. The first call after the C kernel is ready
- * runs it, as does every later one. A C kernel already in the memory or
- * disk cache serves from the first call, so a second process with the same
- * cache starts on C. A failed C compile leaves MIR serving for good and is
- * kept for uj_program_last_run; the run itself succeeds.
- *
- * The compiler probe. The C kernel's key names the compiler (its first
- * line of --version), so nothing can be looked up in the C engine's caches
- * before the compiler has answered. The answer is remembered in the disk
- * cache (jit/c/c.c): a tiered call reads that (a stat and a small file,
- * once per state) and, with it, looks for the C kernel at once. With none
- * remembered (a fresh cache directory), running `cc --version` would cost
- * the first call several milliseconds more than MIR's whole compile, so
- * the call does not: it serves MIR, and the background worker probes
- * before it compiles (jit_c_build does both). Until the probe answers,
- * every tiered call takes the answer as unknown without waiting (the
- * probe has a lock of its own, which the caller only tries). A probe that
- * finds no working compiler fails the record like a failed compile: MIR
- * serves, uj_program_last_run reports why; a kernel new to the state after
- * that is failed at once with the same reason. Tiering then stays on for
- * the state (the query keeps its report); only a state whose compiler is
- * known missing before its first tiered call is not tiered at all.
- *
- * Without MIR the quick tier is the interpreter, which is far slower: on
- * the sigmoid chain, 300 to 480 ns an element (2^20 and 2^16 elements, 2
- * loaded cores) against a C compile of 100 to 600 ms on the same machine.
- * Interpreting while C compiles only helps a call that the interpreter
- * finishes before the compiler would, and the interpreter's cost grows
- * with the statements per element while the compile's barely does. So a
- * call whose largest tensor has fewer than JIT_TIER_INTERP_ELEMENTS (2^16)
- * elements, some 30 ms of interpreting for the sigmoid chain and well
- * under a compile even for a chain several times longer, runs on the
- * interpreter while C compiles in the background; a larger one compiles C
- * on the calling thread and waits for it, as the C engine would: at 2^18
- * elements interpreting the sigmoid chain already takes as long as the
- * compile, and longer programs cross over sooner.
- *
- * Algorithm. Each kernel has a record, found by the hash of its canonical
- * IR with its $params folded in (ir_hash_params), not by its C key's hash:
- * the rest of the C key (emitter, compiler, flags, CPU) is the same for
- * every kernel of a JIT state, so the two name the same kernels, and the
- * IR's hash is known before the compiler has answered. The record holds its
- * state (waiting for its call count, compiling, ready, failed), its call
- * count, both tiers' compile times, the MIR kernel's cache serial, and the
- * error of a failed compile. The program's memo (jit/memo.c) names the
- * kernel that served last: a C kernel is a settled pick, and a memo hit on
- * it costs what any memo hit costs, nothing more (the switch to C is the
- * memo being rewritten by the caller's own thread, so no call ever sees
- * half of it). A memo hit on a MIR kernel asks its record first
- * (tier_still: a lookup by serial under the tiering lock, on the MIR path
- * only): still waiting or compiling or failed, MIR runs; ready, the caller
- * looks the C kernel up (tier_choose) and the memo moves to it.
- *
- * Compiles run on a pool of at most JIT_TIER_WORKERS threads per context,
- * started as the queue needs them, off a queue of at most JIT_TIER_QUEUE
- * kernels (a full queue leaves a kernel waiting; its next call queues it
- * again). A queued record owns a copy of the function and params, so the
- * program may be freed meanwhile. Each worker compiles through
- * jit_c_build under a lock of its own, never the state's lock, which the
- * caller's thread takes for its MIR compiles: the caller never waits for a
- * background compile (nor probe). The compiler runs as a child process that jit/c/c.c waits for
- * (no zombie), and the disk cache stores through a temporary file renamed
- * into place (no half-written entry). Freeing the context drops the
- * queued compiles and joins the workers, each of which finishes the
- * compile it is running first. At process exit the threads stop where
- * they are: a compile under way is lost (the next process compiles the
- * kernel again). Its compiler child, re-parented, is reaped by init; its
- * working folder under TMPDIR (uopjit-cc-*) stays; a store cut short
- * leaves only a temporary file, which the disk cache removes later. A
- * program that wants its kernels kept frees its context before exiting.
- * A change of the cache directory (uj_ctx_set_cache_dir) pauses the
- * workers (jit_tier_pause): a compile reads the directory's name.
- *
- * The records are bounded too (JIT_TIER_RECORDS): past that the oldest
- * record not queued or compiling is dropped; its kernel then starts over
- * (a C kernel still cached is found again at once).
- *
- * On the seam (jit/engine.h) this is a choosing row, not an engine: its
- * choose names the row that runs each call (C, MIR or the interpreter,
- * whose own run functions run it), its still and after_run are what the
- * memo and the runner call, and its state is the JIT state's tier slot,
- * made on the first tiered call and freed by tier_free before the cache. */
+ * A kernel new to the process runs on MIR at once (the interpreter without
+ * MIR, on small calls), and after the context's tier count of calls its C
+ * compile is queued, once the call that reached the count has run, on a
+ * small pool of background threads; the first call after the C kernel is
+ * ready runs it, and a C kernel already cached serves from the first call.
+ * Each kernel has a record, found by the hash of its IR with its $params,
+ * holding its state, call count and compile times; the program's memo keeps
+ * the pick, settled on C, asking the record (tier_still) while on MIR.
+ * Workers compile under a lock of their own, so a caller never waits for a
+ * background compile or the compiler's probe. On the seam this is a
+ * choosing row (jit_chooser_t), not an engine. docs/DESIGN.md section 7
+ * ("Tiering in detail") states the policy, the probe, the bounds and what
+ * happens at exit. */
 #include "tier.h"
 
 #include <pthread.h>
