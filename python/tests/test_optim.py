@@ -107,13 +107,13 @@ def test_found_inf_skips_the_step_and_writes_nothing(rng):
     assert not np.array_equal(params[0], start[0])
 
 
-def test_the_readme_optim_example_runs():
+def test_the_docs_optim_example_runs():
     import os
     import re
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "uopjit.optim.Optimizer(" in b]
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "PYTHON.md"), encoding="utf-8").read()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", doc, re.S) if "uopjit.optim.Optimizer(" in b]
     assert len(blocks) == 1
-    exec(compile(blocks[0], "README.md (uopjit.optim)", "exec"), {})
+    exec(compile(blocks[0], "docs/PYTHON.md (uopjit.optim)", "exec"), {})
 
 
 def test_read_only_parameters_are_refused_before_any_write(tmp_path):
