@@ -61,7 +61,8 @@
   X(ROUND, round, UJ_OP_INT | UJ_OP_CHEAP, rint, rint)                         \
   X(SIGN, sign, UJ_OP_INT | UJ_OP_CHEAP, ujm_sign, uj_sign)                    \
   X(CEIL, ceil, UJ_OP_INT | UJ_OP_CHEAP, ceil, ceil)                           \
-  X(TRUNC, trunc, UJ_OP_INT | UJ_OP_CHEAP, trunc, trunc)
+  X(TRUNC, trunc, UJ_OP_INT | UJ_OP_CHEAP, trunc, trunc)                       \
+  X(LGAMMA, lgamma, UJ_OP_FLOAT, lgamma, lgamma)
 
 /* X(NAME, spelling, kind, flags, ref, cfn), one row per binary op:
  *   kind      UJ_OP_ARITH: written `a spelling b` in C as in the language;

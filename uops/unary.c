@@ -2,8 +2,9 @@
  * (include/uopjit_ops.h). The float-only ops refuse i32 when the graph is
  * built. The gradient multiplies the output gradient g by the derivative,
  * written with the output y where that is cheaper (exp: g*y, tanh:
- * g*(1-y*y), sigmoid: g*y*(1-y), tan: g*(1+y*y), cbrt: g/(3y^2)); the
- * steps (floor, ceil, round, sign, trunc) have none. */
+ * g*(1-y*y), sigmoid: g*y*(1-y), tan: g*(1+y*y), cbrt: g/(3y^2); lgamma:
+ * g*digamma(x), by a series); the steps (floor, ceil, round, sign, trunc)
+ * have none. */
 #include "uops.h"
 
 uj_io_t uj_unary(uj_graph_t* g, uj_unary_op_t op, uj_io_t x) {
@@ -30,6 +31,33 @@ uj_status_t uop_unary_emit(uop_emit_t* E, int n) {
 
 static ir_expr_t* mul(ir_func_t* f, ir_expr_t* a, ir_expr_t* b) { return ir_ex_binary(f, UJ_BINARY_MUL, a, b); }
 static ir_expr_t* add(ir_func_t* f, ir_expr_t* a, ir_expr_t* b) { return ir_ex_binary(f, UJ_BINARY_ADD, a, b); }
+
+/* digamma(z), lgamma's derivative, for z = x (reflect 0) or z = 1 - x
+ * (reflect 1), z > 0: the recurrence up to w = z + 6, psi(z) = psi(w) -
+ * sum of 1/(z + k) for k < 6, then psi(w)'s asymptotic series to the w^-8
+ * term, whose first omitted term is below 1e-10 for w >= 6. Each use of x
+ * is an operand of its own (expressions are trees). */
+static ir_expr_t* digamma_of(uop_emit_t* E, const uop_node_t* node, const uop_nest_t* nest, uj_dtype_t dt,
+                             int reflect) {
+  ir_func_t* f = E->f;
+#define Z() (reflect ? ir_ex_binary(f, UJ_BINARY_SUB, ir_ex_const(f, dt, 1.0), uop_operand(E, node->in[0], nest, dt)) \
+                     : uop_operand(E, node->in[0], nest, dt))
+  ir_expr_t* sum = ir_ex_unary(f, UJ_UNARY_RECIP, Z());
+  for (int k = 1; k < 6; k++) sum = add(f, sum, ir_ex_unary(f, UJ_UNARY_RECIP, add(f, Z(), ir_ex_const(f, dt, k))));
+  ir_expr_t* r = ir_ex_unary(f, UJ_UNARY_RECIP, add(f, Z(), ir_ex_const(f, dt, 6.0)));
+  ir_expr_t* r2 = ir_ex_unary(f, UJ_UNARY_RECIP, mul(f, add(f, Z(), ir_ex_const(f, dt, 6.0)), add(f, Z(), ir_ex_const(f, dt, 6.0))));
+  /* r2 * (1/12 - r2 (1/120 - r2 (1/252 - r2/240))), with r2 fresh at each level */
+  static const double c[] = {1.0 / 240, 1.0 / 252, 1.0 / 120, 1.0 / 12};
+  ir_expr_t* series = ir_ex_const(f, dt, c[0]);
+  for (int k = 1; k < 4; k++) {
+    ir_expr_t* rk = ir_ex_unary(f, UJ_UNARY_RECIP, mul(f, add(f, Z(), ir_ex_const(f, dt, 6.0)), add(f, Z(), ir_ex_const(f, dt, 6.0))));
+    series = ir_ex_binary(f, UJ_BINARY_SUB, ir_ex_const(f, dt, c[k]), mul(f, rk, series));
+  }
+  ir_expr_t* psi_w = ir_ex_binary(f, UJ_BINARY_SUB, ir_ex_unary(f, UJ_UNARY_LOG, add(f, Z(), ir_ex_const(f, dt, 6.0))),
+                                  add(f, mul(f, ir_ex_const(f, dt, 0.5), r), mul(f, r2, series)));
+#undef Z
+  return ir_ex_binary(f, UJ_BINARY_SUB, psi_w, sum);
+}
 
 static ir_expr_t* unary_local(uop_emit_t* E, int n, int operand, const uop_nest_t* nest, ir_expr_t* g) {
   (void)operand;
@@ -101,6 +129,14 @@ static ir_expr_t* unary_local(uop_emit_t* E, int n, int operand, const uop_nest_
       return ir_ex_binary(f, UJ_BINARY_DIV, g, ir_ex_binary(f, UJ_BINARY_SUB, one, mul(f, x, uop_operand(E, node->in[0], nest, dt))));
     case UJ_UNARY_CBRT: /* 1/(3 y^2) */
       return ir_ex_binary(f, UJ_BINARY_DIV, g, mul(f, ir_ex_const(f, dt, 3.0), mul(f, y, uop_operand(E, n, nest, dt))));
+    case UJ_UNARY_LGAMMA: { /* digamma(x); below 1/2 by reflection, psi(1 - x) - pi / tan(pi x) */
+      ir_expr_t* pix = mul(f, ir_ex_const(f, dt, 3.14159265358979323846), x);
+      ir_expr_t* left = ir_ex_binary(f, UJ_BINARY_SUB, digamma_of(E, node, nest, dt, 1),
+                                     ir_ex_binary(f, UJ_BINARY_DIV, ir_ex_const(f, dt, 3.14159265358979323846),
+                                                  ir_ex_unary(f, UJ_UNARY_TAN, pix)));
+      ir_expr_t* low = ir_ex_binary(f, UJ_BINARY_LT, uop_operand(E, node->in[0], nest, dt), ir_ex_const(f, dt, 0.5));
+      return mul(f, g, ir_ex_where(f, low, left, digamma_of(E, node, nest, dt, 0)));
+    }
     case UJ_UNARY_COUNT: break;
   }
   return NULL;
