@@ -223,6 +223,20 @@ uj_status_t rt_nvrtc_check(nvrtcResult r, const char* call) {
   return rt_error(UJ_ERR_COMPILE, "%s: NVRTC error %d", call, (int)r);
 }
 
+uj_status_t rt_nvrtc_compile_failed(nvrtcProgram prog, nvrtcResult r, const char* options_text) {
+  size_t size = 0;
+  char* log = NULL;
+  if (nvrtc.nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && (log = malloc(size + 1)) &&
+      nvrtc.nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS)
+    log[size] = 0;
+  else if (log)
+    log[0] = 0;
+  uj_status_t s = rt_error(UJ_ERR_COMPILE, "nvrtcCompileProgram (%s): %s: %.700s", options_text,
+                           nvrtc.nvrtcGetErrorString(r), log ? log : "(no log)");
+  free(log);
+  return s;
+}
+
 /* ---- the context's device state ---------------------------------------------------- */
 
 static uj_status_t pick_ordinal(int* ordinal) {

@@ -96,6 +96,9 @@ const rt_nvrtc_t* rt_nvrtc(void);
 uj_status_t rt_cuda_check(CUresult r, const char* call);
 /* The same for NVRTC: UJ_ERR_COMPILE with "call: NVRTC_ERROR_... ". */
 uj_status_t rt_nvrtc_check(nvrtcResult r, const char* call);
+/* A failed nvrtcCompileProgram (r): UJ_ERR_COMPILE with "nvrtcCompileProgram
+ * (options_text): NVRTC's error: the start of its log". */
+uj_status_t rt_nvrtc_compile_failed(nvrtcProgram prog, nvrtcResult r, const char* options_text);
 
 /* What a context keeps on the GPU. Made on first use by rt_cuda_ctx_get,
  * released by uj_ctx_free after the JIT state (whose modules live in this

@@ -67,16 +67,7 @@ static uj_status_t nvrtc_compile(const rt_nvrtc_t* nv, const char* source, int a
   for (int i = 0; i < NOPTIONS; i++) options[i + 1] = nvrtc_options[i];
   nvrtcResult r = nv->nvrtcCompileProgram(prog, NOPTIONS + 1, options);
   if (r != NVRTC_SUCCESS) {
-    size_t log_size = 0;
-    char* log = NULL;
-    if (nv->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && (log = malloc(log_size + 1)) &&
-        nv->nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS)
-      log[log_size] = 0;
-    else if (log)
-      log[0] = 0;
-    s = rt_error(UJ_ERR_COMPILE, "nvrtcCompileProgram (%s): %s: %.700s", arch_option, nv->nvrtcGetErrorString(r),
-                 log ? log : "(no log)");
-    free(log);
+    s = rt_nvrtc_compile_failed(prog, r, arch_option);
     nv->nvrtcDestroyProgram(&prog);
     return s;
   }

@@ -33,18 +33,7 @@ static uj_status_t compile_ptx(const rt_nvrtc_t* nv, const char* text, int arch)
   snprintf(arch_option, sizeof arch_option, "--gpu-architecture=compute_%d", arch);
   const char* options[] = {arch_option, "-G", "-default-device", "--fmad=false"};
   nvrtcResult r = nv->nvrtcCompileProgram(prog, (int)(sizeof options / sizeof *options), options);
-  if (r != NVRTC_SUCCESS) {
-    size_t size = 0;
-    char* log = NULL;
-    if (nv->nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && (log = malloc(size + 1)) &&
-        nv->nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS)
-      log[size] = 0;
-    else if (log)
-      log[0] = 0;
-    s = rt_error(UJ_ERR_COMPILE, "nvrtcCompileProgram (%s): %s: %.700s", arch_option, nv->nvrtcGetErrorString(r),
-                 log ? log : "(no log)");
-    free(log);
-  }
+  if (r != NVRTC_SUCCESS) s = rt_nvrtc_compile_failed(prog, r, arch_option);
   nv->nvrtcDestroyProgram(&prog);
   return s;
 }
