@@ -22,11 +22,9 @@
  * reuses the bindings and only writes the scalars' new values. Besides the walk and
  * the allocations this saves, each pass then brings the very list it
  * brought before, which the context's memo of lists (jit/groups/memo.c)
- * recognizes without walking it again. `uopjit optim --updater adamw
- * --tensors 10000 --sizes 1..1000` (medians of 40 steps, two runs each,
- * alternated): one thread 14.1 and 16.6 ms a step with bindings made per
- * step, 12.3 and 13.4 kept; two threads 9.1 and 11.6, 8.2 and 9.8. Only on
- * the CPU: a step on the GPU holds device memory of
+ * recognizes without walking it again; a step over many small tensors is
+ * faster with them kept (docs/ENGINES.md, "Measured"). Only on the CPU: a
+ * step on the GPU holds device memory of
  * its context, which the caller may free before the optimizer, so those
  * bindings go with their step. */
 #include <stdlib.h>

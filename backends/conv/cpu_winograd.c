@@ -70,29 +70,24 @@
 #define SHARED_MIN_TILES 128
 /* Channels per slice of the products' sums (see products()): at most 96
  * (faster than 64 or 128 on the 14x14 and 7x7 layers, no slower
- * elsewhere), and C split into slices of equal depth: at 28x28x128, two
- * of 64 took 0.351 ms on two threads where 96 and 32 took 0.362, the
- * short slice paying the accumulators' loads and stores for little work. */
+ * elsewhere), and C split into slices of equal depth, a short slice paying
+ * the accumulators' loads and stores for little work (docs/CONVOLUTION.md,
+ * "Measured"). */
 #define DEPTH_SLICE_MAX 96
 /* Row blocks per thread from which the shared schedule's products split by
- * rows: at 7x7x512, batch 8 (8 row blocks) the split by rows took 2.96 ms
- * on two threads, by products 3.42. At 14x14x256, batch 1 (4 row blocks)
- * both took 0.54 ms, and the split by products is the one in small runs,
- * so that a thread the machine holds up keeps little work from the other. */
+ * rows (docs/CONVOLUTION.md, "Measured"); below, the split by products is
+ * the one in small runs, so that a thread the machine holds up keeps
+ * little work from the other. */
 #define ROWS_PER_SLOT 4
 /* The few-tiles schedule (see the file comment) takes calls of
  * FEW_TILES_MIN to BK_WINO_TALL_ROWS tiles whose U does not stay in the
  * cores' L2 between calls: on several threads, U larger than
- * PRIVATE_U_BYTES_THREADS (14x14 at batch 1 with C = K = 128, U 2.4 MB:
- * 0.126 ms in the private schedule, 0.155 here; 192 channels: 0.306
- * against 0.234); on one thread, any U (C = K = 64 to 256: 10-55% faster
- * than the other schedules). Below FEW_TILES_MIN the other schedules'
- * 4-row kernel reads U once as well, with fewer loads (7x7x512 at batch 1:
- * 0.814 ms there, 0.842 here). Each thread claims FEW_RUNS_PER_SLOT runs
- * of products, contiguous in U and about equal in work: runs of a few
- * products, taken in turn by the threads, took 0.47 ms at 14x14x256 and
- * batch 1 where long runs took 0.39, U streaming through each core in
- * one piece and each position's V and M staying with one core. */
+ * PRIVATE_U_BYTES_THREADS; on one thread, any U. Below FEW_TILES_MIN the
+ * other schedules' 4-row kernel reads U once as well, with fewer loads.
+ * Each thread claims FEW_RUNS_PER_SLOT runs of products, contiguous in U
+ * and about equal in work, U streaming through each core in one piece and
+ * each position's V and M staying with one core (docs/CONVOLUTION.md,
+ * "Measured", has the figures behind each bound). */
 #define FEW_TILES_MIN 5
 #define FEW_RUNS_PER_SLOT 2
 /* Tiles per slot below which threads are not worth waking. */

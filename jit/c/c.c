@@ -57,8 +57,8 @@ typedef struct {
  * -mprefer-vector-width=512: on a CPU with AVX-512, gcc otherwise keeps to
  * 256-bit vectors. The inline math (exp's polynomial, the divide of a
  * sigmoid) is bound by the vector ports, and twice the width per
- * instruction took the in-cache sigmoid chain from 0.49 to 0.38 ns/element
- * at no cost to compile time or to memory-bound kernels. Without AVX-512
+ * instruction made the in-cache sigmoid chain faster at no cost to compile
+ * time or to memory-bound kernels (docs/ENGINES.md, "Measured"). Without AVX-512
  * the flag changes nothing. */
 static const char* const cc_flags[] = {"-O3",
                                        "-march=native",

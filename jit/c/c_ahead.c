@@ -17,21 +17,15 @@
  * GROUP where they fill one, and the last few (at most 7) one by one. A
  * piece of a multi-tensor call is a few hundred elements, and a rest of
  * up to 31 iterations one by one (a scalar divide and square root each,
- * in AdamW) cost as much as the rest of the piece: the kernel over 10,000
- * arrays of 31 elements took 0.98-1.00 ms with the rest one by one,
- * 0.51 with groups of 16 and 8, and 0.39-0.40 with a group of 4 as well.
- * That third group is left out: each group prints the loop's body once
- * more, and the cold compile of a GELU kernel took 10% longer with groups
- * of 16 and 8, 14% with 4 as well. No value changes: the
+ * in AdamW) cost as much as the rest of the piece. A third group of 4 is
+ * left out: each group prints the loop's body once more, and the compile
+ * grows with it (docs/ENGINES.md, "Measured"). No value changes: the
  * iterations run in their order, and a prefetch neither faults nor
  * stores.
  *
- * Measured on a 2-core Xeon (AVX-512), in-place Adam at 2^24 f32 elements,
- * one thread, a plain loop against the same loop in groups of 32 with
- * every stream prefetched 256 elements (1 KiB) ahead, fastest of 21 calls
- * each alternated, six runs: 17.5-19.4 ms against 16.4-18.4, 6-10% less
- * in each run. The bench's traffic-matched copy kernel, the limit such a
- * loop is judged by, prefetches the same way (bench/traffic.c).
+ * The groups with their prefetch are faster than a plain loop on in-place
+ * Adam from memory (docs/ENGINES.md, "Measured"); the bench's traffic-matched copy kernel, the
+ * limit such a loop is judged by, prefetches the same way (bench/traffic.c).
  *
  * Which loops: jit_c_ahead_fits; others are printed as before. */
 #include <stdlib.h>

@@ -3,9 +3,8 @@
  * in double with the divisor's reciprocal taken once before the loop, and
  * still rounded exactly as the f32 division is.
  *
- * Why: a vector divide is the slowest vector instruction. Softmax's last
- * block (y = e / sum, in cache) took 3.2 ms per 16M elements, bound by the
- * divider, against 2.6 for the multiplies below. A plain multiply by
+ * Why: a vector divide is the slowest vector instruction, and softmax's
+ * last block (y = e / sum) was bound by the divider (docs/ENGINES.md, "Measured"). A plain multiply by
  * 1/sum in f32 would round differently from the division, which the
  * interpreter (the oracle) does; the form here rounds the same.
  *
@@ -46,13 +45,9 @@
  * divide). The form takes about a dozen more vector instructions per
  * division than it saves on the divider; where the loop divides anyway the
  * divider is busy all the same, and on data that comes from memory the
- * longer loop body keeps fewer loads in flight. AdamW with the bias
- * correction (m/(sqrt(v)/bc2s + eps)), f32, medians of 21 calls
- * alternated in one process, the loop body compiled both ways: one tensor
- * of 5M elements from memory 4.26-4.38 ms with the form, 3.81-3.91
- * without; 10,000 tensors of 1..1000 elements 10.2-10.7 against 9.0-9.4.
- * (In cache the form was still 8% faster there; memory-bound is the case
- * an optimizer step is in.)
+ * longer loop body keeps fewer loads in flight: AdamW with the bias
+ * correction was slower with the form from memory, where an optimizer step
+ * runs (docs/ENGINES.md, "Measured").
  *
  * Which divisions: an f32 division in a statement of a block's innermost
  * loop whose divisor reads, along that loop, nothing that changes: no

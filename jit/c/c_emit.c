@@ -82,9 +82,8 @@ static const char prelude[] =
      * selects of the bits of -104 or 89 on a float compare of x: a compare
      * and a masked move per side. Selecting floats instead, gcc merges the
      * two sides into mask arithmetic; and with bit masks (and, or) the
-     * clamp took 8 vector instructions of the exp's 31, which
-     * are bound by the vector ports: 4.7 against 4.05 ms per 2^24 exps in
-     * cache, the same bits for all 2^32 inputs. A NaN x passes the clamp
+     * clamp took 8 vector instructions of the exp's 31, which are bound
+     * by the vector ports (docs/ENGINES.md, "Measured"); the same bits for all 2^32 inputs. A NaN x passes the clamp
      * and gives NaN through the polynomial. k + 150 comes from the
      * bits of t = x log2(e) + 1.5 2^23, which are 0x4B400000 + k: integer
      * arithmetic in place of a conversion, unsigned so that a NaN's bits
@@ -524,9 +523,7 @@ static int streamed_chain(const ir_func_t* f, const int* chain, const int* strea
  * reduction blocks before it, prefetches the next chunk's rows of what the
  * chain reads at [row, column] (softmax's x): the reductions then run from
  * cache at full speed, and the reads of memory go beside the streamed
- * stores. Softmax 4096x4096 f32, one thread, each block timed per row:
- * 18.0-18.2 ms with the exp's block prefetching x, 14.1-14.2 with the
- * quotient's (its exp block from 9.2 to 4.4 ms). The tensors to fetch in
+ * stores (docs/ENGINES.md, "Measured"). The tensors to fetch in
  * block b, or NULL (another block, or out of memory). */
 static unsigned char* chunk_prefetch(const ir_func_t* f, const int* chain, const int* stream_block, int first, int b) {
   int last = first + (chain[first] > 0 ? chain[first] : 1) - 1;

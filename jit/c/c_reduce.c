@@ -44,9 +44,8 @@
  * (ir_loop_accesses_disjoint; each lane accumulates into its own partial
  * result): without it gcc cannot tell that softmax's store of exp(x - max)
  * to y leaves the row's max and x unchanged, and checks the pointers for
- * overlap and reloads the max and its constants once per group of 32,
- * which cost 6.4 against 5.6 ms per 16M elements in cache (4096x4096, one
- * thread).
+ * overlap and reloads the max and its constants once per group of 32
+ * (docs/ENGINES.md, "Measured").
  *
  * Prefetch. The runner calls the blocks of a chain (ir/chains.c) a chunk
  * of rows [begin, end) at a time, every block of the chain on one chunk
@@ -57,9 +56,7 @@
  * prefetches, once per group, the lines the group touched of each
  * [row, column] tensor in the row end - begin further on, which the next
  * chunk will touch: to read, or to write (the store then finds its line
- * already owned), when the row exists. No value changes. Softmax 4096x4096
- * f32, one thread, run in chunks as the runner does: 19.1-20.6 ms against
- * 17.2-18.7 (its max from 5.8-7.0 ms to 1.3-1.9; three runs each).
+ * already owned), when the row exists. No value changes (docs/ENGINES.md, "Measured").
  * Where the chain's last block streams its output (jit/c/c_stream.c),
  * that block prefetches instead and these loops fetch nothing (see
  * chunk_prefetch in jit/c/c_emit.c).

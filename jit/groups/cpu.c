@@ -164,12 +164,8 @@ static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
      * the call; in a long piece the hardware prefetcher carries on from
      * there. Not more: these prefetches go in one burst, and a burst
      * longer than the core's line-fill buffers holds the piece up until
-     * memory answers (10,000 AdamW groups of 1..1000 f32 elements,
-     * medians of 61 calls alternated in one process: 1 KiB 18.6 ms, 4 KiB
-     * 20.4, none 20.8 on one thread; 9.6, 10.2, 10.3 on two). The burst
-     * is the slower of the two: the same loop over those groups, called
-     * per group as here, took 8.2-8.6 ms with it and 7.4-7.7 prefetching
-     * into the next group itself. Written here, not in a function of its
+     * memory answers; and the burst is slower than a block that fetches
+     * into the next group itself (docs/ENGINES.md, "Measured"). Written here, not in a function of its
      * own: gcc takes a function of only prefetches for one without effect
      * and drops the call. */
     dims[JIT_NEXT_SLOT(f->ntensors)] = 0;

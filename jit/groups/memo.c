@@ -4,9 +4,9 @@
  *
  * A training loop calls with one list of groups step after step: the same
  * tensor structs and data, only the values in the data new. The walk over
- * the groups for the fast path's checks (jit/groups/gather.c) costs about
- * 0.1 us a group on one core: a tenth of an AdamW step over 10,000 small
- * groups, and a part the threads cannot share well. The memo holds what
+ * the groups for the fast path's checks (jit/groups/gather.c) is a part of
+ * an AdamW step over many small groups that the threads cannot share well
+ * (docs/ENGINES.md, "Measured"). The memo holds what
  * a walk gathered (the summary, each group's elements and data pointers)
  * and a record of every value that walk reads: per group and slot the
  * address of the tensor struct and, unless the same struct was recorded

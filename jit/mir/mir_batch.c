@@ -3,8 +3,8 @@
  * MIR has no sqrt instruction, so a square root is a call, and a call in the
  * middle of an element's arithmetic is expensive beyond the call itself:
  * every floating register is caller-saved, so the values live across it go
- * to the stack and back. In the Adam update that cost half the time per
- * element (3.8 ns against 1.9 without the root). This file takes the calls
+ * to the stack and back: in the Adam update, half the time per element
+ * (docs/ENGINES.md, "Measured"). This file takes the calls
  * out of the element loop when that is safe.
  *
  * Algorithm (strip mining with a batched call). The block is generated as
@@ -24,7 +24,7 @@
  * the scratch buffer, where pass 1 left it, bit for bit the same value.
  * Two single-loop functions rather than one with the strip loop and the
  * calls inside: MIR's generator takes markedly longer over the nested loops
- * and the call (0.55 against 0.36 ms for Adam), and the runner's loop costs
+ * and the call, and the runner's loop costs
  * two indirect calls per strip.
  *
  * When it is safe (jit_mir_batchable): the block has one loop, whose

@@ -29,15 +29,10 @@
  *
  * Elementwise loops are not unrolled: it does not pay for its compile time.
  * MIR's generator takes time in proportion to the instructions it is
- * given, so each copy of the body adds a full body's compile. Measured
- * (1 thread; unrolled into copies entered Duff-style, and the copy's offset
- * in the load/store displacement, so no remainder loop): unrolling by 2
- * took the kernel compile from 0.38 to 0.75 ms for the sigmoid chain and
- * 0.32 to 0.67 ms for Adam, and saved 3.5-4.4% (sigmoid) and 2.4-6.8% (Adam)
- * per element at 2^16 and 2^20; by 4, 1.46 and 1.18 ms, sigmoid 5% slower,
- * Adam 6.5-7.3% faster. Repaying that takes about 3 million
- * elements (some 45 calls at 2^16), while a first call at 2^16 gets 1.6-1.8x
- * slower; and MIR's job is a kernel's first calls: one called that often
+ * given, so each copy of the body adds a full body's compile, and the
+ * elements saved repay it only after dozens of calls, while a first call
+ * gets slower (docs/ENGINES.md, "Measured"); and MIR's job is a kernel's
+ * first calls: one called that often
  * is worth the C engine's compile. Sums keep their partial results
  * (lower_sum_lanes), which pays: it removes a dependency chain, not loop
  * overhead.
