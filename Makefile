@@ -256,7 +256,9 @@ endif
 # In debug builds leak checking is turned on where LeakSanitizer works (it
 # does not under ptrace, in some containers).
 # Tests keep compiled kernels in a cache of their own, not the user's.
-TESTS += $(BUILD)/tests/test_install $(BUILD)/tests/test_python $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_docs
+SCRIPT_TESTS := $(BUILD)/tests/test_install $(BUILD)/tests/test_python $(BUILD)/tests/test_fuzz_replay \
+                $(BUILD)/tests/test_docs
+TESTS += $(SCRIPT_TESTS)
 TEST_RESULTS = $(TESTS:=.result)
 # The binaries are only prerequisites of their results; keep them.
 .SECONDARY: $(TESTS)
@@ -269,19 +271,7 @@ LSAN_SETTING := $(BUILD)/tests/lsan_setting
 .PHONY: FORCE
 FORCE:
 
-$(BUILD)/tests/test_install: tests/test_install.sh
-	@mkdir -p $(dir $@)
-	$(Q)cp $< $@
-	$(Q)chmod +x $@
-$(BUILD)/tests/test_python: tests/test_python.sh
-	@mkdir -p $(dir $@)
-	$(Q)cp $< $@
-	$(Q)chmod +x $@
-$(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.sh
-	@mkdir -p $(dir $@)
-	$(Q)cp $< $@
-	$(Q)chmod +x $@
-$(BUILD)/tests/test_docs: tests/test_docs.sh
+$(SCRIPT_TESTS): $(BUILD)/tests/%: tests/%.sh
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 	$(Q)chmod +x $@
