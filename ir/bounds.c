@@ -1,23 +1,13 @@
-/* ir/bounds.c: proving index expressions in range.
+/* ir/bounds.c: proving index expressions in range (DESIGN section 6).
  *
  * Algorithm: interval arithmetic whose end points are affine forms
- *   c + k1*s1 + k2*s2 + ...
- * over symbols s: axis sizes (DIM, known >= 0), $params (sign unknown) and
- * size sub-expressions that are not affine (kept whole as opaque symbols:
- * floor(E/c) is relaxed with c*floor(E/c) <= E and >= E-c+1 when compared).
- * A loop variable ranges over [lo(start), hi(end) - 1]. `+ - neg` and
- * multiplication by a constant are exact on the end points; floor division
- * by a positive constant and modulo by a positive constant are bounded
- * conservatively; min/max pick an end point when the two are comparable;
- * anything else (products of symbols, tensor loads) is unbounded.
- *
- * To prove 0 <= idx < size: prove -lo(idx) <= 0 and hi(idx) - size <= -1,
- * where "form <= b for every value of the symbols" holds when every size
- * symbol has a non-positive coefficient, every symbol of unknown sign has a
- * zero coefficient, and the constant is <= b. That is sound because sizes
- * are non-negative, and complete enough for sums of loop variables against
- * sizes that cancel symbolically (the convolution's i1 + i4 over
- * dA1 - dB1 + 1 and dB1).
+ * c + k1*s1 + k2*s2 + ... over symbols s: axis sizes (DIM, known >= 0),
+ * $params (sign unknown) and non-affine size sub-expressions kept whole. A
+ * loop variable ranges over [lo(start), hi(end) - 1]. `+ - neg` and
+ * multiplication by a constant are exact; floor division and modulo by a
+ * positive constant are bounded conservatively; min/max pick an end point
+ * when the two are comparable; anything else is unbounded. 0 <= idx < size
+ * holds when -lo(idx) <= 0 and hi(idx) - size <= -1 (aff_le).
  *
  * Assumes loop bounds and sizes are free of tensor loads. A loop whose range
  * is empty never runs, so its variable's interval may be empty: claims about
@@ -129,7 +119,13 @@ static int is_pos_div(const ir_ix_t* s) {
   return s->kind == IR_IX_DIV && s->b->kind == IR_IX_CONST && s->b->value > 0 && ix_static(s->a);
 }
 
-/* Proves form <= bound for every value of its symbols. */
+/* Proves form <= bound for every value of its symbols: every size symbol
+ * has a non-positive coefficient, every symbol of unknown sign a zero one,
+ * and the constant is <= bound. Sound because sizes are non-negative, and
+ * complete enough for sums of loop variables against sizes that cancel
+ * symbolically (the convolution's i1 + i4 over dA1 - dB1 + 1 and dB1). An
+ * opaque floor(E/c) is first relaxed with c*floor(E/c) <= E and
+ * >= E-c+1. */
 static int aff_le(aff_t f, int64_t bound, int budget) {
   if (!f.ok) return 0;
   for (int i = 0; i < f.n; i++) {

@@ -1,33 +1,17 @@
 /* ir/chain_local.c: temporaries that live within one row of a chain, so
- * that the CPU runner can give them a few rows of scratch per thread
- * instead of memory as large as the whole tensor.
+ * that the CPU runner (jit/blocks.c), which takes a chain (ir/chains.c) a
+ * chunk of rows at a time through every block, can give them a few rows of
+ * scratch per thread instead of memory as large as the whole tensor.
  *
- * The runner (jit/blocks.c) takes a chain of blocks (ir/chains.c) a chunk
- * of rows at a time through every block. A temporary T whose row i is
- * written at row i and read only at row i, by the chain's own blocks,
- * needs no more than the chunk's rows at any moment: when a chunk is done
- * no one reads its rows again. Given a scratch of rows_per_chunk rows, the
- * runner points T's data so that the chunk's first row lands on the
- * scratch's row 0; the scratch stays in L1 between the block that writes
- * it and the blocks that read it, and T costs no memory traffic at all
- * (softmax's e = exp(x - max) when it is not staged in the output, see
- * ir/into_output.c).
- *
- * The rule, for a temporary T (not a local, not substituted away):
- *  - every access to T (reads, its write, i32 loads inside indices) lies in
- *    the blocks of one chain of ir_block_chains, and has as its index on
- *    axis 0 the block's own outermost loop variable, bare: row i of T is
- *    touched only at row i;
- *  - T is written by one statement, a covering store (ir_store_covers) in
- *    block A, so each row is written whole at its row before anything
- *    else in that row reads it;
- *  - every read of T lies in a block of the chain after A.
- * Then the values every read sees are those A stored in the same row and
- * chunk, whatever memory holds the other rows. The rows of different
- * threads are disjoint (ir/chains.c), so each thread has scratch of its own.
- * When the chain does not run in chunks (chain_bytes 0, a chain longer than
- * the runner takes at once, another engine, the interpreter), T gets its
- * full-size memory as any temporary does. */
+ * The rule, for a temporary T (not a local, not no-alloc): every access to
+ * T lies in the blocks of one chain of ir_block_chains, at the block's own
+ * outermost loop variable, bare, on axis 0; one covering store
+ * (ir_store_covers) in a block A writes T; every read lies in a later block
+ * of the chain. Then every read sees what A stored in the same row and
+ * chunk, whatever memory holds the other rows, and threads' rows are
+ * disjoint (ir/chains.c). Where the chain does not run in chunks
+ * (chain_bytes 0, a chain longer than the runner takes at once, another
+ * engine, the interpreter), T gets full-size memory as any temporary does. */
 #include <stdlib.h>
 
 #include "ir.h"
@@ -55,6 +39,9 @@ static void note_access(void* ctx, ir_access_t* acc, int is_write, int level, ir
   if (!w->writes || w->write_block >= w->block) w->read_not_after = 1;
 }
 
+/* Row i of T touched only at row i means a chunk needs only its own rows:
+ * once a chunk is done no one reads them again. The covering store writes
+ * each row whole before anything else in that row reads it. */
 int ir_temp_chain_local(const ir_func_t* f, int T, const int* length) {
   const ir_tensor_t* tt = &f->tensors[T];
   if (tt->role != IR_TENSOR_TEMP || tt->local || tt->noalloc || tt->ndim < 1) return 0;

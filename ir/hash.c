@@ -3,26 +3,15 @@
  *
  * Algorithm: the input is read as little-endian 8-byte words (the last one
  * zero-padded) into two 64-bit lanes that mix differently, so that a
- * difference cancelling in one lane survives in the other:
- *   a = rotl((a ^ w) * K1, 29)        b = ((b + w) * K2) ^ (that >> 31)
- * Each step is a bijection of the lane for a fixed word, so two inputs of
- * equal length that differ in one word always differ after it. The length
- * is mixed in at the end (so "a" and "a\0" differ) and each 64-bit half of
- * the result goes through a full avalanche (the murmur3 finalizer) of both
- * lanes. This takes one word per step where the FNV-1a it replaced took a
- * byte, which mattered: a disk-cache hit hashes the key text and the whole
- * shared object.
+ * difference cancelling in one lane survives in the other; the length is
+ * mixed in at the end and each 64-bit half of the result goes through the
+ * murmur3 finalizer. A word per step, not a byte, since a disk-cache hit
+ * hashes the key text and the whole shared object.
  *
- * It is not a cryptographic hash and need not be: every cache lookup also
- * compares the full key text, so a collision costs a recompile, never a
- * wrong kernel; and the checksum guards against damage, not an attacker
- * (the directory's owner and mode guard against those).
- *
- * ir_hash streams the canonical text of ir_print (IR_PRINT_CANONICAL) into
- * the hash (ir/print.h) instead of building a string, so it cannot run out
- * of memory: there is no fallback value that several distinct functions
- * could end up sharing. Streaming in pieces gives the same value as hashing
- * the whole text at once. */
+ * Not cryptographic, and need not be: every lookup also compares the full
+ * key text, so a collision costs a recompile, never a wrong kernel; the
+ * checksum guards against damage, not an attacker (the directory's owner
+ * and mode do). */
 #include "print.h"
 
 #include <string.h>
@@ -40,6 +29,9 @@ typedef struct {
 
 static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
+/* a = rotl((a ^ w) * K1, 29), b = ((b + w) * K2) ^ (that >> 31): each a
+ * bijection of its lane for a fixed word, so two inputs of equal length
+ * that differ in one word always differ after it. */
 static void absorb(hash_state_t* s, uint64_t w) {
   s->a = rotl64((s->a ^ w) * K1, 29);
   uint64_t b = (s->b + w) * K2;
@@ -82,6 +74,7 @@ static uint64_t avalanche(uint64_t x) {
   return x ^ (x >> 33);
 }
 
+/* The length goes in last, so that "a" and "a\0" differ. */
 static ir_hash_t hash_result(const hash_state_t* state) {
   hash_state_t s = *state;
   if (s.npending) absorb(&s, s.pending);
@@ -99,6 +92,10 @@ ir_hash_t ir_hash_bytes(const void* data, size_t n) {
 
 static void write_to_hash(void* ctx, const char* text, size_t n) { hash_update(ctx, text, n); }
 
+/* Streams the canonical text of ir_print into the hash instead of building
+ * a string, so it cannot run out of memory: there is no fallback value that
+ * several distinct functions could end up sharing. Streaming in pieces gives
+ * the same value as hashing the whole text at once. */
 ir_hash_t ir_hash(const ir_func_t* f) {
   hash_state_t s;
   hash_init(&s);

@@ -7,17 +7,11 @@
  *   dim    := 'd' LETTER digits [ '[' '=' dim ']' ]
  *
  * Algorithm: recursive descent with one function per rule; the repetitions
- * of expr and term are loops that build left-associative trees, so only
- * parentheses and min/max recurse. That recursion is counted and capped at
- * IR_IX_MAX_DEPTH, the operators (which bound the depth of the tree that
- * later passes walk recursively) at IR_IX_MAX_OPERATIONS, and the text
- * length at IR_IX_MAX_LENGTH, so that hostile input produces an error and
- * never exhausts the stack. Spaces and tabs are
- * skipped between tokens (not inside one: "i 0" is an error).
- *
- * The first error wins: it is recorded with its 1-based column and every
- * caller up the recursion returns NULL at once. Assertions are collected in
- * a local array and handed to the caller only on success, so a failed parse
+ * are loops building left-associative trees, so only parentheses and
+ * min/max recurse. Depth, operators and length are capped, so that hostile
+ * input is an error, never a stack overflow. Spaces and tabs are skipped
+ * between tokens ("i 0" is an error). The first error wins, with its 1-based
+ * column; assertions reach the caller only on success, so a failed parse
  * leaves the caller's buffers untouched. */
 #include <limits.h>
 #include <stdio.h>

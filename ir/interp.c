@@ -1,24 +1,16 @@
-/* ir/interp.c: the reference interpreter. It defines what the loop IR means;
- * every engine is tested against it.
+/* ir/interp.c: the reference interpreter. It defines what the loop IR means
+ * (DESIGN section 3, "Meaning"); every engine is tested against it.
  *
- * The walk (one iteration is ir_walk_iteration, ir/semantics.c, which the
- * C, MIR and CUDA emitters print in the same order):
- *   for each block in order: run_loop(block, 0)
- *   run_loop(b, k): for v in [start, end): set loop k's id to v; reset loop
- *                   k's carried variables to their identity
- *                   (ir_reduce_identity); run_loop(b, k+1); run loop k's
- *                   statements in order.
- *   a statement evaluates its whole value expression (both sides of a
- *   where), then, if any checked access was out of range, does nothing.
+ * The walk: for each block in order, run loop 0; an iteration of loop k
+ * sets its id, resets its carried variables to their identity, runs loop
+ * k+1, then loop k's statements (ir_walk_iteration, ir/semantics.c, which
+ * the C, MIR and CUDA emitters print in the same order). A statement
+ * evaluates its whole value (both sides of a where), then, if any checked
+ * access was out of range, does nothing.
  *
- * Arithmetic follows the expression's dtype: f32 results are rounded to
- * float after every operation (double has enough bits that this gives the
- * correctly rounded float result for + - * / and sqrt), i32 results wrap to
- * 32 bits, and integer division and modulo round toward negative infinity
- * with x/0 == x%0 == 0. max/min ignore a NaN operand (like fmax/fmin), and
- * so do the max/min reductions. Float to i32 conversion truncates toward
- * zero, saturates, and maps NaN to 0. bf16 and f16 (ir/half.c) load as
- * f32 and round when stored or cast to. */
+ * Values are held in double (or int64 for i32) and rounded to the
+ * expression's dtype after every operation: double has enough bits that
+ * this gives the correctly rounded f32 result for + - * / and sqrt. */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>

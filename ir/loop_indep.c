@@ -1,28 +1,18 @@
 /* ir/loop_indep.c: whether a loop's iterations are independent, so that an
- * engine may run them in parallel (the C engine's threads over a block's
- * outermost loop, the CUDA engine's threads over a loop nest, vectorizing
- * hints for the innermost loop). Condition 2 alone
- * (ir_loop_accesses_disjoint) serves a reduction loop whose accumulations
- * go to one partial result per iteration of a group (the C engine's lanes,
- * jit/c/c_reduce.c): the iterations of a group then share nothing else.
+ * engine may run them in parallel (the C and MIR runner's threads over a
+ * block's outermost loop, the CUDA engine's threads over a loop nest,
+ * vectorizing hints for the innermost loop).
  *
  * Algorithm: two conditions, both conservative.
  * 1. No statement at or inside loop k accumulates into a carried variable
- *    declared by a loop outside k: such a sum runs through every iteration
- *    of k in order.
+ *    declared outside k: such a sum runs through every iteration in order.
  * 2. Every tensor the block writes (non-local, not exempt) is touched, by
  *    every access of the block, with loop k's variable as the plain index
  *    of one axis, the same axis for every access of that tensor: then
- *    iteration i of loop k touches only elements whose index on that axis
- *    is i, and different iterations touch disjoint elements. (An axis per
- *    access is not enough: t[i, j] and t[j, i] under loop i both hold i,
- *    yet iteration 0 writes t[0, 1] and iteration 1 reaches it as t[j, i].)
- *    One walk over the block's accesses (ir_walk_accesses) marks the
- *    written tensors; a second keeps, per written tensor, the axes that
- *    hold loop k's variable in every access seen so far.
- * An index that only depends on loop k through arithmetic (i * 2, i + 1)
- * does not count: proving such accesses disjoint is left undone, and the
- * loop is then reported dependent. */
+ *    different iterations touch disjoint elements. An index that depends
+ *    on k only through arithmetic (i * 2, i + 1) fails it.
+ * Condition 2 alone (ir_loop_accesses_disjoint) serves a reduction in lanes
+ * (jit/c/c_reduce.c): the iterations of a group then share nothing else. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -43,6 +33,10 @@ static void note_written(void* ctx, ir_access_t* acc, int is_write, int level, i
   if (is_write && level >= d->from_level) d->axes[acc->tensor] = ~(uint64_t)0;
 }
 
+/* Keeps, per written tensor (marked by note_written), the axes that hold
+ * loop k's variable in every access seen so far. The same axis for every
+ * access, not one per access: t[i, j] and t[j, i] under loop i both hold i,
+ * yet iteration 0 writes t[0, 1] and iteration 1 reaches it as t[j, i]. */
 static void check_distinct(void* ctx, ir_access_t* acc, int is_write, int level, ir_stmt_t* stmt) {
   (void)is_write;
   (void)stmt;

@@ -1,29 +1,9 @@
-/* ir/pipeline.c: the pass pipeline, in order. It runs on a copy so that the
- * raw IR stays printable (UJ_DUMP_IR_RAW) beside the optimized one
- * (UJ_DUMP_IR). With "passes" in UOPJIT_DEBUG (a comma-separated list;
- * any other word there is an error), the IR after each pass goes to
- * stderr. Every build verifies the result once; debug builds
- * (UJ_VERIFY_PASSES, set by `make debug`) and "verify" in UOPJIT_DEBUG
- * verify after every pass, which names the pass that broke the IR
- * but costs as much as the passes themselves on the compile path.
+/* ir/pipeline.c: the pass pipeline, in order (the table below; DESIGN
+ * section 6 says what each pass does and why it sits where it does).
  *
- *   bounds  first, so that proven reads no longer count as checked
- *   dce     dead blocks and stores go before fusion looks at them
- *   scalars loop-invariant 0-d temporaries move into their readers
- *   dce     and their one-iteration blocks go
- *   fuse    blocks with equal loop ranges and same-element dependencies merge
- *   subst   stored values are forwarded to same-element readers in a loop
- *   into_output a costly value a later block reads back where it writes an
- *           output is stored in that output instead (ir/into_output.c)
- *   recompute a cheap value a later block reads back is computed there again
- *           when that moves fewer bytes than its temporary (ir/recompute.c)
- *   dce     the stores subst and recompute left unread go; their tensors,
- *           and the temporaries into_output replaced, become no-alloc
- *   powers  pow by a constant 2, 3, 4, -1..-4, 0.5, -0.5 becomes multiplies,
- *           a reciprocal, sqrt or rsqrt (ir/powers.c)
- *   cse     each element is loaded once per iteration
- *   chain_local temporaries read only at the row of a chain that wrote them
- *           are marked, for the CPU runner's scratch rows (ir/chain_local.c) */
+ * It runs on a copy, so that the raw IR stays printable (UJ_DUMP_IR_RAW)
+ * beside the optimized one (UJ_DUMP_IR). Every run verifies its result
+ * once; UOPJIT_DEBUG can print and verify after every pass (ir_pipeline). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +34,12 @@ static uj_status_t verify_after(ir_func_t* f, const char* pass) {
   return UJ_ERR_INVALID;
 }
 
-/* PIPELINE_MAX_BLOCKS and PIPELINE_MAX_TENSORS: ir.h says why. */
+/* PIPELINE_MAX_BLOCKS and PIPELINE_MAX_TENSORS: ir.h says why.
+ * UOPJIT_DEBUG is a comma-separated list (any other word there is an
+ * error): "passes" prints the IR after each pass to stderr; "verify", like
+ * debug builds (UJ_VERIFY_PASSES, set by `make debug`), verifies after
+ * every pass, which names the pass that broke the IR but costs as much as
+ * the passes themselves on the compile path, so builds verify only once. */
 uj_status_t ir_pipeline(const ir_func_t* raw, ir_func_t** out) {
   if (raw->nblocks > PIPELINE_MAX_BLOCKS || raw->ntensors > PIPELINE_MAX_TENSORS)
     return rt_error(UJ_ERR_UNSUPPORTED,

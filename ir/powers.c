@@ -1,32 +1,18 @@
 /* ir/powers.c: powers by a constant become multiplications and roots.
  *
- * pow(x, n) is a call into libm (or the device library) at every element:
- * several nanoseconds where a multiply takes a fraction of one, and a
- * trap for anyone writing GELU's tanh form as x**3. For a float constant
- * exponent n the pass rewrites
+ * pow(x, n) is a libm (or device library) call at every element, and a
+ * trap for anyone writing GELU's tanh form as x**3. For a float constant n:
  *
  *   n = 2, 3, 4      x*x, x*x*x, x*x*x*x (left to right)
- *   n = -1           recip(x)
- *   n = -2           r*r with r = recip(x)
- *   n = 0.5          where(x == -inf, +inf, sqrt(x + 0))
- *   n = -0.5         where(x == -inf, 0, rsqrt(x + 0))
+ *   n = -1, -2       recip(x), r*r with r = recip(x)
+ *   n = 0.5, -0.5    where(x == -inf, +inf or 0, sqrt or rsqrt(x + 0))
  *   n = 1            x
  *
- * so that the result is within 2 ulp of pow's (at most three roundings,
- * each of half an ulp; the reciprocal first keeps 1/x**2 from passing
- * through an underflowed x**2: measured over f32 and f64 sweeps, x**4 and
- * x**-2 come within 2 ulp, the others within 1; -3 and -4, with errors of 3
- * and 5 ulp that way, are left to pow), with pow's special values exactly, so that what a
- * program computes does not depend on the passes: products of x keep its
- * signed zeros, infinities and NaN as pow does for whole exponents, and
- * for the half ones x + 0 turns -0 into +0 (pow(-0, 0.5) = +0, pow(-0,
- * -0.5) = +inf) and the select gives pow's values at -inf, where sqrt and
- * rsqrt give NaN. n = 0 is left to pow (1 for every x, NaN too).
- *
- * A base that is not a leaf (a load, a constant, an index, a carried
- * variable) is computed once into a 0-d local, defined by a statement
- * inserted just before the one that reads it; so is r. Runs before cse,
- * which then shares the loads. Invalidates deps. */
+ * Results are within 2 ulp of pow's (tests/test_powers.c) and keep pow's
+ * special values exactly, so that no special value depends on whether the
+ * passes ran; -3, -4 (3 and 5 ulp this way) and 0 stay pow. A
+ * base that is not a leaf is computed once into a 0-d local; runs before
+ * cse, which then shares the loads. Invalidates deps. */
 #include <math.h>
 
 #include "ir.h"
@@ -70,7 +56,14 @@ static ir_expr_t* in_local(ir_func_t* f, ir_loop_t* l, int* s, ir_expr_t* v) {
 /* A fresh node reading the same leaf as x. */
 static ir_expr_t* again(ir_func_t* f, const ir_expr_t* x) { return ir_expr_copy(f, x); }
 
-/* Rewrites the pow e (in statement *s of l) in place. 0 on out of memory. */
+/* Rewrites the pow e (in statement *s of l) in place. 0 on out of memory.
+ * At most three roundings of half an ulp each; the reciprocal comes first
+ * so that 1/x**2 does not pass through an underflowed x**2. Products of x
+ * keep its signed zeros, infinities and NaN as pow does for whole
+ * exponents. For the half powers x + 0 turns -0 into +0 (pow(-0, 0.5) = +0,
+ * pow(-0, -0.5) = +inf) and the select gives pow's values at -inf, where
+ * sqrt and rsqrt give NaN. The base (and r) goes into a local defined just
+ * before the statement that reads it. */
 static int rewrite(ir_func_t* f, ir_loop_t* l, int* s, ir_expr_t* e) {
   double n = e->b->value;
   ir_expr_t* x = e->a;

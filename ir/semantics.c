@@ -1,23 +1,11 @@
 /* ir/semantics.c: the parts of the loop IR's meaning that every target
  * states alike, written once so that the interpreter (ir/interp.c), which
- * runs them, and the emitters (jit/c_like.c, jit/c/c_emit.c, jit/c/c_reduce.c,
- * jit/cuda/cuda_emit.c, jit/mir/mir_emit.c), which print them, cannot drift apart:
- *
- *  - what a reduction starts from (its identity) and which reductions
- *    compare, keep the index of their best element, or add and multiply;
- *  - the loop-nest walk: one iteration of loop k resets the loop's carried
- *    variables, runs the loops inside it, then the loop's statements, in
- *    that order;
- *  - which operations are transcendental calls (exp, erf, pow, ...: the
- *    op table's, ir/ops.c), whose cost the passes weigh against memory;
- *  - the range-check walk: which axes guard a statement (the run-time
- *    checked ones of everything it reads and writes), in the order they
- *    must be tested: an index that is itself an i32 read is checked before
- *    it is used to check (or read) anything;
- *  - a covering store: a plain unchecked store whose every index is a
- *    distinct loop of its block over the whole axis, the shape the passes
- *    that replace or stream a tensor (into_output, recompute, stream,
- *    chain_local) all ask for.
+ * runs them, and the emitters (jit/c_like.c, jit/c/c_emit.c, c_reduce.c,
+ * jit/cuda/cuda_emit.c, jit/mir/mir_emit.c), which print them, cannot drift
+ * apart: reduction identities and kinds; the loop-nest walk of one
+ * iteration; which operations are transcendental calls (the op table's,
+ * ir/ops.c), whose cost the passes weigh against memory; the range-check
+ * walk; the covering store. Each walk says its order below.
  *
  * How each target spells a value, a loop or a comparison stays with it. */
 #include <math.h>
@@ -51,7 +39,9 @@ int ir_expr_op_is_transcendental(const ir_expr_t* e) {
   return e->kind == IR_EX_UNARY && ir_unary_is_transcendental((uj_unary_op_t)e->op);
 }
 
-/* ---- the loop-nest walk ---- */
+/* ---- the loop-nest walk ----
+ * One iteration of loop k resets the loop's carried variables, runs the
+ * loops inside it, then the loop's statements, in that order. */
 
 void ir_walk_iteration(const ir_block_t* b, int k, const ir_iteration_visitor_t* v, void* ctx) {
   const ir_loop_t* l = &b->loops[k];
@@ -61,7 +51,9 @@ void ir_walk_iteration(const ir_block_t* b, int k, const ir_iteration_visitor_t*
   for (int s = 0; s < l->nstmts; s++) v->stmt(ctx, &l->stmts[s], k);
 }
 
-/* ---- the range-check walk ---- */
+/* ---- the range-check walk ----
+ * The axes that guard a statement: the run-time checked ones of everything
+ * it reads and writes, in the order they must be tested. */
 
 int ir_stmt_has_checks(const ir_stmt_t* s) {
   return ir_expr_has_checks(s->value) || ir_ix_has_checks(s->arg_index) ||
@@ -112,7 +104,8 @@ static const ir_loop_t* loop_of(const ir_block_t* b, int id) {
 }
 
 /* A covering store, the shape into_output, recompute, stream and
- * chain_local all ask for: stated once here. */
+ * chain_local all ask for: stated once here. A plain unchecked store whose
+ * every index is a distinct loop of its block over the whole axis. */
 int ir_store_covers(const ir_func_t* f, const ir_block_t* b, const ir_stmt_t* s) {
   const ir_access_t* target = &s->target;
   const ir_tensor_t* t = &f->tensors[target->tensor];

@@ -1,30 +1,18 @@
 /* ir/stream.c: which outputs are written once and never read, so that an
- * engine may write them around the cache (the C engine's streaming
- * stores, jit/c/c_stream.c).
+ * engine may write them around the cache (the C engine's streaming stores,
+ * jit/c/c_stream.c; DESIGN section 6, "Streamed outputs").
  *
- * A store to memory first reads the line it lands in (read for ownership),
- * so an output written over memory not in cache costs a read and a write
- * per line; a streaming (non-temporal) store of a whole line costs the
- * write alone. That is only right for a line nothing reads back soon: the
- * output must be written once, by one statement, and read nowhere in the
- * function. The rule, for output O and its statement S in block B:
- *  - S is the only access to O in the whole function, a plain store (no
- *    scatter-add), guarded by no run-time check, whose target covers O:
- *    each index a distinct loop of B over [0, the size of that axis);
- *  - every loop around S of more than one iteration is named by the
- *    target (S stores each element once), S sits in B's innermost loop and
- *    O's last index is that loop's variable: consecutive iterations store
- *    consecutive elements, so whole lines can be gathered;
- *  - that loop is not a reduction loop in lanes (ir_lanes_fit): splitting
- *    it where the output's lines start would make the order of the
- *    reduction's additions depend on an address, and results must depend
- *    on sizes alone;
- * An output an input may be written over (ir_alias_safe: an elementwise
- * chain's, Adam's) qualifies too: whether a call runs in place is known
- * only when it runs (the caller passes the same buffer twice), so the
- * engine tests it then, and does not stream in place, where the line was
- * just read and is in cache anyway (jit/c/c_stream.c).
- * The values stored are the same; only where they pass through changes. */
+ * An ordinary store first reads the line it lands in (read for ownership);
+ * a streaming store of a whole line writes it alone, which is only right
+ * for a line nothing reads back soon. The rule, for output O: one
+ * statement S in block B is the only access to O in the function, a plain
+ * unguarded store covering O (ir_store_covers); every loop around S of
+ * more than one iteration is named by its target; S sits in B's innermost
+ * loop, which is O's last index, so consecutive iterations store
+ * consecutive elements; and that loop is not a reduction in lanes. An
+ * output an input may be written over qualifies too: whether a call runs
+ * in place is known only when it runs, and the engine tests it then. The
+ * values stored are the same; only where they pass through changes. */
 #include <stdlib.h>
 
 #include "ir.h"
@@ -49,6 +37,12 @@ static int named(const ir_access_t* target, int id) {
   return 0;
 }
 
+/* A reduction loop in lanes (ir_lanes_fit) is refused: split where the
+ * output's lines start, the order of its additions would depend on an
+ * address, and results must depend on sizes alone. An in-place output
+ * (ir_alias_safe: an elementwise chain's, Adam's) is not streamed when the
+ * call does run in place, since the line was just read and is in cache
+ * anyway (jit/c/c_stream.c). */
 const ir_stmt_t* ir_output_streamable(const ir_func_t* f, int O, int* block) {
   const ir_tensor_t* ot = &f->tensors[O];
   if (ot->role != IR_TENSOR_OUTPUT || ot->local || ot->noalloc || ot->ndim < 1) return NULL;

@@ -1,32 +1,17 @@
-/* ir/subst.c: substitution (store-to-load forwarding).
+/* ir/subst.c: substitution (store-to-load forwarding), DESIGN section 6.
  *
  * Algorithm: for each store S `t[I] = V` in a loop's statement list, where
  * I is unchecked and names a distinct element per iteration of the
  * enclosing loops, V reads no checked element and does not read t, every
  * later statement of the same list that reads t at exactly I gets V in place
  * of that load, until a statement writes t or something V reads (a tensor
- * or a carried variable); then V would no longer be the stored value. When
- * V is more than a load, constant or variable and has several readers, or
- * the store must stay (an output), V goes into a local first (a 0-d
- * scalar private to the iteration, `l = V; t[I] = l`) and the readers read
- * the local, so nothing is computed twice. So does a V of more than
- * FORWARD_MAX_NODES nodes: copied into its reader, which may be forwarded
- * in turn, a chain of n statements would grow one expression of n levels,
- * copied whole at every step (n^2 nodes, and recursion n deep in every
- * walk of it after). Afterwards dce drops
- * the stores to temporaries that nobody reads and marks them no-alloc: an
- * intermediate written once and read only in the same loop at the same
- * index disappears, and a chain of elementwise ops becomes one expression.
- *
- * Forwarding V with a checked read would turn "read what the zero-fill
- * left" into "skip the reader", so it is not done. Instead, scalar
- * replacement: a temporary whose every access (stores and loads) is in one
- * loop's statement list, at one unchecked index that names a distinct
- * element per iteration, lives only within an iteration, so it becomes a
- * local. That keeps a zero-fill followed by a checked gather (padding) out
- * of memory: `l = 0; l = x[?(..)]; c += l * w`. Reads at other depths of
- * the same block see other iterations and are left alone. Invalidates
- * deps. */
+ * or a carried variable): then V would no longer be the stored value. A V
+ * worth computing once goes into a local first (`l = V; t[I] = l`). dce then
+ * drops the stores nobody reads, so a chain of elementwise ops becomes one
+ * expression. Then scalar replacement: a temporary whose every access is in
+ * one loop's statement list at one unchecked per-iteration index lives only
+ * within an iteration and becomes a local, which keeps a zero-fill followed
+ * by a checked gather (padding) out of memory. Invalidates deps. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,9 +144,12 @@ static int forward_into(subst_t* S, ir_expr_t** slot, const ir_access_t* target,
          forward_into(S, &e->c, target, V, replace, oom);
 }
 
-/* The largest value copied into its readers (above); statements of the
- * expression language are at most 256 levels deep, so every expression
- * stays within a few hundred levels. */
+/* The largest value copied into its readers. A larger V goes into a local
+ * first: copied into its reader, which may be forwarded in turn, a chain of
+ * n statements would grow one expression of n levels, copied whole at every
+ * step (n^2 nodes, and recursion n deep in every walk of it after).
+ * Statements of the expression language are at most 256 levels deep, so
+ * every expression stays within a few hundred levels. */
 #define FORWARD_MAX_NODES 256
 
 /* The nodes of e, counted up to limit + 1. */
@@ -206,7 +194,12 @@ static int into_local(subst_t* S, ir_loop_t* l, int s) {
   return (st->value = ir_ex_load(f, &acc)) != NULL;
 }
 
-/* Forwards statement s of loop k; returns 0 on OOM. */
+/* Forwards statement s of loop k; returns 0 on OOM. A V with a checked
+ * read is never forwarded: that would turn "read what the zero-fill left"
+ * into "skip the reader". A V that is more than a load, constant or
+ * variable goes into a local (a 0-d scalar private to the iteration) when
+ * it has several readers, so that nothing is computed twice, or when the
+ * store must stay (an output, or read elsewhere). */
 static int forward_store(subst_t* S, ir_block_t* b, int k, int s) {
   ir_func_t* f = S->f;
   ir_loop_t* l = &b->loops[k];
@@ -244,7 +237,10 @@ static int forward_store(subst_t* S, ir_block_t* b, int k, int s) {
   return !oom;
 }
 
-/* ---- scalar replacement ---- */
+/* ---- scalar replacement ----
+ * `l = 0; l = x[?(..)]; c += l * w`: the padded read stays checked and
+ * skips its store, but out of memory. Reads at other depths of the same
+ * block see other iterations, so they leave the temporary alone. */
 
 typedef struct {
   int block, level;        /* -1: not seen yet */

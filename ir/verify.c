@@ -1,30 +1,18 @@
 /* ir/verify.c: checks the structural invariants of a loop-IR function, the
- * contract every pass, emitter and the interpreter rely on:
+ * contract every pass, emitter and the interpreter rely on (DESIGN
+ * section 3, "Invariants"):
  *
- *   - tensors: valid dtype, rank and role; their size expressions mention no
- *     loop; accesses name an existing, allocated tensor with one index per
- *     axis, and check bits only on existing axes;
- *   - scopes: an index may use loop iN only inside loop iN (statements of loop
- *     k see loops 0..k of their block; the bounds of loop k see loops
- *     0..k-1); carried variables are read and accumulated only inside the
- *     loop that declares them; loop ids and carried ids are unique and below
- *     next_loop_id / next_carried_id (the interpreter indexes arrays by them);
- *   - sizes and parameters: DIM names an existing tensor axis, PARAM a slot
- *     below nparams;
- *   - dtypes: binary operands and result agree, where's branches agree with
- *     the result, a load has its tensor's compute dtype (f32 for bf16/f16), a
- *     carried read has the carried dtype (i32 for argmax/argmin), stored
- *     values match their target's compute dtype, only inputs and outputs
- *     store bf16/f16 and nothing scatter-adds into them, a half-dtype value
- *     is a cast read only by a cast (ir/half.c),
- *     float-only math is not applied to i32; ACCUM has arg_index exactly for
- *     the arg ops; every block has at least one loop.
+ *   - tensors: valid dtype, rank and role; sizes mention no loop; accesses
+ *     name an allocated tensor with one index per axis, check bits only on
+ *     existing axes; DIM names an existing axis, PARAM a slot below nparams;
+ *   - scopes: loop iN only inside loop iN, carried variables only inside
+ *     the loop that declares them; ids unique and below the counters;
+ *   - dtypes: operands, results and targets agree in compute dtypes, half
+ *     dtypes only where ir/half.c allows them, no float-only math on i32.
  *
- * Algorithm: one recursive walk; the first violation is reported with where
- * it was found ("block 2 loop i5: load of t3 has 2 indices, tensor has rank
- * 3 (statement 1)") and UJ_ERR_INVALID. Uniqueness is checked pairwise,
- * which needs no memory: functions have few loops and carried variables.
- * These are internal errors, never the user's. */
+ * Algorithm: one recursive walk; the first violation is UJ_ERR_INVALID
+ * naming where it was found ("block 2 loop i5: ... (statement 1)"). These
+ * are internal errors, never the user's. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -151,6 +139,8 @@ static int check_access(verifier_t* v, const ir_access_t* acc, const char* what)
   return 1;
 }
 
+/* A load has its tensor's compute dtype (f32 for bf16/f16), a carried read
+ * the carried dtype (i32 for argmax/argmin). */
 static int check_expr(verifier_t* v, const ir_expr_t* e) {
   if (!e) return fail(v, "missing value expression");
   /* a half-dtype value is a cast to it, read only by another cast: every
@@ -207,6 +197,9 @@ static int check_expr(verifier_t* v, const ir_expr_t* e) {
   return fail(v, "value expression of unknown kind %d", (int)e->kind);
 }
 
+/* Stored values match their target's compute dtype; only inputs and outputs
+ * store bf16/f16 and nothing scatter-adds into them; ACCUM has arg_index
+ * exactly for the arg ops. */
 static int check_stmt(verifier_t* v, const ir_stmt_t* s) {
   switch (s->kind) {
     case IR_ST_STORE:
@@ -241,7 +234,9 @@ static int check_stmt(verifier_t* v, const ir_stmt_t* s) {
 }
 
 /* Whether loop id / carried id `id` appears before position (b, k[, c]) in
- * the function: uniqueness without a side table. */
+ * the function: uniqueness without a side table, pairwise, since functions
+ * have few loops and carried variables. Ids stay below next_loop_id and
+ * next_carried_id because the interpreter indexes arrays by them. */
 static int loop_id_seen_before(const ir_func_t* f, int bi, int k, int id) {
   for (int b = 0; b <= bi; b++)
     for (int l = 0; l < (b == bi ? k : f->blocks[b].nloops); l++)
@@ -268,7 +263,7 @@ static int check_loop(verifier_t* v, int bi, int k) {
     return fail(v, "loop id outside [0, %d)", f->next_loop_id);
   if (loop_id_seen_before(f, bi, k, l->id)) return fail(v, "loop id used twice");
 
-  /* the bounds see the enclosing loops only */
+  /* the bounds of loop k see loops 0..k-1, its statements loops 0..k */
   v->scope = k - 1;
   v->in = IN_START;
   if (!check_ix(v, l->start)) return 0;
