@@ -2,19 +2,17 @@
  *
  * Why: MIR's generator allocates and frees many blocks for every function
  * it compiles (bitmaps, arrays, tables), the same sizes again for the next
- * function; with the C library's allocator that was about a fifth of a
- * kernel's compile, and its Adam kernel compiled 12% faster with this one.
+ * function; with the C library's allocator that was a sizeable share of a
+ * kernel's compile (docs/ENGINES.md, "Measured").
  *
  * Algorithm: segregated free lists. A request of n bytes takes a block of
  * the smallest size class 2^k >= n + 16 (k = 5 .. 16), whose first 16 bytes
- * record k, so the result keeps malloc's 16-byte alignment. A freed block
- * goes onto the free list of its class, and the next request of that class
- * takes it back (last freed, first taken: most likely still in cache). A
- * request above the largest class goes to malloc and its block back to
- * free. realloc keeps the block when the new size still fits its class.
- * Blocks on the lists are released when the pool is (after MIR_finish), so
- * a context holds at most its peak use. A pool serves one context, used
- * under the engine's lock only: nothing here is synchronized. */
+ * record k, keeping malloc's 16-byte alignment. A freed block goes onto its
+ * class's list, last freed first taken (most likely still in cache); larger
+ * requests go to malloc. Blocks on the lists are released when the pool is
+ * (after MIR_finish), so a context holds at most its peak use. A pool
+ * serves one context, under the engine's lock only: nothing here is
+ * synchronized. */
 #ifdef UJ_HAVE_MIR
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,6 +84,7 @@ static void* pool_calloc(size_t count, size_t size, void* user_data) {
   return p;
 }
 
+/* Keeps the block when the new size still fits its class. */
 static void* pool_realloc(void* p, size_t old_size, size_t new_size, void* user_data) {
   if (!p) return pool_malloc(new_size, user_data);
   uint32_t c = block_of(p)->used.size_class;

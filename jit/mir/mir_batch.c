@@ -1,41 +1,18 @@
 /* jit/mir/mir_batch.c: square roots in batches, for the MIR engine.
  *
- * MIR has no sqrt instruction, so a square root is a call, and a call in the
- * middle of an element's arithmetic is expensive beyond the call itself:
- * every floating register is caller-saved, so the values live across it go
- * to the stack and back: in the Adam update, half the time per element
- * (docs/ENGINES.md, "Measured"). This file takes the calls
- * out of the element loop when that is safe.
+ * MIR has no sqrt instruction, so a root is a call, and a call amid an
+ * element's arithmetic costs beyond itself: every floating register is
+ * caller-saved, so the values live across it go to the stack and back
+ * (docs/ENGINES.md, "Measured"). This file takes the calls out of the
+ * element loop when that is safe (jit_mir_batchable).
  *
- * Algorithm (strip mining with a batched call). The block is generated as
- * two functions, a<N> and b<N> (jit_strip_fn), and the runner (jit/blocks.c)
- * drives them over strips of up to JIT_STRIP elements:
- *   a<N>    pass 1: per element, compute the argument of every square root
- *           (the "sites") and store it in the site's part of the runner's
- *           scratch buffer;
- *   runner  once per site, jit_batch_sqrt[f](part, n), which the library
- *           compiles so that it vectorizes (jit/batch_math.c);
- *   b<N>    pass 2: per element, the block's statements as usual, each site
- *           reading its root from the scratch buffer instead of calling.
- * Pass 1 computes only what the arguments need: the locals they read (and
- * the locals those read), in statement order. Pass 2 recomputes those
- * locals, a few register operations, far less than the call; except that a
- * local which is itself an argument (v in Adam's sqrt(v)) is read back from
- * the scratch buffer, where pass 1 left it, bit for bit the same value.
- * Two single-loop functions rather than one with the strip loop and the
- * calls inside: MIR's generator takes markedly longer over the nested loops
- * and the call, and the runner's loop costs
- * two indirect calls per strip.
- *
- * When it is safe (jit_mir_batchable): the block has one loop, whose
- * iterations are independent (jit_block_parallel), with no carried values;
- * every statement is a plain store with no run-time checks (pass 1 must not
- * read anything a guard would skip); an argument reads no tensor that the
- * block writes (pass 1 runs before the strip's stores, so such a read could
- * see an old value), contains no other site, and reads only locals stored
- * once in the loop by a statement without sites. Evaluating an argument
- * early is then the same computation on the same inputs, and the rounding
- * is the same: sqrt is correctly rounded in both places. */
+ * Algorithm (strip mining with a batched call): the block becomes two
+ * functions, a<N> and b<N> (jit_strip_fn), which the runner (jit/blocks.c)
+ * drives over strips of up to JIT_STRIP elements. a<N> computes, per
+ * element, the argument of every square root (a "site") into the site's
+ * part of the runner's scratch; the runner calls jit_batch_sqrt[f] once per
+ * site, which vectorizes (jit/batch_math.c); b<N> runs the block's
+ * statements as usual, each site reading its root from the scratch. */
 #ifdef UJ_HAVE_MIR
 #include "mir_lower.h"
 
@@ -128,6 +105,15 @@ static int has_carried(const ir_expr_t* e) {
   return e && (e->kind == IR_EX_CARRIED || has_carried(e->a) || has_carried(e->b) || has_carried(e->c));
 }
 
+/* Safe when the block has one loop, whose iterations are independent
+ * (jit_block_parallel), with no carried values; every statement is a plain
+ * store with no run-time checks (pass 1 must not read anything a guard
+ * would skip); an argument reads no tensor that the block writes (pass 1
+ * runs before the strip's stores, so such a read could see an old value),
+ * contains no other site, and reads only locals stored once in the loop by
+ * a statement without sites. Evaluating an argument early is then the same
+ * computation on the same inputs, rounded the same: sqrt is correctly
+ * rounded in both places. */
 jit_mir_batch_t* jit_mir_batchable(const ir_func_t* f, const ir_block_t* b) {
   if (b->nloops != 1 || b->loops[0].ncarried != 0 || !jit_block_parallel(f, b)) return NULL;
   const ir_loop_t* l = &b->loops[0];
@@ -212,6 +198,14 @@ MIR_reg_t jit_mir_batched(lower_t* L, const ir_expr_t* e) {
   return 0;
 }
 
+/* Pass 1 computes only what the arguments need: the locals they read (and
+ * the locals those read), in statement order. Pass 2 recomputes those
+ * locals, a few register operations, far less than the call; except that a
+ * local which is itself an argument (v in Adam's sqrt(v)) is read back from
+ * the scratch, where pass 1 left it, bit for bit the same value. Two
+ * single-loop functions rather than one with the strip loop and the calls
+ * inside: MIR's generator takes markedly longer over the nested loops and
+ * the call than the runner's two indirect calls per strip cost. */
 void jit_mir_lower_strip_half(lower_t* L, jit_mir_batch_t* B, int pass, MIR_reg_t scratch) {
   const ir_loop_t* l = &B->block->loops[0];
   L->batch = B;

@@ -1,24 +1,22 @@
 /* jit/mir/mir_distinct.c: three-operand instructions whose two inputs are one
  * register, rewritten so that no instruction names a register three times.
  *
- * Why: on x86-64, MIR's generator makes each two-address instruction's
- * output its first input (make_io_dup_op_insns), then coalesces the copy it
- * adds when the input dies there. y = x * x, with x dead after, becomes
- * `fmul r, r, r`. When r is spilled, the register allocator's rewrite
- * (try_spilled_reg_mem in mir-gen.c at the pinned commit) records the
- * operands that name it in an array of two, checked only by an assertion
- * that release builds compile out: the third write runs past it, which a
- * stack protector reports as stack smashing and a build without one turns
- * into silent corruption. The project's MIR patch
- * (.ci/mir-a8ab7c31-reload-bound.patch) fixes MIR itself; this rewrite keeps
- * uopjit safe on any MIR build, patched or not.
- *
- * A plain copy of x into a temporary does not help: MIR's copy propagation
- * puts x back in its place before the allocator runs. The second input is
- * therefore made a different value, -x, and the operation turned into one
- * with the same result, exactly, by IEEE 754's definitions (x - y is x + -y;
- * rounding is symmetric in sign) and by two's complement arithmetic modulo
- * 2^64:
+ * Why (DESIGN section 7, "MIR"): on x86-64, MIR's generator makes each
+ * two-address instruction's output its first input (make_io_dup_op_insns)
+ * and coalesces the copy, so y = x * x with x dead after becomes `fmul r, r,
+ * r`. When r is spilled, the allocator's rewrite (try_spilled_reg_mem in
+ * mir-gen.c at the pinned commit) records the operands naming it in an
+ * array of two, guarded only by an assertion release builds drop: stack
+ * smashing, or silent corruption without a stack protector. The project's
+ * patch (.ci/mir-a8ab7c31-reload-bound.patch) fixes MIR; this rewrite keeps
+ * uopjit safe on any MIR build. A plain copy of x does not help (MIR's copy
+ * propagation undoes it), so the second input becomes -x and the operation
+ * one with the same result, exactly (the rules below). */
+#ifdef UJ_HAVE_MIR
+#include "mir_lower.h"
+
+/* Exact by IEEE 754's definitions (x - y is x + -y; rounding is symmetric
+ * in sign) and by two's complement arithmetic modulo 2^64:
  *
  *   x + x  ->  x - (-x)          x * x  ->  -(x * (-x))
  *   x - x  ->  x + (-x)          x / x  ->  -(x / (-x))   (floating only)
@@ -28,9 +26,6 @@
  * interpreter does not promise. Any other code with one register in both
  * inputs (the lowering emits none) reads the second input back from the
  * stack slot: a load is not a copy, so copy propagation leaves it. */
-#ifdef UJ_HAVE_MIR
-#include "mir_lower.h"
-
 typedef struct {
   MIR_insn_code_t code, neg, as; /* x code x  ->  [neg] (x as -x) */
   int negate_result;

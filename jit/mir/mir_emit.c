@@ -1,44 +1,18 @@
-/* jit/mir/mir_emit.c: loop IR to MIR instructions, through the MIR API.
+/* jit/mir/mir_emit.c: loop IR to MIR instructions, through the MIR API
+ * (DESIGN section 7, "MIR").
  *
- * The walk is the interpreter's (ir/interp.c) and the C emitter's
- * (jit/c/c_emit.c): one function b<N>(buf, dims, params, begin, end) per block,
- * whose outermost loop runs [begin, end); each loop resets its carried
- * variables, runs the inner loop, then its statements in order. A statement
- * with run-time checked axes branches past itself when an index is out of
- * range, checking an i32 index read before using it.
+ * The walk is the interpreter's (ir_walk_iteration): one function
+ * b<N>(buf, dims, params, begin, end) per block, whose outermost loop runs
+ * [begin, end). A statement with run-time checked axes branches past itself
+ * when an index is out of range, checking an i32 index read before using it.
  *
- * Values live in MIR registers (bf16 and f16 elements are widened to f32
- * when loaded and rounded when stored, jit/mir/mir_half.c): f32 in F registers (MIR's float operations
- * round to f32 after each operation, as the interpreter does), f64 in D,
- * i32 sign-extended in I64 registers and re-wrapped (EXT32) after each
- * operation that can leave the 32-bit range. Index arithmetic is 64-bit.
- * Locals and carried variables are registers; tensor bases and sizes are
- * loaded once at function entry, and floating constants too (MIR has no
- * floating immediates in instructions, and its level-2 optimizer does not
- * hoist them out of loops). For the same reason an operation on 0-d inputs
- * and constants alone (an optimizer's 1 - b2 or lr/bc1, computed in f64)
- * is computed once, in a prologue before the loops (jit_mir_scalar).
- *
- * Math: MIR has no vector or sqrt instructions. f32 exp, log, tanh and
- * sigmoid are inline instruction sequences (jit/mir/mir_math.c, with their
- * error bounds). sqrt is a call to sqrtf (an inline Newton iteration
- * measured slower, its dependency chain being longer than the call), made
- * once per strip of elements instead of once per element where
- * jit/mir/mir_batch.c can prove that safe; floor, sin, cos, pow and every f64
- * function but sqrt are calls per element.
- *
- * Elementwise loops are not unrolled: it does not pay for its compile time.
- * MIR's generator takes time in proportion to the instructions it is
- * given, so each copy of the body adds a full body's compile, and the
- * elements saved repay it only after dozens of calls, while a first call
- * gets slower (docs/ENGINES.md, "Measured"); and MIR's job is a kernel's
- * first calls: one called that often
- * is worth the C engine's compile. Sums keep their partial results
- * (lower_sum_lanes), which pays: it removes a dependency chain, not loop
- * overhead.
- *
- * Nothing from the program's text reaches MIR: registers, functions and the
- * module are named by number. */
+ * Values live in MIR registers: f32 in F (MIR rounds each operation to f32,
+ * as the interpreter does), f64 in D, i32 sign-extended in I64 and
+ * re-wrapped (EXT32) after each operation that can leave the 32-bit range;
+ * bf16 and f16 widen to f32 when loaded and round when stored
+ * (jit/mir/mir_half.c). Index arithmetic is 64-bit; locals and carried
+ * variables are registers. Nothing from the program's text reaches MIR:
+ * registers, functions and the module are named by number. */
 #ifdef UJ_HAVE_MIR
 #include "mir_lower.h"
 
@@ -61,6 +35,11 @@ static const float_ops_t ops_f64 = {MIR_T_D, MIR_DMOV, MIR_DADD, MIR_DSUB, MIR_D
 
 static const float_ops_t* fops(uj_dtype_t d) { return d == UJ_F64 ? &ops_f64 : &ops_f32; }
 
+/* Tensor bases and sizes are loaded once at function entry, as are floating
+ * constants (constant(), mir_lower.h): MIR has no floating immediates in
+ * instructions, and its level-2 optimizer does not hoist loads out of
+ * loops. For the same reason an operation on 0-d inputs and constants
+ * alone is computed once, in a prologue before the loops (jit_mir_scalar). */
 static MIR_reg_t base_reg(lower_t* L, int t) {
   if (!L->base[t]) {
     L->base[t] = new_reg(L, MIR_T_I64);
@@ -233,6 +212,12 @@ static MIR_reg_t lower_fabs(lower_t* L, MIR_reg_t x, uj_dtype_t d) {
 
 static MIR_reg_t lower_expr(lower_t* L, const ir_expr_t* e);
 
+/* MIR has no vector or sqrt instructions. f32 exp, log, tanh and sigmoid
+ * are inline sequences (jit/mir/mir_math.c, with their error bounds). sqrt
+ * is a call to sqrtf (an inline Newton iteration measured slower, its
+ * dependency chain being longer than the call), made once per strip of
+ * elements instead where jit/mir/mir_batch.c proves that safe; floor, sin,
+ * cos, pow and every f64 function but sqrt are calls per element. */
 static MIR_reg_t lower_unary(lower_t* L, const ir_expr_t* e) {
   uj_unary_op_t op = (uj_unary_op_t)e->op;
   MIR_reg_t a = lower_expr(L, e->a), r;
@@ -565,6 +550,13 @@ static void lower_sum_lanes(lower_t* L, const ir_loop_t* l, MIR_reg_t i, MIR_reg
   }
 }
 
+/* Loops are not unrolled: MIR's generator takes time in proportion to the
+ * instructions it is given, so each copy of the body adds a full body's
+ * compile, and the elements saved repay it only after dozens of calls while
+ * a first call gets slower (docs/ENGINES.md, "Measured"). MIR's job is a
+ * kernel's first calls; one called that often is worth the C engine's
+ * compile. Sums keep partial results (lower_sum_lanes), which does pay: it
+ * removes a dependency chain, not loop overhead. */
 static void lower_loop(lower_t* L, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   MIR_reg_t i = L->loop[l->id] = new_reg(L, MIR_T_I64), end = L->arg_end;
