@@ -1,33 +1,18 @@
 /* jit/c/c_ahead.c: the C engine's flat elementwise loops, with software
- * prefetch ahead of every stream.
+ * prefetch ahead of every stream (DESIGN section 7, the runner).
  *
- * A block of one loop whose iterations are independent (an elementwise
- * program over flat arrays: a sigmoid chain, an optimizer update, a piece
- * of a multi-tensor call) streams each tensor it touches at [i]. On a large
- * array one core keeps only as many misses in flight as its line-fill
- * buffers allow, and the hardware prefetcher follows each stream only
- * after it has seen several misses: a loop of Adam's four streams waited
- * on memory for part of every pass. Such a loop is therefore printed in
- * groups of GROUP iterations (an inner loop of constant trip count, which
- * the compiler vectorizes whole), and after each group prefetches, for
- * every tensor accessed at exactly [i], the lines GROUP iterations cover
- * AHEAD elements further on: to read, or to write where the loop writes
- * the tensor (the store then finds its line owned). The iterations past
- * the last whole group run in a group of half and one of a quarter of
- * GROUP where they fill one, and the last few (at most 7) one by one. A
- * piece of a multi-tensor call is a few hundred elements, and a rest of
- * up to 31 iterations one by one (a scalar divide and square root each,
- * in AdamW) cost as much as the rest of the piece. A third group of 4 is
- * left out: each group prints the loop's body once more, and the compile
- * grows with it (docs/ENGINES.md, "Measured"). No value changes: the
- * iterations run in their order, and a prefetch neither faults nor
- * stores.
- *
- * The groups with their prefetch are faster than a plain loop on in-place
- * Adam from memory (docs/ENGINES.md, "Measured"); the bench's traffic-matched copy kernel, the
- * limit such a loop is judged by, prefetches the same way (bench/traffic.c).
- *
- * Which loops: jit_c_ahead_fits; others are printed as before. */
+ * A block of one independent loop (a sigmoid chain, an optimizer update, a
+ * piece of a multi-tensor call) streams each tensor it touches at [i]. One
+ * core keeps only as many misses in flight as its line-fill buffers allow,
+ * and the hardware prefetcher follows a stream only after several misses,
+ * so such a loop waits on memory for part of every pass. It is therefore
+ * printed in groups of GROUP iterations (an inner loop of constant trip
+ * count, which the compiler vectorizes whole), and after each group
+ * prefetches, for every tensor accessed at exactly [i], the lines GROUP
+ * iterations cover AHEAD elements further on: to read, or to write where
+ * the loop writes it (the store then finds its line owned). No value
+ * changes: the iterations run in order, and a prefetch neither faults nor
+ * stores. Which loops: jit_c_ahead_fits; others are printed as before. */
 #include <stdlib.h>
 
 #include "c_ahead.h"
@@ -126,6 +111,16 @@ void jit_c_ahead_prefetch(jit_cx_t* E, const ir_block_t* b, int depth, int group
   free(mode);
 }
 
+/* The iterations past the last whole group run in a group of half and one
+ * of a quarter of GROUP where they fill one, and the last few (at most 7)
+ * one by one: a piece of a multi-tensor call is a few hundred elements, and
+ * a rest of up to 31 iterations one by one (a scalar divide and square root
+ * each, in AdamW) cost as much as the rest of the piece. A third group of 4
+ * is left out: each group prints the loop's body once more, and the compile
+ * grows with it (docs/ENGINES.md, "Measured", which also has what the
+ * groups and their prefetch gain; the bench's traffic-matched copy kernel,
+ * the limit such a loop is judged by, prefetches the same way,
+ * bench/traffic.c). */
 void jit_c_emit_ahead(jit_cx_t* E, const ir_block_t* b, int k, int depth, const char* from, const char* end,
                       jit_cx_loop_fn inner, void* inner_ctx) {
   int id = b->loops[k].id;

@@ -1,27 +1,18 @@
-/* jit/c/c_emit.c: loop IR to C source.
+/* jit/c/c_emit.c: loop IR to C source (DESIGN section 7, "C").
  *
- * The walk is the interpreter's (ir/interp.c), written out instead of
+ * The walk is the interpreter's (ir_walk_iteration), written out instead of
  * executed: one function per block, `uj_block_<N>(buf, dims, params, begin,
  * end)`, whose outermost loop runs [begin, end) so that the runtime can split
- * it across threads; inside, each loop declares its carried variables (at
- * their identity) and the locals its statements use, runs the inner loop,
- * then its statements in order. A statement with run-time checked axes is
- * guarded by `if (every checked index is in range)`, evaluated innermost
- * first so an i32 index read is itself checked before it is used: the
- * interpreter's "an out-of-range read skips the statement". Expressions and
- * statements are printed by jit/c_like.c, which the CUDA emitter shares.
- *
- * Arithmetic matches the interpreter (see jit/c_like.c); the prelude's
- * helpers for it are shared with CUDA (jit/prelude.c), and this file's
- * prelude adds the headers and the math. For speed the f32 exp, log and
- * tanh (and so the shared sigmoid, which calls the exp) are inline
- * polynomials written with ternary clamps and magic-number rounding,
- * so gcc vectorizes them without -ffast-math; they cover the whole f32
- * range (subnormal inputs and results, overflow to +inf), and docs/ENGINES.md
- * states their measured error. f64 math calls libm.
- *
- * Nothing from the program's text reaches the output: tensors, loops and
- * variables are printed by number, constants as numbers. */
+ * it across threads. A statement with run-time checked axes is guarded by
+ * `if (every checked index is in range)`, an i32 index read checked before
+ * it is used (ir_walk_checks). Expressions and statements are printed by
+ * jit/c_like.c and the arithmetic helpers come from jit/prelude.c, both
+ * shared with CUDA; this file's prelude adds the headers and the math: f32
+ * exp, log and tanh (and so the sigmoid) as inline polynomials that gcc
+ * vectorizes without -ffast-math, over the whole f32 range (docs/ENGINES.md
+ * states their error); f64 math calls libm. Nothing from the program's
+ * text reaches the output: tensors, loops and variables are printed by
+ * number, constants as numbers. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +52,8 @@ static const char prelude[] =
     "#define UJ_U2F(x) (((uj_bits){.u = (x)}).f)\n"
     /* Fused multiply-adds inside the math functions only: each polynomial
      * step and range reduction then rounds once instead of twice, which
-     * keeps the errors docs/ENGINES.md states (measured both ways) and takes
-     * about a quarter off the sigmoid chain's time. Where the target
+     * keeps the errors docs/ENGINES.md states (measured both ways) and
+     * speeds up the sigmoid chain (docs/ENGINES.md, "Measured"). Where the target
      * has no FMA unit fmaf would be a libm call, so the macro falls back to
      * a multiply and an add. User arithmetic is never contracted (the
      * compiler runs with -ffp-contract=off): a*x+b must round as the

@@ -1,40 +1,17 @@
 /* jit/c/c_stream.c: streaming (non-temporal) stores for outputs written
- * once and never read.
+ * once and never read (DESIGN section 6, "Streamed outputs").
  *
- * An ordinary store to a line not in cache first reads the line from
- * memory (read for ownership), then writes it back when evicted: an output
- * written over memory costs twice its size in traffic. A non-temporal
- * store of a whole 64-byte line goes to memory without that read. Softmax
- * over 4096x4096 f32 moves 192 MB with ordinary stores (x read, y read
- * for ownership and written) and 128 MB with streamed ones. The outputs
- * that may stream are ir_output_streamable's (ir/stream.c): one covering
- * store, in the block's innermost loop, unit stride, read nowhere.
- *
- * Only large outputs stream: a small one is likely read next, by the caller
- * or the next program, while still in cache, and a streamed one would be
- * in memory instead. Each block tests at run time, once per call, whether
- * the output's bytes reach the threshold the runner passes in
- * dims[JIT_STREAM_SLOT(ntensors)] (uj_ctx_set_stream_bytes,
- * UOPJIT_STREAM_BYTES), and that it is not written in place over an input
- * (the same pointer: an in-place update such as Adam's has just read each
- * line); otherwise the loop runs exactly as without this file.
- *
- * The loop that stores a streamed output, over [s, e), runs as
- *  - scalar iterations until the output's address is 64-byte aligned (none
- *    when it cannot be: an address not a multiple of the element size);
- *  - groups of 64 / (element size) iterations, each running every statement
- *    of the loop in order, except that the streamed store goes to lane l of
- *    a 64-byte local array, written with one 64-byte non-temporal store
- *    (UJ_STREAM64, the prelude) after the group;
- *  - the remaining iterations, scalar.
- * One output per loop streams, the first stored (others keep ordinary
- * stores): the peel aligns that output's lines only.
+ * An ordinary store to a line not in cache first reads the line (read for
+ * ownership); a non-temporal store of a whole 64-byte line goes to memory
+ * without that read. The outputs that may stream are ir_output_streamable's
+ * (ir/stream.c), one per loop. Only large outputs stream, and not in place,
+ * tested at run time once per call (jit_c_stream_tests); otherwise the loop
+ * runs exactly as without this file. A streamed loop over [s, e) runs
+ * scalar iterations until the output is 64-byte aligned, then groups of one
+ * line, each storing the output's lanes to a local array written with one
+ * non-temporal store (UJ_STREAM64, the prelude), then the rest, scalar.
  * Every statement runs in the same order on the same values; the streamed
- * output's elements are stored later within their group, and nothing reads
- * them. Non-temporal stores are weakly ordered, so a block that streamed
- * ends with a store fence (UJ_SFENCE; x86 only, elsewhere the runner's
- * synchronization orders them): the thread that waits for the block then
- * sees every element. */
+ * elements are stored later within their group, and nothing reads them. */
 #include <stdlib.h>
 
 #include "c_ahead.h"
@@ -69,6 +46,11 @@ int* jit_c_stream_blocks(const ir_func_t* f) {
   return block;
 }
 
+/* Per call: whether the output's bytes reach the threshold the runner
+ * passes in dims[JIT_STREAM_SLOT(ntensors)] (uj_ctx_set_stream_bytes,
+ * UOPJIT_STREAM_BYTES). A small output is likely read next, by the caller
+ * or the next program, while still in cache; streamed, it would be in
+ * memory instead. */
 void jit_c_stream_tests(jit_cx_t* E, int bi) {
   const ir_func_t* f = E->f;
   for (int t = 0; t < f->ntensors; t++) {
@@ -77,7 +59,8 @@ void jit_c_stream_tests(jit_cx_t* E, int bi) {
     rt_buf_printf(E->out, "  const int uj_nt%d = ", t);
     for (int k = 0; k < tt->ndim; k++) rt_buf_printf(E->out, "(uint64_t)d%d_%d * ", t, k);
     rt_buf_printf(E->out, "%du >= (uint64_t)dims[%d]", uj_dtype_size(tt->dtype), JIT_STREAM_SLOT(f->ntensors));
-    /* not in place: written over an input, the lines were just read */
+    /* not in place (the same pointer): written over an input, as Adam's
+     * update is, the lines were just read and are in cache */
     for (int in = 0; in < f->ntensors; in++)
       if (f->tensors[in].role == IR_TENSOR_INPUT && ir_alias_safe(f, in, t))
         rt_buf_printf(E->out, " && (const void*)t%d != (const void*)t%d", t, in);
@@ -85,6 +68,10 @@ void jit_c_stream_tests(jit_cx_t* E, int bi) {
   }
 }
 
+/* Non-temporal stores are weakly ordered, so a block that streamed ends
+ * with a store fence (UJ_SFENCE; x86 only, elsewhere the runner's
+ * synchronization orders them): the thread that waits for the block then
+ * sees every element. */
 void jit_c_stream_fence(jit_cx_t* E, int bi) {
   for (int t = 0; t < E->f->ntensors; t++)
     if (E->stream_block[t] == bi) rt_buf_printf(E->out, "  if (uj_nt%d) UJ_SFENCE();\n", t);
@@ -128,6 +115,10 @@ static void scalar_loop(jit_cx_t* E, const ir_block_t* b, int k, int depth, cons
   rt_buf_printf(E->out, "}\n");
 }
 
+/* The peel runs no iteration when the output cannot be aligned (an address
+ * not a multiple of the element size); a group is 64 / (element size)
+ * iterations, each running every statement of the loop in order, the
+ * streamed store going to lane l of uj_line. */
 int jit_c_stream_loop(jit_cx_t* E, const ir_block_t* b, int k) {
   int t = streamed_here(E, b, k);
   if (t < 0) return 0;
