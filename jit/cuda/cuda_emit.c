@@ -1,42 +1,18 @@
-/* jit/cuda/cuda_emit.c: loop IR to CUDA C, one kernel per block, for NVRTC.
+/* jit/cuda/cuda_emit.c: loop IR to CUDA C, one kernel per block, for NVRTC
+ * (DESIGN section 7, "CUDA").
  *
- * The source has no #include (NVRTC then compiles in tens of milliseconds
- * rather than hundreds): the prelude defines the integer types, the bit
- * patterns of the infinities and NaNs, and then the helpers shared with the
- * C emitter (jit/prelude.c: floor division, wrapping, fmax-like max/min,
- * the sigmoid) as __device__ functions, and math goes to the device math library (expf, logf, tanhf:
- * the accurate functions, not the __expf intrinsics; NVRTC runs with
- * --fmad=false so that f32 arithmetic rounds each operation as the
- * interpreter does). Statements and expressions are printed by
- * jit/c_like.c, as for the C engine; what differs is around the loops,
- * following the block's plan (jit/cuda/cuda_plan.c):
- *
- *   THREADS  the flattened loops' extents multiply to `uj_total`; thread g
- *            of the grid takes iterations g, g + stride, ... and unravels
- *            each into the loop indices (32-bit division when uj_total fits
- *            in 32 bits, else 64-bit), then runs the rest of the nest as
- *            the C engine would. With a vector width V, when every flat
- *            tensor is aligned, iterations go V at a time: one vector load
- *            (V elements: 16 bytes of the widest, 8 of bf16/f16 beside
- *            f32) per read tensor, the statements once per lane in
- *            registers, one vector store per written tensor; the last
- *            uj_total % V (or all, when unaligned) take the scalar loop.
- *   REDUCE   THREADS (mode 0), or the reduction of loop nouter-1 split:
- *            over the 256 threads of a CUDA block per outer iteration
- *            (mode 1), or over the whole grid for a single outer iteration
- *            (mode 2). Each thread accumulates its share in the serial way,
- *            a shared-memory tree merges the block's threads, and in mode 2
- *            each block writes its partial, takes a ticket (atomicAdd), and
- *            the last block merges the partials in block order and runs the
- *            statements. The merge order is fixed for a given grid, so
- *            results are reproducible; float sums differ from the serial
- *            order by rounding only.
- *   SERIAL   one thread runs the nest.
- * Scatter-adds into tensors the plan marks atomic become atomicAdd.
- *
- * Kernels take as arguments only what they use: the tensors' pointers, the
- * sizes d<t>_<axis>, and, when not folded, the $params p<slot>. Nothing
- * from the program's text reaches the output. */
+ * The source has no #include, so that NVRTC compiles it quickly: the
+ * prelude defines the integer types, the bit patterns of the infinities and
+ * NaNs, and then the helpers shared with the C emitter (jit/prelude.c) as
+ * __device__ functions; math goes to the device library's accurate
+ * functions (expf, not __expf), and NVRTC runs with --fmad=false so that
+ * f32 arithmetic rounds each operation as the interpreter does. Statements
+ * and expressions are printed by jit/c_like.c, as for the C engine; what
+ * differs is around the loops, following the block's plan
+ * (jit/cuda/cuda_plan.c; the strategies in cuda_emit.h, and below). Kernels
+ * take as arguments only what they use: the tensors' pointers, the sizes
+ * d<t>_<axis> and, when not folded, the $params p<slot>. Nothing from the
+ * program's text reaches the output. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,6 +314,16 @@ static uj_status_t emit_hoisted_scalars(kernel_t* K, int depth) {
   return UJ_OK;
 }
 
+/* THREADS: the flattened loops' extents multiply to uj_total; thread g of
+ * the grid takes iterations g, g + stride, ... and unravels each into the
+ * loop indices (32-bit division when uj_total fits in 32 bits, else 64-bit),
+ * then runs the rest of the nest as the C engine would. With a vector width
+ * V, when every flat tensor is aligned, iterations go V at a time: one
+ * vector load (16 bytes of the widest element, 8 of bf16/f16 beside f32)
+ * per read tensor, the statements once per lane in registers, one vector
+ * store per written tensor; the last uj_total % V (or all, when unaligned)
+ * take the scalar loop. Scatter-adds into tensors the plan marks atomic
+ * become atomicAdd. */
 static void emit_threads(kernel_t* K, int depth) {
   /* a failure here leaves the scalars unhoisted, which is only slower */
   if (K->plan->vector) emit_hoisted_scalars(K, depth);
@@ -389,6 +375,14 @@ static void emit_grid_merge(kernel_t* K, const ir_loop_t* lr, int depth) {
   line(K, depth, "if (threadIdx.x == 0) *uj_ticket = 0; /* for the next launch on the stream */");
 }
 
+/* REDUCE: THREADS (mode 0), or the reduction of loop nouter-1 split over
+ * the 256 threads of a CUDA block per outer iteration (mode 1), or over the
+ * whole grid for a single outer iteration (mode 2). Each thread accumulates
+ * its share in the serial way, the block's threads merge (cuda_merge.c),
+ * and in mode 2 each block writes its partial, takes a ticket (atomicAdd),
+ * and the last block merges the partials in block order and runs the
+ * statements. The merge order is fixed for a given grid, so results are
+ * reproducible; float sums differ from the serial order by rounding only. */
 static void emit_reduce(kernel_t* K, int depth) {
   const ir_block_t* b = K->b;
   int r = K->plan->nouter - 1, in = b->nloops - 1;

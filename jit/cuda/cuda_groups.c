@@ -1,23 +1,17 @@
 /* jit/cuda/cuda_groups.c: multi-tensor execution on CUDA: one launch per
- * call over a table of chunks, in the spirit of multi-tensor apply.
+ * call over a table of chunks, in the spirit of multi-tensor apply (DESIGN
+ * section 7, "Multi-tensor execution").
  *
- * The host cuts every group into chunks of GROUPS_CUDA_CHUNK elements (the
- * CPU path's pieces, jit/groups/cpu.c, at another length) and uploads one
- * table: per chunk its group, first element and length; per group the
- * device pointers of its inputs then its outputs; per group its first
- * chunk. Each CUDA block of the launch takes one chunk: it binds the flat
- * build's tensors (jit/groups/plan.c) at the chunk's first element (scalars
- * at the group's scalar), every size of the group's shape to the chunk's
+ * The host cuts every group into chunks of GROUPS_CUDA_CHUNK elements and
+ * uploads one table (groups_table_make). Each CUDA block of the launch takes
+ * one chunk: it binds the flat build's tensors (jit/groups/plan.c) at the
+ * chunk's first element, every size of the group's shape to the chunk's
  * length, and runs every block of the flat build over the chunk, thread t
- * taking elements t, t + 256, ... in each (so an element's statements in
- * one block see its values from the blocks before, as on the CPU). A full
- * reduction merges its threads' values in shared memory and writes the
- * chunk's partial; a second launch, one thread per group, merges a group's
- * partials in chunk order into its output. The kernels are printed from
- * the flat build's loop IR by jit/c_like.c, as the CUDA engine's are, and
- * compiled by NVRTC through the engine's source path (memory and disk
- * caches): their source depends on the program and the $params only, so
- * sizes, group counts and scalar values never recompile them. */
+ * taking elements t, t + 256, ... A full reduction merges its threads'
+ * values (cuda_merge.c) into the chunk's partial; a second launch, one
+ * thread per group, merges a group's partials in chunk order into its
+ * output. The source depends on the program and the $params only, so
+ * sizes, group counts and scalar values never recompile it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +25,10 @@ enum { THREADS = JIT_CU_THREADS_PER_BLOCK };
 
 static const char* const kernel_names[] = {"uj_groups", "uj_groups_combine"};
 
+/* The table: per chunk its group, first element and length; per group the
+ * device pointers of its inputs then its outputs; per group its first
+ * chunk. The chunks are the CPU path's pieces (jit/groups/cpu.c) at another
+ * length; scalars bind at the group's scalar. */
 uj_status_t groups_table_make(const groups_plan_t* plan, const uj_group_t* groups, int group_count, int64_t chunk,
                               groups_table_t* out) {
   memset(out, 0, sizeof *out);
@@ -75,7 +73,9 @@ void groups_table_release(groups_table_t* t) {
 /* ---- the kernels' source ---- */
 
 /* The loop over the chunk's elements that this thread takes, with loop
- * l's locals and statements. */
+ * l's locals and statements. Each thread takes the same elements in every
+ * block, so an element's statements in one block see its values from the
+ * blocks before, as on the CPU. */
 static void print_elements(jit_cx_t* E, const ir_loop_t* l, int depth) {
   jit_cx_indent(E, depth);
   rt_buf_printf(E->out, "for (uj_i64 i%d = threadIdx.x; i%d < uj_len; i%d += blockDim.x) {\n", l->id, l->id, l->id);
@@ -199,6 +199,9 @@ uj_status_t jit_cuda_groups_source(const groups_plan_t* plan, const int64_t* par
 
 /* ---- compile and run ---- */
 
+/* The kernels are printed from the flat build's loop IR by jit/c_like.c, as
+ * the CUDA engine's are, and compiled by NVRTC through the engine's source
+ * path (its memory and disk caches). */
 uj_status_t jit_cuda_groups_compile_for(uj_ctx_t* ctx, const groups_plan_t* plan, const int64_t* params,
                                         const char* arch, int* reused) {
   char* source;

@@ -3,25 +3,16 @@
  * device's SM count, so that tests read it without a GPU.
  *
  * Per block with loops, in order:
- *  - a block that starts a row chain (jit_cu_kernel_t.chain) with at least
- *    as many rows as the device has SMs, each at least ROW_MIN long (the
- *    loops inside the first block's row loop), launches uj_chain_<b> once,
- *    one CUDA block per row, and the chain's other blocks launch nothing.
- *    The grid is capped at 8 blocks per SM (grid-stride over the rows), as
- *    many as can be resident at once (2048 threads per SM), and further so
- *    that the rows of chain-local scratch it needs, one per CUDA block,
- *    take at most CHAIN_SCRATCH bytes (but never below one block per SM):
- *    the context keeps that scratch between calls. Shorter rows would
- *    leave most of a CUDA block's 256 threads idle, and fewer rows than
- *    SMs most of the device: the blocks then launch one by one, as below,
- *    where a few long reductions spread over the grid;
+ *  - a block that starts a row chain (jit_cu_kernel_t.chain) with enough
+ *    rows, long enough, launches uj_chain_<b> once, one CUDA block per row,
+ *    and the chain's other blocks launch nothing; else they launch one by
+ *    one, as below;
  *  - THREADS: a thread per iteration of the flattened loops (per vector of
  *    them on the vector path), the grid capped at 32 blocks per SM;
  *  - REDUCE: mode 2 for a single long reduction (the whole grid, partials
  *    merged by the last CUDA block), mode 1 for fewer than 65536 long ones
  *    (a CUDA block each), else mode 0 (a thread each);
- *  - SERIAL: one CUDA block;
- *  - a block whose flattened loops run no iteration launches nothing. */
+ *  - SERIAL: one CUDA block; a block that runs no iteration, nothing. */
 #include "cuda_emit.h"
 
 enum { THREADS = JIT_CU_THREADS_PER_BLOCK, ROW_MIN = 64 };
@@ -66,6 +57,15 @@ static int64_t blocks_for(int64_t work, int64_t per_block, int64_t cap) {
   return n < 1 ? 1 : n > cap ? cap : n;
 }
 
+/* A row chain needs at least as many rows as the device has SMs, each at
+ * least ROW_MIN long (the loops inside the first block's row loop): shorter
+ * rows would leave most of a CUDA block's 256 threads idle, and fewer rows
+ * than SMs most of the device, where a few long reductions spread over the
+ * grid do better. Its grid is capped at 8 blocks per SM (grid-stride over
+ * the rows), as many as can be resident at once (2048 threads per SM), and
+ * further so that the rows of chain-local scratch it needs, one per CUDA
+ * block, take at most CHAIN_SCRATCH bytes (never below one block per SM):
+ * the context keeps that scratch between calls. */
 uj_status_t jit_cu_launches(const jit_cu_module_t* m, const ir_func_t* f, const ir_env_t* env, int64_t sms,
                             jit_cu_launch_t* out, int* count) {
   *count = 0;

@@ -3,23 +3,15 @@
  * (cuda_emit.c) and its multi-tensor kernels (cuda_groups.c).
  *
  * Two partials merge as the serial loop combines a value with its running
- * result: + or * (i32 wrapping), the extremum taking the new value first
- * (so NaN propagates as in the loop), and for argmax/argmin the better value
- * with, on a tie, the lower index (the first element). A thread's partial
- * covers elements t, t + 256, ..., not a contiguous run, so a float max or
- * min over +0 and -0 may return either zero (the serial loop returns the
- * first); sums differ from it by rounding only, and arg ops not at all.
- *
- * A block merge needs no shared-memory tree. Each warp merges its 32 values
- * in registers by shuffles (offsets 16, 8, 4, 2, 1: lane l takes lane
- * l + o), lane 0 of each warp leaves the warp's value in a small shared
- * array, and the first warp merges those the same way (its lanes past the
- * warp count hold the identity); lane 0 hands the result to every thread
- * through the array. Values stay in the reduction's own dtype: an f32 sum
- * is merged in f32, as each thread's serial sum is, in a pairwise tree of
- * depth 8 over the 256 threads. Two __syncthreads per merge, plus one so
- * that the array may be reused. The order is fixed: the same inputs and
- * launch give the same bits. */
+ * result (jit_cu_merge). A block merge needs no shared-memory tree: each
+ * warp merges its 32 values in registers by shuffles, lane 0 of each warp
+ * leaves the warp's value in a small shared array, and the first warp
+ * merges those the same way; lane 0 hands the result to every thread
+ * through the array (jit_cu_block_merge). Values stay in the reduction's
+ * own dtype, as each thread's serial sum is: a pairwise tree of depth 8
+ * over the 256 threads. Invariant: the order is fixed, so the same inputs
+ * and launch give the same bits; sums differ from the serial loop's by
+ * rounding only, and arg ops not at all. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -41,6 +33,12 @@ static void cx_line(jit_cx_t* E, int depth, const char* fmt, ...) {
   rt_buf_append(E->out, text, (size_t)n + 1);
 }
 
+/* + or * (i32 wrapping), the extremum taking the new value first (so NaN
+ * propagates as in the loop), and for argmax/argmin the better value with,
+ * on a tie, the lower index (the first element). A thread's partial covers
+ * elements t, t + 256, ..., not a contiguous run, so a float max or min
+ * over +0 and -0 may return either zero (the serial loop returns the
+ * first). */
 void jit_cu_merge(jit_cx_t* E, uj_reduce_op_t op, uj_dtype_t dt, const char* a, const char* ai, const char* b,
                   const char* bi, int depth) {
   int i32 = dt == UJ_I32;
@@ -67,6 +65,9 @@ void jit_cu_merge(jit_cx_t* E, uj_reduce_op_t op, uj_dtype_t dt, const char* a, 
   }
 }
 
+/* Shuffles at offsets 16, 8, 4, 2, 1 (lane l takes lane l + o); the first
+ * warp's lanes past the warp count hold the identity. Two __syncthreads per
+ * merge, plus one so that the array may be reused. */
 void jit_cu_block_merge(jit_cx_t* E, const ir_carried_t* c, int n, int depth) {
   enum { WARPS = JIT_CU_THREADS_PER_BLOCK / 32 };
   int arg = ir_reduce_is_arg(c->op);

@@ -2,35 +2,16 @@
  * threads (the strategies of jit/cuda/cuda_emit.h).
  *
  * Algorithm, per block:
- *  1. Scatter-add targets that the block touches in no other way are
- *     "atomic candidates": iterations that add into the same element
- *     commute once the add is an atomicAdd.
- *  2. The flattened prefix: loops 0, 1, ... are taken while each one's
- *     range does not depend on another loop (nor on a tensor element) and it
- *     is parallel, that is, it has a single iteration (constant range of
- *     length 1) or its iterations touch disjoint elements of every written
- *     tensor (ir_loop_independent, the C engine's test too). A loop with
- *     statements or carried variables ends the prefix: its statements run
- *     once per iteration, after the loops inside. The prefix is computed
- *     without and with the atomic candidates; atomics are used only when
- *     they make it longer.
- *  3. No parallel loop: SERIAL (one thread; correct for anything, fast for
- *     nothing). Otherwise REDUCE when the last flattened loop carries
- *     reductions and the loops inside it only accumulate into them (and
- *     write locals), all in the innermost loop, over ranges that do not
- *     depend on other loops: then the reduction itself can be split across
- *     threads and merged. Stores to tensors may sit beside the accumulation
- *     when there is one such loop, each iteration writes elements its index
- *     names, and nothing else in the block touches them (softmax's exp
- *     values). Otherwise THREADS.
- *  4. THREADS over every loop with only plain stores gets a vector path
- *     when every access is either "flat" (the tensor indexed by the loops
- *     in order, with the loops' ranges as its sizes, so that its offset is
- *     the flattened index itself) or loop-invariant and read-only, no check
- *     is needed and no loop index is used as a value. Its lanes fill 16
- *     bytes of the widest flat element, at most 4 (CUDA's vector types name
- *     lanes x, y, z, w): 4 for f32 and i32, 2 for f64; a block of bf16/f16
- *     tensors alone moves 4 halves, 8 bytes, per access.
+ *  1. Scatter-add targets the block touches in no other way are atomic
+ *     candidates: adds into one element commute once they are atomicAdd.
+ *  2. The flattened prefix: loops 0, 1, ... while each is parallel and its
+ *     range depends on no other loop, with atomics only where they make it
+ *     longer. No parallel loop: SERIAL (correct for anything, fast for
+ *     nothing). REDUCE when the last flattened loop carries reductions that
+ *     the loops inside only accumulate into, so that the reduction itself
+ *     can be split across threads and merged. Otherwise THREADS.
+ *  3. THREADS over every loop with only plain stores gets a vector path
+ *     when every access is flat or loop-invariant and read-only.
  * It assumes a verified IR and invalidates nothing. */
 #include <stdlib.h>
 
@@ -67,6 +48,12 @@ static void scan_scatter(void* ctx, ir_access_t* acc, int is_write, int level, i
 
 /* ---- the flattened prefix ---- */
 
+/* Parallel: a single iteration (a constant range of length 1), or
+ * iterations touching disjoint elements of every written tensor
+ * (ir_loop_independent, the C engine's test too). A range must not depend
+ * on another loop nor on a tensor element. A loop with statements or
+ * carried variables ends the prefix: its statements run once per
+ * iteration, after the loops inside. */
 static int prefix_length(const ir_func_t* f, const ir_block_t* b, const unsigned char* exempt) {
   int p = 0;
   for (int k = 0; k < b->nloops; k++) {
@@ -125,6 +112,9 @@ static int split_stores_fit(const ir_func_t* f, const ir_block_t* b) {
   return s.ok;
 }
 
+/* The loops inside r only accumulate into r's carried variables (and write
+ * locals), all in the innermost loop, over ranges that depend on no other
+ * loop. */
 static int reduce_fits(const ir_func_t* f, const ir_block_t* b, int r) {
   const ir_loop_t* lr = &b->loops[r];
   if (lr->ncarried < 1 || lr->ncarried > JIT_CU_MAX_CARRIED || r + 1 >= b->nloops) return 0;
@@ -197,8 +187,11 @@ static void note_write(void* ctx, ir_access_t* acc, int is_write, int level, ir_
 }
 
 /* Lanes of the vector path (16 bytes of the widest flat element, at most
- * 4) for a block whose every loop is flattened; 0 when it cannot take the
- * vector path. */
+ * 4, as CUDA's vector types name lanes x, y, z, w: 4 for f32 and i32, 2 for
+ * f64, 4 halves, 8 bytes, for a block of bf16/f16 tensors alone) for a
+ * block whose every loop is flattened; 0 when it cannot take the vector
+ * path: an access neither flat (offset = the flattened index) nor
+ * loop-invariant and read-only, a check, a loop index used as a value. */
 static int vector_width(const ir_func_t* f, const ir_block_t* b, unsigned char* written) {
   const ir_loop_t* in = &b->loops[b->nloops - 1];
   if (in->ncarried) return 0;
