@@ -1,24 +1,17 @@
 /* jit/cache/cache.c: the kernel cache's in-memory table (docs/DESIGN.md section 8).
  *
- * In memory it is a chained hash table behind one mutex, doubling when it is
- * three-quarters full. Entries are found by the 128-bit hash and confirmed by
- * comparing the whole key text, so a hash collision is a miss, never a wrong
- * kernel.
+ * A chained hash table behind one mutex, doubling when three-quarters full.
+ * Entries are found by the 128-bit hash and confirmed by comparing the
+ * whole key text, so a hash collision is a miss, never a wrong kernel.
  *
- * Bounded, least recently used first out. Every entry costs what its engine
- * measured of its value plus its own record and key text; the entries in the
- * table are also on a doubly linked recency list, the one just looked up or
- * inserted at its newest end. After an insert (or a lower limit) entries are
- * taken from the oldest end until the total is within the limit.
- *
- * References. Users hold counted references to entries, not bare values: an
- * entry evicted while a call runs its kernel leaves the table (no lookup
- * finds it again) and is freed by the release that drops its last
- * reference. Destructors never run under the table's lock, since the MIR
- * engine's takes that engine's lock, which is held around inserts.
- *
- * The disk half, with its rules, is jit/cache/disk.c; the state both
- * share is in jit/cache_impl.h. */
+ * Bounded, least recently used first out: every entry costs what its engine
+ * measured of its value plus its own record and key text, and sits on a
+ * doubly linked recency list; after an insert (or a lower limit) entries go
+ * from the oldest end until the total is within the limit. Users hold
+ * counted references, not bare values: an entry evicted while a call runs
+ * its kernel leaves the table at once and is freed by the release that
+ * drops its last reference. The disk half is jit/cache/disk.c; the state
+ * both share is in jit/cache/cache_impl.h. */
 #include "cache_impl.h"
 
 #include <stdio.h>
@@ -148,6 +141,8 @@ static void evict_to_limit(jit_cache_t* c, cache_entry_t** dead) {
   while (c->bytes > c->limit && c->oldest) evict(c, c->oldest, dead);
 }
 
+/* Destructors never run under the table's lock, since the MIR engine's
+ * takes that engine's lock, which is held around inserts. */
 static void free_chain(cache_entry_t* dead) {
   while (dead) {
     cache_entry_t* next = dead->next;

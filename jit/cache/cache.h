@@ -2,25 +2,17 @@
  *
  * A kernel is keyed by the 128-bit hash of its key text (the canonical IR
  * plus engine, target, compiler version, dtypes and $param values) *and* by
- * the key text itself: lookups compare the full text, so two keys whose hashes
- * collide are two different entries and never return each other's kernel.
+ * the key text itself: lookups compare the full text, so two keys whose
+ * hashes collide never return each other's kernel.
  *
- * In memory: a thread-safe hash table from key to an opaque value (a compiled
- * kernel) with its destructor and its cost in bytes, bounded by a limit
- * (the context's: UOPJIT_CACHE_MEMORY_LIMIT, else JIT_CACHE_DEFAULT_MEMORY_LIMIT) with
- * least-recently-used eviction. Callers hold references to entries, never
- * bare values: an evicted entry leaves the table at once but is freed only
- * when its last reference is released, so a kernel never disappears under
- * a call that runs it.
- *
- * On disk (for the C and CUDA engines, whose compiles are slow): one payload
- * file (a shared object, a cubin) per key plus a .meta file holding the full
- * key text, the payload's size and a checksum, both written atomically. An
- * entry is only handed back when all of that matches, and then as the bytes
- * that were checked (never a path to open again), and the directory is only
- * used when it belongs to the current user and nobody else can write it: a
- * cached shared object is code that will run in this process. The directory
- * is kept under a size limit, least recently used entries evicted first. */
+ * In memory (jit/cache/cache.c): a thread-safe table bounded in bytes, least
+ * recently used out first. Callers hold counted references, never bare
+ * values, so a kernel never disappears under a call that runs it. On disk
+ * (jit/cache/disk.c, for the C and CUDA engines, whose compiles are slow):
+ * a payload and a .meta per key, handed back only when key, size and
+ * checksum match, and then as the bytes that were checked; only in a
+ * directory nobody else can write, since a cached shared object is code
+ * that will run in this process; bounded in bytes (disk_space.c). */
 #ifndef UJ_JIT_CACHE_H
 #define UJ_JIT_CACHE_H
 

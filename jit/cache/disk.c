@@ -1,42 +1,18 @@
 /* jit/cache/disk.c: the kernel cache on disk (docs/DESIGN.md section 8); the
- * in-memory table is jit/cache/cache.c, the shared state jit/cache_impl.h.
+ * in-memory table is jit/cache/cache.c, the shared state jit/cache/cache_impl.h.
  *
- * On disk every entry is two files in the cache directory:
- *   <32 hex digits of the key>.<ext>        the payload (a shared object, ...)
- *   <32 hex digits of the key>.<ext>.meta   the full key text, the payload's
- *                                           size and its 128-bit checksum
- * Each is written to a fresh temporary file (mkostemp: O_EXCL, mode 0600) in
- * the same directory, both in full before either is renamed over its final
- * name, the meta last and any old meta removed first, so a reader sees
- * either no entry or a complete one, and a store that runs out of space
- * leaves the directory as it was. A payload without a meta (a store that
- * failed between its renames or was killed) is a miss, and the reader that
- * meets it removes it when no store holds the directory's lock.
- * A crash can still leave a payload that does not match its meta (rename
- * without fsync is not durable on every file system); the checksum catches
- * that, which is why nothing is fsync'ed. The checksum guards against damage,
- * not against an attacker: that is the job of the directory checks.
- *
- * Those checks are strict because a cached shared object is code that this
- * process will dlopen and run: anyone who can write the directory can make
- * us run theirs. So the directory must be a real directory (not a symbolic
- * link), owned by the effective user and writable by neither group nor
- * others, and it is checked again before every use (an lstat). Entries must
- * be regular files (opened with O_NOFOLLOW) owned by the user and not
- * group/other-writable. Failing any of that disables the disk cache with a
- * one-time warning; a bad entry is deleted and recompiled, never loaded. The
- * directory's ancestors (the home directory, /tmp with its sticky bit) are
- * trusted like the rest of the user's files.
- *
- * A load reads the payload once into memory and takes the checksum over
- * those bytes, which are what the caller gets: the engines load them from
- * memory (jit/c/c.c through a sealed memfd), never the file again, so nothing
- * done to the directory after the check reaches what runs. A hit touches the
- * meta (least-recently-used order); a store first makes room under the
- * directory's size limit, holding a lock on it (jit/cache/disk_space.c).
- *
- * Nothing here aborts: an I/O failure is UJ_ERR_IO with the path and the
- * system's reason in uj_last_error(), and the caller compiles instead. */
+ * Every entry is two files in the cache directory, <32 hex digits of the
+ * key>.<ext> (the payload: a shared object, a cubin) and <...>.<ext>.meta
+ * (the full key text, the payload's size and its 128-bit checksum), both
+ * written in full before either is renamed into place, the meta last: a
+ * reader sees no entry or a complete one (jit_disk_store). A load reads the
+ * payload once into memory and checks it there, and those bytes are what
+ * the caller gets (jit_disk_load_bytes). Because a cached shared object is
+ * code this process will run, the directory and every entry must belong to
+ * the user and be writable by nobody else (directory_problem,
+ * file_problem). Nothing here aborts: an I/O failure is UJ_ERR_IO with the
+ * path and the system's reason in uj_last_error(), and the caller compiles
+ * instead. */
 #include "cache_impl.h"
 
 #include <dirent.h>
@@ -121,7 +97,12 @@ static int make_directories(const char* dir) {
 }
 
 /* Why dir must not be used, or NULL when it is fine; reason_buf holds any
- * formatted reason. */
+ * formatted reason. Strict, because anyone who can write the directory
+ * could make us dlopen and run their code: a real directory (not a symbolic
+ * link), owned by the effective user, writable by neither group nor others,
+ * checked again (an lstat) before every use. Its ancestors (the home
+ * directory, /tmp with its sticky bit) are trusted like the rest of the
+ * user's files. */
 static const char* directory_problem(const char* dir, char* reason_buf, size_t cap) {
   struct stat st;
   if (lstat(dir, &st) != 0) {
@@ -417,6 +398,15 @@ void (*jit_disk_verified_hook)(const char* payload_path);
 
 /* ---- store and load ------------------------------------------------------------------ */
 
+/* Each file goes to a fresh temporary (mkostemp: O_EXCL, mode 0600) in the
+ * same directory, both in full before either is renamed over its final
+ * name, the meta last and any old meta removed first, so a store that runs
+ * out of space leaves the directory as it was. Nothing is fsync'ed: a crash
+ * can still leave a payload that does not match its meta (rename without
+ * fsync is not durable on every file system), and the checksum catches
+ * that. The checksum guards against damage, not against an attacker: that
+ * is the directory checks' job. A store first makes room under the
+ * directory's size limit, holding a lock on it (jit/cache/disk_space.c). */
 uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
                            const void* payload, size_t size, char* path_out, size_t path_cap) {
   if (!c || !key_text || !valid_ext(ext) || (!payload && size))
@@ -516,6 +506,13 @@ static uj_status_t reject_entry(jit_cache_t* c, const char* meta_path, const cha
   return rt_error(UJ_ERR_IO, "kernel cache entry %s: %s; entry removed", meta_path, why);
 }
 
+/* The checksum is taken over the bytes read, which are what the caller
+ * gets: the engines load them from memory (jit/c/c.c through a sealed
+ * memfd), never the file again, so nothing done to the directory after the
+ * check reaches what runs. An entry that fails a check (an entry not a
+ * regular file of the user's, opened with O_NOFOLLOW; a wrong key, size or
+ * checksum) is deleted and recompiled, never loaded. A hit touches the meta
+ * (least-recently-used order). */
 uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
                                 char** bytes, size_t* size) {
   if (!bytes || !size) return rt_error(UJ_ERR_INVALID, "jit_disk_load_bytes: bytes and size must not be NULL");

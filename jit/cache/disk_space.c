@@ -1,24 +1,15 @@
 /* jit/cache/disk_space.c: how big the disk cache may grow (DESIGN.md
- * section 7); the entries themselves are jit/cache/disk.c.
+ * section 8); the entries themselves are jit/cache/disk.c.
  *
  * The directory is kept under a limit in bytes (payloads, metas and
- * temporaries together, by their sizes): 512 MiB unless
- * UOPJIT_CACHE_DISK_LIMIT or uj_ctx_set_disk_cache_limit says otherwise.
- * Each store first makes room: it lists the directory, removes what
- * interrupted stores left behind (temporaries, payloads without a meta and
- * metas without a payload, once older than ten minutes: a store renames its
- * temporaries within moments, and removing a slow one's only fails that
- * store), then removes whole entries, least recently used first, until the
- * new entry fits. An entry's recency is the newest modification time of its
- * two files: a store writes both, and a disk hit touches the meta.
- *
+ * temporaries together): 512 MiB unless UOPJIT_CACHE_DISK_LIMIT or
+ * uj_ctx_set_disk_cache_limit says otherwise. Each store first makes room
+ * (jit_disk_make_room): it removes what interrupted stores left behind,
+ * then whole entries, least recently used first, until the new entry fits.
  * Stores hold an exclusive flock on the directory while they make room and
- * write, so two processes (or two contexts of one process) never both count
- * the same free space. Readers take no lock: an entry removed under one is
- * a miss, and the reader compiles. A store that cannot have the lock within
- * a few seconds (a process stopped while holding it) stores nothing; the
- * run goes on with the kernel it compiled. Listing is O(files) per store,
- * small beside the compile that precedes every store. */
+ * write, so two processes (or two contexts of one process) never both
+ * count the same free space. Readers take no lock: an entry removed under
+ * one is a miss, and the reader compiles. */
 #include "cache_impl.h"
 
 #include <dirent.h>
@@ -64,6 +55,9 @@ uj_status_t jit_disk_set_limit(jit_cache_t* c, int64_t bytes) {
 
 /* ---- the lock ----------------------------------------------------------------------- */
 
+/* A store that cannot have the lock within LOCK_WAIT_MS (a process stopped
+ * while holding it) stores nothing; the run goes on with the kernel it
+ * compiled. */
 int jit_disk_lock(jit_cache_t* c) {
   int fd = open(c->disk_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
@@ -202,6 +196,12 @@ static void remove_entry(int dir_fd, const file_t* e) {
   unlinkat(dir_fd, e->stem, 0);
 }
 
+/* Leftovers (temporaries, payloads without a meta, metas without a
+ * payload) go once older than JIT_DISK_STALE_SECONDS: a store renames its
+ * temporaries within moments, and removing a slow one's only fails that
+ * store. An entry's recency is the newest modification time of its two
+ * files: a store writes both, and a disk hit touches the meta. Listing is
+ * O(files) per store, small beside the compile that precedes every store. */
 void jit_disk_make_room(jit_cache_t* c, int dir_fd, uint64_t incoming, const char* stem) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
