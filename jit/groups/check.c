@@ -1,19 +1,16 @@
 /* jit/groups/check.c: the checks of multi-tensor execution that look at
  * every group: whether each fits the fast path's plan, and whether an
  * output of one group overlaps a tensor of another. Both read what
- * jit/groups/gather.c's one walk over the groups gathered, not the groups:
- * the fit is a few operations per slot on the masks it folded over all
- * groups, since a call may bring 10,000 groups.
+ * jit/groups/gather.c's one walk gathered, not the groups: the fit is a few
+ * operations per slot on the masks folded over all groups.
  *
  * The overlap check sorts the byte ranges of the groups' tensors by start
- * address (an LSD radix sort, 11 bits at a time, skipping the digits all
- * addresses share: linear in the tensors,
- * where a comparison sort of 70,000 ranges would cost as much as a step of
- * small tensors) and sweeps them in order, keeping, among the ranges seen,
- * the two furthest-reaching ends that belong to different groups, for
- * outputs and for all ranges: a range overlaps a range of another group
- * exactly when it starts before one of those ends. A tensor every group
- * shares (a common scalar: the same pointer as group 0's) is entered once. */
+ * address (radix_sort) and sweeps them in order, keeping, among the ranges
+ * seen, the two furthest-reaching ends that belong to different groups,
+ * for outputs and for all ranges: a range overlaps a range of another
+ * group exactly when it starts before one of those ends. A tensor every
+ * group shares (a common scalar: the same pointer as group 0's) is entered
+ * once. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +103,10 @@ static void note_verified(range_t* r, size_t n) {
   free(old);
 }
 
-/* Sorts a[0..n) by start into a or tmp; returns the one holding the result. */
+/* Sorts a[0..n) by start into a or tmp; returns the one holding the result.
+ * An LSD radix sort, RADIX_BITS at a time, skipping the digits all
+ * addresses share: linear in the tensors, where a comparison sort of
+ * 70,000 ranges would cost as much as a step of small tensors. */
 static range_t* radix_sort(range_t* a, range_t* tmp, size_t n, size_t (*count)[RADIX_BUCKETS]) {
   memset(count, 0, sizeof(size_t) * RADIX_DIGITS * RADIX_BUCKETS);
   for (size_t i = 0; i < n; i++)

@@ -4,18 +4,14 @@
  * Each group is cut into pieces at multiples of GROUPS_PIECE elements
  * (fixed, whatever the threads: the partial reductions, one per piece,
  * then combine in the same order on any machine). Consecutive pieces form
- * tasks of about equal work (elements, plus a little per piece for the
- * call), so that a thousand tiny groups make one task and a huge group
- * many; the pool hands each thread a contiguous run of tasks, which is
- * balanced because the tasks are.
- *
- * A piece runs every block of the flat build (jit/groups/plan.c) directly:
- * its tensors of the group's shape bound at the piece's first element with
- * a size of the piece's length, scalars at the group's scalar, a
- * reduction's output at the piece's partial; an elementwise block over
- * [0, length), a reduction block as its one outer iteration. Nothing is
- * allocated per piece and nothing compiles: the kernel is the program's,
- * taking sizes at run time. */
+ * tasks of about equal work (make_tasks), which the pool hands out in
+ * contiguous runs per thread. A piece runs every block of the flat build
+ * (jit/groups/plan.c) directly: its tensors of the group's shape bound at
+ * the piece's first element with a size of the piece's length, scalars at
+ * the group's scalar, a reduction's output at the piece's partial; an
+ * elementwise block over [0, length), a reduction block as its one outer
+ * iteration. Nothing is allocated per piece and nothing compiles: the
+ * kernel is the program's, taking sizes at run time. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,7 +201,10 @@ static void run_tasks(void* ctx, int64_t first_task, int64_t end_task) {
   }
 }
 
-/* Tasks of consecutive pieces of about `target` work each: task_first. */
+/* Tasks of consecutive pieces of about `target` work each: task_first.
+ * Work is elements plus a little per piece for the call, so that a
+ * thousand tiny groups make one task and a huge group many; handing each
+ * thread a contiguous run of tasks is balanced because the tasks are. */
 static int64_t make_tasks(const groups_piece_t* pieces, int64_t npieces, int64_t target, int64_t* task_first) {
   int64_t ntasks = 0, work = 0;
   for (int64_t pc = 0; pc < npieces; pc++) {

@@ -4,24 +4,15 @@
  * A call may bring 10,000 groups whose tensor structs lie scattered over
  * more memory than the cache holds; each walk over them pays its misses
  * again. So every per-call check of the fast path reads what this walk
- * gathered, group by group, and nothing else of the groups:
- *   - the byte ranges to compare for overlap between groups, in the order
- *     the overlap check wants them (jit/groups/check.c), one contiguous
- *     array;
- *   - per group, the elements of its shape tensor (its first input that is
- *     not 0-d; 1 when all are), which the runs cut into pieces, and the
- *     data pointers of its tensors, which the runs bind;
- *   - a summary of all groups folded into masks over the slots, so that
- *     whether the groups fit the plan (jit/groups/plan.c) and pass the fast
- *     path's checks is a few operations per slot, whatever the groups. The
- *     kinds of the slots (scalar or of the group's shape) are known only
- *     after the last group, so each group notes what every kind would need:
- *     which of its tensors have its shape tensor's shape, lack data, are
- *     sizes of 1 of which rank, share memory exactly or partly.
- * The order the checks see the groups in does not matter to them: any
+ * gathered and nothing else of the groups: the byte ranges to compare for
+ * overlap between groups, in the order jit/groups/check.c wants them; per
+ * group, the elements of its shape tensor (its first input that is not
+ * 0-d; 1 when all are), which the runs cut into pieces, and the data
+ * pointers the runs bind; and a summary of all groups folded into masks
+ * over the slots (summarize_group), so that fitting the plan and passing
+ * the checks cost a few operations per slot, whatever the groups. Any
  * failing group sends the call to the per-group path, which says what is
- * wrong. A group that lacks a tensor gives no ranges of it; the overlap
- * check runs only on groups the other checks have passed. */
+ * wrong, so the order the checks see the groups in does not matter. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,7 +85,9 @@ static int64_t esize_of(const walk_t* w, uj_dtype_t dtype) {
 
 /* The overlap list of group g, appended at r: its outputs, and its inputs
  * but for those that are exactly one of its outputs (in place) or group
- * 0's (shared). Returns the ranges appended. */
+ * 0's (shared). Returns the ranges appended. A group that lacks a tensor
+ * gives no ranges of it: the overlap check runs only on groups the other
+ * checks have passed. */
 static size_t list_ranges(const walk_t* w, const uj_group_t* gr, int g, groups_range_t* r) {
   const uintptr_t *data = w->data, *out_data = w->data + w->nin;
   const int64_t *bytes = w->bytes, *out_bytes = w->bytes + w->nin;
@@ -113,7 +106,11 @@ static size_t list_ranges(const walk_t* w, const uj_group_t* gr, int g, groups_r
 }
 
 /* Folds group g into the summary (groups.h says what each field means).
- * Accumulates in locals: stores through ga could alias the tensors read. */
+ * The kinds of the slots (scalar or of the group's shape) are known only
+ * after the last group, so each group notes what every kind would need:
+ * which of its tensors have its shape tensor's shape, lack data, are sizes
+ * of 1 of which rank, share memory exactly or partly. Accumulates in
+ * locals: stores through ga could alias the tensors read. */
 static void summarize_group(walk_t* w, const uj_group_t* gr, int g) {
   groups_gather_t* ga = w->ga;
   int nin = w->nin, nout = w->nout;

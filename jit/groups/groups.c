@@ -1,25 +1,17 @@
-/* jit/groups/groups.c: multi-tensor execution (uj_program_run_groups).
+/* jit/groups/groups.c: multi-tensor execution (uj_program_run_groups; DESIGN
+ * section 7, "Multi-tensor execution").
  *
  * A call checks every group before anything is written. When the program
- * and the groups fit the fast path (jit/groups/plan.c: the program's flat
- * build is elementwise with full reductions, every group's tensors share
- * the group's shape, the dtypes agree between groups), the checks read
- * what one walk over the groups' tensors gathered (jit/groups/gather.c:
- * the plan, the fast path's checks and the overlap list all come from it)
- * and the whole list runs as
- * one pass over its elements: on the CPU one threaded pass through the
- * flat build's compiled kernel (jit/groups/cpu.c), on CUDA one launch over
- * a table of chunks (jit/cuda/cuda_groups.c). The kernel is the program's
- * one build for every size, group count and scalar value, so nothing
- * compiles after the first call.
- *
- * Otherwise (another kind of program, broadcasting between a group's
- * tensors, dtypes that differ between groups, an output sharing part of an
- * input, the interpreter) each group is checked as uj_program_run would
- * check it and the groups run one by one through uj_program_run, which
- * shares the program's compiled kernels between groups of the same build.
- * Either way outputs of different groups must not overlap one another or
- * another group's inputs (checked on every call: sorted by address). */
+ * and the groups fit the fast path (jit/groups/plan.c), the checks read
+ * what one walk over the groups' tensors gathered (jit/groups/gather.c) and
+ * the whole list runs as one pass over its elements: on the CPU one
+ * threaded pass through the flat build's compiled kernel (jit/groups/cpu.c),
+ * on CUDA one launch over a table of chunks (jit/cuda/cuda_groups.c). The
+ * kernel is the program's one build for every size, group count and scalar
+ * value, so nothing compiles after the first call. Otherwise each group is
+ * checked and run as uj_program_run would. Either way outputs of different
+ * groups must not overlap one another or another group's inputs (checked
+ * on every call: sorted by address). */
 #include <string.h>
 
 #include "../../rt/cuda.h"
@@ -66,6 +58,10 @@ static uj_status_t check_all(uj_program_t* p, const uj_group_t* groups, int grou
   return UJ_OK;
 }
 
+/* The per-group path: another kind of program, broadcasting between a
+ * group's tensors, dtypes that differ between groups, an output sharing
+ * part of an input, the interpreter. uj_program_run shares the program's
+ * compiled kernels between groups of the same build. */
 static uj_status_t run_one_by_one(uj_ctx_t* ctx, uj_program_t* p, const uj_group_t* groups, int group_count,
                                   int input_count, const int64_t* params, int param_count, int output_count) {
   for (int i = 0; i < group_count; i++) {

@@ -1,31 +1,18 @@
 /* jit/groups/memo.c: the list of groups a context's multi-tensor calls ran
  * on, so that a call with that list again (an optimizer's step after
- * step) need not walk it again.
+ * step) need not walk it again (DESIGN section 7, "Multi-tensor execution").
  *
  * A training loop calls with one list of groups step after step: the same
  * tensor structs and data, only the values in the data new. The walk over
- * the groups for the fast path's checks (jit/groups/gather.c) is a part of
- * an AdamW step over many small groups that the threads cannot share well
- * (docs/ENGINES.md, "Measured"). The memo holds what
- * a walk gathered (the summary, each group's elements and data pointers)
- * and a record of every value that walk reads: per group and slot the
- * address of the tensor struct and, unless the same struct was recorded
- * already (in the same slot of group 0: a shared scalar; earlier in the
- * group: an output in place over an input), the struct's data, dtype,
- * device, rank and sizes. A call whose list matches the record value for
- * value gathers exactly what the walk would, so it borrows the memo's;
- * and its overlap check (jit/groups/check.c) passed on that list when the
- * record was made, so it passes again. Matching is a load and a compare
- * a slot, and a few for each struct not met before.
- *
- * When: a record is made after a call that ran on the fast path with a
- * list (address, count, slots) one of the context's last LISTS calls
- * had, so a caller that brings a new list every call never pays for one,
- * and one that alternates a few lists (an optimizer's passes: the norms,
- * then the update) has each recorded. A record that stops matching is
- * dropped; the next for that list is made only after twice as many calls
- * with it as the last wait (up to MAX_WAIT), so that a list whose structs
- * change under the same address costs little more than the walk. */
+ * the groups (jit/groups/gather.c) is a part of an AdamW step over many
+ * small groups that the threads cannot share well (docs/ENGINES.md,
+ * "Measured"). The memo holds what a walk gathered (the summary, each
+ * group's elements and data pointers) and a record of every value that
+ * walk read. A call whose list matches the record value for value gathers
+ * exactly what the walk would, so it borrows the memo's; and its overlap
+ * check (jit/groups/check.c) passed on that list when the record was made,
+ * so it passes again. Matching is a load and a compare a slot, and a few
+ * for each struct not met before. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,7 +98,10 @@ static int met(const uj_group_t* groups, int g, int nin, int s, const uj_tensor_
 static uint64_t kind(const uj_tensor_t* t) { return (uint64_t)(uint32_t)t->dtype | (uint64_t)(uint32_t)t->device << 32; }
 
 /* Records the list in m->words; 0 on out of memory or a struct the fast
- * path would not have taken (a rank out of range). */
+ * path would not have taken (a rank out of range). Per group and slot the
+ * address of the tensor struct and, unless the same struct was recorded
+ * already (met: a shared scalar, an output in place over an input), the
+ * struct's data, dtype, device, rank and sizes. */
 static int record(list_t* m, const uj_group_t* groups, int count, int nin, int nout) {
   m->nwords = 0;
   for (int g = 0; g < count; g++) {
@@ -164,6 +154,15 @@ int groups_memo_find(void* memo, const uj_group_t* groups, int count, int nin, i
   return 1;
 }
 
+/* A record is made after a call that ran on the fast path with a list
+ * (address, count, slots) one of the context's last LISTS calls had, so a
+ * caller that brings a new list every call never pays for one, and one
+ * that alternates a few lists (an optimizer's passes: the norms, then the
+ * update) has each recorded. A record that stops matching is dropped
+ * (groups_memo_find); the next for that list is made only after twice as
+ * many calls with it as the last wait (up to MAX_WAIT), so that a list
+ * whose structs change under the same address costs little more than the
+ * walk. */
 void groups_memo_keep(void** memo, void (**memo_free)(void*), const uj_group_t* groups, int count, int nin,
                       int nout, groups_gather_t* ga) {
   memo_t* mm = *memo;

@@ -1,30 +1,18 @@
 /* jit/groups/plan.c: whether multi-tensor execution's fast path serves a
  * program on a list of groups, and how (jit/groups/groups.h says what it runs).
  *
- * The groups themselves are read once per call, by the walk of
- * jit/groups/gather.c; the slots and ranks here come from what it gathered.
- * The slots: an input is a scalar when it is 0-d in every group, else it
- * is of the group's shape. The flat build is the program built for those
- * scalars and rank-1 tensors of the other inputs (a parsed program's
- * specialization; a uop program's only build, when its ranks are those).
- * Its loop IR qualifies when every block is either
- *   elementwise: one loop [0, n) whose accesses to rank-1 tensors are all
- *     [i] (no index arithmetic, nothing checked at run time), or
- *   a full reduction: a loop [0, 1) carrying sums, products, maxima or
- *     minima, around an elementwise loop as above that accumulates them,
- *     and whose own statements store each carried value unchanged into
- *     element 0 of an output that nothing else reads;
- * no temporary holds memory (none links blocks), no value depends on an
- * index (that would be piece-relative), sizes are tied only to one another
- * (no $param or constant in an assertion or a size of the group's shape).
- * Then every element of a group depends only on the same element of its
- * inputs, and each reduction on all of them in any cut, so running the
- * blocks piece by piece gives, element by element, what one run gives.
- *
- * The program's build for each rank the groups have must agree: its
- * outputs of the group's shape have it (shape computed for sizes of 2 on
- * every axis), its reductions are all-ones (sum(x, axis=0) at rank 2 is not
- * a full reduction, and sends the call to the per-group path). */
+ * The flat build is the program built for scalars and rank-1 tensors of the
+ * other inputs (flat_build). Its loop IR qualifies when every block is
+ * either elementwise (one loop [0, n) whose accesses to rank-1 tensors are
+ * all [i], nothing checked at run time) or a full reduction (a loop [0, 1)
+ * carrying sums, products, maxima or minima around such an elementwise loop
+ * that accumulates them, whose own statements store each carried value
+ * unchanged into element 0 of an output nothing else reads); no temporary
+ * holds memory, no value depends on an index, and sizes are tied only to
+ * one another. Then every element of a group depends only on the same
+ * element of its inputs, and each reduction on all of them in any cut, so
+ * running the blocks piece by piece gives, element by element, what one
+ * run gives. */
 #include <string.h>
 
 #include "groups.h"
@@ -163,7 +151,8 @@ static int classify_tensors(groups_plan_t* plan, const ir_func_t* f) {
       return 0; /* a temporary holding memory links blocks */
     }
   }
-  /* sizes tied to one another only */
+  /* sizes tied to one another only: no $param or constant in an assertion
+   * or a size of the group's shape */
   for (int a = 0; a < f->nasserts; a++)
     if (f->asserts[a].a->kind != IR_IX_DIM || f->asserts[a].b->kind != IR_IX_DIM) return 0;
   return 1;
@@ -181,8 +170,11 @@ static int classify(groups_plan_t* plan, const ir_func_t* f) {
   return 1;
 }
 
-/* The program's build for groups of rank r agrees with the flat one (the
- * file's comment): fills plan->reduced_rank[r]. 0 when it does not. */
+/* The program's build for groups of rank r agrees with the flat one: its
+ * outputs of the group's shape have it (shape computed for sizes of 2 on
+ * every axis), its reductions are all-ones (sum(x, axis=0) at rank 2 is not
+ * a full reduction, and sends the call to the per-group path). Fills
+ * plan->reduced_rank[r]. 0 when it does not agree. */
 static int rank_agrees(groups_plan_t* plan, uj_program_t* p, int r, const int64_t* params) {
   uj_tensor_t rep[GROUPS_MAX_SLOTS];
   const uj_tensor_t* in[GROUPS_MAX_SLOTS];
@@ -212,7 +204,9 @@ static int rank_agrees(groups_plan_t* plan, uj_program_t* p, int r, const int64_
 }
 
 /* Slot kinds and dtypes from the groups (what plan->gather holds of
- * them): 0 when a group lacks a tensor, the groups disagree on a dtype or a
+ * them: the groups themselves are read once per call, by the walk of
+ * jit/groups/gather.c). An input is a scalar when it is 0-d in every group,
+ * else it is of the group's shape. 0 when a group lacks a tensor, the groups disagree on a dtype or a
  * device, or no input is of the group's shape. */
 static int slots_from_groups(groups_plan_t* plan) {
   const groups_gather_t* ga = &plan->gather;
@@ -240,6 +234,8 @@ static int ranks_agree(groups_plan_t* plan, uj_program_t* p, const int64_t* para
   return 1;
 }
 
+/* A parsed program's specialization for the slots' kinds; a uop program's
+ * only build, when its ranks are those. */
 static uj_status_t flat_build(groups_plan_t* plan, uj_program_t* p) {
   if (!p->parsed) {
     plan->flat = p;
