@@ -1,38 +1,18 @@
-/* jit/blocks.c: runs a compiled function, whatever engine compiled it.
+/* jit/blocks.c: runs a compiled function, whatever engine compiled it
+ * (DESIGN section 7, "A runner").
  *
  * Every engine compiles a block to the same calling convention
  * (jit_block_fn: buffers, sizes, params, and the [begin, end) range of the
  * outermost loop), so one runner serves them all: it evaluates each block's
  * outermost range, then either calls the block once or, when the outermost
- * loop's iterations are independent and there is enough work, hands slices
- * of the range to the context's thread pool. A reduction carried by the
- * outermost loop makes the block not parallel, so it stays correct. A block
- * compiled in strips (jit_strips_t) is run strip by strip over whatever
- * range it is given, with the square roots taken here in between.
- *
- * Chains (ir/chains.c says when blocks form one, and why that keeps every
- * result bit for bit): the blocks of a chain share their outermost range,
- * and the runner takes it a chunk of rows at a time through all of them,
- * so that the rows one block read (softmax's x, read by its max, its sum
- * and its quotient) are still in cache when the next block reads them.
- * The chunk holds as many rows as fit the context's chain_bytes, by the
- * estimate of bytes per row made at init: each tensor of the chain counted
- * once, at its deepest access, times the iterations of the loops inside
- * the row down to that depth (evaluated per call: sizes change). With
- * threads, each thread takes a range of rows through the whole chain in
- * chunks, with no barrier between the blocks.
- *
- * Chain-local temporaries (ir/chain_local.c: row i written and read only at
- * row i, within one chain) get no full-size memory when their chain runs in
- * chunks: each thread taking part gets scratch of rows_per_chunk rows, and
- * for each chunk [first, last) the blocks see a copy of the data pointers
- * in which the temporary's is placed so that row `first` lands on the
- * scratch's row 0 (computed in uintptr_t; the blocks touch only rows
- * first..last-1 of it). The scratch stays in L1 from the block that writes
- * a row to those that read it, and the temporary costs no memory traffic. When the chain does not run in
- * chunks (chain_bytes 0, or a chain longer than CHAIN_MAX_BLOCKS, which
- * runs in pieces), the runner gives the temporary full-size memory of its
- * own for the call, unless the caller already has. */
+ * loop's iterations are independent (a reduction carried by it keeps it
+ * serial) and there is enough work, hands slices of the range to the
+ * context's thread pool. A block compiled in strips (jit_strips_t) runs
+ * strip by strip, with the square roots taken here in between. The blocks
+ * of a chain (ir/chains.c, which says why results stay bit for bit) are
+ * taken a chunk of rows at a time through all of them, so that the rows one
+ * block read are still in cache when the next reads them; with threads,
+ * each takes a range of rows through the whole chain, with no barrier. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,8 +41,11 @@ static void note_depth(void* ctx, ir_access_t* acc, int is_write, int level, ir_
   }
 }
 
-/* Fills level_bytes for each chain of two blocks or more (see the file's
- * comment); 0 on OOM. */
+/* Fills level_bytes for each chain of two blocks or more; 0 on OOM. A
+ * chunk holds as many rows as fit the context's chain_bytes, by this
+ * estimate of bytes per row: each tensor of the chain counted once, at its
+ * deepest access, times the iterations of the loops inside the row down to
+ * that depth (evaluated per call, since sizes change: run_chain_rows). */
 static int chain_footprints(jit_blocks_t* k, const ir_func_t* f) {
   footprint_t fp = {f, calloc((size_t)f->ntensors + 1, sizeof(int)), calloc((size_t)f->ntensors + 1, sizeof(int)), 0};
   if (!fp.deepest_block || !fp.deepest_level) {
@@ -301,8 +284,16 @@ static void run_rows(jit_state_t* js, int parallel, int64_t work, int64_t begin,
 static size_t round_up_64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* Runs the chain of blocks first..first+count-1 over their common range;
- * the chain-local temporaries among `scratch` whose chain starts at first
- * get their rows of scratch. */
+ * the chain-local temporaries whose chain starts at first get their rows of
+ * scratch. Chain-local temporaries (ir/chain_local.c: row i written and
+ * read only at row i, within one chain) get no full-size memory when their
+ * chain runs in chunks: each thread taking part gets scratch of
+ * rows_per_chunk rows, and for each chunk [first, last) the blocks see a
+ * copy of the data pointers in which the temporary's is placed so that row
+ * `first` lands on the scratch's row 0 (computed in uintptr_t; the blocks
+ * touch only rows first..last-1 of it). The scratch stays in L1 from the
+ * block that writes a row to those that read it, and the temporary costs
+ * no memory traffic. */
 static uj_status_t run_chain_rows(jit_state_t* js, const jit_blocks_t* k, const ir_func_t* f, const ir_env_t* env,
                                   int first, int count, void* const* data, const int64_t* dims,
                                   const int64_t* params) {
@@ -400,7 +391,9 @@ uj_status_t jit_blocks_run(jit_state_t* js, const jit_blocks_t* k, const ir_func
     owned[t] = NULL;
     for (int a = 0; a < f->tensors[t].ndim; a++) dims[t * UJ_MAX_DIMS + a] = buf[t].dims[a];
     /* a chain-local temporary the caller left without memory, whose chain
-     * will not run in chunks: full-size memory for this call */
+     * will not run in chunks (chain_bytes 0, or a chain longer than
+     * CHAIN_MAX_BLOCKS, which runs in pieces): full-size memory for this
+     * call */
     if (k->scratch_chain[t] < 0 || buf[t].data || chain_runs(js, k, k->scratch_chain[t])) continue;
     size_t bytes = (size_t)buf[t].numel * (size_t)uj_dtype_size(f->tensors[t].dtype);
     if (!(data[t] = owned[t] = malloc(bytes ? bytes : 1)))

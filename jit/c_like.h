@@ -1,17 +1,13 @@
 /* jit/c_like.h: what the C emitter (jit/c/c_emit.c) and the CUDA emitter
  * (jit/cuda/cuda_emit.c) share: printing the loop IR's index expressions, value
- * expressions, statements, carried variables and locals in C syntax
- * (which loops may run their iterations in parallel is ir/loop_indep.c).
+ * expressions, statements, carried variables and locals in C syntax.
  *
  * Both emitters walk a block the way the interpreter runs it (ir/interp.c)
  * and differ only around the loops (a C function per block and its
  * [begin, end) range; a CUDA kernel whose threads share the iterations), so
  * the statement and expression layer is written once. The dialect picks
- * the spelling of math functions and special values (C builtins and the C
- * prelude's inline polynomials; CUDA's device math functions), and a few
- * hooks let the CUDA emitter print one element of a 16-byte vector in place
- * of a memory access and note which sizes and tensors a kernel uses.
- *
+ * the spelling of math functions and special values, and hooks in jit_cx_t
+ * let each emitter print an access its own way or note what a kernel uses.
  * Names printed: tensors t<N>, sizes d<N>_<axis>, loops i<id>, carried
  * variables c<id> (c<id>a: an arg op's index); nothing from the program's
  * text. */
@@ -20,6 +16,8 @@
 
 #include "../ir/ir.h"
 
+/* C: builtins and the C prelude's inline polynomials; CUDA: the device
+ * math functions. */
 typedef enum { JIT_CX_C, JIT_CX_CUDA } jit_cx_dialect_t;
 
 enum { JIT_CX_MAX_DIVIDES = 8 };
@@ -39,8 +37,9 @@ struct jit_cx {
   /* CUDA: set when a size (tensor * UJ_MAX_DIMS + axis), tensor or $param
    * slot is printed, so that the kernel takes exactly those arguments */
   unsigned char *used_dims, *used_tensors, *used_params;
-  /* CUDA vector lanes: when set and it returns 1, it has printed the
-   * access (a load or a store target) itself */
+  /* CUDA vector lanes (one element of a 16-byte vector in place of a
+   * memory access), C streamed lanes: when set and it returns 1, it has
+   * printed the access (a load or a store target) itself */
   int (*access_hook)(jit_cx_t* E, const ir_access_t* acc);
   void* hook_state;
   /* C: accumulations go to lane uj_l of each carried variable's partial

@@ -1,28 +1,17 @@
 /* jit/engine.c: the engine table (jit/engine.h), the interpreter's row, the
- * public engine queries and choice, and the context's JIT state.
+ * public engine queries and choice, and the context's JIT state (DESIGN
+ * section 7, "Choice" and "The seam").
  *
  * The table is indexed by uj_engine_t; each compiled engine's row lives
  * beside its engine. Everything here reads the rows and never names an
  * engine's functions: adding an engine is a row and a slot in the enum.
- * AUTO is a choice among the rows, not a row: for CPU tensors the tiered
- * row of jit/tier.c when tiering is on and a C compiler works (MIR, or the
- * interpreter, until the C kernel is compiled: a choice made call by
- * call), else the first available engine of auto_cpu_order; for tensors
- * on a device the first row that runs there.
+ * AUTO is a choice among the rows, not a row (jit_engine_for_call).
  *
  * The JIT state is made on a context's first use: the kernel cache, the
  * thread pool, and each engine's own slot (state_new), all freed together
- * by the context through the function it is given.
- *
- * fork(): a state remembers the fork generation it was made in
- * (rt_fork_generation). In a child, the parent's state is abandoned, never
- * freed or locked: its locks (the cache's, the compiles', tiered AUTO's)
- * may have been held by threads that do not exist in the child, and its
- * background compile threads cannot be joined. jit_state makes the child a
- * new one, so the child's first call compiles afresh (or loads from the
- * disk cache); jit_state_existing does not see the old one, and freeing the
- * context leaves it alone. Its memory stays allocated in the child, which
- * is the price of never waiting on a lock nobody will release. */
+ * by the context through the function it is given. In a forked child the
+ * parent's state is abandoned, never freed or locked (state_here; DESIGN
+ * section 11, "fork()"). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -114,6 +103,11 @@ uj_engine_t jit_engine_id(const jit_engine_t* row) {
   return UJ_ENGINE_AUTO;
 }
 
+/* AUTO: for CPU tensors the tiered row of jit/tier.c when tiering is on and
+ * a C compiler works (MIR, or the interpreter, until the C kernel is
+ * compiled: a choice made call by call), else the first available engine
+ * of auto_cpu_order; for tensors on a device the first row that runs
+ * there. */
 uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, const jit_engine_t** e) {
   if (ctx->set.engine == UJ_ENGINE_AUTO && dev == UJ_CPU && jit_tier_applies(ctx)) {
     *e = &jit_engine_tiered;
@@ -140,11 +134,20 @@ uj_status_t jit_engine_for_call(uj_ctx_t* ctx, uj_device_t dev, const jit_engine
 
 /* ---- the context's JIT state ---- */
 
+/* fork(): a state remembers the fork generation it was made in
+ * (rt_fork_generation). In a child, the parent's state is abandoned, never
+ * freed or locked: its locks (the cache's, the compiles', tiered AUTO's)
+ * may have been held by threads that do not exist in the child, and its
+ * background compile threads cannot be joined. jit_state makes the child a
+ * new one, so the child's first call compiles afresh (or loads from the
+ * disk cache); jit_state_existing does not see the old one, and freeing the
+ * context leaves it alone. Its memory stays allocated in the child, which
+ * is the price of never waiting on a lock nobody will release. */
 static int state_here(const jit_state_t* js) { return js && js->fork_generation == rt_fork_generation(); }
 
 static void jit_state_free(void* p) {
   jit_state_t* js = p;
-  if (!state_here(js)) return; /* none, or the parent's in a forked child: abandoned (see the top) */
+  if (!state_here(js)) return; /* none, or the parent's in a forked child: abandoned (state_here) */
   if (js->tier) js->tier_free(js->tier);
   if (js->groups_memo) js->groups_memo_free(js->groups_memo);
   jit_cache_free(js->cache);

@@ -1,36 +1,32 @@
 /* jit/memo.c: what the JIT remembers per program, so that a repeated call
- * costs little more than its kernel.
+ * costs little more than its kernel (DESIGN section 7, "The runner").
  *
  * Three records per pass, behind the program's opaque jit_memo slot (made
  * on the first call that needs it, freed with the program by memo_free):
- * - the last kernel: for the JIT state, the row, the row's settings part
- *   of the key (jit_engine_t.key_setting), the function (raw or optimized:
- *   the passes can be switched off) and the $param values, the cache entry
- *   it got (the key's hash and the entry's serial, never reused). A
- *   repeated call skips building the cache key. The memo does not hold the
- *   entry: once the cache evicts it, the memo misses rather than dangles,
- *   and the engine is asked again. For a choosing row (tiered AUTO) it also
- *   keeps the row that ran the kernel and the pick's record: a settled pick
- *   (a C kernel) is a hit like any other, so the switch costs the hot path
- *   nothing; an unsettled one (MIR while C compiles) asks the row's still
- *   first. The switch is this memo rewritten under its lock by the
- *   caller's own thread, so no call sees half of it.
- * - in-place outputs: ir_alias_safe(func, in, out) by [in * ntensors + out],
- *   -1 not yet asked. An in-place call asks on every run, and the answer
- *   depends on the function alone.
- * - the last run per context (by uj_ctx.id), for uj_program_last_run: the
- *   row that served it and the record, for the LAST_RUNS contexts that ran
- *   the pass most recently. Per context, because threads share a program but
- *   each runs its own context: "the last run" a thread asks about is its
- *   own, not whichever thread's came last.
- * Threads share a program, so all three sit under one lock, never held
- * while an engine compiles. Running out of memory for a memo only costs its
- * saving (and, for the last run, its report). */
+ * the last kernel (kernel_memo_t: a repeated call skips building the cache
+ * key), the in-place answers (alias_memo_t: ir_alias_safe by [in *
+ * ntensors + out], -1 not yet asked, since an in-place call asks on every
+ * run and the answer depends on the function alone), and the last run per
+ * context (last_run_t, for uj_program_last_run). The memo never holds a
+ * cache entry: it keeps the entry's serial, never reused, so once the cache
+ * evicts it the memo misses rather than dangles. Threads share a program,
+ * so all three sit under one lock, never held while an engine compiles.
+ * Running out of memory for a memo only costs its saving (and, for the
+ * last run, its report). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "memo.h"
 
+/* The last kernel: for the JIT state, the row, the row's settings part of
+ * the key (jit_engine_t.key_setting), the function (raw or optimized: the
+ * passes can be switched off) and the $param values, the cache entry it
+ * got (the key's hash and the entry's serial). For a choosing row (tiered
+ * AUTO) also the row that ran the kernel and the pick's record: a settled
+ * pick (a C kernel) is a hit like any other, so the switch costs the hot
+ * path nothing; an unsettled one (MIR while C compiles) asks the row's
+ * still first. The switch is this memo rewritten under its lock by the
+ * caller's own thread, so no call sees half of it. */
 typedef struct {
   uint64_t state; /* jit_state_t.id */
   const jit_engine_t* engine;
@@ -49,7 +45,11 @@ typedef struct {
   signed char* safe;
 } alias_memo_t;
 
-/* Contexts remembered per pass; an older one's last run is forgotten (it
+/* The last run is kept per context (by uj_ctx.id): threads share a program
+ * but each runs its own context, and "the last run" a thread asks about is
+ * its own, not whichever thread's came last: the row that served it and
+ * the record, for the LAST_RUNS contexts that ran the pass most recently.
+ * Contexts remembered per pass; an older one's last run is forgotten (it
  * reads as never run), which bounds the memo whatever the number of
  * contexts a program meets. uj_program_last_run's comment (uopjit.h)
  * states the number. */

@@ -2,17 +2,14 @@
  * generated source both define, written once. They are the interpreter's
  * semantics (ir/interp.c, ir/eval.c, ir/ops.c) in C: floor division and
  * modulo with x/0 == x%0 == 0 (and x / -1 without the trap of INT64_MIN /
- * -1), the truncating remainder with the same zeros, i32
- * results wrapped to 32 bits, float to i32 conversion that truncates,
- * saturates and maps NaN to 0, max and min that ignore a NaN operand (the
- * first argument wins unless the second is better), the sigmoid, sign and
- * the floor remainder of floats, and
- * the bf16 and f16 conversions (ir/half.c states them and why each is
- * right; these are the same algorithms, line for line, tested against it
- * on every bit pattern of the half formats).
- * Each emitter's prelude says only what differs: the headers or typedefs,
- * the qualifier macro UJ_INLINE, the float bit casts UJ_F2U and UJ_U2F, its
- * infinities and its math functions
+ * -1), the truncating remainder with the same zeros, i32 results wrapped,
+ * float to i32 conversion that truncates, saturates and maps NaN to 0, max
+ * and min that ignore a NaN operand, the sigmoid, sign and the floor
+ * remainder of floats, and the bf16 and f16 conversions (ir/half.c's
+ * algorithms, line for line, tested against it on every bit pattern of the
+ * half formats). Each emitter's prelude says only what differs: the
+ * headers or typedefs, the qualifier macro UJ_INLINE, the float bit casts
+ * UJ_F2U and UJ_U2F, its infinities and its math functions
  * (jit/c/c_emit.c, jit/cuda/cuda_emit.c). */
 #include "prelude.h"
 
@@ -50,6 +47,7 @@ const char jit_prelude_shared[] =
     "  r = (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;\n"
     "  return r == 0.0 ? copysign(0.0, b) : r;\n"
     "}\n"
+    /* max and min: the first argument wins unless the second is better */
     "UJ_INLINE float uj_fmaxf(float a, float b) { return (a > b || b != b) ? a : b; }\n"
     "UJ_INLINE float uj_fminf(float a, float b) { return (a < b || b != b) ? a : b; }\n"
     "UJ_INLINE double uj_fmax(double a, double b) { return (a > b || b != b) ? a : b; }\n"
