@@ -1,35 +1,18 @@
-/* lang/build.c: expression-language syntax trees to uop programs.
+/* lang/build.c: expression-language syntax trees to uop programs (DESIGN
+ * section 5, "The expression language").
  *
  * Broadcasting follows NumPy: ranks align on the right, an axis of size 1
- * stretches to the other operand's size, 0-d values (scalars such as lr)
- * are read at every element as they are. Whether an input axis has size 1
- * is only known at run time, so a program is built per input signature
- * (each input's dtype, rank and size-1 axes) and cached; sizes themselves
- * stay symbolic, so one build serves every size with that signature. The
- * stretch is a reindex whose index is 0 on the stretched axes; two axes
- * that must agree become the elementwise uop's run-time check, whose
- * message names both operands (by source text) and the axis.
+ * stretches, 0-d values are read at every element. Whether an input axis
+ * has size 1 is known only at run time, so a program is built per input
+ * signature (each input's dtype, rank and size-1 axes) and cached; sizes
+ * stay symbolic, so one build serves every size with that signature.
  *
- * dtypes: an input takes its hint, else its tensor's dtype; an assigned
- * name with a hint is cast to it (p: bf16; p = m rounds m); mixed operands
- * promote with a cast (i32 < bf16, f16 < f32 < f64; bf16 with f16 gives
- * f32: neither holds the other); numbers adopt their partner's
- * dtype; float-only functions cast i32 to f32 first. Arithmetic on numbers
- * alone is folded here, in double, into one number, so that (1 + 2) or
- * -0.1 keeps full precision next to an f64 tensor.
- *
- * Scalars: a float value computed from 0-d values alone (1 - b2, lr/bc1,
- * from 0-d inputs and numbers) is computed in f64 whatever its dtype, and
- * rounded once, to the dtype it meets, where it meets a tensor (or to its
- * own dtype where it is an output or a hinted name), as torch computes its
- * optimizers' scalars in double: 1 - f32(0.999) in f32 is 0.000999987, 1 -
- * 0.999 rounded once is 0.001. Such a value is held as val_t.dtype = f64
- * with val_t.as its dtype by the rules above. In a program made with
- * weak scalars (pn_program_weak_scalars: an optimizer's passes), a 0-d f64
- * value also counts as f32 against f32, bf16 or f16 tensors, as torch
- * treats 0-d tensors: the optimizer binds its hyperparameters in f64, and
- * their precision must not make the tensor arithmetic f64. Elsewhere 0-d
- * values promote as any others (NumPy 2's rule for its scalars). */
+ * dtypes promote with a cast (promoted), numbers adopt their partner's, and
+ * arithmetic on numbers alone is folded here in double. A float value
+ * computed from 0-d values alone is computed in f64 and rounded once where
+ * it meets a tensor, as torch computes its optimizers' scalars (val_t.as);
+ * with weak scalars a 0-d f64 value counts as f32 against f32, bf16 or f16
+ * tensors (promote). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +28,7 @@ typedef struct {
   int is_const;    /* a bare number (uj_const), whose value is number */
   double number;
   uj_dtype_t as;   /* the dtype the value stands for: dtype, but for a
-                      0-d float value held in f64 (the header) */
+                      0-d float value held in f64 (promote) */
 } val_t;
 
 typedef struct {
@@ -81,7 +64,12 @@ static void label(build_t* b, uj_io_t id, const pn_node_t* n) {
   if (!b->g->nodes[id].label) b->g->nodes[id].label = rt_arena_strdup(&b->g->arena, text);
 }
 
-/* The dtype of a and b combined. */
+/* The dtype of a and b combined: i32 < bf16, f16 < f32 < f64; bf16 with
+ * f16 gives f32, since neither holds the other. An input takes its hint,
+ * else its tensor's dtype; an assigned name with a hint is cast to it (p:
+ * bf16; p = m rounds m); float-only functions cast i32 to f32 first.
+ * Numbers are folded in double so that (1 + 2) or -0.1 keeps full
+ * precision next to an f64 tensor. */
 static uj_dtype_t promoted(uj_dtype_t a, uj_dtype_t b) {
   if (a == b || b == UJ_I32) return a;
   if (a == UJ_I32) return b;
@@ -105,9 +93,16 @@ static int is_float(uj_dtype_t dt) { return dt != UJ_I32; }
 /* Brings the values to one dtype and returns the dtype the result stands
  * for (UJ_I32 when all are bare numbers, which keep theirs). Among values
  * that are all 0-d (and with_tensor = 0: no tensor operand outside v, such
- * as where's condition), a float result is computed in f64; against
- * tensors, with weak scalars, a 0-d f64 value counts as f32 unless the
- * tensors are f64 or i32 (the header). */
+ * as where's condition), a float result is computed in f64, held as
+ * val_t.dtype = f64 with val_t.as its dtype, and rounded once, to the dtype
+ * it meets, where it meets a tensor (or to its own where it is an output or
+ * a hinted name): 1 - f32(0.999) in f32 is 0.000999987, 1 - 0.999 rounded
+ * once is 0.001. Against tensors, with weak scalars
+ * (pn_program_weak_scalars: an optimizer's passes), a 0-d f64 value counts
+ * as f32 unless the tensors are f64 or i32, as torch treats 0-d tensors:
+ * the optimizer binds its hyperparameters in f64, and their precision must
+ * not make the tensor arithmetic f64. Elsewhere 0-d values promote as any
+ * others (NumPy 2's rule for its scalars). */
 static uj_dtype_t promote(build_t* b, const pn_node_t* n, val_t* v, int count, int with_tensor) {
   int scalars = 0, tensors = 0;
   uj_dtype_t d0 = UJ_I32, dn = UJ_I32;
@@ -131,7 +126,10 @@ static uj_dtype_t promote(build_t* b, const pn_node_t* n, val_t* v, int count, i
   return dt;
 }
 
-/* Stretches the values to one broadcast shape (0-d values stay 0-d). */
+/* Stretches the values to one broadcast shape (0-d values stay 0-d). The
+ * stretch is a reindex whose index is 0 on the stretched axes; two axes
+ * that must agree become the elementwise uop's run-time check, whose
+ * message names both operands (by source text) and the axis. */
 static void broadcast(build_t* b, const pn_node_t* n, val_t* v, int count, const pn_node_t* const* src) {
   int r = 0;
   for (int i = 0; i < count; i++)

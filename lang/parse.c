@@ -1,4 +1,4 @@
-/* lang/parse.c: the expression language, text to syntax tree.
+/* lang/parse.c: the expression language, text to syntax tree (DESIGN section 5).
  *
  *   program := stmt { (';' | newline) stmt }          '#' starts a comment
  *   stmt    := name '=' expr | name ':' dtype | (empty)
@@ -11,26 +11,8 @@
  *   power   := atom [ '**' unary ]                      right associative
  *   atom    := number | name | name '(' args ')' | '(' expr ')'
  *
- * Recursive descent over a hand-written lexer. Names: one read before any
- * assignment is an input (in order of first appearance); an assigned name
- * is an output unless it starts with '_'; a name read first and assigned
- * later is both (an in-place update: its reads see the input). A name read
- * after an assignment reads that assignment's value.
- *
- * Safety: the source is bounded (PARSE_MAX_SOURCE bytes) and so is the
- * nesting of every expression (PARSE_MAX_NESTING levels). A level is what
- * this parser recurses for: a parenthesis, a function call, a unary '-' or
- * '+', and the right operand of '**' (right associative: x**y**z is
- * x**(y**z)). A chain of left-associative binary operators (x + y - z,
- * a * b / c) is no nesting at all: it is read by a loop here, and the
- * builder (build.c) walks its left spine with a loop too, so that a
- * flat sum of 10,000 terms costs no stack. What bounds such a chain is the
- * source's size here and, once built, the pass pipeline's limit on
- * operations (ir/pipeline.c). Deep input is therefore an error naming the
- * line and column of the level past the limit, never a stack overflow.
- * Only ASCII is accepted. Errors name line and column and what was
- * expected. No text of the source ever reaches generated code: names
- * become slots here, numbers become doubles. */
+ * Recursive descent, nesting bounded (open_level); names become slots and
+ * numbers doubles here, so no source text ever reaches generated code. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,7 +197,17 @@ static pn_node_t* with_args(pn_node_t* n, int nargs, pn_node_t* a, pn_node_t* b)
 
 static pn_node_t* parse_expr(parser_t* p, int depth);
 
-/* `depth` below is the number of levels open around the current token: a
+/* Safety: the source is bounded (PARSE_MAX_SOURCE bytes) and so is the
+ * nesting of every expression (PARSE_MAX_NESTING levels), so that deep
+ * input is an error naming the line and column of the level past the
+ * limit, never a stack overflow. A level is what this parser recurses for.
+ * A chain of left-associative binary operators (x + y - z, a * b / c) is no
+ * nesting at all: it is read by a loop here, and the builder (build.c)
+ * walks its left spine with a loop too, so that a flat sum of 10,000 terms
+ * costs no stack. What bounds such a chain is the source's size here and,
+ * once built, the pass pipeline's limit on operations (ir/pipeline.c).
+ *
+ * `depth` below is the number of levels open around the current token: a
  * parenthesis, a call, a unary operator or the exponent of '**' opens one
  * (the parser recurses for each), an operator of a chain does not. 1 when
  * the token at (line, column) may open one more; else the error, naming
@@ -353,6 +345,9 @@ static pn_node_t* parse_call(parser_t* p, const token_t* name, int depth) {
   return call;
 }
 
+/* A name read before any assignment is an input (in order of first
+ * appearance); one read after an assignment reads that assignment's value
+ * (its version). */
 static pn_node_t* parse_atom(parser_t* p, int depth) {
   token_t t = p->tok;
   if (t.kind == TK_NUMBER) {
@@ -419,7 +414,7 @@ static pn_node_t* parse_unary(parser_t* p, int depth) {
 }
 
 /* Left-associative chains are read by a loop, at the depth of their first
- * operand: a chain is no nesting (the opening comment says why). The tree
+ * operand: a chain is no nesting (open_level says why). The tree
  * grows to the left, and the builder walks that spine with a loop. Each
  * level lists its operators and what they build. */
 typedef struct {
@@ -495,6 +490,9 @@ static int parse_dtype_hint(parser_t* p, int id, const token_t* at) {
   return expected(p, "a dtype (f32, f64, i32, bf16 or f16)");
 }
 
+/* An assigned name is an output unless it starts with '_'; a name read
+ * first and assigned later is both (an in-place update: its reads see the
+ * input). */
 static int parse_statement(parser_t* p) {
   pn_program_t* pp = p->pp;
   if (p->tok.kind != TK_NAME) return expected(p, "a name at the start of a statement");
