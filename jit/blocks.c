@@ -230,7 +230,7 @@ typedef struct {
   int count;              /* blocks in the chain */
   range_job_t jobs[CHAIN_MAX_BLOCKS]; /* per block; fn and strips both NULL: nothing to run */
   int64_t rows_per_chunk;
-  /* chain-local temporaries (see the file's comment): each call of
+  /* chain-local temporaries (see run_chain_rows): each call of
    * run_chain takes slot next_slot++ of nslots, slot_bytes each: a copy of
    * the data pointers, then each temporary's scratch */
   int ntensors, nscratch;
