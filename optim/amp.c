@@ -1,28 +1,25 @@
 /* optim/amp.c: the pass over the gradients that mixed precision needs
  * before an update, made in one multi-tensor call over all groups:
  *
- *   bad = sum(g*0 + inv*0)           0 when every element is finite: inf*0
- *                                    and NaN*0 are NaN, and a NaN term
- *                                    makes the sum NaN (inv*0, always 0,
- *                                    makes the sum f32 for a bf16 or f16
- *                                    gradient: a reduction stored in the
- *                                    dtype it accumulates in is one the
- *                                    multi-tensor path takes)
- *   n = sum((g*inv)*(g*inv))         the squared norm of the unscaled
- *                                    gradient (unscaled first, so that the
- *                                    squares of a loss-scaled gradient do
- *                                    not overflow)
+ *   bad = sum(g*0 + inv*0)           0 when every element is finite
+ *   n = sum((g*inv)*(g*inv))         the squared norm of the unscaled gradient
  *
- * The per-group sums are added in f64 here. A step that finds a non-finite
- * gradient writes nothing (optim/optim.c); otherwise the unscaling and the
- * clip coefficient go into the update as one scalar, gscale, so the
- * gradients are read once more and never written. */
+ * inf*0 and NaN*0 are NaN, and a NaN term makes the sum NaN. The gradient
+ * is unscaled before it is squared, so that the squares of a loss-scaled
+ * gradient do not overflow. The per-group sums are added in f64 here. A
+ * step that finds a non-finite gradient writes nothing (optim/optim.c);
+ * otherwise the unscaling and the clip coefficient go into the update as
+ * one scalar, gscale, so the gradients are read once more and never
+ * written. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "../rt/rt.h"
 #include "optim.h"
 
+/* inv*0, always 0, makes bad's sum f32 for a bf16 or f16 gradient: a
+ * reduction stored in the dtype it accumulates in is one the multi-tensor
+ * path takes. */
 #define GRAD_PASS_SOURCE "bad = sum(g*0 + inv*0); n = sum((g*inv)*(g*inv))"
 
 uj_status_t optim_grad_program(uj_program_t** program) {

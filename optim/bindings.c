@@ -1,32 +1,18 @@
 /* optim/bindings.c: what a step's passes bind, made once and kept while a
- * step's groups stay the same.
+ * step's groups stay the same (DESIGN section 7, "Multi-tensor execution").
  *
- * Each pass runs as one uj_program_run_groups call over a list of groups:
- * per group its inputs then its outputs, the caller's parameters,
+ * Each pass runs as one uj_program_run_groups call over a list of groups of
+ * its own: per group its inputs then its outputs, the caller's parameters,
  * gradients and states, and the step scalars and per-group sums the
  * optimizer owns, all in one block of cells (optim/cells.c), mirrored on
- * the GPU for a step on GPU tensors. The block's regions, each a multiple
- * of 8 bytes:
- *   scalars   [scalar][group] in f64
- *   sums      [sum][group], 8 bytes each, used as the output's dtype
- *   sums_in   the sums in f64, for later passes
- * Scalars are f64 whatever the parameters' dtype: a pass computes what
- * depends on scalars alone in f64 and rounds it once where it meets a
- * tensor (lang/build.c), as torch computes 1 - b2 or lr / bc1 in
- * double; a 0-d f64 value does not make the tensor arithmetic f64.
- * Every pass has a list of its own.
- *
- * Kept: a step over the same groups as the step before (the same array of
- * uj_optim_group_t holding the same tensor pointers, each struct still of
- * the dtype, device and rank it had, the same scalars given per group)
- * reuses the bindings and only writes the scalars' new values. Besides the walk and
- * the allocations this saves, each pass then brings the very list it
- * brought before, which the context's memo of lists (jit/groups/memo.c)
- * recognizes without walking it again; a step over many small tensors is
- * faster with them kept (docs/ENGINES.md, "Measured"). Only on the CPU: a
- * step on the GPU holds device memory of
- * its context, which the caller may free before the optimizer, so those
- * bindings go with their step. */
+ * the GPU for a step on GPU tensors. Kept: a step over the same groups as
+ * the step before (same_groups) reuses the bindings and only writes the
+ * scalars' new values. Besides the walk and the allocations this saves,
+ * each pass then brings the very list it brought before, which the
+ * context's memo of lists (jit/groups/memo.c) recognizes without walking
+ * it again (docs/ENGINES.md, "Measured"). Only on the CPU: a step on the
+ * GPU holds device memory of its context, which the caller may free before
+ * the optimizer, so those bindings go with their step. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +89,14 @@ static uj_status_t write_scalars(const optim_spec_t* sp, optim_bindings_t* b, co
   return optim_cells_sync(&b->cells, 0, b->at_sums, 1);
 }
 
+/* The block's regions, each a multiple of 8 bytes:
+ *   scalars   [scalar][group] in f64
+ *   sums      [sum][group], 8 bytes each, used as the output's dtype
+ *   sums_in   the sums in f64, for later passes
+ * Scalars are f64 whatever the parameters' dtype: a pass computes what
+ * depends on scalars alone in f64 and rounds it once where it meets a
+ * tensor (lang/build.c), as torch computes 1 - b2 or lr / bc1 in double; a
+ * 0-d f64 value does not make the tensor arithmetic f64. */
 static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj_optim_group_t* groups, int G,
                                  const int* varies, optim_bindings_t** out) {
   int nkey = 3 + sp->state_count;
@@ -163,7 +157,8 @@ static uj_status_t bindings_make(uj_ctx_t* ctx, const optim_spec_t* sp, const uj
   return UJ_OK;
 }
 
-/* Whether b was made for these groups: the key kept bindings are reused
+/* Whether b was made for these groups (the same array of uj_optim_group_t
+ * holding the same tensor pointers): the key kept bindings are reused
  * by. Every tensor's address and its struct's dtype, device and rank (a
  * caller may rewrite a struct between steps: a bf16 half copy made f16
  * must get the f16 variant of the pass, not fail every later step), the

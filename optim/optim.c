@@ -1,22 +1,16 @@
 /* optim/optim.c: the optimizer API (include/uopjit_optim.h). An
  * optimizer is a parsed updater (optim/spec.c) plus the values of its
- * hyperparameters and its step count. A step:
+ * hyperparameters and its step count. A step (uj_optim_step):
  *   1. checks every group (shapes, dtypes, hyperparameter values) before
  *      anything is written;
  *   2. with a loss scale or a clip norm set, makes the gradient pass
  *      (optim/amp.c) and stops, writing nothing, when a gradient is not
  *      finite; else gscale = clip coefficient / loss scale;
- *   3. computes the step scalars: [scalars] run in f64 on 0-d tensors, once,
- *      or once per group when it reads a per-group hyperparameter;
- *   4. runs each pass over all groups in one uj_program_run_groups call,
- *      scalars as 0-d f32 tensors (one tensor for all groups when shared, so
- *      that the multi-tensor execution sees one value), per-group sums as
- *      small tensors the optimizer owns, all in one block of cells that is
- *      mirrored on the GPU for a step on GPU tensors (optim/cells.c); with
- *      half copies (bf16/f16 parameters with f32 masters) the pass that
- *      writes p last runs its variant that also writes them. What the
- *      passes bind is kept for the next step over the same groups
- *      (optim/bindings.c).
+ *   3. computes the step scalars in f64 (scalar_values);
+ *   4. runs each pass over all groups in one uj_program_run_groups call
+ *      (run_pass), on what optim/bindings.c binds; with half copies
+ *      (bf16/f16 parameters with f32 masters) the pass that writes p last
+ *      runs its variant that also writes them.
  * Scalars are run-time inputs, so nothing recompiles as t, the learning rate
  * or the groups change. */
 #include <math.h>
@@ -302,7 +296,8 @@ static uj_status_t check_values(const uj_optim_t* opt, int group_count) {
 }
 
 /* Fills values[k*G + i] for every scalar k and group i (shared scalars: at
- * i = 0 only, per_group[k] = 0). */
+ * i = 0 only, per_group[k] = 0). [scalars] runs in f64 on 0-d tensors,
+ * once, or once per group when it reads a per-group hyperparameter. */
 static uj_status_t scalar_values(uj_optim_t* opt, int G, int64_t t, double gscale, double* values, int* varies) {
   const optim_spec_t* sp = &opt->spec;
   int per_group_scalars = 0;
@@ -349,6 +344,10 @@ static uj_status_t scalar_values(uj_optim_t* opt, int G, int64_t t, double gscal
   return s;
 }
 
+/* Scalars go in as 0-d f64 tensors (one tensor for all groups when shared,
+ * so that the multi-tensor execution sees one value), per-group sums as
+ * small tensors the optimizer owns, all in one block of cells that is
+ * mirrored on the GPU for a step on GPU tensors (optim/cells.c). */
 static uj_status_t run_pass(uj_ctx_t* ctx, const uj_optim_t* opt, int k, optim_bindings_t* b) {
   const optim_pass_t* pass = &opt->spec.passes[k];
   int makes_sums = 0;

@@ -1,16 +1,13 @@
 /* optim/spec.c: reads an updater text (format in optim/updaters.c) into a
  * spec. The text is cut at its section lines ([defaults], [scalars],
  * [update], [apply]; a text without any is all [update]); [defaults] is read
- * here (name = number statements), the other sections are
- * expression-language programs (uj_program_parse).
- *
- * Every name then gets a role, from where it is read and written:
+ * here (name = number statements), the others are expression-language
+ * programs (uj_program_parse). Every name then gets a role, from where it
+ * is read and written:
  *   p, g                      the parameter and its gradient (g read only)
  *   written by a pass         a state tensor of p's shape, or, when its value
  *                             reduces every axis (sum(p*p)), a per-group sum
- *                             that a later pass reads as a scalar; which of
- *                             the two is found by asking the program for the
- *                             output's shape with p of 2 elements
+ *                             that a later pass reads as a scalar (output_is_sum)
  *   t, gscale                 run-time scalars the step provides
  *   written by [scalars]      derived scalars
  *   read only, anything else  a hyperparameter (0-d), with the default
