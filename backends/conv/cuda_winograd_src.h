@@ -10,23 +10,9 @@
  *        | 0 -1  1  0 |        | 1/2 -1/2  1/2 |          | 0  1 -1 -1 |
  *        | 0  1  0 -1 |        | 0    0    1   |
  *
- * Layouts (floats, xi = 4*i + j the position in the 4x4 transformed tile,
- * T = N * ceil(OH/2) * ceil(OW/2) tiles, tile t = (n*tiles_h + ty)*tiles_w + tx):
- *   U [16][C][K]   uj_wino2_filter, from w [K][3][3][C]
- *   V [16][T][C]   uj_wino2_input, from the 4x4 patch of x at
- *                  (2*ty - pad_h, 2*tx - pad_w), zero outside x
- *   M [16][T][K]   uj_wino2_product: M_xi = V_xi U_xi, 16 matrix products
- *                  (blockIdx.z = xi) in 16x16 tiles through shared memory,
- *                  one output a thread; uj_wino2_product64 when the
- *                  products are large enough to fill the GPU with 64x64
- *                  tiles: 16 outputs a thread, so that each value read
- *                  from shared memory feeds four multiply-adds rather than
- *                  one. Both add the C terms of an output in the same order.
- *   y              uj_wino2_output: A^T m A (+ bias), pixels past OH or OW
- *                  dropped
- * The element-wise kernels are grid-stride loops with the channel (or
- * filter) index fastest, so that neighbouring threads touch neighbouring
- * floats of NHWC tensors. Offsets are 64-bit. */
+ * The kernels: U, the filters transformed; V, the input tiles transformed;
+ * M_xi = V_xi U_xi for each of the 16 positions xi; y = A^T m A per tile.
+ * Each kernel's layout is above it. Offsets are 64-bit. */
 #ifndef UJ_BACKENDS_CONV_CUDA_WINOGRAD_SRC_H
 #define UJ_BACKENDS_CONV_CUDA_WINOGRAD_SRC_H
 
@@ -34,10 +20,16 @@ static const char* const bk_cuda_wino_names[] = {"uj_wino2_filter", "uj_wino2_in
                                                  "uj_wino2_product64", "uj_wino2_output"};
 enum { BK_WINO2_FILTER, BK_WINO2_INPUT, BK_WINO2_PRODUCT, BK_WINO2_PRODUCT64, BK_WINO2_OUTPUT, BK_WINO2_NKERNELS };
 
+/* Layouts in floats: xi = 4*i + j the position in the 4x4 transformed tile,
+ * T = N * ceil(OH/2) * ceil(OW/2) tiles, tile t = (n*tiles_h + ty)*tiles_w
+ * + tx. The element-wise kernels are grid-stride loops with the channel
+ * (or filter) index fastest, so that neighbouring threads touch
+ * neighbouring floats of NHWC tensors. */
 static const char bk_cuda_wino_source[] =
     "/* Winograd F(2x2, 3x3): filter, input, product and output kernels. */\n"
     "typedef long long i64;\n"
     "\n"
+    /* U [16][C][K], from w [K][3][3][C] */
     "extern \"C\" __global__ void uj_wino2_filter(const float* __restrict__ w, float* __restrict__ u, i64 K, i64 C) {\n"
     "  i64 total = K * C;\n"
     "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {\n"
@@ -62,6 +54,8 @@ static const char bk_cuda_wino_source[] =
     "  }\n"
     "}\n"
     "\n"
+    /* V [16][T][C], from the 4x4 patch of x at (2*ty - pad_h, 2*tx - pad_w),
+     * zero outside x */
     "extern \"C\" __global__ void uj_wino2_input(const float* __restrict__ x, float* __restrict__ v, i64 T, i64 H,\n"
     "                                          i64 W, i64 C, i64 tiles_h, i64 tiles_w, int pad_h, int pad_w) {\n"
     "  i64 total = T * C;\n"
@@ -92,6 +86,8 @@ static const char bk_cuda_wino_source[] =
     "  }\n"
     "}\n"
     "\n"
+    /* M [16][T][K]: M_xi = V_xi U_xi, 16 matrix products (blockIdx.z = xi)
+     * in 16x16 tiles through shared memory, one output a thread */
     "/* M_xi [T x K] = V_xi [T x C] U_xi [C x K]; 256 threads, a 16x16 tile of M each block. */\n"
     "extern \"C\" __global__ void uj_wino2_product(const float* __restrict__ v, const float* __restrict__ u,\n"
     "                                            float* __restrict__ m, i64 T, i64 C, i64 K) {\n"
@@ -113,6 +109,10 @@ static const char bk_cuda_wino_source[] =
     "  if (row < T && col < K) m[(xi * T + row) * K + col] = acc;\n"
     "}\n"
     "\n"
+    /* used when the products are large enough to fill the GPU with 64x64
+     * tiles: 16 outputs a thread, so that each value read from shared memory
+     * feeds four multiply-adds rather than one. Both product kernels add the
+     * C terms of an output in the same order. */
     "/* The same products, a 64x64 tile of M a block: thread (tx, ty) of 16x16 computes rows ty + 16i and\n"
     " * columns tx + 16j (i, j < 4), so that a warp reads 16 consecutive floats of b and two of a. */\n"
     "extern \"C\" __global__ void uj_wino2_product64(const float* __restrict__ v, const float* __restrict__ u,\n"
@@ -160,6 +160,7 @@ static const char bk_cuda_wino_source[] =
     "    }\n"
     "}\n"
     "\n"
+    /* y: A^T m A (+ bias), pixels past OH or OW dropped */
     "extern \"C\" __global__ void uj_wino2_output(const float* __restrict__ m, const float* __restrict__ bias,\n"
     "                                           float* __restrict__ y, i64 T, i64 K, i64 OH, i64 OW, i64 tiles_h,\n"
     "                                           i64 tiles_w, int has_bias) {\n"

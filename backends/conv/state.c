@@ -1,25 +1,13 @@
 /* backends/conv/state.c: what the convolution backends keep per context,
- * hung from uj_ctx.backend_state:
- *
- *   choices    auto's pick per problem shape (a small array searched
- *              linearly: a network has tens of distinct conv shapes, and a
- *              lookup costs far less than the convolution it picks for);
- *   filters    prepared filters per filter_key (a Winograd transform, a
- *              packing), each held by a count while a call reads it and
- *              evicted least recently used first past a byte budget;
- *   slots      one pointer per backend for what it keeps per context (the
- *              reference's uop programs), freed with the context;
- *   forced     UOPJIT_CONV_BACKEND, read once when the state is made
- *              (UOPJIT_CONV_ISA too, for the CPU kernels: cpu.h); an
- *              invalid value of either is kept as its message, which
- *              the calls that depend on it return (select.c);
- *   scratch    the largest scratch buffer a call gave back, for the next;
- *   last       the backend that ran the last successful call.
- *
- * The state is made on first use, and when threads race to make it the
- * first one stored wins (as with the JIT's state); everything in it is
- * guarded by one mutex, held only for lookups and updates, never while a
- * convolution runs. */
+ * hung from uj_ctx.backend_state (DESIGN section 10, "Per-context state"):
+ * auto's choices per shape, prepared filters per filter_key (each held by a
+ * count while a call reads it, evicted least recently used first past a
+ * byte budget), one slot per backend (the reference's uop programs), the
+ * environment's settings, a reusable scratch buffer and the last backend
+ * that ran (struct bk_conv_state). The state is made on first use, and when
+ * threads race to make it the first one stored wins (as with the JIT's
+ * state); everything in it is guarded by one mutex, held only for lookups
+ * and updates, never while a convolution runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,18 +48,18 @@ typedef struct {
 
 struct bk_conv_state {
   pthread_mutex_t lock;
-  choice_t* choices;
+  choice_t* choices; /* a small array searched linearly: a network has tens of distinct conv shapes */
   int nchoices, cap;
   bk_conv_filter_t* filters; /* most recently added first */
   size_t filter_bytes;
   uint64_t clock;
-  slot_t* slots; /* one per backend of the table */
+  slot_t* slots; /* one per backend of the table, freed with the context */
   const bk_conv_backend_t* forced;
   const char* isa; /* UOPJIT_CONV_ISA (a kernel table's name), or NULL */
   /* why UOPJIT_CONV_BACKEND's and UOPJIT_CONV_ISA's values were refused ("": they were not) */
   char forced_problem[RT_PROBLEM_CAP], isa_problem[RT_PROBLEM_CAP];
   const bk_conv_backend_t* last;
-  float* scratch; /* 64-byte aligned, scratch_floats long; NULL when none is kept */
+  float* scratch; /* the largest a call gave back, for the next: 64-byte aligned, scratch_floats long; NULL when none */
   int64_t scratch_floats;
 };
 
@@ -96,6 +84,9 @@ static void state_free(void* p) {
   free(st);
 }
 
+/* UOPJIT_CONV_BACKEND and UOPJIT_CONV_ISA (for the CPU kernels: cpu.h) are
+ * read once, when the state is made; an invalid value of either is kept as
+ * its message, which the calls that depend on it return (select.c). */
 uj_status_t bk_conv_env_backend(const bk_conv_backend_t** forced) {
   *forced = NULL;
   char accepted[256] = "one of auto";

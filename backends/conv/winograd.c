@@ -3,25 +3,15 @@
  *
  * Each 2-D transform is two passes of a 1-D one: along the first index of
  * the tile for every column, then along the second for every row. The 1-D
- * transforms are written in a factored form that shares the common
- * subexpressions, e.g. for B^T
- *
- *   r1 = (d3 + d4) - 4 (d1 + d2)      r3 = (d4 - d2) + 2 (d3 - d1)
- *   r2 = (d4 - d3) + 4 (d1 - d2)      r4 = (d4 - d2) - 2 (d3 - d1)
- *
- * which is 12 additions and 6 multiplications for 6 values, and keeps the
- * rounding error close to that of a direct evaluation. The edge tiles'
- * F(e, 3) transforms (winograd.h) are factored the same way, and write
- * zeros at the positions they leave out. Every value is a
- * 16-lane vector: 16 channels of one tile (input), 16 filters of one tile
- * (output), or 16 filters of one channel (filter). Lanes past C or K read
- * zeros and are written where the layout has room for them (V and U rows
- * are padded) or dropped (y).
- *
+ * transforms are factored to share common subexpressions (input_1d), and
+ * the edge tiles' F(e, 3) transforms the same way, writing zeros at the
+ * positions they leave out. Every value is a 16-lane vector: 16 channels
+ * of one tile (input), 16 filters of one tile (output), or 16 filters of
+ * one channel (filter). Lanes past C or K read zeros and are written where
+ * the layout has room for them (V and U rows are padded) or dropped (y).
  * Each transform is compiled once per instruction set of the product
- * kernels (target attributes on thin wrappers around one inlined body), and
- * cpu_winograd calls those of the kernel it runs: the CPU's features, the
- * OS's support for their registers and UOPJIT_CONV_ISA decide both alike. */
+ * kernels (TRANSFORMS), and cpu_winograd calls those of the kernel it
+ * runs. */
 #include <string.h>
 
 #include "cpu.h"
@@ -33,7 +23,13 @@
 static const int kind_positions[5] = {0, 0x23, 0x27, 0x2f, 0x3f};
 
 /* r[k*rs] = (B^T d)[k] for d[k*ds], k < 6, for a side of e outputs (e + 2
- * inputs): zeros at the positions e leaves out. */
+ * inputs): zeros at the positions e leaves out. Factored, e.g. for e = 4
+ *
+ *   r1 = (d3 + d4) - 4 (d1 + d2)      r3 = (d4 - d2) + 2 (d3 - d1)
+ *   r2 = (d4 - d3) + 4 (d1 - d2)      r4 = (d4 - d2) - 2 (d3 - d1)
+ *
+ * which is 12 additions and 6 multiplications for 6 values, and keeps the
+ * rounding error close to that of a direct evaluation. */
 static inline __attribute__((always_inline)) void input_1d(int e, bk_v16* r, int rs, const bk_v16* d, int ds) {
   bk_v16 zero = {0}, d0 = d[0], d1 = d[ds], d2 = d[2 * ds], d3, d4, d5;
   switch (e) {
@@ -385,7 +381,10 @@ static inline __attribute__((always_inline)) void filter_transform(const bk_wino
 }
 
 /* The three transforms compiled for one instruction set: the inlined
- * bodies above, under the function's target attribute. */
+ * bodies above, under the function's target attribute (thin wrappers
+ * around one inlined body). The CPU's features, the OS's support for their
+ * registers and UOPJIT_CONV_ISA decide the transforms and the product
+ * kernel alike. */
 #define TRANSFORMS(isa_name, suffix, target_attribute)                                                              \
   target_attribute static void input_##suffix(const bk_wino_geom_t* g, const float* x, int64_t t_begin,             \
                                               int64_t t_end, float* v, int64_t row0) {                              \
