@@ -1,30 +1,18 @@
 /* bench/bench.h: what the parts of the benchmark program share.
  *
- * The benchmark is `uopjit bench` (tools/cli_bench.c): the suite that writes a
- * report directory (suite.h), or the text tables of bench.c (--tables,
- * --short, --rows, ...). The tables time three
- * 1-D programs of the expression language, kept in bench/<name>.uj with their
- * CLI options in bench/<name>.args, on every CPU engine:
- *
- *   interp, mir, c   through the public API (uj_program_run), 1 and 2 threads
- *   aot              the C that `uopjit aot` writes for it, compiled with the
- *                    system compiler at -O3 -march=native and loaded at run
- *                    time (aot.c; 1 thread)
- *   unfused          plain C loops, one pass per op writing a temporary
- *                    array, as NumPy evaluates an expression (1 thread)
- *   numpy, numexpr,  the peers, through bench/cpu_peers.py (peers.c runs it
- *   torch            in the same run when a python3 imports numpy)
- *
- * and two row programs, softmax and layernorm over the rows of a 4096x4096
- * matrix (bench/softmax.uj, bench/layernorm.uj, shapes from --shape in their
- * .args), on mir and c, aot, a hand-written fused kernel and the peers.
- *
- * workload.c sets up the tensors and runs and checks one engine, compile.c
- * measures compile and dispatch times, stream.c the machine's STREAM copy and
- * triad bandwidth, baseline.c holds the unfused loops, report.c prints the
- * tables and bench.c drives it all; rows.c measures and prints the row
- * programs (rows_baseline.c: their hand-written kernels); tier.c is
- * `bench --tier`, the auto engine over time against MIR and C. */
+ * The benchmark is `uopjit bench` (tools/cli_bench.c): the suite that writes
+ * a report directory (suite.h), or the text tables of bench.c (--tables,
+ * --short, --rows, ...; docs/BENCH.md). The tables time the 1-D programs
+ * bench/<name>.uj (CLI options in bench/<name>.args) on interp, mir and c
+ * through the public API (1 and 2 threads); on one thread, the C `uopjit
+ * aot` writes, compiled at -O3 -march=native and loaded at run time
+ * (aot.c), unfused loops, one pass per op as NumPy evaluates (baseline.c),
+ * and the peers numpy, numexpr and torch (peers.c, bench/cpu_peers.py); and
+ * softmax and layernorm over rows (rows.c, rows_baseline.c). workload.c
+ * sets up the tensors and runs and checks one engine, compile.c measures
+ * compile and dispatch times, stream.c the machine's STREAM bandwidth,
+ * report.c prints the tables and bench.c drives it all; tier.c is `bench
+ * --tier`, the auto engine over time against MIR and C. */
 #ifndef BENCH_H
 #define BENCH_H
 

@@ -1,33 +1,15 @@
 /* bench/gpu.c: the benchmark's GPU section (the CUDA engine), after the
- * CPU tables, or alone with `bench --gpu`. Without a CUDA device it prints
- * one line saying so.
+ * CPU tables, or alone with `bench --gpu`; without a CUDA device, one line
+ * saying so. Its parts, in order (docs/BENCH.md says what it prints):
  *
- *   copy      a device-to-device copy of 2^26 floats (uj_tensor_copy, a
- *             cuMemcpyDtoD), counted as a read and a write: the bandwidth
- *             the fused kernels are measured against; and the engine's own
- *             copy kernel (y = x) beside it.
- *   programs  each bench/<name>.uj at 2^24, 2^26 and 2^28 elements (2^24
- *             only with --short) on GPU tensors (f32): time per call
- *             (batches of calls, then one synchronize, the median batch),
- *             GB/s for the bytes per element the CPU section counts, and
- *             that as a share of the copy's bandwidth. Before timing, one
- *             run's outputs are copied back and checked against the best
- *             CPU engine's on the same inputs. Each program's traffic-matched
- *             kernel (the same arrays read and written, an add at most per
- *             element) follows it: the ceiling that program can reach.
- *   rows      softmax and layernorm over the rows of 8192x8192, 65536x1024
- *             and 1024x65536, and one
- *             Adam step over GPT-2 small's 148 parameter tensors, one call
- *             per tensor (gpu_rows.c); not with --short.
- *   compile   of each program: cold (a new context, an empty disk cache:
- *             emit, NVRTC, load, launch on 16 elements), disk (a new
- *             context on the same cache: the cubin from disk), memory (a new
- *             program in the warm context: the in-memory cache), each the
- *             parse plus the first run and a synchronize, median over the
- *             repetitions.
- *   launch    the cost of a call on 16 elements with the kernel resident:
- *             queueing only (batches of calls, one synchronize after), and
- *             a call followed by a synchronize (first program only).
+ *   copy      a device-to-device copy (copy_gbs), the bandwidth the fused
+ *             kernels are measured against, and the engine's copy kernel;
+ *   programs  each bench/<name>.uj on GPU tensors, checked, then timed
+ *             (program_row), each followed by its traffic-matched kernel
+ *             (traffic_row): the ceiling that program can reach;
+ *   rows      softmax, layernorm and a model's Adam step (model_rows);
+ *   compile   cold, disk and memory compiles of each program, and the
+ *             first one's launch overhead (compile_and_launch).
  * Everything goes through the public API. */
 #include <math.h>
 #include <stdio.h>
@@ -102,7 +84,8 @@ static double per_call_ns(uj_program_t* p, gpu_io_t* g, int calls, int samples, 
   return bench_median(t, samples);
 }
 
-/* GB/s of a device-to-device copy of n floats (read + write). */
+/* GB/s of a device-to-device copy of n floats (uj_tensor_copy, a
+ * cuMemcpyDtoD), counted as a read and a write. */
 static double copy_gbs(uj_ctx_t* ctx, int64_t n, int samples) {
   uj_tensor_t a, b;
   if (uj_tensor_alloc(ctx, UJ_CUDA, UJ_F32, 1, &n, &a) != UJ_OK) return -1;
@@ -127,7 +110,11 @@ static double copy_gbs(uj_ctx_t* ctx, int64_t n, int samples) {
 
 /* The program on GPU tensors at n elements (its 0-d inputs as the CPU
  * section gives them): checked against the program in f64 on the CPU,
- * then timed (gpu_rows.c). 0, or -1 on a failure or mismatch. */
+ * then timed (gpu_rows.c). 0, or -1 on a failure or mismatch. The sizes
+ * are 2^24, 2^26 and 2^28 elements (2^24 only with --short), f32; the row
+ * gives the time per call (batches of calls, then one synchronize, the
+ * median batch), GB/s for the bytes per element the CPU section counts,
+ * and that as a share of the copy's bandwidth. */
 static int program_row(uj_ctx_t* ctx, const program_spec_t* spec, int64_t n, int samples, double copy) {
   program_text_t text;
   uj_program_t* p = NULL;
@@ -175,7 +162,15 @@ static double first_run_ns(uj_ctx_t* ctx, const program_text_t* text, const work
   return elapsed;
 }
 
-/* Compile times and launch overhead of the first program. */
+/* Compile times of a program, and with `launch` (the first program only)
+ * its launch overhead. cold: a new
+ * context, an empty disk cache (emit, NVRTC, load, launch on 16 elements);
+ * disk: a new context on the same cache (the cubin from disk); memory: a
+ * new program in the warm context (the in-memory cache); each the parse
+ * plus the first run and a synchronize, median over the repetitions. The
+ * launch: the cost of a call on 16 elements with the kernel resident,
+ * queueing only (batches of calls, one synchronize after), and a call
+ * followed by a synchronize. */
 static int compile_and_launch(const program_spec_t* spec, const char* cache_root, int reps, int launch) {
   program_text_t text;
   workspace_t ws;
@@ -263,7 +258,8 @@ static void traffic_row(uj_ctx_t* ctx, const program_spec_t* spec, int64_t n, in
 
 /* Softmax and layernorm over the rows of 8192x8192, 65536x1024 and
  * 1024x65536 (square, many short rows, few long ones), and a model's Adam
- * step. */
+ * step: GPT-2 small's 148 parameter tensors, one call per tensor
+ * (gpu_rows.c). Not with --short. */
 static int model_rows(uj_ctx_t* ctx, const program_spec_t* const* programs, int nprograms, int samples, double copy) {
   static const int64_t shapes[][2] = {{8192, 8192}, {65536, 1024}, {1024, 65536}};
   /* the CPU bench's row programs (bench/softmax.uj, bench/layernorm.uj), at the GPU's size */

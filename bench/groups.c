@@ -1,22 +1,16 @@
 /* bench/groups.c: `bench --groups`, multi-tensor execution
  * (uj_program_run_groups) on an optimizer step.
  *
- * AdamW (decoupled weight decay; the bias corrections come in as run-time
- * scalars computed from the step, as torch computes them) over GPT-2
- * small's 148 parameter shapes, f32, on the C and MIR engines with 1 and 2
- * threads, against:
- *   - the memory-traffic limit of the step's bytes (p, g, m, v read; p, m,
- *     v written: 28 bytes per element), measured here by a loop that moves
- *     exactly those bytes over the same tensors as one job split by
- *     elements, as the suite's AdamW row does (traffic_copy_all, traffic.c);
- *   - torch.optim.AdamW(foreach=True), and fused=True where the installed
- *     torch offers it on the CPU, in the same run (bench/groups_peers.py).
- * Then the many-small-tensors case: 10,000 tensors of 1..1000 elements
- * against one tensor of the same total, through the same call.
- *
- * Before anything is timed one step is checked against the update in
- * double on the first, the largest and the last tensor. A time is the
- * median over samples of one step each (bench_time_calls). */
+ * AdamW (the bias corrections as run-time scalars computed from the step,
+ * as torch computes them) over GPT-2 small's 148 parameter shapes, f32, on
+ * the C and MIR engines with 1 and 2 threads, against the memory-traffic
+ * limit of the step's bytes (a loop that moves exactly those bytes over the
+ * same tensors: copy_call) and against torch.optim.AdamW(foreach=True), and
+ * fused=True where the installed torch offers it on the CPU, in the same
+ * run (bench/groups_peers.py). Then the many-small-tensors case: 10,000
+ * tensors of 1..1000 elements against one tensor of the same total,
+ * through the same call. Before anything is timed one step is checked
+ * against the update in double (check_step). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +19,7 @@
 
 #include "bench.h"
 
+/* AdamW with decoupled weight decay */
 #define ADAMW_SOURCE "m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p*decay - step*m/(sqrt(v)/bc2s + eps)"
 enum { BYTES_PER_ELEMENT = 28, MAX_SCALARS = 8 };
 static const double LR = 1e-3, B1 = 0.9, B2 = 0.999, EPS = 1e-8, WD = 0.01;
@@ -217,7 +212,9 @@ static uj_ctx_t* warm_context(uj_engine_t e, int threads, step_arg_t* arg) {
   return ctx;
 }
 
-/* The traffic-matched copy over a set, as a call. */
+/* The traffic-matched copy over a set, as a call: p, g, m, v read and p, m,
+ * v written (BYTES_PER_ELEMENT), as one job split by elements, as the
+ * suite's AdamW row does (traffic_copy_all, traffic.c). */
 typedef struct {
   param_set_t* s;
   int threads;

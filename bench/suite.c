@@ -1,5 +1,6 @@
 /* bench/suite.c: `uopjit bench`, the benchmark suite (make bench; make run
- * runs --quick). It measures, in one run on one machine state:
+ * runs --quick; docs/BENCH.md). It measures, in one run on one machine
+ * state:
  *
  *   STREAM copy and triad on each thread count (stream.c), labelled with
  *     the bytes they count;
@@ -7,15 +8,11 @@
  *     dispatch, time to a first result; compile.c and suite_measure.c);
  *   each workload at each size on every runner, checked before timed, with
  *     its traffic-matched copy kernel: sigmoid, gelu (tanh and erf forms),
- *     adam, sumsq (1-D),
- *     softmax and layernorm (rows of 1024), the AdamW step over a model's
- *     tensors (suite_adamw.c), the 3x3 convolutions' backends (conv.c); the
- *     peers through bench/cpu_peers.py;
+ *     adam, sumsq (1-D), softmax and layernorm (rows of 1024), the AdamW
+ *     step over a model's tensors (suite_adamw.c), the 3x3 convolutions'
+ *     backends (conv.c); the peers through bench/cpu_peers.py;
  *
- * then writes the report directory (suite_write.c). The kernel cache is a
- * private directory for the run, removed afterwards; the AOT kernels are
- * built at the start (aot.c). A progress line per workload goes to stderr,
- * overwritten in place on a terminal. */
+ * then writes the report directory (suite_write.c). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,6 +79,8 @@ int suite_wants(const suite_t* s, const char* workload) {
 
 static int show_progress;
 
+/* A progress line per workload to stderr, overwritten in place on a
+ * terminal. */
 static void progress(const char* format, ...) __attribute__((format(printf, 1, 2)));
 static void progress(const char* format, ...) {
   va_list args;
@@ -305,6 +304,8 @@ static int run_suite(suite_t* s, const char* cache_root) {
   return failed;
 }
 
+/* The kernel cache is a private directory for the run, removed afterwards;
+ * the AOT kernels are built at the start (aot.c). */
 int bench_suite_main(int argc, char** argv) {
   static suite_t s;
   memset(&s, 0, sizeof s);

@@ -3,20 +3,12 @@
  * the workload's traffic-matched copy kernel (traffic.c) timed beside it on
  * each thread count, as the memory limit its rows are a fraction of.
  *
- *   1-D programs   reference: the program in f64 on the interpreter,
- *                  rounded to f32; jit rows on 1..N threads,
- *                  aot, hand and unfused on one (they are single-threaded)
- *   row programs   reference: the program in f64 (rows.c's error bound)
- *   AdamW step     every tensor of a model (GPT-2 small; a scaled-down one
- *                  for --quick) in one uj_program_run_groups call on the
- *                  JIT engines, one AOT call or hand loop per tensor;
- *                  reference: the hand-written loop's result
- *
  * Times are bench_time_stats' (median, min, max of the samples). Each
  * runner is timed in alternation with its copy kernel on its own thread
  * count (bench_time_alternating), so that its % of limit compares batches
- * taken at the same moments, the fastest of each side; the copy rows are timed alone. Bytes per call
- * count each array the workload reads once and each it writes once. */
+ * taken at the same moments, the fastest of each side; the copy rows are
+ * timed alone. Bytes per call count each array the workload reads once and
+ * each it writes once. The references are per kind of workload, below. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +71,10 @@ static int add_copy_row(suite_t* s, const char* workload, const char* shape, con
 
 /* ---- 1-D programs ------------------------------------------------------------------------- */
 
+/* The reference is the program in f64 on the interpreter, rounded to f32;
+ * the jit rows run on 1..N threads, aot, hand and unfused on one (they are
+ * single-threaded). */
+
 int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n) {
   program_text_t text;
   workspace_t ws;
@@ -139,6 +135,11 @@ int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n) {
 }
 
 /* ---- row programs ------------------------------------------------------------------------- */
+
+/* The reference is the program in f64 (rows.c's error bound). The AdamW
+ * step, every tensor of a model in one uj_program_run_groups call on the
+ * JIT engines and one AOT call or hand loop per tensor, is checked against
+ * the hand-written loop's result (suite_adamw.c). */
 
 int suite_measure_rows(suite_t* s, const char* name, int64_t n, int64_t cols) {
   int64_t rows = n / cols;
