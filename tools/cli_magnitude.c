@@ -2,28 +2,17 @@
  * program, from which `run --check` bounds the rounding error of a
  * reduction.
  *
- * A sum of n terms t_i computed in floating point, in any order (one after
- * the other, pairwise, in blocks, split over threads), is within
+ * A sum of n terms t_i computed in floating point, in any order, is within
  * (n-1) u / (1 - (n-1) u) * sum |t_i| of the exact sum, u being the unit
  * roundoff (Higham, Accuracy and Stability of Numerical Algorithms, 4.2);
- * a mean divides both sides by n. What that bound needs beside n is
- * sum |t_i|, which the program's own result does not give: the terms of
- * sum(x - 1) cancel. The magnitude form is the program with every call of
- * sum or mean given the absolute value of its terms:
+ * a mean divides both sides by n. The program's own result does not give
+ * sum |t_i| (the terms of sum(x - 1) cancel), so the magnitude form gives
+ * every sum or mean the absolute value of its terms:
  *
  *   y = sum(x*x - 1, -1) / mean(z)   becomes   y = sum(abs(x*x - 1), -1) / mean(abs(z))
  *
- * so that run in f64 on the same inputs (which the tool draws from
- * [0.5, 1.5), so they are their own absolute values) it gives, for an
- * output that is a sum or a mean, sum |t_i| (or its mean). Inner sums and
- * means are rewritten too, which for inputs of one sign changes nothing.
- *
- * The rewrite works on the text, not on a syntax tree the library does not
- * expose: it finds the names sum and mean followed by '(' outside comments
- * and wraps their first argument, which ends at the first ',' or ')' at
- * its own nesting depth. It only runs on a source that parsed, and
- * wrapping an argument in abs( ) keeps any argument an expression, so the
- * result parses too. */
+ * Run in f64 on the same inputs, drawn from [0.5, 1.5) so that they are
+ * their own absolute values, it gives sum |t_i| (or its mean). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +54,13 @@ static size_t argument_end(const char* source, size_t from) {
   return i;
 }
 
+/* The rewrite works on the text, not on a syntax tree the library does not
+ * expose: it finds the names sum and mean followed by '(' outside comments
+ * and wraps their first argument, which ends at the first ',' or ')' at
+ * its own nesting depth. It only runs on a source that parsed, and
+ * wrapping an argument in abs( ) keeps any argument an expression, so the
+ * result parses too. Inner sums and means are rewritten too, which for
+ * inputs of one sign changes nothing. */
 char* cli_magnitude_source(const char* source, int* reductions) {
   size_t len = strlen(source), count = 0, cap = 0;
   insert_t* inserts = NULL;

@@ -7,28 +7,12 @@
  * Parameters start uniform in [-1, 1), state at zero, and every step draws
  * new gradients in [-1, 1) (times --grad-scale). The check is per step: the
  * reference starts from the values the engine started that step from, one
- * group at a time (so it needs memory for one group in f64, plus a copy of
+ * group at a time (check_group: memory for one group in f64, plus a copy of
  * the f32 values the step overwrites), with the gradient multiplied by the
  * factor the engine's step reported (unscaling and global-norm clipping
- * included), and an element agrees when
- *   |got - ref| <= 8u|ref| + 1e-4 (|ref - before| + mean change)   (u = 2^-24)
- * a few roundings of the new value plus a relative error of the change the
- * step made, or of the mean change of that tensor in that group: an
- * element whose change is small because its terms cancel (a momentum
- * buffer that changes sign) is rounded relative to its terms, which are of
- * the size of the typical change, not of its own. An element that still
- * disagrees is accepted when the rule in f64, with that element's inputs
- * moved by 4 ulps, gives what the engine gave (a backward error: Lion's
- * sign(c) jumps where c is within rounding of 0); the line counts them. max_rel_err is the largest |got - ref| / max(1, |ref|), as in
- * `uopjit run --check`. With --grad-scale or --max-grad-norm the reported global norm is
- * checked against the f64 norm too.
- *
- * --dtype bf16|f16: half parameters with f32 master weights. The gradients
- * are half tensors (the reference reads them widened, exactly), and every
- * group has a half copy of its parameter that the step writes; the check
- * then also wants each half copy to be the engine's new master rounded to
- * the half dtype, bit for bit, and within one unit of the half dtype of the
- * f64 reference's parameter rounded to it. */
+ * included); an element agrees within `tolerance`. --dtype bf16|f16: half
+ * parameters with f32 master weights and half gradients; the step also
+ * writes each group's half copy, checked too (half_copy_agrees). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -344,7 +328,16 @@ typedef struct {
   int64_t ill_conditioned; /* disagreeing elements a perturbation of the inputs explains */
 } checker_t;
 
-/* How far an f32 result may be from the f64 reference ref. */
+/* How far an f32 result may be from the f64 reference ref:
+ *   |got - ref| <= 8u|ref| + 1e-4 (|ref - before| + mean change)   (u = 2^-24)
+ * a few roundings of the new value plus a relative error of the change the
+ * step made, or of the mean change of that tensor in that group: an
+ * element whose change is small because its terms cancel (a momentum
+ * buffer that changes sign) is rounded relative to its terms, which are of
+ * the size of the typical change, not of its own. An element that still
+ * disagrees may be explained_by_perturbation; the line counts those.
+ * max_rel_err is the largest |got - ref| / max(1, |ref|), as in `uopjit
+ * run --check`. */
 static double tolerance(double ref, double before, double typical) {
   return 8 * 0x1p-24 * fabs(ref) + 1e-4 * (fabs(ref - before) + typical);
 }
@@ -402,8 +395,9 @@ static void keep_before(checker_t* c, const model_t* m) {
  * both 0), so that two values' distance in units is a difference. */
 static int32_t half_rank(uint16_t bits) { return bits & 0x8000u ? -(int32_t)(bits & 0x7fffu) : (int32_t)bits; }
 
-/* The half copy of element e of group i: the engine's master rounded, and
- * within one unit of the f64 reference `ref` rounded. Where the master may
+/* The half copy of element e of group i: the engine's master rounded, bit
+ * for bit, and within one unit of the f64 reference `ref` rounded (the
+ * reference reads the half gradients widened, exactly). Where the master may
  * be further from ref than half a unit of the half dtype (a result that
  * cancels to near 0: tol, the master's own tolerance, is then relative to
  * the change, not to the result), within one unit of the rounding of some
@@ -485,6 +479,8 @@ static int check_group(checker_t* c, const model_t* m, int i, const uj_optim_rep
   return 0;
 }
 
+/* With --grad-scale or --max-grad-norm, the reported global norm against
+ * the f64 norm. */
 static int check_norm(const optim_options_t* o, const model_t* m, const uj_optim_report_t* r, int step) {
   double sum = 0, inv = o->grad_scale > 0 ? 1 / o->grad_scale : 1;
   int64_t most = 1;

@@ -1,23 +1,11 @@
 /* tools/uopjit.c: the uopjit command-line tool's entry point: the table of
- * commands and the dispatch, help and version included. Each command lives
- * in a file of its own (tools/cli_<command>.c), its help text in
+ * commands and the dispatch, help and version included (docs/CLI.md, DESIGN
+ * section 14). Each command lives in a file of its own
+ * (tools/cli_<command>.c), its help text, which says what it does, in
  * tools/cli_help.c; what they share is in tools/cli.h. The tool uses only
  * the public API (include/uopjit.h), so it doubles as an example of a
  * complete client; `uopjit cache` alone reaches into the library's kernel
  * cache (jit/cache/cache.h).
- *
- *   uopjit info    version, engines and devices
- *   uopjit demo    a 2-D convolution written as uops, run on the interpreter
- *                  and checked against plain loops
- *   uopjit run     an expression-language program on random inputs: timing,
- *                  or (--check) a comparison against the interpreter in f64
- *   uopjit dump    the loop IR or engine code of an expression-language program
- *   uopjit aot     an expression-language program as a self-contained C file
- *   uopjit cache   the on-disk kernel cache: stats, list, clear
- *   uopjit conv    one 2-D convolution on a chosen or automatic backend:
- *                  timing, or (--check) a comparison with the reference in f64
- *   uopjit bench   the benchmark suite: JIT engines against AOT C, hand-written
- *                  C and the Python peers, written as a report directory
  *
  * `uopjit --help`, `uopjit help CMD` and `uopjit CMD --help` print help to
  * stdout and exit 0; `uopjit --version` the version. A new command is a new
