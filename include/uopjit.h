@@ -1,42 +1,16 @@
 /* uopjit: tensor computations written as micro-ops, fused into loops and
- * compiled at run time.
- *
- * A worked example: y = relu(x + b) for a matrix x and a row vector b.
- *
- *   uj_graph_t* g = uj_graph_new();
- *   uj_io_t x = uj_input(g, 2, UJ_F32);                    // [n, m]
- *   uj_io_t b = uj_input(g, 1, UJ_F32);                    // [m]
- *   const char* shape[] = {"dA0", "dA1"};                  // shape of x
- *   const char* index[] = {"i1"};                          // out[i0,i1] = b[i1]
- *   uj_io_t bb = uj_reindex(g, b, 2, shape, 1, &x, 1, index);
- *   uj_io_t s = uj_binary(g, UJ_BINARY_ADD, x, bb);
- *   uj_io_t zero = uj_const(g, 0.0);
- *   uj_io_t y = uj_binary(g, UJ_BINARY_MAX, s, zero);
- *   uj_io_t ins[] = {x, b};
- *   uj_program_desc_t desc = {.input_count = 2, .inputs = ins,
- *                             .output_count = 1, .outputs = &y};
- *   uj_program_t* p;
- *   if (uj_program_new(g, &desc, &p) != UJ_OK) puts(uj_last_error());
- *   uj_graph_free(g);                       // the program keeps what it needs
- *
- *   float xv[6] = {...}, bv[3] = {...}, yv[6];
- *   uj_tensor_t tx = {xv, UJ_F32, UJ_CPU, 2, {2, 3}};
- *   uj_tensor_t tb = {bv, UJ_F32, UJ_CPU, 1, {3}};
- *   uj_tensor_t ty = {yv, UJ_F32, UJ_CPU, 2, {2, 3}};
- *   const uj_tensor_t* in[] = {&tx, &tb};
- *   uj_tensor_t* out[] = {&ty};
- *   uj_ctx_t* ctx = uj_ctx_new();
- *   uj_status_t s = uj_program_run(ctx, p, UJ_FORWARD, in, 2, NULL, 0, out, 1);
- *   uj_ctx_free(ctx);
- *   uj_program_free(p);
+ * compiled at run time. This is the public API, the one header a user
+ * includes; docs/C.md shows its use with a worked example (y = relu(x + b)
+ * built, run and freed), and each function's comment below documents it.
  *
  * Conventions. Every function that can fail returns a uj_status_t (or a
- * negative uj_io_t / NULL) and leaves a message for uj_last_error() naming the
- * tensor, axis, parameter or column at fault and the expected vs actual value.
- * Nothing aborts on bad input, and a failing call leaves every caller-owned
- * buffer it was not asked to write untouched. Objects are made by *_new and
- * released by *_free; *_free(NULL) does nothing. Tensors are borrowed: the
- * library never keeps a pointer to caller memory past the call that got it.
+ * negative uj_io_t / NULL) and leaves a message for uj_last_error() naming
+ * the tensor, axis, parameter or column at fault and the expected vs
+ * actual value. Nothing aborts on bad input, and a failing call leaves
+ * every caller-owned buffer it was not asked to write untouched. Objects
+ * are made by *_new and released by *_free; *_free(NULL) does nothing.
+ * Tensors are borrowed: the library never keeps a pointer to caller memory
+ * past the call that got it.
  */
 #ifndef UOPJIT_H
 #define UOPJIT_H

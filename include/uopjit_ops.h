@@ -2,11 +2,19 @@
  * the public enums from these rows; the library takes from them the
  * language's function names, the printer, the interpreter's reference, the
  * domain checks and the emitters' spellings. Adding an op is a row here,
- * its gradient (uops/unary.c or uops/binary.c) and a test.
+ * its gradient (uops/unary.c or uops/binary.c) and a test (DESIGN section
+ * 5, "Adding an op"). Included by uopjit.h only; docs/C.md shows the API's
+ * use.
  *
- * New rows go at the end of their list: an op's number is part of the ABI.
- *
- * X(NAME, spelling, flags, ref, cfn), one row per unary op:
+ * New rows go at the end of their list: an op's number is part of the ABI. */
+#ifndef UOPJIT_OPS_H
+#define UOPJIT_OPS_H
+
+#define UJ_OP_FLOAT 0
+#define UJ_OP_INT 1
+#define UJ_OP_CHEAP 2
+
+/* X(NAME, spelling, flags, ref, cfn), one row per unary op:
  *   NAME      the enum member UJ_UNARY_<NAME>
  *   spelling  its name in the language, in dumps and in messages
  *   flags     UJ_OP_INT: defined on i32 too (exact there; ir/ops.c
@@ -21,13 +29,6 @@
  *             and CUDA's device library's name, or the shared prelude's
  *             (jit/prelude.c) where neither has it. An engine may spell
  *             an op its own way (an inline polynomial, an operator). */
-#ifndef UOPJIT_OPS_H
-#define UOPJIT_OPS_H
-
-#define UJ_OP_FLOAT 0
-#define UJ_OP_INT 1
-#define UJ_OP_CHEAP 2
-
 #define UJ_UNARY_OPS(X)                                                        \
   X(NEG, neg, UJ_OP_INT | UJ_OP_CHEAP, ujm_neg, uj_neg)                        \
   X(ABS, abs, UJ_OP_INT | UJ_OP_CHEAP, fabs, fabs)                             \
