@@ -4,18 +4,10 @@
  * Every variable goes through one of the readers here, so that they all
  * treat values alike: unset or empty means "not set" (the caller keeps its
  * default); anything else must be one of the accepted values, and a value
- * that is not is reported, never ignored, with one message shape:
- *
- *   UOPJIT_THREADS="abc" is not valid: expected a whole number of threads from 1 to 1024
- *
- * naming the variable, the value as given (cut at 100 characters) and what
- * is accepted. A typo then shows up at once instead of as a program that
- * silently runs with the default.
- *
- * A context reads its settings once, at uj_ctx_new (rt_settings_from_env).
- * A setting whose variable is invalid keeps its default and keeps the
- * message; the calls that use the setting return it as UJ_ERR_INVALID
- * until the setting's uj_ctx_set_* gives a valid value (rt/ctx.c). */
+ * that is not is reported, never ignored (rt_env_invalid), so that a typo
+ * shows up at once instead of as a program that silently runs with the
+ * default. A context reads its settings once, at uj_ctx_new
+ * (rt_settings_from_env). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +15,9 @@
 
 #include "rt.h"
 
+/* One message shape for every variable, naming it, the value as given (cut
+ * at 100 characters) and what is accepted:
+ *   UOPJIT_THREADS="abc" is not valid: expected a whole number of threads from 1 to 1024 */
 uj_status_t rt_env_invalid(const char* var, const char* value, const char* accepted) {
   return rt_error(UJ_ERR_INVALID, "%s=\"%.100s%s\" is not valid: expected %s", var, value,
                   strlen(value) > 100 ? "..." : "", accepted);
@@ -147,6 +142,9 @@ static void note(char problems[RT_SETTING_COUNT][RT_PROBLEM_CAP], rt_setting_t s
   if (s != UJ_OK) snprintf(problems[setting], RT_PROBLEM_CAP, "%s", uj_last_error());
 }
 
+/* A setting whose variable is invalid keeps its default and keeps the
+ * message; the calls that use the setting return it as UJ_ERR_INVALID
+ * until the setting's uj_ctx_set_* gives a valid value (rt/ctx.c). */
 void rt_settings_from_env(rt_settings_t* out, char problems[RT_SETTING_COUNT][RT_PROBLEM_CAP]) {
   /* the last error is the caller's: reading settings must not change it */
   char saved[RT_PROBLEM_CAP];
