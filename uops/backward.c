@@ -1,21 +1,15 @@
-/* uops/backward.c: backward programs (reverse-mode autodiff over uops).
+/* uops/backward.c: backward programs (reverse-mode autodiff over uops;
+ * DESIGN section 5, "Backward programs").
  *
  * Given ingrads (gradients of some nodes, grad(y), and forward values the
  * caller already has) and outgrads (grad(x) wanted):
- * 1. relevant nodes are those on a path from some x to some y: descendants
- *    of the xs (through value operands) that are also ancestors of the ys;
- *    i32 nodes carry no gradient.
+ * 1. relevant nodes are those on a path from some x to some y (analyse);
  * 2. forward values: every relevant node and, recursively, its operands and
- *    shape sources, stopping at nodes given in ingrads (their values come
- *    in). These are re-emitted as in the forward pass; dce later drops the
- *    ones no gradient reads. A needed input that is not in ingrads is an
- *    error naming it.
- * 3. gradients in reverse topological order (graph ids are already
- *    topological: an uop only names earlier nodes): the gradient of n is
- *    the sum of the contributions its consumers made (plus each grad(n)
- *    given: a node that is two outputs gets both), so a tensor feeding several uops gets all of them; then each
- *    relevant float operand of n receives a new contribution tensor from
- *    n's emit_grad.
+ *    shape sources, stopping at nodes given in ingrads, are re-emitted as
+ *    in the forward pass; dce later drops the ones no gradient reads;
+ * 3. gradients in reverse topological order (propagate): the gradient of n
+ *    is the sum of the contributions its consumers made, then each relevant
+ *    float operand of n receives a new contribution from n's emit_grad;
  * 4. each outgrad is written once: the sum of its node's contributions, or
  *    zero when no path reaches it. */
 #include <stdio.h>
@@ -93,6 +87,10 @@ static int grad_flows(const uj_graph_t* g, int n, int i) {
   return is_float_node(g, node->in[i]);
 }
 
+/* Graph ids are already topological (an uop only names earlier nodes), so
+ * reverse id order is reverse topological order. A node's gradient sums
+ * its consumers' contributions plus each grad(n) given (a node that is two
+ * outputs gets both), so a tensor feeding several uops gets all of them. */
 static uj_status_t propagate(bw_t* b, int* want) {
   const uj_graph_t* g = b->E.g;
   ir_func_t* f = b->E.f;
@@ -137,7 +135,10 @@ static uj_status_t propagate(bw_t* b, int* want) {
   return s;
 }
 
-/* Marks what is relevant and which forward values are needed. */
+/* Marks what is relevant and which forward values are needed. Relevant:
+ * descendants of the xs (through value operands) that are also ancestors of
+ * the ys; i32 nodes carry no gradient. A needed input that is not in
+ * ingrads is an error naming it. */
 static uj_status_t analyse(bw_t* b, const int* given_grad, const int* want) {
   const uj_graph_t* g = b->E.g;
   char* from_x = calloc((size_t)g->n + 1, 1);

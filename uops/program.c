@@ -1,18 +1,14 @@
-/* uops/program.c: combine a graph into a program.
+/* uops/program.c: combine a graph into a program (DESIGN section 5,
+ * "Combining").
  *
  * 1. Check the description: inputs are distinct input nodes, params are
  *    distinct "$name"s, outputs are value nodes.
- * 2. Order: an iterative depth-first walk from the outputs over operands and
- *    reindex shape sources gives a topological order (post-order), correct
- *    for diamonds and shared subgraphs; every node appears once. A reached
+ * 2. Order: a depth-first walk from the outputs (topo_order); a reached
  *    input that is not listed is an error naming it.
  * 3. Tensors: the inputs in the description's order, then one per needed
  *    node in topological order.
- * 4. Shapes of every node (reindex sizes resolved, assertions collected),
- *    then canonical sizes: each run-time equality between an input's size
- *    and another size makes that size the input's representative, so that
- *    the passes see equal loop ranges; the checks themselves keep the raw
- *    sizes and run before anything executes.
+ * 4. Shapes of every node, assertions collected, then canonical sizes
+ *    (uop_canonicalize), so that the passes see equal loop ranges.
  * 5. Emit every node's blocks in order, then a copy for any output that is
  *    an input or appears twice; verify; run the pass pipeline. */
 #include <stdlib.h>
@@ -119,7 +115,9 @@ static uj_status_t check_desc(const uj_graph_t* g, const uj_program_desc_t* d) {
   return UJ_OK;
 }
 
-/* Post-order walk from the outputs; order[] receives each needed node once. */
+/* Post-order walk from the outputs over operands and reindex shape sources,
+ * iterative; order[] receives each needed node once, a topological order
+ * correct for diamonds and shared subgraphs. */
 static uj_status_t topo_order(const uj_graph_t* g, const uj_program_desc_t* d, int* order, int* count) {
   char* state = calloc((size_t)g->n, 1); /* 0 new, 1 on the stack, 2 done */
   int* stack = malloc((size_t)g->n * 2 * sizeof *stack + sizeof *stack);
@@ -159,7 +157,11 @@ static uj_status_t topo_order(const uj_graph_t* g, const uj_program_desc_t* d, i
   return UJ_OK;
 }
 
-/* ---- canonical sizes ---- */
+/* ---- canonical sizes ----
+ * Each run-time equality between an input's size and another size makes
+ * that size the input's representative, so that the passes see equal loop
+ * ranges; the checks themselves keep the raw sizes and run before anything
+ * executes. */
 
 typedef struct {
   ir_func_t* f;
