@@ -260,9 +260,8 @@ static inline __attribute__((always_inline)) void input_transform(const bk_wino_
       BY_OUTPUTS(er, input_columns, ec, tmp, base, fast, ih0, iw0, p, nc)
       /* interleaved V: the next 16 channels' 36 lines are far apart, and
        * after the products streamed U through L2 they are no longer
-       * there; asking for them ahead, for writing, took the input step
-       * at 14x14x256, batch 1 from 54 to 37 us on two threads, 73 to 49
-       * on one (tile-major V: no faster) */
+       * there; asking for them ahead, for writing, shortens the input step
+       * (tile-major V was no faster; docs/CONVOLUTION.md, "Measured") */
       if (v_chunk > LANES && c0 + LANES < cs)
         for (int xi = 0; xi < 36; xi++) __builtin_prefetch(out + (c0 / LANES + 1) * v_chunk + xi * v_xi, 1, 3);
       BY_OUTPUTS(ec, input_rows, tmp, out + c0 / LANES * v_chunk, v_xi)
@@ -328,9 +327,8 @@ static inline __attribute__((always_inline)) void output_transform(const bk_wino
       else if (bias) load_partial(&b, bias + k0, nk);
       bk_v16 tmp[24];
       /* most tiles: with both sides and the lanes constant every loop
-       * unrolls, 20-25% faster per tile than through BY_OUTPUTS, where
-       * the other side's outputs stay a variable (28x28x128: 62 ns per
-       * 16 filters against 78) */
+       * unrolls, faster per tile than through BY_OUTPUTS, where the other
+       * side's outputs stay a variable (docs/CONVOLUTION.md, "Measured") */
       if (er == 4 && ec == 4 && nk == LANES) {
         output_columns(4, 4, tmp, in + k0, m_xi);
         output_rows(4, 4, tmp, &b, out + k0, OW, K, LANES);
