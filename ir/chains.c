@@ -1,47 +1,18 @@
 /* ir/chains.c: which consecutive blocks may run chunk by chunk of their
  * outermost loop, so that what one chunk of rows touches stays in cache from
- * one block of the chain to the next (the CPU runner, jit/blocks.c).
- *
- * Unchunked, blocks b < c run every iteration of b before any of c. Run in
- * chunks [r0, r1), [r1, r2), ... with each chunk going through b then c, the
- * order changes only for pairs (b at iteration i, c at iteration i') with i'
- * in an earlier chunk than i: c(i') now runs before b(i). With threads, each
- * thread takes a range of rows through the whole chain, so any iterations of
- * different rows may also run at the same time, in any order. The results
- * are the same, bit for bit, when iterations of different rows never
- * conflict: no element written by one is touched by the other.
+ * one block of the chain to the next (the CPU runner, jit/blocks.c; DESIGN
+ * section 7, "A runner").
  *
  * Rule. Blocks s..e form a chain when
  * 1. each has loops, and the outermost loops' [start, end) are the same
- *    index trees, with no tensor load in them (a range read from data the
- *    chain writes could change between the blocks);
- * 2. for every tensor T that some block of the chain writes (statement
- *    targets and scatter-add targets; a 0-d local lives in one iteration and
- *    is left out), there is one axis a such that every access to T in every
- *    block of the chain (reads, writes, i32 loads inside index expressions,
- *    checked or not) has as its index on axis a the block's own outermost
- *    loop variable, bare.
- * Then iteration i of any block of the chain touches only elements of T
- * whose index on axis a is i (a checked access out of range touches
- * nothing), so iterations of different rows, of the same block or of two
- * blocks, touch disjoint elements of every written tensor and only read the
- * others: they commute, and the order within one iteration of one block
- * (what decides rounding) is unchanged. Condition 2 also makes each block's
- * outermost iterations independent (ir_loop_independent at depth 0: no
- * carried variable spans outermost iterations, since they are reset on each
- * one). Reads of tensors nobody in the chain writes need nothing. An output
- * written into the memory of an input (ir_alias_safe) has both touched in
- * one block only, so no other block of the chain sees that memory.
- * An index that reaches the row through arithmetic (i + 1, i / 2) or a load
- * does not count: such a chain is not formed (conservative).
- *
- * Algorithm: one greedy sweep over the blocks. The open chain keeps, per
- * tensor, whether it is written and the mask of axes at which every access
- * so far names the row bare. A block joins when its ranges match and, for
- * each tensor it touches, the masks of the chain and the block still share
- * an axis wherever the tensor is written by either; tensors it does not
- * touch keep what the chain proved. Else it opens the next chain, alone
- * when it fails condition 2 by itself. Each access is seen once. */
+ *    index trees, with no tensor load in them;
+ * 2. for every tensor T that some block of the chain writes, there is one
+ *    axis a such that every access to T in every block of the chain has as
+ *    its index on axis a the block's own outermost loop variable, bare.
+ * Then iterations of different rows touch disjoint elements of every
+ * written tensor, so chunking and threads leave results the same, bit for
+ * bit (why, above ir_block_chains). One greedy sweep over the blocks finds
+ * the chains, each access seen once. */
 #include <stdlib.h>
 
 #include "ir.h"
@@ -84,6 +55,42 @@ static int same_range(const ir_block_t* a, const ir_block_t* b) {
   return ir_ix_equal(a->loops[0].start, b->loops[0].start) && ir_ix_equal(a->loops[0].end, b->loops[0].end);
 }
 
+/* Why the rule keeps results. Unchunked, blocks b < c run every iteration
+ * of b before any of c. Run in chunks [r0, r1), [r1, r2), ... with each
+ * chunk going through b then c, the order changes only for pairs (b at
+ * iteration i, c at iteration i') with i' in an earlier chunk than i: c(i')
+ * now runs before b(i). With threads, each thread takes a range of rows
+ * through the whole chain, so any iterations of different rows may also
+ * run at the same time, in any order. The results are the same, bit for
+ * bit, when iterations of different rows never conflict: no element written
+ * by one is touched by the other.
+ *
+ * In condition 1, a range read from data the chain writes could change
+ * between the blocks. In condition 2, the writes are statement targets and
+ * scatter-add targets (a 0-d local lives in one iteration and is left out),
+ * and the accesses are reads, writes and i32 loads inside index
+ * expressions, checked or not. Then iteration i of any block of the chain
+ * touches only elements of T whose index on axis a is i (a checked access
+ * out of range touches nothing), so iterations of different rows, of the
+ * same block or of two blocks, touch disjoint elements of every written
+ * tensor and only read the others: they commute, and the order within one
+ * iteration of one block (what decides rounding) is unchanged. Condition 2
+ * also makes each block's outermost iterations independent
+ * (ir_loop_independent at depth 0: no carried variable spans outermost
+ * iterations, since they are reset on each one). Reads of tensors nobody in
+ * the chain writes need nothing. An output written into the memory of an
+ * input (ir_alias_safe) has both touched in one block only, so no other
+ * block of the chain sees that memory. An index that reaches the row
+ * through arithmetic (i + 1, i / 2) or a load does not count: such a chain
+ * is not formed (conservative).
+ *
+ * The sweep: the open chain keeps, per tensor, whether it is written and
+ * the mask of axes at which every access so far names the row bare. A
+ * block joins when its ranges match and, for each tensor it touches, the
+ * masks of the chain and the block still share an axis wherever the tensor
+ * is written by either; tensors it does not touch keep what the chain
+ * proved. Else it opens the next chain, alone when it fails condition 2 by
+ * itself. */
 uj_status_t ir_block_chains(const ir_func_t* f, int* length) {
   size_t n = (size_t)f->ntensors + 1;
   uint32_t* chain_mask = malloc(n * sizeof *chain_mask);

@@ -1,48 +1,15 @@
-/* ir/fuse.c: loop fusion in the manner of NNC (ccv's micro-op compiler).
+/* ir/fuse.c: loop fusion in the manner of NNC (ccv's micro-op compiler);
+ * DESIGN section 6, "fuse", states the rule and why it is legal.
  *
- * Two blocks A (earlier) and B (later) merge into one chain when their loops
- * pair up from the outermost: every loop of the shorter chain has the same
- * range as the loop at its depth in the longer one (sizes tied by [=] are
- * already one canonical expression, so they compare equal). The merged chain
- * is the longer one; at each paired depth it carries A's variables then B's,
- * and runs A's statements then B's, B's loop ids renamed to A's.
- *
- * Why that is legal. Statements at one depth keep their A-before-B order
- * within an iteration, and statements at different depths keep the loop
- * nest's own order (inner chain first), so the only thing that changes is
- * that B's work for an element now happens right after A's work for that
- * element instead of after all of A. That is harmless for every tensor that
- * at most one side writes and neither reads from the other. For a tensor
- * that one side writes and the other touches (read after write, write after
- * read, write after write), the merge is allowed only when every access to
- * it, in both blocks, is at the same depth, at the identical index, and
- * that index names a distinct element per iteration of the loops enclosing
- * it (each such loop of more than one iteration appears as a bare index):
- * then both sides touch element e in the same iteration and nowhere else,
- * in the original order. Otherwise (a consumer reading the producer at a
- * different index, a reduction result read inside the reduced loop, a
- * scatter) the merge is refused. In particular loops that hold statements or
- * carried variables (pivots) keep their relative order.
- *
- * Single-iteration loops outside. A reduction over every axis is a chain
- * whose outermost loop runs once (it holds the sum and its store), and the
- * elementwise producer of its operand has no such loop, so the two never
- * pair from the outermost. When the loops do not pair at depth 0, the
- * chain of one side may instead nest inside the leading loops of the other
- * that run exactly once (constant range of length 1): the nested side's
- * loop at depth k then pairs with the outer side's loop at depth k + s,
- * where s is the number of such loops it goes under. Running a list of
- * statements inside a loop that runs once is running it once, so the
- * argument above holds with the nested side's depths shifted by s, and so
- * do the checks (every access to a shared tensor at the same shifted depth
- * and index). A loop of length 0 or of a length not known here is never
- * gone under: the nested side's statements would run a different number
- * of times.
- *
- * Blocks in between: B may move left past a block it does not conflict
- * with; if one in between forbids that, A may instead move right past the
- * blocks in between (merge to the right). Repeats until no merge applies.
- *
+ * Two blocks A (earlier) and B (later) merge when their loops pair up from
+ * the outermost with equal ranges (sizes tied by [=] are one canonical
+ * expression), or with one side nested in the other's leading loops that
+ * run once (pair_loops), and every tensor one side writes and the other
+ * touches is accessed at one depth and one index naming a distinct element
+ * per iteration (mergeable). The merged chain is the longer one; at each
+ * paired depth it carries A's variables then B's and runs A's statements
+ * then B's, B's loop ids renamed to A's. B may move left past blocks it
+ * does not conflict with, else A right; repeats until no merge applies.
  * Assumes loop bounds read no tensors. Keeps its own dependence tables up
  * to date as it merges; invalidates any other. */
 #include <stdlib.h>
@@ -171,9 +138,22 @@ static int pair_shifted(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, 
 }
 
 /* The loops of A and B paired from the outermost, or else with one side
- * nested inside loops of the other that run once (the file's comment):
- * the fewest such loops that make the rest pair. 1 paired (r filled), 0
- * not, -1 OOM. */
+ * nested inside loops of the other that run once: the fewest such loops
+ * that make the rest pair. 1 paired (r filled), 0 not, -1 OOM.
+ *
+ * Single-iteration loops outside. A reduction over every axis is a chain
+ * whose outermost loop runs once (it holds the sum and its store), and the
+ * elementwise producer of its operand has no such loop, so the two never
+ * pair from the outermost. The chain of one side may instead nest inside
+ * the leading loops of the other that run exactly once (constant range of
+ * length 1): the nested side's loop at depth k then pairs with the outer
+ * side's loop at depth k + s, where s is the number of such loops it goes
+ * under. Running a list of statements inside a loop that runs once is
+ * running it once, so the legality argument (above mergeable) holds with
+ * the nested side's depths shifted by s, and so do the checks (every access
+ * to a shared tensor at the same shifted depth and index). A loop of length
+ * 0 or of a length not known here is never gone under: the nested side's
+ * statements would run a different number of times. */
 static int pair_loops(ir_func_t* f, const ir_block_t* A, const ir_block_t* B, rename_t* r) {
   int p = pair_shifted(f, A, B, 0, 0, r);
   if (p != 0) return p;
@@ -200,6 +180,23 @@ typedef struct {
 
 /* Whether blocks ia and ib (A before B) may merge; fills the rename map.
  * -1 on OOM.
+ *
+ * Why that is legal. Statements at one depth keep their A-before-B order
+ * within an iteration, and statements at different depths keep the loop
+ * nest's own order (inner chain first), so the only thing that changes is
+ * that B's work for an element now happens right after A's work for that
+ * element instead of after all of A. That is harmless for every tensor that
+ * at most one side writes and neither reads from the other. For a tensor
+ * that one side writes and the other touches (read after write, write after
+ * read, write after write), the merge is allowed only when every access to
+ * it, in both blocks, is at the same depth, at the identical index, and
+ * that index names a distinct element per iteration of the loops enclosing
+ * it (each such loop of more than one iteration appears as a bare index):
+ * then both sides touch element e in the same iteration and nowhere else,
+ * in the original order. Otherwise (a consumer reading the producer at a
+ * different index, a reduction result read inside the reduced loop, a
+ * scatter) the merge is refused. In particular loops that hold statements
+ * or carried variables (pivots) keep their relative order.
  *
  * A tensor needs the same-element check when B touches it and either side
  * writes it, which the dependence tables answer per tensor; and the check
@@ -355,7 +352,10 @@ static void merged(fuse_t* F, int keep, int drop, const ir_block_t* chain, const
 
 /* One merge, the first in the order (j ascending, then i descending from
  * j - 1) that applies, looking no further left than j = from: 1 merged
- * (*at is the smaller of the two indices), 0 none, -1 OOM. */
+ * (*at is the smaller of the two indices), 0 none, -1 OOM. Blocks in
+ * between: B may move left past a block it does not conflict with; if one
+ * in between forbids that, A may instead move right past the blocks in
+ * between (merge to the right). */
 static int fuse_once(fuse_t* F, int from, int* at) {
   ir_func_t* f = F->f;
   ir_deps_t* d = F->d;

@@ -1,53 +1,18 @@
 /* ir/recompute.c: recomputation of cheap elementwise values in place of a
- * full-size temporary.
+ * full-size temporary (DESIGN section 6, "into_output and recompute").
  *
- * The case it is for: an elementwise value read by a reduction and by a
- * later elementwise consumer, such as softmax's e = exp(x - max) (summed,
- * then divided by the sum) or layernorm's centred d = x - mean (squared and
- * summed, then scaled). Fusion puts the value's computation beside the
- * first reduction, but the consumer needs the finished reduction and so
- * runs in a later block, which reads the value back from a temporary as
- * large as x: written once, read once, two full-size passes over memory.
- * Computing the value again in the consumer from what it was computed from
- * (x and the per-row max or mean) costs one full-size read of x instead.
- *
- * The rule. A temporary T (not an output, not a local) qualifies when
- *  - it is written by exactly one statement, an unchecked store `T[i..] =
- *    V` in block X, each index a distinct loop of X whose range is [0, the
- *    size of that axis), so the store covers every element of T once;
- *  - V, with the locals it reads replaced by their definitions earlier in
- *    the same statement list, reads no carried variable, has no run-time
- *    checked access, uses only loops that index T, is at most
- *    RECOMPUTE_MAX_NODES nodes with at most RECOMPUTE_MAX_COSTLY
- *    transcendental calls (exp, log, tanh, sigmoid, sin, cos, pow), and
- *    reads only tensors that no block from X to the last reader writes;
- *  - every other access to T is an unchecked load in a value expression of
- *    a block after X, and streams (below): a read that repeats elements,
- *    a broadcast, would evaluate V once per repeat instead of once per
- *    element of T, more work than the bytes are worth (layernorm's per-row
- *    rsqrt stays in its temporary).
- * Bytes moved are counted in "streams": an access whose index names every
- * loop of more than one iteration around its statement streams its tensor
- * (one element per iteration, T's size in all); any other access repeats
- * elements and is taken to hit the cache (a per-row max, a weight vector).
- * Keeping T moves its write plus each streamed read of T; recomputing moves,
- * for each reader, the streams V's loads become at the reader's index. T is
- * recomputed when that is strictly fewer bytes: every read of T is replaced
- * by V with X's loops renamed to the reader's indices, and dce then drops
- * the store and T's memory. Softmax: keeping moves 4 + 4 bytes per element
- * (write e, read e), recomputing 4 (read x): e is recomputed. A value of two
- * streamed inputs read once (a * b) is kept: 8 bytes either way. (Softmax
- * usually does not get here: ir/into_output.c, which runs first, stores a
- * value with a transcendental call in the output its reader writes, so
- * that exp runs once per element; what it leaves, such as a softmax whose
- * output may be written over an input, is recomputed here.)
- *
- * A temporary ir/into_output.c left as chain-local scratch (chain_local)
- * is kept: it moves no bytes.
- *
- * Runs after fuse and subst (so that the consumers fusion could serve have
- * been served, and V is the forwarded expression), before dce. Invalidates
- * deps. */
+ * The case: an elementwise value read by a reduction and by a later
+ * consumer, such as layernorm's centred d = x - mean (squared and summed,
+ * then scaled). Fusion puts the value beside the reduction, but the consumer
+ * needs the finished reduction and so runs in a later block, which reads the
+ * value back from a temporary as large as x: written once, read once.
+ * Computing it again from what it was computed from (x and the per-row
+ * mean) reads x once instead. A temporary one covering store writes and
+ * only streaming loads in later blocks read is recomputed in each reader
+ * when that moves strictly fewer bytes (try_tensor states the rule); dce
+ * then drops the store. Runs after fuse and subst (so that the consumers
+ * fusion could serve have been served, and V is the forwarded expression),
+ * before dce. Invalidates deps. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,7 +256,39 @@ static int value_loads(const ir_expr_t* e, int t) {
 
 /* Recomputes T, whose accesses are a.list[0..a.n) in block order, when the
  * rule says so: 1 done (touched[] marks the tensors V loads: their lists
- * are now short of the loads V brought into the readers), 0 not, -1 OOM. */
+ * are now short of the loads V brought into the readers), 0 not, -1 OOM.
+ *
+ * The rule. A temporary T (not an output, not a local) qualifies when
+ *  - it is written by exactly one statement, an unchecked store `T[i..] =
+ *    V` in block X, each index a distinct loop of X whose range is [0, the
+ *    size of that axis), so the store covers every element of T once;
+ *  - V, with the locals it reads replaced by their definitions earlier in
+ *    the same statement list, reads no carried variable, has no run-time
+ *    checked access, uses only loops that index T, is at most
+ *    RECOMPUTE_MAX_NODES nodes with at most RECOMPUTE_MAX_COSTLY
+ *    transcendental calls (exp, log, tanh, sigmoid, sin, cos, pow), and
+ *    reads only tensors that no block from X to the last reader writes;
+ *  - every other access to T is an unchecked load in a value expression of
+ *    a block after X, and streams (below): a read that repeats elements,
+ *    a broadcast, would evaluate V once per repeat instead of once per
+ *    element of T, more work than the bytes are worth (layernorm's per-row
+ *    rsqrt stays in its temporary).
+ * Bytes moved are counted in "streams": an access whose index names every
+ * loop of more than one iteration around its statement streams its tensor
+ * (one element per iteration, T's size in all); any other access repeats
+ * elements and is taken to hit the cache (a per-row max, a weight vector).
+ * Keeping T moves its write plus each streamed read of T; recomputing moves,
+ * for each reader, the streams V's loads become at the reader's index. T is
+ * recomputed when that is strictly fewer bytes: every read of T is replaced
+ * by V with X's loops renamed to the reader's indices. Softmax's e = exp(x -
+ * max): keeping moves 4 + 4 bytes per element (write e, read e),
+ * recomputing 4 (read x): e is recomputed. A value of two streamed inputs
+ * read once (a * b) is kept: 8 bytes either way. (Softmax usually does not
+ * get here: ir/into_output.c, which runs first, stores a value with a
+ * transcendental call in the output its reader writes, so that exp runs
+ * once per element; what it leaves, such as a softmax whose output may be
+ * written over an input, is recomputed here.) A temporary into_output left
+ * as chain-local scratch is kept: it moves no bytes. */
 static int try_tensor(ir_func_t* f, const ir_deps_t* d, int T, accesses_t a, unsigned char* touched) {
   const ir_tensor_t* tt = &f->tensors[T];
   /* chain_local set here is ir/into_output.c's choice of a row of scratch
