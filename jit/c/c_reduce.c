@@ -2,66 +2,17 @@
  *
  * A reduction loop adds into one variable per iteration, a dependence
  * carried from each iteration to the next: the C compiler may not reorder
- * floating-point additions, so `c += x[i]` runs one add at a time (4
- * cycles each) and never in vector registers, and the NaN-aware max
- * `c = (x > c || c != c) ? x : c` becomes a compare and a branch per
- * element.
- *
- * The innermost loop of a block whose statements accumulate into carried
- * variables of an outer loop is therefore printed in lanes: each carried
- * variable c gets 32 (16 for 8-byte values) partial results c_l[0..L) at the identity,
- * the loop runs in groups of L iterations, iteration j of a group
- * accumulating into lane j (an inner loop of constant trip count over the
- * lanes, which the compiler turns into vector operations with independent
- * accumulators), then the lanes are folded into c as a balanced tree in a
- * fixed order (lane j with lane j + L/2, and so on), and the iterations
- * past the last whole group run as before, straight into c. Everything
- * else is unchanged: the iterations still run in their order, so stores,
- * loads and guards see what they saw; only the order of the reduction's own
- * operations changes, and it depends on the loop's trip count alone, never
- * on threads (the C engine splits blocks by their outermost loop, and a
- * reduction's lanes live inside one iteration of it).
- *
- * Per operation:
- *  - sum, mean, prod: a tree of partial sums (products); i32 in uint32_t,
- *    which wraps as the interpreter's 32-bit results do.
- *  - max, min: within a lane `c_l = x > c_l ? x : c_l`: a lane starts at
- *    -inf (+inf) and takes only values compared greater (less), so it is
- *    never NaN and the interpreter's `|| c != c` is always false there;
- *    a NaN x compares false and is ignored, as the interpreter ignores it,
- *    and the select is one vector max per group, no branch. The fold uses
- *    the interpreter's own max. Of +0 and -0 the result may be either
- *    (equal values; which came first is no longer known).
- *  - argmax, argmin: a lane keeps its best value and its flat index,
- *    taking an element only when strictly better (the first best in the
- *    lane); the fold takes the better value and, of equal ones, the smaller
- *    index, which is the earlier element: the flat index grows with the
- *    iteration. A lane that took nothing has index INT64_MAX and loses
- *    every tie, so c keeps its own first element as the interpreter does.
- *
- * The loop over the lanes of a group gets `#pragma GCC ivdep` when its
- * iterations touch disjoint elements of every tensor the block writes
- * (ir_loop_accesses_disjoint; each lane accumulates into its own partial
- * result): without it gcc cannot tell that softmax's store of exp(x - max)
- * to y leaves the row's max and x unchanged, and checks the pointers for
- * overlap and reloads the max and its constants once per group of 32
- * (docs/ENGINES.md, "Measured").
- *
- * Prefetch. The runner calls the blocks of a chain (ir/chains.c) a chunk
- * of rows [begin, end) at a time, every block of the chain on one chunk
- * before the next chunk. Only the chain's first block then waits for
- * memory (softmax's max reads x from DRAM; its exp and its quotient work
- * on rows in cache), and memory idles while the later blocks compute. A
- * lane loop of a later block (jit_cx_t.prefetch_next_chunk) therefore
- * prefetches, once per group, the lines the group touched of each
- * [row, column] tensor in the row end - begin further on, which the next
- * chunk will touch: to read, or to write (the store then finds its line
- * already owned), when the row exists. No value changes (docs/ENGINES.md, "Measured").
- * Where the chain's last block streams its output (jit/c/c_stream.c),
- * that block prefetches instead and these loops fetch nothing (see
- * chunk_prefetch in jit/c/c_emit.c).
- *
- * Which loops: ir_lanes_fit (ir/lanes.c); others are printed as before. */
+ * floating-point additions, so `c += x[i]` runs one add at a time, each
+ * waiting for the last, never in vector registers, and the NaN-aware max
+ * becomes a compare and a branch per element. The innermost loop of a block
+ * whose statements accumulate into carried variables of an outer loop
+ * (ir_lanes_fit, ir/lanes.c) is therefore printed in lanes: each carried
+ * variable gets L partial results, iteration j of a group of L accumulates
+ * into lane j, the lanes fold into it as a balanced tree in a fixed order,
+ * and the rest runs straight into it. Only the order of the reduction's own
+ * operations changes, and it depends on the trip count alone, never on
+ * threads. In a chain's later blocks the lane loops also prefetch the next
+ * chunk's rows (emit_prefetch; DESIGN section 7, "A runner"). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -94,7 +45,23 @@ static void declare_lanes(jit_cx_t* E, const ir_carried_t* c, int L, int depth) 
 }
 
 /* `into = op(into, from)` for a lane pair or the final fold; arg ops carry
- * their index along (the smaller wins a tie). */
+ * their index along (the smaller wins a tie). Per operation:
+ *  - sum, mean, prod: a tree of partial sums (products); i32 in uint32_t,
+ *    which wraps as the interpreter's 32-bit results do.
+ *  - max, min: within a lane `c_l = x > c_l ? x : c_l`: a lane starts at
+ *    -inf (+inf) and takes only values compared greater (less), so it is
+ *    never NaN and the interpreter's `c = (x > c || c != c) ? x : c` has
+ *    `c != c` always false there; a NaN x compares false and is ignored, as
+ *    the interpreter ignores it, and the select is one vector max per
+ *    group, no branch. The fold uses the interpreter's own max. Of +0 and
+ *    -0 the result may be either (equal values; which came first is no
+ *    longer known).
+ *  - argmax, argmin: a lane keeps its best value and its flat index,
+ *    taking an element only when strictly better (the first best in the
+ *    lane); the fold takes the better value and, of equal ones, the smaller
+ *    index, which is the earlier element: the flat index grows with the
+ *    iteration. A lane that took nothing has index INT64_MAX and loses
+ *    every tie, so c keeps its own first element as the interpreter does. */
 static void fold(jit_cx_t* E, const ir_carried_t* c, const char* into, const char* into_a, const char* from,
                  const char* from_a) {
   int fl = c->dtype != UJ_I32;
@@ -199,7 +166,21 @@ void jit_c_prefetch_rows(jit_cx_t* E, const ir_block_t* b, int depth, int group,
 
 /* After each group: the lines the group touched of every [row, column]
  * tensor, in the row one chunk further on (the block runs a chunk of rows
- * [begin, end) per call; see the file's comment). */
+ * [begin, end) per call).
+ *
+ * The runner calls the blocks of a chain (ir/chains.c) a chunk of rows
+ * [begin, end) at a time, every block of the chain on one chunk before the
+ * next chunk. Only the chain's first block then waits for memory (softmax's
+ * max reads x from DRAM; its exp and its quotient work on rows in cache),
+ * and memory idles while the later blocks compute. A lane loop of a later
+ * block (jit_cx_t.prefetch_next_chunk) therefore prefetches, once per
+ * group, the lines the group touched of each [row, column] tensor in the
+ * row end - begin further on, which the next chunk will touch: to read, or
+ * to write (the store then finds its line already owned), when the row
+ * exists. No value changes (docs/ENGINES.md, "Measured"). Where the chain's
+ * last block streams its output (jit/c/c_stream.c), that block prefetches
+ * instead and these loops fetch nothing (see chunk_prefetch in
+ * jit/c/c_emit.c). */
 static void emit_prefetch(jit_cx_t* E, const ir_block_t* b, int k, int L) {
   unsigned char* mode = jit_c_row_tensors(E->f, b, k);
   if (!mode) return; /* out of memory: no prefetch, nothing else changes */
@@ -207,6 +188,26 @@ static void emit_prefetch(jit_cx_t* E, const ir_block_t* b, int k, int L) {
   free(mode);
 }
 
+/* Each carried variable c gets L partial results c_l[0..L) at the
+ * identity (lane_count), the loop runs in groups of L iterations, iteration
+ * j of a group accumulating into lane j (an inner loop of constant trip
+ * count over the lanes, which the compiler turns into vector operations
+ * with independent accumulators), then the lanes are folded into c as a
+ * balanced tree in a fixed order (lane j with lane j + L/2, and so on), and
+ * the iterations past the last whole group run as before, straight into c.
+ * Everything else is unchanged: the iterations still run in their order, so
+ * stores, loads and guards see what they saw; only the order of the
+ * reduction's own operations changes, and it depends on the loop's trip
+ * count alone, never on threads (the C engine splits blocks by their
+ * outermost loop, and a reduction's lanes live inside one iteration of it).
+ *
+ * The loop over the lanes of a group gets `#pragma GCC ivdep` when its
+ * iterations touch disjoint elements of every tensor the block writes
+ * (ir_loop_accesses_disjoint; each lane accumulates into its own partial
+ * result): without it gcc cannot tell that softmax's store of exp(x - max)
+ * to y leaves the row's max and x unchanged, and checks the pointers for
+ * overlap and reloads the max and its constants once per group of 32
+ * (docs/ENGINES.md, "Measured"). */
 void jit_c_emit_lanes(jit_cx_t* E, const ir_block_t* b, int k) {
   const ir_loop_t* l = &b->loops[k];
   int id = l->id, L = lane_count(b, k);
