@@ -1,47 +1,18 @@
-/* rt/threads.c: the thread pool that runs CPU kernels in parallel.
+/* rt/threads.c: the thread pool that runs CPU kernels in parallel, and the
+ * process's fork bookkeeping (rt_fork_generation, rt_fork_guard); DESIGN
+ * section 9, "Thread pool".
  *
- * A CPU kernel takes (begin, end) of its outermost parallel loop, so running
- * one in parallel only needs a range split into contiguous chunks, one per
- * thread. Contiguous chunks (rather than interleaved indices) keep each
- * thread's memory accesses streaming and let the kernel vectorize its share.
- *
- * Workers are started once and sleep on a condition variable between jobs,
- * so a run costs a wake-up rather than a thread creation. Everything a worker
- * reads about a job (the function, the chunk layout, which chunk is next) is
- * read under the pool's mutex, and chunks are claimed under it too, so a
- * worker that wakes late can never run a chunk of a job that has finished.
- * Because kernels often come in quick succession, an idle worker first spins
- * briefly on the job counter before going to sleep, and the caller spins
- * briefly before sleeping on completion; both spins are bounded, so an idle
- * pool uses no CPU.
- *
- * The caller takes part: it runs chunk 0 itself and then claims any chunk no
- * worker has taken yet, so a pool of n threads starts n-1 workers and a pool
- * of 1 starts none. A pool serves one caller at a time; a call that finds the
- * pool busy (from another thread, or nested from inside a chunk) runs its
- * whole range on the calling thread, which is always correct, only slower.
- *
- * fork(). The child of a fork has only the thread that called fork: the
- * pool's workers are not in it, its condition variables still count the
- * parent's sleeping workers as waiters (glibc's pthread_cond_destroy would
- * wait for them forever), and its mutex may have been held by a worker at
- * the instant of the fork, in which case it stays locked in the child for
- * good. So the threads and everything they touch (the mutex, the condition
- * variables, the job, the busy flag) live in a crew of their own, which
- * the pool (what callers hold) points to, and each crew records the fork
- * generation of the process that started it (rt_fork_generation: a
- * pthread_atfork handler changes it in every child). A run that finds its
- * pool's crew from another generation starts a new crew with the same
- * thread count and swaps it in; freeing a pool whose crew is from another
- * generation (or another pid) neither joins its threads nor destroys its
- * mutex or condition variables, since both could block forever, and only
- * gives its memory back. Nothing of an abandoned crew is ever locked,
- * waited on or signalled again, so a lock a vanished thread held is
- * harmless. The pool's size (rt_pool_size) never changes, even if the
- * child gets fewer threads: callers size per-run scratch by it, and a run
- * never makes more chunks than it, whoever runs them. A fork from inside
- * a chunk (by the thread running it) is not supported: the child would
- * wait for chunks that the parent's workers were running. */
+ * A CPU kernel takes (begin, end) of its outermost parallel loop, so a run
+ * splits the range into contiguous chunks, one per thread (rather than
+ * interleaved indices): each thread's accesses stream and the kernel
+ * vectorizes its share. Workers start once and sleep between jobs, so a run
+ * costs a wake-up, not a thread creation; the caller runs chunk 0 and
+ * claims what no worker took (rt_pool_run). Everything a worker reads about
+ * a job, and each claim, is under the crew's mutex, so a worker that wakes
+ * late never runs a chunk of a finished job. In a child of fork() the crew
+ * inherited from the parent is never touched: a run there starts a new one
+ * (crew_t, crew_of). A fork from inside a chunk is not supported: the
+ * child would wait for chunks that the parent's workers were running. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -58,7 +29,18 @@
 #define RT_POOL_SPIN 2000
 
 /* The threads of a pool and everything they share: one per process that
- * ran the pool (a child of fork() starts its own, see above). */
+ * ran the pool. The child of a fork has only the thread that called fork:
+ * the pool's workers are not in it, its condition variables still count the
+ * parent's sleeping workers as waiters (glibc's pthread_cond_destroy would
+ * wait for them forever), and its mutex may have been held by a worker at
+ * the instant of the fork, in which case it stays locked in the child for
+ * good. So the threads and everything they touch (the mutex, the condition
+ * variables, the job, the busy flag) live in a crew of their own, which the
+ * pool (what callers hold) points to, and each crew records the fork
+ * generation of the process that started it (rt_fork_generation: a
+ * pthread_atfork handler changes it in every child). Nothing of an
+ * abandoned crew is ever locked, waited on or signalled again, so a lock a
+ * vanished thread held is harmless. */
 typedef struct crew {
   unsigned generation; /* rt_fork_generation() when the threads were started */
   pid_t pid;           /* getpid() then: a second check where it is cheap (freeing) */
@@ -86,8 +68,9 @@ typedef struct crew {
 
 struct rt_pool {
   /* Threads taking part in a run, the caller included: at most this many
-   * chunks per run. Fixed for the pool's life (callers size per-run scratch
-   * by rt_pool_size), even where a child's new crew got fewer threads. */
+   * chunks per run, whoever runs them. Fixed for the pool's life (callers
+   * size per-run scratch by rt_pool_size), even where a child's new crew
+   * got fewer threads. */
   int size;
   _Atomic(crew_t*) crew; /* replaced only by a run in a child of fork() */
 };
@@ -297,9 +280,10 @@ static crew_t* crew_new(int workers, const char** why) {
 }
 
 /* The crew of this process for p: the one it has, or, in a child of fork()
- * whose pool still points to the parent's, a new one with the pool's
- * thread count. NULL (the run goes serial, and the next one tries again)
- * when a new crew cannot be made. */
+ * whose pool still points to the parent's (a crew from another
+ * generation), a new one with the pool's thread count, swapped in; the
+ * parent's is abandoned (crew_abandon). NULL (the run goes serial, and the
+ * next one tries again) when a new crew cannot be made. */
 static crew_t* crew_of(rt_pool_t* p) {
   crew_t* c = atomic_load_explicit(&p->crew, memory_order_acquire);
   if (c && crew_mine(c)) return c;
@@ -361,6 +345,15 @@ void rt_pool_free(rt_pool_t* p) {
 
 int rt_pool_size(const rt_pool_t* p) { return p ? p->size : 1; }
 
+/* The caller takes part: it runs chunk 0 itself and then claims any chunk
+ * no worker has taken yet, so a pool of n threads starts n-1 workers and a
+ * pool of 1 starts none. A pool serves one caller at a time; a call that
+ * finds the pool busy (from another thread, or nested from inside a chunk)
+ * runs its whole range on the calling thread, which is always correct, only
+ * slower. Because kernels often come in quick succession, an idle worker
+ * first spins briefly on the job counter before going to sleep, and the
+ * caller spins briefly before sleeping on completion; both spins are
+ * bounded, so an idle pool uses no CPU. */
 void rt_pool_run(rt_pool_t* p, int64_t begin, int64_t end, int64_t min_chunk, rt_range_fn fn, void* ctx) {
   if (!fn || end <= begin) return;
   if (min_chunk < 1) min_chunk = 1;
