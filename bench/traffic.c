@@ -7,43 +7,11 @@
  * traffic (write-allocate reads of the outputs' lines, the prefetchers) it
  * does for the workload too, so a kernel's time over this one's is the
  * fraction of the reachable bandwidth it gets; STREAM's byte counts, which
- * leave write-allocate out, are not (see stream.c).
- *
- * The loop takes sixteen elements (one 64-byte line) at a time: every
- * input's lanes loaded and XORed, then stored to every output, so the
- * inputs of an element are all read before an in-place output overwrites
- * one. Every array is also prefetched PREFETCH_AHEAD elements ahead (for
- * writing where it is written). Both are there because the limit must be
- * the fastest this traffic moves, not one loop's speed: with Adam's traffic
- * at 2^24 on one thread (fastest of 21 calls, three runs, alternated with a
- * plain loop of Adam), eight-lane vectors without prefetch took 19.2-23.3
- * ms, sixteen lanes 18.4-21.8, and sixteen lanes with prefetch 1 KiB ahead
- * 18.1-21.6, while Adam itself took 19.1-21.9: the eight-lane copy was no
- * limit, and the kernel it was a limit for read over 100% of it. An in-place output gets
- * its own input's bits back unchanged: the XOR is folded in under a mask
- * the compiler cannot see is zero, so the loads stay while the values do
- * not change. The copy kernel can thus be timed between calls of the
- * workload on the same arrays (in alternation, for a ratio taken at the
- * same moments) without turning an optimizer's state into arbitrary bits,
- * denormals among them, that would slow the workload down. On several
- * threads the elements are split into one contiguous run per thread (at
- * least 16K elements each) by the library's own thread pool, as the JIT
- * engines split theirs.
- *
- * A multi-tensor workload (an optimizer step over a model's tensors) is one
- * job over the concatenation of its tensors' elements, as the library's
- * multi-tensor pass splits it (jit/groups/cpu.c): the threads' runs are equal
- * runs of that concatenation, so a run may hold the end of one tensor and
- * several tiny ones after it, and no tensor costs a round of the pool of
- * its own. A copy per tensor, each split over the threads, would pay a
- * barrier per tensor and leave threads idle on the small ones: slower than
- * the workload, which is no limit.
- * An output the workload may write with streaming stores (not in place,
- * at least UOPJIT_STREAM_BYTES, as the C engine streams it:
- * jit/c/c_stream.c) is written here with streaming stores too, 64 bytes at
- * a time from its first 64-byte aligned element, skipping the read of each
- * line before it is written: the limit of a workload that may do so is
- * that traffic, and a copy that read every line first would be no limit.
+ * leave write-allocate out, are not (see stream.c). The limit must be the
+ * fastest this traffic moves: 64-byte lines, every array prefetched ahead
+ * (copy_fixed), streaming stores where the workload may stream, and a
+ * multi-tensor workload as one job split on the library's own thread pool
+ * (traffic_copy_all). An in-place output keeps its values (plan_outputs).
  * The Makefile compiles this file with -O3 -march=native. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -81,7 +49,13 @@ typedef struct {
   int stream[BENCH_MAX_IO];
 } output_plan_t;
 
-/* 64 bytes to a 64-byte aligned address with streaming stores. */
+/* 64 bytes to a 64-byte aligned address with streaming stores. An output
+ * the workload may write with streaming stores (not in place, at least
+ * UOPJIT_STREAM_BYTES, as the C engine streams it: jit/c/c_stream.c) is
+ * written here with streaming stores too, 64 bytes at a time from its
+ * first 64-byte aligned element, skipping the read of each line before it
+ * is written: the limit of a workload that may do so is that traffic, and
+ * a copy that read every line first would be no limit. */
 static inline __attribute__((always_inline)) void stream_line(uint32_t* at, lanes_t v) {
 #if defined(__AVX512F__)
   _mm512_stream_si512((void*)at, (__m512i)v);
@@ -119,6 +93,13 @@ static int64_t stream_bytes(void) {
   return b;
 }
 
+/* An in-place output gets its own input's bits back unchanged: the XOR is
+ * folded in under a mask the compiler cannot see is zero, so the loads
+ * stay while the values do not change. The copy kernel can thus be timed
+ * between calls of the workload on the same arrays (in alternation, for a
+ * ratio taken at the same moments) without turning an optimizer's state
+ * into arbitrary bits, denormals among them, that would slow the workload
+ * down. */
 static void plan_outputs(const traffic_t* t, output_plan_t* plan) {
   uint32_t zero = opaque_zero;
   for (int w = 0; w < t->nwrites; w++) {
@@ -134,7 +115,16 @@ static void plan_outputs(const traffic_t* t, output_plan_t* plan) {
 
 /* The copy of [begin, end) with `reads` inputs and `writes` outputs; always
  * inlined with constant counts, so each case gets its own loop with the
- * inner loops unrolled and everything in registers. */
+ * inner loops unrolled and everything in registers.
+ *
+ * The loop takes sixteen elements (one 64-byte line) at a time: every
+ * input's lanes loaded and XORed, then stored to every output, so the
+ * inputs of an element are all read before an in-place output overwrites
+ * one. Every array is also prefetched PREFETCH_AHEAD elements ahead (for
+ * writing where it is written). Both are there because the limit must be
+ * the fastest this traffic moves, not one loop's speed: with Adam's
+ * traffic, a copy in eight-lane vectors without prefetch was slower than
+ * Adam itself, so no limit for it (docs/ENGINES.md, "Measured"). */
 static inline __attribute__((always_inline)) void copy_fixed(const traffic_t* t, int64_t begin, int64_t end,
                                                              const int reads, const int writes) {
   const uint32_t* in[BENCH_MAX_IO];
@@ -234,7 +224,15 @@ static void copy_part(const traffic_t* t, int64_t begin, int64_t end) {
   }
 }
 
-/* One call's work: `count` tensors' traffic, `total` elements in all. */
+/* One call's work: `count` tensors' traffic, `total` elements in all.
+ * A multi-tensor workload (an optimizer step over a model's tensors) is one
+ * job over the concatenation of its tensors' elements, as the library's
+ * multi-tensor pass splits it (jit/groups/cpu.c): the threads' runs are
+ * equal runs of that concatenation, so a run may hold the end of one tensor
+ * and several tiny ones after it, and no tensor costs a round of the pool
+ * of its own. A copy per tensor, each split over the threads, would pay a
+ * barrier per tensor and leave threads idle on the small ones: slower than
+ * the workload, which is no limit. */
 typedef struct {
   const traffic_t* parts;
   int count;
@@ -254,10 +252,10 @@ static void copy_span(const job_t* job, int64_t begin, int64_t end) {
 }
 
 /* The library's own thread pool (rt/threads.c), kept between calls as a
- * context keeps it: the same split into contiguous runs, one per thread,
- * and the same wake-up (a brief spin, then sleep) as the JIT engines' calls
- * that the limit is compared with, so that a difference between the two is
- * the kernels' and not the pools'. */
+ * context keeps it: the same split into contiguous runs, one per thread
+ * (at least 16K elements each), and the same wake-up (a brief spin, then
+ * sleep) as the JIT engines' calls that the limit is compared with, so that
+ * a difference between the two is the kernels' and not the pools'. */
 static rt_pool_t* pool;
 
 static void run_range(void* arg, int64_t begin, int64_t end) { copy_span(arg, begin, end); }
