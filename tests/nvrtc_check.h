@@ -35,7 +35,7 @@
  * each test binary prints how many it compiled. */
 #define OR_CUDA_ARCH "sm_90"
 #define OR_CUDA_ARCH_NUMBER 90
-enum { OR_CUDA_BATCH = 48, OR_CUDA_FULL_FIRST = 4, OR_CUDA_FULL_EVERY = 16 };
+enum { OR_CUDA_BATCH = 48, OR_CUDA_FULL_FIRST = 1, OR_CUDA_FULL_EVERY = 32 };
 
 typedef struct {
   char* source;

@@ -100,22 +100,39 @@ static inline int or_nengines_(void) {
 /* The C engine compiles each kernel with the system compiler, a tenth of a
  * second or more apiece, which made most of a cold make test's time in the
  * checks that run hundreds of cases (gradients, every uop, random
- * programs). Those run the C engine on a sample of their cases: each test
- * binary's first OR_C_FIRST, then one in UJ_TEST_C_EVERY (default 4; 1
- * runs C on every case). The interpreter and MIR run every case, and the
- * C engine's own tests (test_engines*, test_math_ops, test_c_*) every one
- * of theirs. Call once per case: 1 when this case runs on C. */
-enum { OR_C_FIRST = 8 };
-static inline int or_c_case(void) {
+ * programs, the language's constructs). Those run the C engine on a sample
+ * of their cases: each test binary's first OR_C_FIRST, then one in
+ * UJ_TEST_C_EVERY (default 8; 1 runs C on every case). The interpreter and
+ * MIR run every case, and the C engine's own tests (test_engines*,
+ * test_math_ops, test_c_*) every one of theirs. Call once per case: 1 when
+ * this case runs on C. */
+enum { OR_C_FIRST = 4, OR_C_EVERY_DEFAULT = 8 };
+static inline int or_c_every(void) {
   static int every = 0;
-  static long cases = 0;
   if (every == 0) {
     const char* v = getenv("UJ_TEST_C_EVERY");
-    every = v && atoi(v) >= 1 ? atoi(v) : 4;
+    every = v && atoi(v) >= 1 ? atoi(v) : OR_C_EVERY_DEFAULT;
   }
-  long n = cases++;
-  return n < OR_C_FIRST || n % every == 0;
+  return every;
 }
+static inline int or_c_case(void) {
+  static long cases = 0;
+  long n = cases++;
+  return n < OR_C_FIRST || n % or_c_every() == 0;
+}
+
+/* The engine slot after `slot` for a case, the C engine left out where
+ * on_c (or_c_case) is 0; OR_NENGINES past the last. */
+static inline int or_next_engine_(int slot, int on_c) {
+  do slot++;
+  while (slot < OR_NENGINES && or_configs[slot].engine == UJ_ENGINE_C && !on_c);
+  return slot;
+}
+/* for (each engine slot e of one case): OR_FOR_ENGINES(e) { ... }, the C
+ * engine in the loop only where the case is in its sample (or_c_case). */
+#define OR_FOR_ENGINES(e)                                                   \
+  for (int e##_on_c_ = or_c_case(), e = or_next_engine_(-1, e##_on_c_); e < OR_NENGINES; \
+       e = or_next_engine_(e, e##_on_c_))
 
 #define OR_TOL_F32 1e-5
 #define OR_TOL_F32_SUM 5e-5 /* accumulations of many f32 terms; a fixed bound: see or_sum_gamma for one that grows */
@@ -408,10 +425,8 @@ static inline int or_run_check_bounded_(const char* file, int line, uj_program_t
     harness_fail(file, line, "no program to run");
     return OR_NENGINES;
   }
-  int c_case = or_c_case();
-  for (int e = 0; e < OR_NENGINES; e++) {
+  OR_FOR_ENGINES(e) {
     char msg[512];
-    if (or_configs[e].engine == UJ_ENGINE_C && !c_case) continue;
     uj_ctx_t* ctx = or_ctx(e);
     if (!ctx) {
       harness_fail(file, line, "no context");

@@ -31,7 +31,7 @@ static void run_bits(uj_program_t* p, const uj_tensor_t* const* in, int nin, uj_
                      bits_check_fn check, void* ctx) {
   CHECK(p != NULL);
   if (!p) return;
-  for (int e = 0; e < OR_NENGINES; e++) {
+  OR_FOR_ENGINES(e) {
     for (int k = 0; k < nout; k++) memset(outs[k]->data, 0xA5, or_dsize(outs[k]->dtype) * (size_t)or_tnumel(outs[k]));
     uj_status_t s = or_run_staged(or_ctx(e), p, UJ_FORWARD, in, nin, NULL, 0, outs, nout);
     char what[256] = "", msg[512];
@@ -498,7 +498,7 @@ TEST(in_place_half_update) {
     memcpy(start, pt.data, sizeof(uint16_t) * (size_t)n);
     const uj_tensor_t* in[] = {&pt, &g};
     uj_tensor_t* out[] = {&pt};
-    for (int e = 0; e < OR_NENGINES; e++) {
+    OR_FOR_ENGINES(e) {
       memcpy(pt.data, start, sizeof(uint16_t) * (size_t)n);
       uj_status_t s = or_run_staged(or_ctx(e), p, UJ_FORWARD, in, 2, NULL, 0, out, 1);
       CHECK(s == UJ_OK);

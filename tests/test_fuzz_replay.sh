@@ -1,19 +1,18 @@
 #!/bin/sh
 # tests/test_fuzz_replay.sh: the fuzz targets of tests/fuzz/, each run once
 # over every input of its committed seed corpus (`make fuzz-replay`), as one
-# entry of `make test`.
+# entry of `make debug`, the sanitizer run.
 #
 # The targets are built with clang, ASan and UBSan and libFuzzer (see the
-# Makefile's fuzz section), under $(BUILD)/fuzz. clang's UBSan reports what
-# gcc's does not (a zero offset applied to a null pointer, for one), so a
-# seed that trips a sanitizer fails here rather than only in a later `make
-# fuzz`. Skipped (one skipped test, saying why) in sanitizer builds, which
-# have their own instrumentation, and where $FUZZ_CC (clang) or its libFuzzer
-# runtime is missing (Debian: libclang-rt-14-dev).
+# Makefile's fuzz section), under build/fuzz, whatever the build's own
+# flags. clang's UBSan reports what gcc's does not (a zero offset applied to
+# a null pointer, for one), so a seed that trips a sanitizer fails here
+# rather than only in a later `make fuzz`. Skipped (one skipped test, saying
+# why) where $FUZZ_CC (clang) or its libFuzzer runtime is missing (Debian:
+# libclang-rt-14-dev).
 #
-# make test runs this from the source root as $(BUILD)/tests/test_fuzz_replay,
-# with UJ_TEST_SANFLAGS and UJ_TEST_MAKE_ARGS set. The closing line follows
-# tests/harness.h.
+# make debug runs this from the source root as $(BUILD)/tests/test_fuzz_replay,
+# with UJ_TEST_MAKE_ARGS set. The closing line follows tests/harness.h.
 set -u
 build=$(dirname "$(dirname "$0")")
 make_args=${UJ_TEST_MAKE_ARGS:-BUILD=$build}
@@ -25,7 +24,6 @@ skip() {
   exit 0
 }
 
-[ -z "${UJ_TEST_SANFLAGS:-}" ] || skip "a sanitizer build; the fuzz targets are instrumented on their own"
 command -v "$fuzz_cc" >/dev/null 2>&1 || skip "no $fuzz_cc to build the fuzz targets with"
 probe=$(mktemp -d)
 printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \

@@ -144,7 +144,7 @@ static void run_ew_case(const char* src, ew_fn ref_fn, uj_dtype_t dt, uint64_t s
   pr_t r;
   if (pr_parse(&r, src)) {
     named_t named[] = {{"x", &x}, {"y", &y}};
-    for (int e = 0; e < OR_NENGINES; e++) {
+    OR_FOR_ENGINES(e) {
       uj_status_t s = pr_run(&r, e, 2, named);
       if (s != UJ_OK) {
         fprintf(stderr, "  \"%s\" on %s: %s: %s\n", src, or_configs[e].name, uj_status_str(s), uj_last_error());
@@ -241,7 +241,7 @@ TEST(reductions_every_axis) {
         reduce_ref(op, &x, axes[a].axis, ref);
         pr_t r;
         if (pr_parse(&r, src))
-          for (int e = 0; e < OR_NENGINES; e++) {
+          OR_FOR_ENGINES(e) {
             uj_status_t s = pr_run(&r, e, 1, named);
             CHECK(s == UJ_OK);
             if (s != UJ_OK) continue;
@@ -278,7 +278,7 @@ TEST(reduction_in_expression) {
   pr_t r;
   named_t named[] = {{"x", &x}};
   if (pr_parse(&r, src))
-    for (int e = 0; e < OR_NENGINES; e++) {
+    OR_FOR_ENGINES(e) {
       CHECK(pr_run(&r, e, 1, named) == UJ_OK);
       CHECK(same_dims(&r.out[0], 2, dims));
       if (same_dims(&r.out[0], 2, dims)) expect_close(src, or_configs[e].name, &r.out[0], ref, OR_TOL_F64);
@@ -322,7 +322,7 @@ TEST(statements_names_and_order) {
     CHECK(io_names_are(r.p, 0, 3, ins));
     CHECK(io_names_are(r.p, 1, 3, outs));
     named_t named[] = {{"x", &x}, {"y", &y}, {"w", &w}};
-    for (int e = 0; e < OR_NENGINES; e++) {
+    OR_FOR_ENGINES(e) {
       CHECK(pr_run(&r, e, 3, named) == UJ_OK);
       expect_close(src, or_configs[e].name, &r.out[0], rb, OR_TOL_F64);
       expect_close(src, or_configs[e].name, &r.out[1], ra, OR_TOL_F64);
@@ -374,7 +374,7 @@ TEST(dtype_hints_and_promotion) {
     CHECK(uj_program_input_dtype(r.p, 2, &dt) == 0 && uj_program_input_dtype(r.p, -1, NULL) == 0);
     CHECK(uj_program_input_dtype(NULL, 0, &dt) == 0);
     named_t ok[] = {{"x", &x64}, {"y", &y32}};
-    for (int e = 0; e < OR_NENGINES; e++) {
+    OR_FOR_ENGINES(e) {
       CHECK(pr_run(&r, e, 2, ok) == UJ_OK);
       CHECK(r.out[0].dtype == UJ_F64);
       expect_close("z = x * 3 + y", or_configs[e].name, &r.out[0], ref, OR_TOL_F64);
@@ -417,7 +417,7 @@ static void check_broadcast(int na, const int64_t* da, int nb, const int64_t* db
   pr_t r;
   named_t named[] = {{"a", &a}, {"b", &b}};
   if (pr_parse(&r, src))
-    for (int e = 0; e < OR_NENGINES; e++) {
+    OR_FOR_ENGINES(e) {
       uj_status_t s = pr_run(&r, e, 2, named);
       if (s != UJ_OK) fprintf(stderr, "  %s: %s\n", or_configs[e].name, uj_last_error());
       CHECK(s == UJ_OK);
@@ -506,7 +506,7 @@ TEST(long_programs) {
     for (int i = 0; i < 5; i++) ref[i] = or_get(&x, i) + shapes[c].pieces * shapes[c].ones;
     pr_t r;
     if (src && pr_parse(&r, src))
-      for (int e = 0; e < OR_NENGINES; e++) {
+      OR_FOR_ENGINES(e) {
         uj_status_t s = pr_run(&r, e, 1, named);
         CHECK(s == UJ_OK);
         if (s != UJ_OK) printf("  %d x %d on %s: %s\n", shapes[c].pieces, shapes[c].ones, or_configs[e].name, uj_last_error());
@@ -545,7 +545,7 @@ TEST(softmax) {
     pr_t r;
     named_t named[] = {{"x", &x}};
     if (pr_parse(&r, src))
-      for (int e = 0; e < OR_NENGINES; e++) {
+      OR_FOR_ENGINES(e) {
         CHECK(pr_run(&r, e, 1, named) == UJ_OK);
         uj_tensor_t *te = pr_out(&r, "e"), *ty = pr_out(&r, "y");
         CHECK(te && ty);

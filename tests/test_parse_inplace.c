@@ -57,7 +57,7 @@ static void check_adam(uj_dtype_t dt, int slot) {
 
 TEST(adam_in_place) {
   HARNESS_SEED(808);
-  for (int e = 0; e < OR_NENGINES; e++) {
+  OR_FOR_ENGINES(e) {
     check_adam(UJ_F32, e);
     check_adam(UJ_F64, e);
   }
@@ -186,7 +186,7 @@ TEST(in_place_aliasing) {
   const int64_t dims[2] = {ROWS, COLS};
   HARNESS_SEED(1111);
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-    for (int e = 0; e < OR_NENGINES; e++) {
+    OR_FOR_ENGINES(e) {
       uj_tensor_t x = or_tensor(UJ_F64, 2, dims), y = or_tensor(UJ_F64, 2, dims);
       uint64_t st = 1111 + c;
       or_fill_real(&st, &x, 0.5, 1.5);
