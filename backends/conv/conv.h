@@ -6,20 +6,11 @@
  * capability (which ops, device, dtypes, layout, filter sizes, strides and
  * paddings it handles) and a run function. The table in registry.c lists
  * them; nothing else names a backend, so a new one (a CUDA backend with
- * device UJ_CUDA, say) is a new file plus a row in that table.
- *
- * The API checks every tensor before a backend sees the call: ranks, sizes,
- * dtypes and devices agree, no output overlaps an input, and the problem is
- * inside the backend's capability (bk_conv_capable). So a run function may
- * assume a well-formed call; it returns UJ_OK, or a failure (out of memory,
- * an engine error) with nothing written to the outputs. A device backend
- * queues its work on the context's stream and returns: every failure it
- * can see before the first work that writes an output is queued leaves
- * the outputs untouched, but a fault of the device, or of a library call
- * queued after that first work (cudnn's bias after its convolution), can
- * leave them partly written. Per-context state
- * (the choices of auto, cached filter transforms, the reference's programs)
- * lives in bk_conv_state_t, hung from the context (state.c). */
+ * device UJ_CUDA, say) is a new file plus a row in that table. The API
+ * checks every tensor before a backend sees the call (bk_conv_backend_t.run
+ * says what a run may assume). Per-context state (the choices of auto,
+ * cached filter transforms, the reference's programs) lives in
+ * bk_conv_state_t, hung from the context (state.c). */
 #ifndef UJ_BACKENDS_CONV_H
 #define UJ_BACKENDS_CONV_H
 
@@ -76,6 +67,16 @@ typedef struct {
 typedef struct {
   const char* name;
   bk_conv_caps_t caps;
+  /* The API checks every tensor before a backend sees the call: ranks,
+   * sizes, dtypes and devices agree, no output overlaps an input, and the
+   * problem is inside the backend's capability (bk_conv_capable). So run
+   * may assume a well-formed call; it returns UJ_OK, or a failure (out of
+   * memory, an engine error) with nothing written to the outputs. A device
+   * backend queues its work on the context's stream and returns: every
+   * failure it can see before the first work that writes an output is
+   * queued leaves the outputs untouched, but a fault of the device, or of a
+   * library call queued after that first work (cudnn's bias after its
+   * convolution), can leave them partly written. */
   uj_status_t (*run)(const bk_conv_call_t* call);
   /* NULL, or whether what the backend needs at run time for problem p is
    * there (a GPU, a library): UJ_OK, else the status and reason. A backend

@@ -10,8 +10,19 @@
  *        | 0 -1  1  0 |        | 1/2 -1/2  1/2 |          | 0  1 -1 -1 |
  *        | 0  1  0 -1 |        | 0    0    1   |
  *
- * Layouts (floats, xi = 4*i + j the position in the 4x4 transformed tile,
- * T = N * ceil(OH/2) * ceil(OW/2) tiles, tile t = (n*tiles_h + ty)*tiles_w + tx):
+ * The kernels' layouts: above bk_cuda_wino_source. The element-wise kernels
+ * are grid-stride loops with the channel (or filter) index fastest, so that
+ * neighbouring threads touch neighbouring floats of NHWC tensors. */
+#ifndef UJ_BACKENDS_CONV_CUDA_WINOGRAD_SRC_H
+#define UJ_BACKENDS_CONV_CUDA_WINOGRAD_SRC_H
+
+static const char* const bk_cuda_wino_names[] = {"uj_wino2_filter", "uj_wino2_input", "uj_wino2_product",
+                                                 "uj_wino2_product64", "uj_wino2_output"};
+enum { BK_WINO2_FILTER, BK_WINO2_INPUT, BK_WINO2_PRODUCT, BK_WINO2_PRODUCT64, BK_WINO2_OUTPUT, BK_WINO2_NKERNELS };
+
+/* Layouts (floats, xi = 4*i + j the position in the 4x4 transformed tile,
+ * T = N * ceil(OH/2) * ceil(OW/2) tiles, tile t = (n*tiles_h + ty)*tiles_w + tx;
+ * offsets are 64-bit):
  *   U [16][C][K]   uj_wino2_filter, from w [K][3][3][C]
  *   V [16][T][C]   uj_wino2_input, from the 4x4 patch of x at
  *                  (2*ty - pad_h, 2*tx - pad_w), zero outside x
@@ -23,17 +34,7 @@
  *                  from shared memory feeds four multiply-adds rather than
  *                  one. Both add the C terms of an output in the same order.
  *   y              uj_wino2_output: A^T m A (+ bias), pixels past OH or OW
- *                  dropped
- * The element-wise kernels are grid-stride loops with the channel (or
- * filter) index fastest, so that neighbouring threads touch neighbouring
- * floats of NHWC tensors. Offsets are 64-bit. */
-#ifndef UJ_BACKENDS_CONV_CUDA_WINOGRAD_SRC_H
-#define UJ_BACKENDS_CONV_CUDA_WINOGRAD_SRC_H
-
-static const char* const bk_cuda_wino_names[] = {"uj_wino2_filter", "uj_wino2_input", "uj_wino2_product",
-                                                 "uj_wino2_product64", "uj_wino2_output"};
-enum { BK_WINO2_FILTER, BK_WINO2_INPUT, BK_WINO2_PRODUCT, BK_WINO2_PRODUCT64, BK_WINO2_OUTPUT, BK_WINO2_NKERNELS };
-
+ *                  dropped */
 static const char bk_cuda_wino_source[] =
     "/* Winograd F(2x2, 3x3): filter, input, product and output kernels. */\n"
     "typedef long long i64;\n"

@@ -11,18 +11,7 @@
  *   space = [N, OH, OW, K, KH, KW, C]   OH = (H + 2*$ph - KH) / $sh + 1, ...
  *   xr[i] = x[i0, i1*$sh + i4 - $ph, i2*$sw + i5 - $pw, i6]    (out of range: 0)
  *   wr[i] = w[i3, i4, i5, i6]
- *   y = reindex(sum over axes 4,5,6 of xr*wr)  [+ reindex(bias) along K]
- *
- * Backward data and backward filter are the backward passes of that graph
- * with outgrads grad(x), and grad(w) (+ grad(bias)). Those passes need x's
- * (or w's, bias's) sizes but never read its values, so the call passes a
- * view of the output being computed in its place: same sizes, memory that
- * exists; the program runner sees the overlap and computes the output
- * aside before copying it in.
- *
- * The programs are built on first use per context and dtype, and kept in
- * the backend's slot of the context's state (a program's kernel memo is
- * per context, so per-context programs also keep kernels warm). */
+ *   y = reindex(sum over axes 4,5,6 of xr*wr)  [+ reindex(bias) along K] */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,7 +110,10 @@ static uj_status_t build(bk_conv_op_t op, uj_dtype_t dt, int bias, uj_program_t*
   return s;
 }
 
-/* The program for the call, built now if this context has none yet. */
+/* The program for the call, built now if this context has none yet. The
+ * programs are built on first use per context and dtype, and kept in the
+ * backend's slot of the context's state (a program's kernel memo is per
+ * context, so per-context programs also keep kernels warm). */
 static uj_status_t program_for(const bk_conv_call_t* call, uj_program_t** out) {
   const bk_conv_problem_t* p = call->p;
   int d = p->dtype == UJ_F64 ? REF_F64 : REF_F32;
@@ -142,7 +134,12 @@ static uj_status_t program_for(const bk_conv_call_t* call, uj_program_t** out) {
 }
 
 /* A view with t's sizes and memory, standing for a tensor whose values the
- * backward pass does not read (see the file comment). */
+ * backward pass does not read. Backward data and backward filter are the
+ * backward passes of the forward graph with outgrads grad(x), and grad(w)
+ * (+ grad(bias)). Those passes need x's (or w's, bias's) sizes but never
+ * read its values, so the call passes a view of the output being computed
+ * in its place: same sizes, memory that exists; the program runner sees
+ * the overlap and computes the output aside before copying it in. */
 static uj_tensor_t shape_view(const uj_tensor_t* t) { return *t; }
 
 static uj_status_t ref_run(const bk_conv_call_t* call) {

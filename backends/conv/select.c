@@ -6,17 +6,10 @@
  *   1. UOPJIT_CONV_BACKEND when set: that backend, under its capability;
  *   2. the choice remembered in the context for this shape;
  *   3. the backends whose capability covers the call and that are
- *      available (bk_conv_backend_t.available: a GPU, a library), the reference only
- *      when no other does. One candidate runs. Several each run on the
- *      call's own tensors once as a warm-up (first-touch page faults, a JIT
- *      compile, a filter transform that a filter_key then caches) and then
- *      TIMED_RUNS times, their best time counting (the best, not the mean:
- *      on a busy machine a run can lose its thread for a while, which says
- *      nothing about the backend); the fastest is remembered for the shape,
- *      and if it was not the last to run it runs once more, so that the
- *      output always comes from the backend uj_conv2d_last_backend names.
- * A device backend returns once its work is queued on the context's
- * stream, so each of its timed runs waits for the stream before and after.
+ *      available (bk_conv_backend_t.available: a GPU, a library), the
+ *      reference only when no other does. One candidate runs; several are
+ *      timed on the call itself, and the fastest is remembered for the
+ *      shape (time_candidates).
  * Timing on the real call costs a few extra runs once per shape and
  * context, and measures what matters: this machine, these sizes, the
  * threads the context has. */
@@ -156,7 +149,16 @@ static uj_status_t finish(const bk_conv_call_t* call) {
   return s == UJ_OK ? rt_cuda_sync(cc) : s;
 }
 
-/* Times every candidate, remembers the fastest of those that worked. */
+/* Times every candidate, remembers the fastest of those that worked. Each
+ * runs on the call's own tensors once as a warm-up (first-touch page
+ * faults, a JIT compile, a filter transform that a filter_key then caches)
+ * and then TIMED_RUNS times, its best time counting (the best, not the
+ * mean: on a busy machine a run can lose its thread for a while, which
+ * says nothing about the backend); if the fastest was not the last to run
+ * it runs once more, so that the output always comes from the backend
+ * uj_conv2d_last_backend names. A device backend returns once its work is
+ * queued on the context's stream, so each of its timed runs waits for the
+ * stream before and after. */
 static uj_status_t time_candidates(bk_conv_call_t* call, const bk_conv_backend_t* const* cand, int ncand) {
   const bk_conv_backend_t* best = NULL;
   const bk_conv_backend_t* last_ok = NULL;

@@ -1,20 +1,8 @@
 /* backends/conv/state.c: what the convolution backends keep per context,
- * hung from uj_ctx.backend_state:
- *
- *   choices    auto's pick per problem shape (a small array searched
- *              linearly: a network has tens of distinct conv shapes, and a
- *              lookup costs far less than the convolution it picks for);
- *   filters    prepared filters per filter_key (a Winograd transform, a
- *              packing), each held by a count while a call reads it and
- *              evicted least recently used first past a byte budget;
- *   slots      one pointer per backend for what it keeps per context (the
- *              reference's uop programs), freed with the context;
- *   forced     UOPJIT_CONV_BACKEND, read once when the state is made
- *              (UOPJIT_CONV_ISA too, for the CPU kernels: cpu.h); an
- *              invalid value of either is kept as its message, which
- *              the calls that depend on it return (select.c);
- *   scratch    the largest scratch buffer a call gave back, for the next;
- *   last       the backend that ran the last successful call.
+ * hung from uj_ctx.backend_state: auto's choices per problem shape,
+ * prepared filters per filter_key, a slot per backend, the environment's
+ * forced backend and instruction set, a scratch buffer and the last
+ * backend that ran (above struct bk_conv_state).
  *
  * The state is made on first use, and when threads race to make it the
  * first one stored wins (as with the JIT's state); everything in it is
@@ -58,6 +46,22 @@ typedef struct {
   void (*free_fn)(void*);
 } slot_t;
 
+/* What the backends keep per context:
+ *
+ *   choices    auto's pick per problem shape (a small array searched
+ *              linearly: a network has tens of distinct conv shapes, and a
+ *              lookup costs far less than the convolution it picks for);
+ *   filters    prepared filters per filter_key (a Winograd transform, a
+ *              packing), each held by a count while a call reads it and
+ *              evicted least recently used first past a byte budget;
+ *   slots      one pointer per backend for what it keeps per context (the
+ *              reference's uop programs), freed with the context;
+ *   forced     UOPJIT_CONV_BACKEND, read once when the state is made
+ *              (UOPJIT_CONV_ISA too, for the CPU kernels: cpu.h); an
+ *              invalid value of either is kept as its message, which
+ *              the calls that depend on it return (select.c);
+ *   scratch    the largest scratch buffer a call gave back, for the next;
+ *   last       the backend that ran the last successful call. */
 struct bk_conv_state {
   pthread_mutex_t lock;
   choice_t* choices;

@@ -12,16 +12,7 @@
  * which is 12 additions and 6 multiplications for 6 values, and keeps the
  * rounding error close to that of a direct evaluation. The edge tiles'
  * F(e, 3) transforms (winograd.h) are factored the same way, and write
- * zeros at the positions they leave out. Every value is a
- * 16-lane vector: 16 channels of one tile (input), 16 filters of one tile
- * (output), or 16 filters of one channel (filter). Lanes past C or K read
- * zeros and are written where the layout has room for them (V and U rows
- * are padded) or dropped (y).
- *
- * Each transform is compiled once per instruction set of the product
- * kernels (target attributes on thin wrappers around one inlined body), and
- * cpu_winograd calls those of the kernel it runs: the CPU's features, the
- * OS's support for their registers and UOPJIT_CONV_ISA decide both alike. */
+ * zeros at the positions they leave out. */
 #include <string.h>
 
 #include "cpu.h"
@@ -264,9 +255,9 @@ static inline __attribute__((always_inline)) void input_transform(const bk_wino_
       BY_OUTPUTS(er, input_columns, ec, tmp, base, fast, ih0, iw0, p, nc)
       /* interleaved V: the next 16 channels' 36 lines are far apart, and
        * after the products streamed U through L2 they are no longer
-       * there; asking for them ahead, for writing, took the input step
-       * at 14x14x256, batch 1 from 54 to 37 us on two threads, 73 to 49
-       * on one (tile-major V: no faster) */
+       * there; asking for them ahead, for writing, makes the input step
+       * faster (14x14x256, batch 1, on one thread and on two; tile-major
+       * V gains nothing) */
       if (v_chunk > LANES && c0 + LANES < cs)
         for (int xi = 0; xi < 36; xi++) __builtin_prefetch(out + (c0 / LANES + 1) * v_chunk + xi * v_xi, 1, 3);
       BY_OUTPUTS(ec, input_rows, tmp, out + c0 / LANES * v_chunk, v_xi)
@@ -332,9 +323,8 @@ static inline __attribute__((always_inline)) void output_transform(const bk_wino
       else if (bias) load_partial(&b, bias + k0, nk);
       bk_v16 tmp[24];
       /* most tiles: with both sides and the lanes constant every loop
-       * unrolls, 20-25% faster per tile than through BY_OUTPUTS, where
-       * the other side's outputs stay a variable (28x28x128: 62 ns per
-       * 16 filters against 78) */
+       * unrolls, faster per tile than through BY_OUTPUTS, where the other
+       * side's outputs stay a variable */
       if (er == 4 && ec == 4 && nk == LANES) {
         output_columns(4, 4, tmp, in + k0, m_xi);
         output_rows(4, 4, tmp, &b, out + k0, OW, K, LANES);
@@ -385,7 +375,13 @@ static inline __attribute__((always_inline)) void filter_transform(const bk_wino
 }
 
 /* The three transforms compiled for one instruction set: the inlined
- * bodies above, under the function's target attribute. */
+ * bodies above, under the function's target attribute. Every value is a
+ * 16-lane vector: 16 channels of one tile (input), 16 filters of one tile
+ * (output), or 16 filters of one channel (filter). Lanes past C or K read
+ * zeros and are written where the layout has room for them (V and U rows
+ * are padded) or dropped (y). cpu_winograd calls the transforms of the
+ * kernel it runs: the CPU's features, the OS's support for their registers
+ * and UOPJIT_CONV_ISA decide both alike. */
 #define TRANSFORMS(isa_name, suffix, target_attribute)                                                              \
   target_attribute static void input_##suffix(const bk_wino_geom_t* g, const float* x, int64_t t_begin,             \
                                               int64_t t_end, float* v, int64_t row0) {                              \
