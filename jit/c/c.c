@@ -40,8 +40,8 @@ typedef struct {
  * __gmon_start__, ...) cost a symbol lookup each at dlopen and which a
  * kernel of plain loops never needs; -z noseparate-code puts code and
  * read-only data in one segment, two mappings fewer. The object shrinks
- * from about 15 KiB to 5 KiB (less to read and checksum) and dlopen from
- * about 14 to 8 us. RELRO stays on.
+ * to about a third (less to read and checksum) and dlopen takes less
+ * time. RELRO stays on.
  *
  * -mprefer-vector-width=512: on a CPU with AVX-512, gcc otherwise keeps to
  * 256-bit vectors. The inline math (exp's polynomial, the divide of a
