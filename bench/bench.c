@@ -50,31 +50,6 @@ __attribute__((format(printf, 1, 2))) static void progress(const char* format, .
   va_end(args);
 }
 
-static void read_cpu_model(char* model, size_t size) {
-  snprintf(model, size, "unknown CPU");
-  FILE* f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    char* colon = strchr(line, ':');
-    if (strncmp(line, "model name", 10) != 0 || !colon) continue;
-    colon += 1 + strspn(colon + 1, " \t");
-    colon[strcspn(colon, "\n")] = '\0';
-    snprintf(model, size, "%s", colon);
-    break;
-  }
-  fclose(f);
-}
-
-static void read_load_average(char* out, size_t size) {
-  snprintf(out, size, "unknown");
-  FILE* f = fopen("/proc/loadavg", "r");
-  if (!f) return;
-  char first[32];
-  if (fscanf(f, "%31s", first) == 1) snprintf(out, size, "%s", first);
-  fclose(f);
-}
-
 static throughput_row_t* add_row(bench_results_t* res, int program, int64_t n, runner_kind_t kind, int threads) {
   if (res->nrows == BENCH_MAX_ROWS) {
     fprintf(stderr, "bench: too many rows\n");
@@ -203,8 +178,8 @@ int bench_main(int argc, char** argv) {
   }
   show_progress = isatty(2);
   res.online_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  read_cpu_model(res.cpu_model, sizeof res.cpu_model);
-  read_load_average(res.load_average, sizeof res.load_average);
+  bench_cpu_model(res.cpu_model, sizeof res.cpu_model);
+  bench_load_average(res.load_average, sizeof res.load_average);
   res.sizes[0] = (int64_t)1 << 16;
   res.sizes[1] = (int64_t)1 << (res.short_run ? 20 : 24);
   res.nsizes = 2;

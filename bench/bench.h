@@ -46,6 +46,12 @@ double bench_now_ns(void);
 /* The median of values[0..count) (the mean of the middle two for an even
  * count); values is left unchanged. NAN for count 0. */
 double bench_median(const double* values, int count);
+/* /proc/cpuinfo's first "model name" into out, else "unknown CPU". */
+void bench_cpu_model(char* out, size_t size);
+/* /proc/loadavg's first figure (the 1-minute load average) into out: 1;
+ * else "unknown" in out, and -1 when there is no such file, 0 when it does
+ * not read. */
+int bench_load_average(char* out, size_t size);
 /* A file's contents with trailing white space removed; NULL (and a message
  * on stderr) when it cannot be read. The caller frees. */
 char* bench_read_file(const char* path);

@@ -442,13 +442,8 @@ static void many_small_section(int samples) {
 }
 
 int bench_groups(int short_run) {
-  char load[64] = "unknown";
-  FILE* f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (!fgets(load, sizeof load, f)) snprintf(load, sizeof load, "unknown");
-    load[strcspn(load, " ")] = '\0';
-    fclose(f);
-  }
+  char load[64];
+  bench_load_average(load, sizeof load);
   int samples = short_run ? 3 : 7;
   printf("== multi-tensor execution: an AdamW step over many tensors (uj_program_run_groups), f32 ==\n");
   printf("load average at the start: %s; medians of %d steps\n\n", load, samples);

@@ -101,18 +101,7 @@ static void first_line_of(const char* command, char* out, size_t size) {
 }
 
 static void read_machine(suite_t* s) {
-  snprintf(s->cpu_model, sizeof s->cpu_model, "unknown CPU");
-  FILE* f = fopen("/proc/cpuinfo", "r");
-  char line[512];
-  while (f && fgets(line, sizeof line, f)) {
-    char* colon = strchr(line, ':');
-    if (strncmp(line, "model name", 10) != 0 || !colon) continue;
-    colon += 1 + strspn(colon + 1, " \t");
-    colon[strcspn(colon, "\n")] = '\0';
-    snprintf(s->cpu_model, sizeof s->cpu_model, "%s", colon);
-    break;
-  }
-  if (f) fclose(f);
+  bench_cpu_model(s->cpu_model, sizeof s->cpu_model);
   s->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
   long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
   snprintf(s->cache_sizes, sizeof s->cache_sizes, "L1d %ld KiB, L2 %ld KiB, L3 %ld KiB", l1 / 1024, l2 / 1024,
@@ -136,10 +125,8 @@ static void read_machine(suite_t* s) {
   if (ctx && uj_engine_available(ctx, UJ_ENGINE_CUDA)) snprintf(s->cuda, sizeof s->cuda, "available");
   else snprintf(s->cuda, sizeof s->cuda, "no device: %s", uj_last_error());
   uj_ctx_free(ctx);
-  FILE* load = fopen("/proc/loadavg", "r");
-  snprintf(s->load_average, sizeof s->load_average, "unknown");
-  if (load && fscanf(load, "%31s", s->load_average) != 1) snprintf(s->load_average, sizeof s->load_average, "?");
-  if (load) fclose(load);
+  if (bench_load_average(s->load_average, sizeof s->load_average) == 0)
+    snprintf(s->load_average, sizeof s->load_average, "?");
   time_t now = time(NULL);
   strftime(s->started, sizeof s->started, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 }
