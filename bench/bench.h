@@ -261,6 +261,9 @@ int runner_open(runner_t* r, runner_kind_t kind, int threads, const program_text
 void runner_close(runner_t* r);
 /* One run on the workspace; 0, or -1 with a message on stderr. */
 int runner_run(runner_t* r, workspace_t* ws);
+/* program run forward in ctx on the workspace's inputs and outputs:
+ * uj_program_run's status. */
+uj_status_t workspace_run(uj_ctx_t* ctx, uj_program_t* program, workspace_t* ws);
 /* Keeps the current outputs as the reference. */
 void workspace_keep_reference(workspace_t* ws);
 /* The reference from the program run in f64 on the interpreter, from the

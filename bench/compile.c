@@ -46,13 +46,9 @@ static uj_ctx_t* fresh_context(uj_engine_t engine) {
  * ctx; the elapsed nanoseconds, or a negative value on failure. The program
  * is left in *program. */
 static double first_run_ns(uj_ctx_t* ctx, const program_text_t* text, workspace_t* ws, uj_program_t** program) {
-  const uj_tensor_t* inputs[BENCH_MAX_IO];
-  uj_tensor_t* outputs[BENCH_MAX_IO];
-  for (int i = 0; i < ws->ninputs; i++) inputs[i] = &ws->inputs[i];
-  for (int o = 0; o < ws->noutputs; o++) outputs[o] = &ws->outputs[o];
   double start = bench_now_ns();
   uj_status_t s = *program ? UJ_OK : uj_program_parse(text->source, program);
-  if (s == UJ_OK) s = uj_program_run(ctx, *program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs, ws->noutputs);
+  if (s == UJ_OK) s = workspace_run(ctx, *program, ws);
   double elapsed = bench_now_ns() - start;
   if (s == UJ_OK) return elapsed;
   fprintf(stderr, "bench: %s: %s\n", text->spec->name, uj_last_error());

@@ -248,13 +248,9 @@ static double first_result_ms(const program_spec_t* spec, uj_engine_t engine, in
     setenv("UOPJIT_THREADS", "1", 1);
     uj_ctx_t* ctx = uj_ctx_new();
     uj_program_t* program = NULL;
-    const uj_tensor_t* inputs[BENCH_MAX_IO];
-    uj_tensor_t* outputs[BENCH_MAX_IO];
-    for (int i = 0; i < ws.ninputs; i++) inputs[i] = &ws.inputs[i];
-    for (int o = 0; o < ws.noutputs; o++) outputs[o] = &ws.outputs[o];
     double start = bench_now_ns();
     if (ctx && uj_ctx_set_engine(ctx, engine) == UJ_OK && uj_program_parse(text.source, &program) == UJ_OK &&
-        uj_program_run(ctx, program, UJ_FORWARD, inputs, ws.ninputs, NULL, 0, outputs, ws.noutputs) == UJ_OK)
+        workspace_run(ctx, program, &ws) == UJ_OK)
       ms = (bench_now_ns() - start) / 1e6;
     uj_program_free(program);
     uj_ctx_free(ctx);

@@ -66,14 +66,7 @@ typedef struct {
 
 static int tier_call(void* arg) {
   tier_call_t* call = arg;
-  workspace_t* ws = call->ws;
-  const uj_tensor_t* inputs[BENCH_MAX_IO];
-  uj_tensor_t* outputs[BENCH_MAX_IO];
-  for (int i = 0; i < ws->ninputs; i++) inputs[i] = &ws->inputs[i];
-  for (int o = 0; o < ws->noutputs; o++) outputs[o] = &ws->outputs[o];
-  if (uj_program_run(call->ctx, call->program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs, ws->noutputs) ==
-      UJ_OK)
-    return 0;
+  if (workspace_run(call->ctx, call->program, call->ws) == UJ_OK) return 0;
   fprintf(stderr, "bench --tier: %s\n", uj_last_error());
   return -1;
 }
