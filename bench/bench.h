@@ -2,29 +2,16 @@
  *
  * The benchmark is `uopjit bench` (tools/cli_bench.c): the suite that writes a
  * report directory (suite.h), or the text tables of bench.c (--tables,
- * --short, --rows, ...). The tables time three
- * 1-D programs of the expression language, kept in bench/<name>.uj with their
- * CLI options in bench/<name>.args, on every CPU engine:
- *
- *   interp, mir, c   through the public API (uj_program_run), 1 and 2 threads
- *   aot              the C that `uopjit aot` writes for it, compiled with the
- *                    system compiler at -O3 -march=native and loaded at run
- *                    time (aot.c; 1 thread)
- *   unfused          plain C loops, one pass per op writing a temporary
- *                    array, as NumPy evaluates an expression (1 thread)
- *   numpy, numexpr,  the peers, through bench/cpu_peers.py (peers.c runs it
- *   torch            in the same run when a python3 imports numpy)
- *
- * and two row programs, softmax and layernorm over the rows of a 4096x4096
- * matrix (bench/softmax.uj, bench/layernorm.uj, shapes from --shape in their
- * .args), on mir and c, aot, a hand-written fused kernel and the peers.
- *
- * workload.c sets up the tensors and runs and checks one engine, compile.c
- * measures compile and dispatch times, stream.c the machine's STREAM copy and
- * triad bandwidth, baseline.c holds the unfused loops, report.c prints the
- * tables and bench.c drives it all; rows.c measures and prints the row
- * programs (rows_baseline.c: their hand-written kernels); tier.c is
- * `bench --tier`, the auto engine over time against MIR and C. */
+ * --short, --rows, ...). The tables time three 1-D programs of the
+ * expression language, kept in bench/<name>.uj with their CLI options in
+ * bench/<name>.args, on every CPU engine and against the baselines (above
+ * runner_kind_t), and two row programs, softmax and layernorm over the rows
+ * of a matrix. workload.c sets up the tensors and runs and checks one
+ * engine, compile.c measures compile and dispatch times, stream.c the
+ * machine's STREAM copy and triad bandwidth, baseline.c holds the unfused
+ * loops, report.c prints the tables and bench.c drives it all; rows.c
+ * measures and prints the row programs (rows_baseline.c: their hand-written
+ * kernels); tier.c is `bench --tier`, the auto engine over time. */
 #ifndef BENCH_H
 #define BENCH_H
 
@@ -232,8 +219,23 @@ void workspace_free(workspace_t* ws);
  * that is not in place, so an engine that writes nothing cannot pass. */
 void workspace_reset(workspace_t* ws);
 
-/* hand: a hand-written fused kernel (the row programs, bench/rows_baseline.c);
- * peer: a row measured by bench/cpu_peers.py (numpy, numexpr, torch). */
+/* The runners:
+ *
+ *   interp, mir, c   through the public API (uj_program_run), 1 and 2 threads
+ *   aot              the C that `uopjit aot` writes for it, compiled with the
+ *                    system compiler at -O3 -march=native and loaded at run
+ *                    time (aot.c; 1 thread)
+ *   unfused          plain C loops, one pass per op writing a temporary
+ *                    array, as NumPy evaluates an expression (1 thread)
+ *   hand             a hand-written fused kernel (the row programs,
+ *                    bench/rows_baseline.c)
+ *   peer             a row measured by bench/cpu_peers.py (numpy, numexpr,
+ *                    torch; peers.c runs it in the same run when a python3
+ *                    imports numpy)
+ *
+ * The row programs (softmax and layernorm over the rows of a 4096x4096
+ * matrix, shapes from --shape in their .args) run on mir and c, aot, hand
+ * and the peers. */
 typedef enum {
   RUNNER_INTERP,
   RUNNER_MIR,

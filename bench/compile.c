@@ -1,26 +1,8 @@
-/* bench/compile.c: what a JIT engine costs before its kernel runs.
- *
- *   cold      a new context whose disk cache is a fresh, empty directory
- *             (UOPJIT_CACHE_DIR, read when the context's JIT state is made):
- *             the time of uj_program_parse plus the first uj_program_run on
- *             a 16-element tensor, so the run itself is negligible and the
- *             figure is building the loop IR, the passes and the compile.
- *   disk hit  the same in another new context on the same directory, once
- *             the cold context is freed (its kernels unloaded): the kernel
- *             comes from the disk cache and is loaded afresh (C engine; MIR
- *             has none).
- *   kernel    the first uj_program_run, in a new context with another fresh
- *             directory, of the program the cold run parsed: the program
- *             keeps its optimized loop IR, so this is the engine's compile of
- *             the fused kernel alone (key, lowering, code generation or the
- *             C compiler, loading), without parsing and the passes.
- *   dispatch  the per-call time of uj_program_run on the 16-element tensor
- *             in a warm context: the in-memory cache hit plus argument checks
- *             and the call, median of batches of calls.
- *
- * Each is the median over the repetitions, every repetition in its own
- * directory, removed afterwards. One thread: the pool's size does not enter
- * compilation. */
+/* bench/compile.c: what a JIT engine costs before its kernel runs: the cold
+ * compile, a disk-cache hit, the kernel's compile alone and the dispatch of
+ * a call (above compile_measure). Each is the median over the repetitions,
+ * every repetition in its own directory, removed afterwards. One thread:
+ * the pool's size does not enter compilation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +53,23 @@ static double dispatch_ns(uj_ctx_t* ctx, uj_program_t* program, workspace_t* ws)
   return bench_median(per_call, DISPATCH_BATCHES);
 }
 
+/*   cold      a new context whose disk cache is a fresh, empty directory
+ *             (UOPJIT_CACHE_DIR, read when the context's JIT state is made):
+ *             the time of uj_program_parse plus the first uj_program_run on
+ *             a 16-element tensor, so the run itself is negligible and the
+ *             figure is building the loop IR, the passes and the compile.
+ *   disk hit  the same in another new context on the same directory, once
+ *             the cold context is freed (its kernels unloaded): the kernel
+ *             comes from the disk cache and is loaded afresh (C engine; MIR
+ *             has none).
+ *   kernel    the first uj_program_run, in a new context with another fresh
+ *             directory, of the program the cold run parsed: the program
+ *             keeps its optimized loop IR, so this is the engine's compile of
+ *             the fused kernel alone (key, lowering, code generation or the
+ *             C compiler, loading), without parsing and the passes.
+ *   dispatch  the per-call time of uj_program_run on the 16-element tensor
+ *             in a warm context: the in-memory cache hit plus argument checks
+ *             and the call, median of batches of calls. */
 void compile_measure(const program_text_t* text, uj_engine_t engine, const char* cache_root, int repetitions,
                      compile_times_t* out) {
   *out = (compile_times_t){.cold_ms = NAN, .disk_ms = NAN, .kernel_ms = NAN, .dispatch_us = NAN};

@@ -1,30 +1,11 @@
 /* bench/conv.c: the convolution benchmark (`bench --conv`, part of `make
  * bench`): the 3x3 layers of VGG/ResNet-style networks, 56x56x64->64,
  * 28x28x128->128, 14x14x256->256 and 7x7x512->512 (stride 1, padding 1,
- * f32, NHWC), at batch 1 and 8, on every CPU backend, in one run:
- *
- *   - two tables, every core and one thread (or only --threads N), each
- *     from one context on the default engine (so ref runs on MIR when it
- *     is there), every backend on the same threads;
- *   - per layer, ref runs first and its output is the check: every backend
- *     must agree with it within the documented bounds before it is timed;
- *   - the hand-written backends run with a filter_key, so the filter
- *     packing (cpu_direct) and transform (cpu_winograd) are kept across
- *     calls as an inference loop would keep them; the "no key" rows time
- *     cpu_winograd with its filter transform in every call;
- *   - times are medians of SAMPLES samples, each as many calls as fill
- *     SAMPLE_NS (at least one); cpu_direct's and cpu_winograd's samples are
- *     taken in turn so that a change in the machine's load touches both;
- *     the "no key" row is timed after them; ref takes
- *     seconds at batch 8, so it is
- *     timed by the median of REF_RUNS_BATCH1 runs at batch 1 and by its one
- *     checking run at batch 8 (the table says which);
- *   - "x direct" is cpu_direct's time over the row's (above 1: faster).
- *
- * Each table closes with the targets: cpu_winograd at least 2.5x
- * cpu_direct on every layer (all have 64 channels or more), cpu_direct at
- * least 5x ref on the MIR engine; each with the rows that meet it. The GPU
- * rows (cudnn, cuda_winograd) follow, from bench/conv_gpu.c.
+ * f32, NHWC), at batch 1 and 8, on every CPU backend, in one run: two
+ * tables, every core and one thread (or only --threads N), each from one
+ * context on the default engine (so ref runs on MIR when it is there),
+ * every backend on the same threads (above conv_table). The GPU rows
+ * (cudnn, cuda_winograd) follow, from bench/conv_gpu.c.
  *
  * bench_conv_layer measures one layer the same way for `uopjit bench`'s
  * report (bench/suite_measure.c). */
@@ -203,6 +184,23 @@ static void measure(uj_ctx_t* ctx, const layer_t* l, int batch, cell_t* cells) {
 
 /* One table: every layer and batch on a fresh context with `threads`
  * threads (0: every core). Returns 0, or 1 when a row failed. */
+/* One table:
+ *   - per layer, ref runs first and its output is the check: every backend
+ *     must agree with it within the documented bounds before it is timed;
+ *   - the hand-written backends run with a filter_key, so the filter
+ *     packing (cpu_direct) and transform (cpu_winograd) are kept across
+ *     calls as an inference loop would keep them; the "no key" rows time
+ *     cpu_winograd with its filter transform in every call;
+ *   - times are medians of SAMPLES samples, each as many calls as fill
+ *     SAMPLE_NS (at least one); cpu_direct's and cpu_winograd's samples are
+ *     taken in turn so that a change in the machine's load touches both;
+ *     the "no key" row is timed after them; ref takes seconds at batch 8,
+ *     so it is timed by the median of REF_RUNS_BATCH1 runs at batch 1 and
+ *     by its one checking run at batch 8 (the table says which);
+ *   - "x direct" is cpu_direct's time over the row's (above 1: faster).
+ * It closes with the targets: cpu_winograd at least 2.5x cpu_direct on
+ * every layer (all have 64 channels or more), cpu_direct at least 5x ref on
+ * the MIR engine; each with the rows that meet it. */
 static int conv_table(int threads) {
   char value[16];
   if (threads > 0) {

@@ -1,34 +1,9 @@
 /* bench/gpu.c: the benchmark's GPU section (the CUDA engine), after the
  * CPU tables, or alone with `bench --gpu`. Without a CUDA device it prints
- * one line saying so.
- *
- *   copy      a device-to-device copy of 2^26 floats (uj_tensor_copy, a
- *             cuMemcpyDtoD), counted as a read and a write: the bandwidth
- *             the fused kernels are measured against; and the engine's own
- *             copy kernel (y = x) beside it.
- *   programs  each bench/<name>.uj at 2^24, 2^26 and 2^28 elements (2^24
- *             only with --short) on GPU tensors (f32): time per call
- *             (batches of calls, then one synchronize, the median batch),
- *             GB/s for the bytes per element the CPU section counts, and
- *             that as a share of the copy's bandwidth. Before timing, one
- *             run's outputs are copied back and checked against the best
- *             CPU engine's on the same inputs. Each program's traffic-matched
- *             kernel (the same arrays read and written, an add at most per
- *             element) follows it: the ceiling that program can reach.
- *   rows      softmax and layernorm over the rows of 8192x8192, 65536x1024
- *             and 1024x65536, and one
- *             Adam step over GPT-2 small's 148 parameter tensors, one call
- *             per tensor (gpu_rows.c); not with --short.
- *   compile   of each program: cold (a new context, an empty disk cache:
- *             emit, NVRTC, load, launch on 16 elements), disk (a new
- *             context on the same cache: the cubin from disk), memory (a new
- *             program in the warm context: the in-memory cache), each the
- *             parse plus the first run and a synchronize, median over the
- *             repetitions.
- *   launch    the cost of a call on 16 elements with the kernel resident:
- *             queueing only (batches of calls, one synchronize after), and
- *             a call followed by a synchronize (first program only).
- * Everything goes through the public API. */
+ * one line saying so. It measures the device's copy bandwidth, each
+ * program's throughput and traffic-matched kernel, the row programs and an
+ * Adam step over a model (gpu_rows.c), compile times and the cost of a
+ * launch (above bench_gpu). Everything goes through the public API. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,6 +280,32 @@ static int model_rows(uj_ctx_t* ctx, const program_spec_t* const* programs, int 
   return status;
 }
 
+/*   copy      a device-to-device copy of 2^26 floats (uj_tensor_copy, a
+ *             cuMemcpyDtoD), counted as a read and a write: the bandwidth
+ *             the fused kernels are measured against; and the engine's own
+ *             copy kernel (y = x) beside it.
+ *   programs  each bench/<name>.uj at 2^24, 2^26 and 2^28 elements (2^24
+ *             only with --short) on GPU tensors (f32): time per call
+ *             (batches of calls, then one synchronize, the median batch),
+ *             GB/s for the bytes per element the CPU section counts, and
+ *             that as a share of the copy's bandwidth. Before timing, one
+ *             run's outputs are copied back and checked against the best
+ *             CPU engine's on the same inputs. Each program's traffic-matched
+ *             kernel (the same arrays read and written, an add at most per
+ *             element) follows it: the ceiling that program can reach.
+ *   rows      softmax and layernorm over the rows of 8192x8192, 65536x1024
+ *             and 1024x65536, and one Adam step over GPT-2 small's 148
+ *             parameter tensors, one call per tensor (gpu_rows.c); not with
+ *             --short.
+ *   compile   of each program: cold (a new context, an empty disk cache:
+ *             emit, NVRTC, load, launch on 16 elements), disk (a new
+ *             context on the same cache: the cubin from disk), memory (a new
+ *             program in the warm context: the in-memory cache), each the
+ *             parse plus the first run and a synchronize, median over the
+ *             repetitions.
+ *   launch    the cost of a call on 16 elements with the kernel resident:
+ *             queueing only (batches of calls, one synchronize after), and
+ *             a call followed by a synchronize (first program only). */
 int bench_gpu(const program_spec_t* const* programs, int nprograms, bench_gpu_mode_t mode) {
   int short_run = mode != BENCH_GPU_FULL;
   uj_ctx_t* ctx = uj_ctx_new();

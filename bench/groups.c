@@ -4,19 +4,14 @@
  * AdamW (decoupled weight decay; the bias corrections come in as run-time
  * scalars computed from the step, as torch computes them) over GPT-2
  * small's 148 parameter shapes, f32, on the C and MIR engines with 1 and 2
- * threads, against:
- *   - the memory-traffic limit of the step's bytes (p, g, m, v read; p, m,
- *     v written: 28 bytes per element), measured here by a loop that moves
- *     exactly those bytes over the same tensors as one job split by
- *     elements, as the suite's AdamW row does (traffic_copy_all, traffic.c);
- *   - torch.optim.AdamW(foreach=True), and fused=True where the installed
- *     torch offers it on the CPU, in the same run (bench/groups_peers.py).
- * Then the many-small-tensors case: 10,000 tensors of 1..1000 elements
- * against one tensor of the same total, through the same call.
+ * threads, against the memory-traffic limit of the step's bytes and torch's
+ * multi-tensor AdamW (gpt2_section); then the many-small-tensors case:
+ * 10,000 tensors of 1..1000 elements against one tensor of the same total,
+ * through the same call (many_small_section).
  *
  * Before anything is timed one step is checked against the update in
- * double on the first, the largest and the last tensor. A time is the
- * median over samples of one step each (bench_time_calls). */
+ * double (check_step). A time is the median over samples of one step each
+ * (bench_time_calls). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +328,13 @@ static void print_row(const char* who, int threads, double ns, double bytes, dou
   printf("  %-22s %7d %10.2f %8.2f %10.0f%% %14s\n", who, threads, ns / 1e6, bytes / ns, 100.0 * limit / ns, ratio);
 }
 
+/* GPT-2 small's step against:
+ *   - the memory-traffic limit of the step's bytes (p, g, m, v read; p, m,
+ *     v written: 28 bytes per element), measured here by a loop that moves
+ *     exactly those bytes over the same tensors as one job split by
+ *     elements, as the suite's AdamW row does (traffic_copy_all, traffic.c);
+ *   - torch.optim.AdamW(foreach=True), and fused=True where the installed
+ *     torch offers it on the CPU, in the same run (bench/groups_peers.py). */
 static void gpt2_section(int samples) {
   static shape_t shapes[148];
   int count = gpt2_small(shapes);

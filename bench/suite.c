@@ -1,19 +1,14 @@
 /* bench/suite.c: `uopjit bench`, the benchmark suite (make bench; make run
- * runs --quick). It measures, in one run on one machine state:
- *
- *   STREAM copy and triad on each thread count (stream.c), labelled with
- *     the bytes they count;
- *   compile latency per JIT engine (cold, disk-cache hit, memory-cache
- *     dispatch, time to a first result; compile.c and suite_measure.c);
- *   each workload at each size on every runner, checked before timed, with
- *     its traffic-matched copy kernel: sigmoid, gelu (tanh and erf forms),
- *     adam, sumsq (1-D),
- *     softmax and layernorm (rows of 1024), the AdamW step over a model's
- *     tensors (suite_adamw.c), the 3x3 convolutions' backends (conv.c); the
- *     peers through bench/cpu_peers.py;
- *
- * then writes the report directory (suite_write.c). The kernel cache is a
- * private directory for the run, removed afterwards; the AOT kernels are
+ * runs --quick). It measures, in one run on one machine state: STREAM copy
+ * and triad on each thread count (stream.c), labelled with the bytes they
+ * count; compile latency per JIT engine (cold, disk-cache hit, memory-cache
+ * dispatch, time to a first result; compile.c and suite_measure.c); each
+ * workload at each size on every runner, checked before timed, with its
+ * traffic-matched copy kernel (the 1-D programs, the row programs, the
+ * AdamW step over a model's tensors in suite_adamw.c, the 3x3
+ * convolutions' backends in conv.c, the peers through bench/cpu_peers.py);
+ * then it writes the report directory (suite_write.c). The kernel cache is
+ * a private directory for the run, removed afterwards; the AOT kernels are
  * built at the start (aot.c). A progress line per workload goes to stderr,
  * overwritten in place on a terminal. */
 #include <math.h>

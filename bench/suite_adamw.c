@@ -10,12 +10,9 @@
  *   copy          the traffic-matched copy kernel, one call for all tensors
  *                 split by elements as the library's multi-tensor pass is
  *                 (traffic_copy_all), timed alone for its own row and in
- *                 alternation with each runner for that runner's % of limit
- *
- * The check: every runner starts from the same initial values and must
- * agree with the hand-written loop's step within 1e-5 relative (the
- * |got - ref| / max(1, |ref|) of the 1-D programs); then it is timed, step
- * after step in place. */
+ *                 alternation with each runner for that runner's % of
+ *                 limit; each runner is checked (model_error), then timed
+ *                 step after step in place */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +87,9 @@ static void model_copy_out(const model_t* m, float* out) {
   }
 }
 
+/* The check: every runner starts from the same initial values and must
+ * agree with the hand-written loop's step within 1e-5 relative (the
+ * |got - ref| / max(1, |ref|) of the 1-D programs). */
 static double model_error(const model_t* m) {
   double worst = 0;
   int64_t at = 0;

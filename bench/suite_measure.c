@@ -7,16 +7,11 @@
  *                  rounded to f32; jit rows on 1..N threads,
  *                  aot, hand and unfused on one (they are single-threaded)
  *   row programs   reference: the program in f64 (rows.c's error bound)
- *   AdamW step     every tensor of a model (GPT-2 small; a scaled-down one
- *                  for --quick) in one uj_program_run_groups call on the
- *                  JIT engines, one AOT call or hand loop per tensor;
+ *   AdamW step     the step over every tensor of a model (suite_adamw.c);
  *                  reference: the hand-written loop's result
  *
- * Times are bench_time_stats' (median, min, max of the samples). Each
- * runner is timed in alternation with its copy kernel on its own thread
- * count (bench_time_alternating), so that its % of limit compares batches
- * taken at the same moments, the fastest of each side; the copy rows are timed alone. Bytes per call
- * count each array the workload reads once and each it writes once. */
+ * Times are bench_time_stats' (median, min, max of the samples). Bytes per
+ * call count each array the workload reads once and each it writes once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +61,10 @@ typedef struct {
 
 static int copy_call(void* arg) { return traffic_copy(((copy_call_t*)arg)->t); }
 
+/* The copy rows are timed alone. Each runner is timed in alternation with
+ * its copy kernel on its own thread count (bench_time_alternating), so
+ * that its % of limit compares batches taken at the same moments, the
+ * fastest of each side. */
 static int add_copy_row(suite_t* s, const char* workload, const char* shape, const traffic_t* t, double bytes) {
   suite_row_t* row = suite_add_row(s, workload, "copy", "limit", t->n, t->threads);
   if (!row) return 1;

@@ -6,18 +6,7 @@
  *                 a Python with matplotlib is found; otherwise report.md
  *                 says why there are none
  *   report.md     the summary, STREAM, compile latency and one table per
- *                 workload, with the derived figures:
- *                   ns/element = median ns per call / elements
- *                   GB/s       = bytes per call / median ns per call
- *                   % of limit = the copy kernel's time / this row's, the
- *                                copy kernel on the row's traffic and
- *                                threads timed in alternation with it:
- *                                the ratio of each one's fastest batch
- *                                (suite_row_t.limit_ratio); rows without
- *                                (peers: medians, all they report) against
- *                                the copy row at the same size and threads
- *                                (one for single-threaded runners)
- *                   x aot      = this median / the AOT kernel's
+ *                 workload, with the derived figures (above write_markdown)
  *
  * The summary (also printed by `uopjit bench`) takes each workload at its
  * largest size on the most threads measured. */
@@ -299,6 +288,16 @@ static void workload_table(FILE* f, const suite_t* s, const char* workload) {
   }
 }
 
+/* The derived figures:
+ *   ns/element = median ns per call / elements
+ *   GB/s       = bytes per call / median ns per call
+ *   % of limit = the copy kernel's time / this row's, the copy kernel on
+ *                the row's traffic and threads timed in alternation with
+ *                it: the ratio of each one's fastest batch
+ *                (suite_row_t.limit_ratio); rows without (peers: medians,
+ *                all they report) against the copy row at the same size
+ *                and threads (one for single-threaded runners)
+ *   x aot      = this median / the AOT kernel's */
 static int write_markdown(const suite_t* s, const char* path) {
   FILE* f = fopen(path, "w");
   if (!f) return -1;

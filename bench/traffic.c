@@ -7,44 +7,10 @@
  * traffic (write-allocate reads of the outputs' lines, the prefetchers) it
  * does for the workload too, so a kernel's time over this one's is the
  * fraction of the reachable bandwidth it gets; STREAM's byte counts, which
- * leave write-allocate out, are not (see stream.c).
- *
- * The loop takes sixteen elements (one 64-byte line) at a time: every
- * input's lanes loaded and XORed, then stored to every output, so the
- * inputs of an element are all read before an in-place output overwrites
- * one. Every array is also prefetched PREFETCH_AHEAD elements ahead (for
- * writing where it is written). Both are there because the limit must be
- * the fastest this traffic moves, not one loop's speed: with Adam's traffic
- * at 2^24 on one thread (fastest of 21 calls, three runs, alternated with a
- * plain loop of Adam), eight-lane vectors without prefetch took 19.2-23.3
- * ms, sixteen lanes 18.4-21.8, and sixteen lanes with prefetch 1 KiB ahead
- * 18.1-21.6, while Adam itself took 19.1-21.9: the eight-lane copy was no
- * limit, and the kernel it was a limit for read over 100% of it. An in-place output gets
- * its own input's bits back unchanged: the XOR is folded in under a mask
- * the compiler cannot see is zero, so the loads stay while the values do
- * not change. The copy kernel can thus be timed between calls of the
- * workload on the same arrays (in alternation, for a ratio taken at the
- * same moments) without turning an optimizer's state into arbitrary bits,
- * denormals among them, that would slow the workload down. On several
- * threads the elements are split into one contiguous run per thread (at
- * least 16K elements each) by the library's own thread pool, as the JIT
- * engines split theirs.
- *
- * A multi-tensor workload (an optimizer step over a model's tensors) is one
- * job over the concatenation of its tensors' elements, as the library's
- * multi-tensor pass splits it (jit/groups/cpu.c): the threads' runs are equal
- * runs of that concatenation, so a run may hold the end of one tensor and
- * several tiny ones after it, and no tensor costs a round of the pool of
- * its own. A copy per tensor, each split over the threads, would pay a
- * barrier per tensor and leave threads idle on the small ones: slower than
- * the workload, which is no limit.
- * An output the workload may write with streaming stores (not in place,
- * at least UOPJIT_STREAM_BYTES, as the C engine streams it:
- * jit/c/c_stream.c) is written here with streaming stores too, 64 bytes at
- * a time from its first 64-byte aligned element, skipping the read of each
- * line before it is written: the limit of a workload that may do so is
- * that traffic, and a copy that read every line first would be no limit.
- * The Makefile compiles this file with -O3 -march=native. */
+ * leave write-allocate out, are not (see stream.c). The loop, the in-place
+ * masks and the streamed outputs: above copy_fixed; the split over threads
+ * and tensors: above traffic_copy_all. The Makefile compiles this file
+ * with -O3 -march=native. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -134,7 +100,30 @@ static void plan_outputs(const traffic_t* t, output_plan_t* plan) {
 
 /* The copy of [begin, end) with `reads` inputs and `writes` outputs; always
  * inlined with constant counts, so each case gets its own loop with the
- * inner loops unrolled and everything in registers. */
+ * inner loops unrolled and everything in registers.
+ *
+ * The loop takes sixteen elements (one 64-byte line) at a time: every
+ * input's lanes loaded and XORed, then stored to every output, so the
+ * inputs of an element are all read before an in-place output overwrites
+ * one. Every array is also prefetched PREFETCH_AHEAD elements ahead (for
+ * writing where it is written). Both are there because the limit must be
+ * the fastest this traffic moves, not one loop's speed: with Adam's
+ * traffic, eight-lane vectors without prefetch were slower than Adam
+ * itself, no limit at all; sixteen lanes, and the prefetch, were faster.
+ *
+ * An in-place output gets its own input's bits back unchanged: the XOR is
+ * folded in under a mask the compiler cannot see is zero, so the loads stay
+ * while the values do not change. The copy kernel can thus be timed between
+ * calls of the workload on the same arrays (in alternation, for a ratio
+ * taken at the same moments) without turning an optimizer's state into
+ * arbitrary bits, denormals among them, that would slow the workload down.
+ *
+ * An output the workload may write with streaming stores (not in place, at
+ * least UOPJIT_STREAM_BYTES, as the C engine streams it: jit/c/c_stream.c)
+ * is written here with streaming stores too, 64 bytes at a time from its
+ * first 64-byte aligned element, skipping the read of each line before it
+ * is written: the limit of a workload that may do so is that traffic, and
+ * a copy that read every line first would be no limit. */
 static inline __attribute__((always_inline)) void copy_fixed(const traffic_t* t, int64_t begin, int64_t end,
                                                              const int reads, const int writes) {
   const uint32_t* in[BENCH_MAX_IO];
@@ -262,6 +251,17 @@ static rt_pool_t* pool;
 
 static void run_range(void* arg, int64_t begin, int64_t end) { copy_span(arg, begin, end); }
 
+/* On several threads the elements are split into one contiguous run per
+ * thread (at least 16K elements each) by the library's own thread pool, as
+ * the JIT engines split theirs. A multi-tensor workload (an optimizer step
+ * over a model's tensors) is one job over the concatenation of its tensors'
+ * elements, as the library's multi-tensor pass splits it
+ * (jit/groups/cpu.c): the threads' runs are equal runs of that
+ * concatenation, so a run may hold the end of one tensor and several tiny
+ * ones after it, and no tensor costs a round of the pool of its own. A copy
+ * per tensor, each split over the threads, would pay a barrier per tensor
+ * and leave threads idle on the small ones: slower than the workload, which
+ * is no limit. */
 int traffic_copy_all(const traffic_t* parts, int count, int threads) {
   if (count < 1) return -1;
   job_t job = {parts, count, 0};
