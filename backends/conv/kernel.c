@@ -47,6 +47,20 @@
 #endif
 
 #if BK_X86
+/* step(r, row r's four accumulators) for each row r < rows of tile64_body,
+ * the steps being row r loaded from or stored to out, or one step c of its
+ * sum with its row pointer a<r>. */
+#define TILE64_ROWS(step)                      \
+  step(0, c00, c01, c02, c03);                 \
+  step(1, c10, c11, c12, c13);                 \
+  step(2, c20, c21, c22, c23);                 \
+  step(3, c30, c31, c32, c33);                 \
+  if (rows > 4) step(4, c40, c41, c42, c43);   \
+  if (rows > 5) step(5, c50, c51, c52, c53)
+#define LOAD_ROW(r, r0, r1, r2, r3) ROW_LOAD(out + r * ldo, r0, r1, r2, r3)
+#define FMA_ROW(r, r0, r1, r2, r3) ROW_FMA(a##r[c], r0, r1, r2, r3)
+#define STORE_ROW(r, r0, r1, r2, r3) ROW_STORE(out + r * ldo, r0, r1, r2, r3)
+
 /* The avx512 tiles: `rows` (4 or 6, a constant in each caller, so that the
  * rows past it compile away) x 64 accumulators, over ntaps taps of rows
  * row pointers each, from init (or 0) or out; with a prefetch of the
@@ -69,12 +83,7 @@ static inline __attribute__((always_inline)) void tile64_body(const int rows, in
   bk_v16 c40 = i0, c41 = i1, c42 = i2, c43 = i3;
   bk_v16 c50 = i0, c51 = i1, c52 = i2, c53 = i3;
   if (accumulate) {
-    ROW_LOAD(out, c00, c01, c02, c03);
-    ROW_LOAD(out + ldo, c10, c11, c12, c13);
-    ROW_LOAD(out + 2 * ldo, c20, c21, c22, c23);
-    ROW_LOAD(out + 3 * ldo, c30, c31, c32, c33);
-    if (rows > 4) ROW_LOAD(out + 4 * ldo, c40, c41, c42, c43);
-    if (rows > 5) ROW_LOAD(out + 5 * ldo, c50, c51, c52, c53);
+    TILE64_ROWS(LOAD_ROW);
   }
   for (int t = 0; t < ntaps; t++) {
     const float* restrict a0 = a[rows * t + 0] + a_offset;
@@ -88,20 +97,10 @@ static inline __attribute__((always_inline)) void tile64_body(const int rows, in
       if (prefetch) __builtin_prefetch(prefetch + 16 * c, 0, 2);
       bk_v16 b0 = *(const bk_v16u*)(bp + 0), b1 = *(const bk_v16u*)(bp + 16);
       bk_v16 b2 = *(const bk_v16u*)(bp + 32), b3 = *(const bk_v16u*)(bp + 48);
-      ROW_FMA(a0[c], c00, c01, c02, c03);
-      ROW_FMA(a1[c], c10, c11, c12, c13);
-      ROW_FMA(a2[c], c20, c21, c22, c23);
-      ROW_FMA(a3[c], c30, c31, c32, c33);
-      if (rows > 4) ROW_FMA(a4[c], c40, c41, c42, c43);
-      if (rows > 5) ROW_FMA(a5[c], c50, c51, c52, c53);
+      TILE64_ROWS(FMA_ROW);
     }
   }
-  ROW_STORE(out, c00, c01, c02, c03);
-  ROW_STORE(out + ldo, c10, c11, c12, c13);
-  ROW_STORE(out + 2 * ldo, c20, c21, c22, c23);
-  ROW_STORE(out + 3 * ldo, c30, c31, c32, c33);
-  if (rows > 4) ROW_STORE(out + 4 * ldo, c40, c41, c42, c43);
-  if (rows > 5) ROW_STORE(out + 5 * ldo, c50, c51, c52, c53);
+  TILE64_ROWS(STORE_ROW);
 }
 
 BK_TARGET_AVX512 static void tile_avx512(
