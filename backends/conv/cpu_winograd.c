@@ -44,7 +44,7 @@
  * the one in small runs, so that a thread the machine holds up keeps
  * little work from the other. */
 #define ROWS_PER_SLOT 4
-/* The few-tiles schedule (see the file comment) takes calls of
+/* The few-tiles schedule (above schedule_t) takes calls of
  * FEW_TILES_MIN to BK_WINO_TALL_ROWS tiles whose U does not stay in the
  * cores' L2 between calls: on several threads, U larger than
  * PRIVATE_U_BYTES_THREADS; on one thread, any U. Below FEW_TILES_MIN the
@@ -250,7 +250,7 @@ static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g
   bk_conv_parallel(pool, slots, C, bk_round_up((C + 4 * slots - 1) / (4 * slots), 16), filter_slot, &fj);
 }
 
-/* The schedule and its tiles per block (see the file comment). */
+/* The schedule and its tiles per block (above schedule_t). */
 static schedule_t plan(wino_job_t* j, rt_pool_t* pool, int* slots) {
   int rows = j->kern->rows;
   int64_t tile_bytes = 36 * (j->g.cs + j->g.kp) * (int64_t)sizeof(float);
