@@ -1,25 +1,17 @@
 /* bench/bench.c: the text tables of the benchmark, `uopjit bench --short`,
  * `--rows`, `--tables`, `--tier`, `--conv`, `--gpu` (tools/cli_bench.c;
- * the report directory is bench/suite.c's).
+ * the report directory is bench/suite.c's; the options: usage()).
  *
- * In one run it measures, in this order: STREAM copy and triad on 1 and 2
- * threads; for each program its compile times on the JIT engines; then for
- * each program and size every engine's result, checked against the
- * interpreter's before anything is timed, and its throughput. Everything is
- * gathered first and printed at the end (report.c), so the tables are one
- * consistent picture of one run.
- *
- *   bench            sizes 2^16 and 2^24, 7 compile repetitions, 7+ samples
- *   bench --short    sizes 2^16 and 2^20, fewer repetitions (well under 30 s)
- *   bench --rows     the row programs alone (softmax, layernorm; rows.c)
- *   bench --tier     the tiered auto engine against MIR and C over time (tier.c)
- *
- * The row programs (rows.c) follow the 1-D ones, and the peers (numpy,
- * numexpr, torch: peers.c runs bench/cpu_peers.py) are measured first in
- * the same run, their rows shown beside the engines' at the largest size.
- *
- * The kernel cache lives in a private directory under $TMPDIR (else /tmp)
- * for the length of the run and is removed afterwards, so the user's cache
+ * In one run it measures, in this order: the peers (numpy, numexpr, torch:
+ * peers.c runs bench/cpu_peers.py), their rows shown beside the engines' at
+ * the largest size; STREAM copy and triad on 1 and 2 threads; for each
+ * program its compile times on the JIT engines; then for each program and
+ * size every engine's result, checked against the interpreter's before
+ * anything is timed, and its throughput; the row programs (rows.c) follow
+ * the 1-D ones. Everything is gathered first and printed at the end
+ * (report.c), so the tables are one consistent picture of one run. The
+ * kernel cache lives in a private directory under $TMPDIR (else /tmp) for
+ * the length of the run and is removed afterwards, so the user's cache
  * neither helps nor is touched. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,31 +40,6 @@ __attribute__((format(printf, 1, 2))) static void progress(const char* format, .
   vfprintf(stderr, format, args);
   fprintf(stderr, "\033[K");
   va_end(args);
-}
-
-static void read_cpu_model(char* model, size_t size) {
-  snprintf(model, size, "unknown CPU");
-  FILE* f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    char* colon = strchr(line, ':');
-    if (strncmp(line, "model name", 10) != 0 || !colon) continue;
-    colon += 1 + strspn(colon + 1, " \t");
-    colon[strcspn(colon, "\n")] = '\0';
-    snprintf(model, size, "%s", colon);
-    break;
-  }
-  fclose(f);
-}
-
-static void read_load_average(char* out, size_t size) {
-  snprintf(out, size, "unknown");
-  FILE* f = fopen("/proc/loadavg", "r");
-  if (!f) return;
-  char first[32];
-  if (fscanf(f, "%31s", first) == 1) snprintf(out, size, "%s", first);
-  fclose(f);
 }
 
 static throughput_row_t* add_row(bench_results_t* res, int program, int64_t n, runner_kind_t kind, int threads) {
@@ -157,6 +124,8 @@ static void measure_size(bench_results_t* res, int program, const program_text_t
   add_peer_rows(res, program, n, peers);
 }
 
+/* Without an option: sizes 2^16 and 2^24, 7 compile repetitions, 7+
+ * samples; --short: sizes 2^16 and 2^20, fewer repetitions. */
 static void usage(FILE* f) {
   fprintf(f,
           "usage: uopjit bench --tables | --short | --rows | --tier | --conv | --gpu\n"
@@ -203,8 +172,8 @@ int bench_main(int argc, char** argv) {
   }
   show_progress = isatty(2);
   res.online_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  read_cpu_model(res.cpu_model, sizeof res.cpu_model);
-  read_load_average(res.load_average, sizeof res.load_average);
+  bench_cpu_model(res.cpu_model, sizeof res.cpu_model);
+  bench_load_average(res.load_average, sizeof res.load_average);
   res.sizes[0] = (int64_t)1 << 16;
   res.sizes[1] = (int64_t)1 << (res.short_run ? 20 : 24);
   res.nsizes = 2;

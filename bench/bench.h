@@ -1,18 +1,17 @@
 /* bench/bench.h: what the parts of the benchmark program share.
  *
- * The benchmark is `uopjit bench` (tools/cli_bench.c): the suite that writes
- * a report directory (suite.h), or the text tables of bench.c (--tables,
- * --short, --rows, ...; docs/BENCH.md). The tables time the 1-D programs
- * bench/<name>.uj (CLI options in bench/<name>.args) on interp, mir and c
- * through the public API (1 and 2 threads); on one thread, the C `uopjit
- * aot` writes, compiled at -O3 -march=native and loaded at run time
- * (aot.c), unfused loops, one pass per op as NumPy evaluates (baseline.c),
- * and the peers numpy, numexpr and torch (peers.c, bench/cpu_peers.py); and
- * softmax and layernorm over rows (rows.c, rows_baseline.c). workload.c
- * sets up the tensors and runs and checks one engine, compile.c measures
- * compile and dispatch times, stream.c the machine's STREAM bandwidth,
- * report.c prints the tables and bench.c drives it all; tier.c is `bench
- * --tier`, the auto engine over time against MIR and C. */
+ * The benchmark is `uopjit bench` (tools/cli_bench.c): the suite that writes a
+ * report directory (suite.h), or the text tables of bench.c (--tables,
+ * --short, --rows, ...). The tables time three 1-D programs of the
+ * expression language, kept in bench/<name>.uj with their CLI options in
+ * bench/<name>.args, on every CPU engine and against the baselines (above
+ * runner_kind_t), and two row programs, softmax and layernorm over the rows
+ * of a matrix. workload.c sets up the tensors and runs and checks one
+ * engine, compile.c measures compile and dispatch times, stream.c the
+ * machine's STREAM copy and triad bandwidth, baseline.c holds the unfused
+ * loops, report.c prints the tables and bench.c drives it all; rows.c
+ * measures and prints the row programs (rows_baseline.c: their hand-written
+ * kernels); tier.c is `bench --tier`, the auto engine over time. */
 #ifndef BENCH_H
 #define BENCH_H
 
@@ -34,6 +33,12 @@ double bench_now_ns(void);
 /* The median of values[0..count) (the mean of the middle two for an even
  * count); values is left unchanged. NAN for count 0. */
 double bench_median(const double* values, int count);
+/* /proc/cpuinfo's first "model name" into out, else "unknown CPU". */
+void bench_cpu_model(char* out, size_t size);
+/* /proc/loadavg's first figure (the 1-minute load average) into out: 1;
+ * else "unknown" in out, and -1 when there is no such file, 0 when it does
+ * not read. */
+int bench_load_average(char* out, size_t size);
 /* A file's contents with trailing white space removed; NULL (and a message
  * on stderr) when it cannot be read. The caller frees. */
 char* bench_read_file(const char* path);
@@ -214,8 +219,23 @@ void workspace_free(workspace_t* ws);
  * that is not in place, so an engine that writes nothing cannot pass. */
 void workspace_reset(workspace_t* ws);
 
-/* hand: a hand-written fused kernel (the row programs, bench/rows_baseline.c);
- * peer: a row measured by bench/cpu_peers.py (numpy, numexpr, torch). */
+/* The runners:
+ *
+ *   interp, mir, c   through the public API (uj_program_run), 1 and 2 threads
+ *   aot              the C that `uopjit aot` writes for it, compiled with the
+ *                    system compiler at -O3 -march=native and loaded at run
+ *                    time (aot.c; 1 thread)
+ *   unfused          plain C loops, one pass per op writing a temporary
+ *                    array, as NumPy evaluates an expression (1 thread)
+ *   hand             a hand-written fused kernel (the row programs,
+ *                    bench/rows_baseline.c)
+ *   peer             a row measured by bench/cpu_peers.py (numpy, numexpr,
+ *                    torch; peers.c runs it in the same run when a python3
+ *                    imports numpy)
+ *
+ * The row programs (softmax and layernorm over the rows of a 4096x4096
+ * matrix, shapes from --shape in their .args) run on mir and c, aot, hand
+ * and the peers. */
 typedef enum {
   RUNNER_INTERP,
   RUNNER_MIR,
@@ -243,6 +263,9 @@ int runner_open(runner_t* r, runner_kind_t kind, int threads, const program_text
 void runner_close(runner_t* r);
 /* One run on the workspace; 0, or -1 with a message on stderr. */
 int runner_run(runner_t* r, workspace_t* ws);
+/* program run forward in ctx on the workspace's inputs and outputs:
+ * uj_program_run's status. */
+uj_status_t workspace_run(uj_ctx_t* ctx, uj_program_t* program, workspace_t* ws);
 /* Keeps the current outputs as the reference. */
 void workspace_keep_reference(workspace_t* ws);
 /* The reference from the program run in f64 on the interpreter, from the

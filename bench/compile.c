@@ -1,18 +1,8 @@
-/* bench/compile.c: what a JIT engine costs before its kernel runs, each on
- * a 16-element tensor, so that the run itself is negligible:
- *
- *   cold      a new context on a fresh, empty disk cache directory: parse
- *             plus the first run (the loop IR, the passes, the compile);
- *   disk hit  the same in another new context on that directory once the
- *             cold context is freed: the kernel loaded afresh from disk
- *             (C engine; MIR has none);
- *   kernel    the first run, in a new context on another fresh directory,
- *             of the program the cold run parsed, which keeps its optimized
- *             IR: the engine's compile of the fused kernel alone;
- *   dispatch  the per-call time in a warm context: the memory-cache hit,
- *             argument checks and the call, median of batches.
- * Each is the median over the repetitions, every one in its own directory;
- * one thread, since the pool's size does not enter compilation. */
+/* bench/compile.c: what a JIT engine costs before its kernel runs: the cold
+ * compile, a disk-cache hit, the kernel's compile alone and the dispatch of
+ * a call (above compile_measure). Each is the median over the repetitions,
+ * every repetition in its own directory, removed afterwards. One thread:
+ * the pool's size does not enter compilation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +13,7 @@
 enum { TINY_N = 16, MAX_REPETITIONS = 64, DISPATCH_BATCHES = 15, DISPATCH_CALLS = 200 };
 
 /* A new context on `engine` with its disk cache in the directory
- * UOPJIT_CACHE_DIR names now (read when the context's JIT state is made);
- * NULL on failure. */
+ * UOPJIT_CACHE_DIR names now; NULL on failure. */
 static uj_ctx_t* fresh_context(uj_engine_t engine) {
   uj_ctx_t* ctx = uj_ctx_new();
   if (ctx && uj_ctx_set_engine(ctx, engine) != UJ_OK) {
@@ -39,13 +28,9 @@ static uj_ctx_t* fresh_context(uj_engine_t engine) {
  * ctx; the elapsed nanoseconds, or a negative value on failure. The program
  * is left in *program. */
 static double first_run_ns(uj_ctx_t* ctx, const program_text_t* text, workspace_t* ws, uj_program_t** program) {
-  const uj_tensor_t* inputs[BENCH_MAX_IO];
-  uj_tensor_t* outputs[BENCH_MAX_IO];
-  for (int i = 0; i < ws->ninputs; i++) inputs[i] = &ws->inputs[i];
-  for (int o = 0; o < ws->noutputs; o++) outputs[o] = &ws->outputs[o];
   double start = bench_now_ns();
   uj_status_t s = *program ? UJ_OK : uj_program_parse(text->source, program);
-  if (s == UJ_OK) s = uj_program_run(ctx, *program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs, ws->noutputs);
+  if (s == UJ_OK) s = workspace_run(ctx, *program, ws);
   double elapsed = bench_now_ns() - start;
   if (s == UJ_OK) return elapsed;
   fprintf(stderr, "bench: %s: %s\n", text->spec->name, uj_last_error());
@@ -68,9 +53,23 @@ static double dispatch_ns(uj_ctx_t* ctx, uj_program_t* program, workspace_t* ws)
   return bench_median(per_call, DISPATCH_BATCHES);
 }
 
-/* The kernel time is the key, the lowering, code generation or the C
- * compiler, and loading, without parsing and the passes. The directories
- * are removed afterwards. */
+/*   cold      a new context whose disk cache is a fresh, empty directory
+ *             (UOPJIT_CACHE_DIR, read when the context's JIT state is made):
+ *             the time of uj_program_parse plus the first uj_program_run on
+ *             a 16-element tensor, so the run itself is negligible and the
+ *             figure is building the loop IR, the passes and the compile.
+ *   disk hit  the same in another new context on the same directory, once
+ *             the cold context is freed (its kernels unloaded): the kernel
+ *             comes from the disk cache and is loaded afresh (C engine; MIR
+ *             has none).
+ *   kernel    the first uj_program_run, in a new context with another fresh
+ *             directory, of the program the cold run parsed: the program
+ *             keeps its optimized loop IR, so this is the engine's compile of
+ *             the fused kernel alone (key, lowering, code generation or the
+ *             C compiler, loading), without parsing and the passes.
+ *   dispatch  the per-call time of uj_program_run on the 16-element tensor
+ *             in a warm context: the in-memory cache hit plus argument checks
+ *             and the call, median of batches of calls. */
 void compile_measure(const program_text_t* text, uj_engine_t engine, const char* cache_root, int repetitions,
                      compile_times_t* out) {
   *out = (compile_times_t){.cold_ms = NAN, .disk_ms = NAN, .kernel_ms = NAN, .dispatch_us = NAN};

@@ -1,16 +1,17 @@
 /* bench/groups.c: `bench --groups`, multi-tensor execution
  * (uj_program_run_groups) on an optimizer step.
  *
- * AdamW (the bias corrections as run-time scalars computed from the step,
- * as torch computes them) over GPT-2 small's 148 parameter shapes, f32, on
- * the C and MIR engines with 1 and 2 threads, against the memory-traffic
- * limit of the step's bytes (a loop that moves exactly those bytes over the
- * same tensors: copy_call) and against torch.optim.AdamW(foreach=True), and
- * fused=True where the installed torch offers it on the CPU, in the same
- * run (bench/groups_peers.py). Then the many-small-tensors case: 10,000
- * tensors of 1..1000 elements against one tensor of the same total,
- * through the same call. Before anything is timed one step is checked
- * against the update in double (check_step). */
+ * AdamW (decoupled weight decay; the bias corrections come in as run-time
+ * scalars computed from the step, as torch computes them) over GPT-2
+ * small's 148 parameter shapes, f32, on the C and MIR engines with 1 and 2
+ * threads, against the memory-traffic limit of the step's bytes and torch's
+ * multi-tensor AdamW (gpt2_section); then the many-small-tensors case:
+ * 10,000 tensors of 1..1000 elements against one tensor of the same total,
+ * through the same call (many_small_section).
+ *
+ * Before anything is timed one step is checked against the update in
+ * double (check_step). A time is the median over samples of one step each
+ * (bench_time_calls). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,6 @@
 
 #include "bench.h"
 
-/* AdamW with decoupled weight decay */
 #define ADAMW_SOURCE "m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; p = p*decay - step*m/(sqrt(v)/bc2s + eps)"
 enum { BYTES_PER_ELEMENT = 28, MAX_SCALARS = 8 };
 static const double LR = 1e-3, B1 = 0.9, B2 = 0.999, EPS = 1e-8, WD = 0.01;
@@ -212,9 +212,7 @@ static uj_ctx_t* warm_context(uj_engine_t e, int threads, step_arg_t* arg) {
   return ctx;
 }
 
-/* The traffic-matched copy over a set, as a call: p, g, m, v read and p, m,
- * v written (BYTES_PER_ELEMENT), as one job split by elements, as the
- * suite's AdamW row does (traffic_copy_all, traffic.c). */
+/* The traffic-matched copy over a set, as a call. */
 typedef struct {
   param_set_t* s;
   int threads;
@@ -330,6 +328,13 @@ static void print_row(const char* who, int threads, double ns, double bytes, dou
   printf("  %-22s %7d %10.2f %8.2f %10.0f%% %14s\n", who, threads, ns / 1e6, bytes / ns, 100.0 * limit / ns, ratio);
 }
 
+/* GPT-2 small's step against:
+ *   - the memory-traffic limit of the step's bytes (p, g, m, v read; p, m,
+ *     v written: 28 bytes per element), measured here by a loop that moves
+ *     exactly those bytes over the same tensors as one job split by
+ *     elements, as the suite's AdamW row does (traffic_copy_all, traffic.c);
+ *   - torch.optim.AdamW(foreach=True), and fused=True where the installed
+ *     torch offers it on the CPU, in the same run (bench/groups_peers.py). */
 static void gpt2_section(int samples) {
   static shape_t shapes[148];
   int count = gpt2_small(shapes);
@@ -439,13 +444,8 @@ static void many_small_section(int samples) {
 }
 
 int bench_groups(int short_run) {
-  char load[64] = "unknown";
-  FILE* f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (!fgets(load, sizeof load, f)) snprintf(load, sizeof load, "unknown");
-    load[strcspn(load, " ")] = '\0';
-    fclose(f);
-  }
+  char load[64];
+  bench_load_average(load, sizeof load);
   int samples = short_run ? 3 : 7;
   printf("== multi-tensor execution: an AdamW step over many tensors (uj_program_run_groups), f32 ==\n");
   printf("load average at the start: %s; medians of %d steps\n\n", load, samples);

@@ -16,10 +16,15 @@ so that their peer rows are measured alike.
   import_uopjit      the installed package, else this tree's python/ and build
   load_c_driver      bench/py_bench_driver.c compiled against the library,
                      for rows of uj_program_run timed from C
+  script_parser,     what py_bench.py and py_overhead.py share around their
+  table_header,      measurements: the options' parser, the table's header,
+  load_average_text, cells and notes, the JSON report and the exit status
+  cell, finish
 
 Both scripts run from bench/ as scripts, so this module is found beside
 them.
 """
+import argparse
 import ctypes
 import importlib
 import json
@@ -94,6 +99,43 @@ def write_json(path, report):
     else:
         with open(path, "w") as f:
             json.dump(report, f, indent=1)
+
+
+def script_parser(doc):
+    """An option parser described by the first paragraph of a script's
+    docstring doc, kept as written."""
+    return argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def cell(value, spec, scale=1):
+    """A table's cell: value / scale formatted by spec, "-" for None."""
+    return "-" if value is None else format(value / scale if scale != 1 else value, spec)
+
+
+def table_header(script, uopjit, details):
+    """The line that heads a script's table: the script, the library's
+    version and path, then details of the run."""
+    return f"{script}: uopjit {uopjit.library_version} ({uopjit.library_path}), {details}"
+
+
+def load_average_text():
+    """os.getloadavg() as "0.52 0.61 0.70", for the header of a table."""
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def finish(bench, args, print_table, report):
+    """The end of a run: print_table(bench, out) on standard output (on
+    standard error when the JSON goes there), then bench's notes; report()
+    written as JSON where --json asks. The exit status: 1 when a row is not
+    ok."""
+    out = sys.stderr if args.json == "-" else sys.stdout
+    print_table(bench, out)
+    for note in bench.notes:
+        print("note:", note, file=out)
+    if args.json:
+        write_json(args.json, report())
+    return 1 if any(r["status"] != "ok" for r in bench.rows) else 0
 
 
 def row_tolerance(n):

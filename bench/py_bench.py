@@ -63,7 +63,6 @@ repository with build/libuopjit.so: both are found from this file's place);
 numexpr is optional (a note says when it is missing). What it shares with
 bench/cpu_peers.py (imports, timing, inputs) is in bench/peers_common.py.
 """
-import argparse
 import os
 import re
 import statistics
@@ -72,8 +71,9 @@ import subprocess
 import sys
 import time
 
-from peers_common import (SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_adam, numpy_sigmoid,
-                          row_tolerance, time_samples, write_json)
+from peers_common import (SeededInputs, cell, finish, import_optional, import_uopjit, load_average_text,
+                          load_c_driver, numpy_adam, numpy_sigmoid, row_tolerance, script_parser, table_header,
+                          time_samples)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -313,14 +313,14 @@ def median_of(rows, workload, runner, threads):
 
 def print_table(bench, out):
     args = bench.args
-    print(f"bench/py_bench.py: uopjit {bench.uopjit.library_version} ({bench.uopjit.library_path}), "
-          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}, NumPy huge pages "
-          f"{'off' if args.no_huge_pages else 'as NumPy asks (madvise)'}", file=out)
+    print(table_header("bench/py_bench.py", bench.uopjit,
+                       f"load average {load_average_text()}, NumPy huge pages "
+                       f"{'off' if args.no_huge_pages else 'as NumPy asks (madvise)'}"), file=out)
     print(f"{'workload':9} {'shape':>10} {'threads':>7}  {'runner':28} {'median ms':>10} {'min ms':>8} "
           f"{'max ms':>8} {'max error':>10}  status", file=out)
     for r in bench.rows:
-        ms = [f"{r[k] / 1e6:.3f}" if r[k] is not None else "-" for k in ("median_ns", "min_ns", "max_ns")]
-        error = f"{r['max_error']:.2e}" if r["max_error"] is not None else "-"
+        ms = [cell(r[k], ".3f", 1e6) for k in ("median_ns", "min_ns", "max_ns")]
+        error = cell(r["max_error"], ".2e")
         print(f"{r['workload']:9} {r['shape']:>10} {r['threads']:>7}  {r['runner']:28} {ms[0]:>10} {ms[1]:>8} "
               f"{ms[2]:>8} {error:>10}  {r['status']}", file=out)
     for threads in args.threads:
@@ -341,13 +341,10 @@ def print_table(bench, out):
             verdict = "yes" if ne >= 3 * py else "NO"
             print(f"sigmoid, {threads} thread(s): numexpr / python c = {ne / py:.2f} (at least 3x: {verdict})",
                   file=out)
-    for note in bench.notes:
-        print("note:", note, file=out)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser(__doc__)
     parser.add_argument("--workloads", default="sigmoid,adam,softmax")
     parser.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
     parser.add_argument("--samples", type=int, default=11)
@@ -378,15 +375,11 @@ def main():
     for workload in workloads:
         for threads in args.threads:
             getattr(bench, workload)(threads)
-    table_out = sys.stderr if args.json == "-" else sys.stdout
-    print_table(bench, table_out)
-    if args.json:
-        report = {"generator": "bench/py_bench.py", "load_average": list(os.getloadavg()),
-                  "numpy_huge_pages": not args.no_huge_pages,
-                  "uopjit_version": bench.uopjit.library_version, "notes": bench.notes,
-                  "measurements": bench.rows}
-        write_json(args.json, report)
-    return 1 if any(r["status"] != "ok" for r in bench.rows) else 0
+    return finish(bench, args, print_table,
+                  lambda: {"generator": "bench/py_bench.py", "load_average": list(os.getloadavg()),
+                           "numpy_huge_pages": not args.no_huge_pages,
+                           "uopjit_version": bench.uopjit.library_version, "notes": bench.notes,
+                           "measurements": bench.rows})
 
 
 if __name__ == "__main__":

@@ -77,15 +77,14 @@ Needs numpy and the uopjit package (importable, or python/ of this repository
 with build/libuopjit.so: both are found from this file's place); numexpr and
 torch are optional (a note says when they are missing).
 """
-import argparse
 import ctypes
 import os
 import statistics
 import sys
 import time
 
-from peers_common import (SeededInputs, import_optional, import_uopjit, load_c_driver, numpy_adam, numpy_sigmoid,
-                          time_samples, write_json)
+from peers_common import (SeededInputs, cell, finish, import_optional, import_uopjit, load_average_text,
+                          load_c_driver, numpy_adam, numpy_sigmoid, script_parser, table_header, time_samples)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -454,28 +453,23 @@ def ratios(rows):
 
 def print_table(bench, out):
     args = bench.args
-    print(f"bench/py_overhead.py: uopjit {bench.uopjit.library_version} ({bench.uopjit.library_path}), "
-          f"{args.elements} f32 elements, engine {args.engine}, threads "
-          f"{args.threads if args.threads is not None else 'default'}, {args.samples} samples, load average "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}", file=out)
+    print(table_header("bench/py_overhead.py", bench.uopjit,
+                       f"{args.elements} f32 elements, engine {args.engine}, threads "
+                       f"{args.threads if args.threads is not None else 'default'}, {args.samples} samples, "
+                       f"load average {load_average_text()}"), file=out)
     print(f"{'workload':8} {'device':6} {'runner':28} {'median us':>10} {'min us':>8} {'max us':>8} "
           f"{'/numexpr':>9} {'/numpy':>8} {'max error':>10}  status", file=out)
     for r in bench.rows:
-        us = [f"{r[k] / 1e3:.2f}" if r[k] is not None else "-" for k in ("median_ns", "min_ns", "max_ns")]
-        ne = f"{r['vs_numexpr']:.2f}" if r["vs_numexpr"] is not None else "-"
-        base = f"{r['vs_numpy']:.2f}" if r["vs_numpy"] is not None else "-"
-        error = f"{r['max_error']:.2e}" if r["max_error"] is not None else "-"
+        us = [cell(r[k], ".2f", 1e3) for k in ("median_ns", "min_ns", "max_ns")]
+        ne, base, error = cell(r["vs_numexpr"], ".2f"), cell(r["vs_numpy"], ".2f"), cell(r["max_error"], ".2e")
         print(f"{r['workload']:8} {r['device']:6} {r['runner']:28} {us[0]:>10} {us[1]:>8} {us[2]:>8} "
               f"{ne:>9} {base:>8} {error:>10}  {r['status']}", file=out)
     print("/numexpr: median over numexpr's with the same output mode; /numpy: over numpy ufuncs, out= "
           "(cuda rows: /numpy is over torch eager with the same output mode)", file=out)
-    for note in bench.notes:
-        print("note:", note, file=out)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser(__doc__)
     parser.add_argument("--workloads", default="sigmoid,adam")
     parser.add_argument("--elements", type=int, default=1000)
     parser.add_argument("--samples", type=int, default=15)
@@ -511,14 +505,10 @@ def main():
     else:
         bench.cuda(torch)
     ratios(bench.rows)
-    table_out = sys.stderr if args.json == "-" else sys.stdout
-    print_table(bench, table_out)
-    if args.json:
-        report = {"generator": "bench/py_overhead.py", "load_average": list(os.getloadavg()),
-                  "uopjit_version": bench.uopjit.library_version, "elements": args.elements,
-                  "notes": bench.notes, "measurements": bench.rows}
-        write_json(args.json, report)
-    return 1 if any(r["status"] != "ok" for r in bench.rows) else 0
+    return finish(bench, args, print_table,
+                  lambda: {"generator": "bench/py_overhead.py", "load_average": list(os.getloadavg()),
+                           "uopjit_version": bench.uopjit.library_version, "elements": args.elements,
+                           "notes": bench.notes, "measurements": bench.rows})
 
 
 if __name__ == "__main__":

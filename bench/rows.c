@@ -5,19 +5,11 @@
  * kernel (rows_baseline.c) and the peers cpu_peers.py measured in the same
  * run (numpy, torch).
  *
- * The check. The reference is the program run in f64 on the interpreter,
- * from the same f32 inputs widened. An f32 result differs from it mostly
- * through the order of its sums: a sum of n terms in any order is within
- * gamma_n * sum|terms| of the exact one, gamma_n = n*u/(1 - n*u), u = 2^-24.
- * Each workload says, per element, the magnitude that error is scaled by
- * (error_scale below, from a first-order analysis of its formula); an
- * element passes when |got - ref| <= (gamma_n + 16u) * scale, the 16u
- * covering the roundings outside the sums (exp, the divisions, rsqrt) with
- * room to spare. A wrong or partial sum, a missing term or a misplaced row
- * is off by far more.
- *
- * Nothing is timed before its result has passed. Bandwidth counts 8 bytes
- * per element: x read once and y written once (w and b are one row). */
+ * The check: the reference is the program run in f64 on the interpreter,
+ * from the same f32 inputs widened; an element passes within the error
+ * bound of its sums (above row_tolerance). Nothing is timed before its
+ * result has passed. Bandwidth counts 8 bytes per element: x read once and
+ * y written once (w and b are one row). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +78,7 @@ typedef struct {
   uj_tensor_t output;
   const float *x, *w, *b; /* the inputs by name, for the hand-written kernel (w, b: NULL when absent) */
   double* reference;      /* the program in f64 */
-  double* error_scale;    /* per element, see the top of the file */
+  double* error_scale;    /* per element, see row_tolerance */
 } row_workspace_t;
 
 static int64_t tensor_numel(const uj_tensor_t* t) {
@@ -227,7 +219,15 @@ static int row_workspace_new(const row_program_t* program, const program_text_t*
   return status;
 }
 
-/* gamma_n + 16u for f32 sums of `cols` terms (see the top of the file). */
+/* gamma_n + 16u for f32 sums of `cols` terms. An f32 result differs from
+ * the f64 reference mostly through the order of its sums: a sum of n terms
+ * in any order is within gamma_n * sum|terms| of the exact one,
+ * gamma_n = n*u/(1 - n*u), u = 2^-24. Each workload says, per element, the
+ * magnitude that error is scaled by (error_scale, from a first-order
+ * analysis of its formula); an element passes when
+ * |got - ref| <= (gamma_n + 16u) * scale, the 16u covering the roundings
+ * outside the sums (exp, the divisions, rsqrt) with room to spare. A wrong
+ * or partial sum, a missing term or a misplaced row is off by far more. */
 static double row_tolerance(int64_t cols) {
   const double u = 0x1p-24;
   return (double)cols * u / (1 - (double)cols * u) + 16 * u;

@@ -1,18 +1,16 @@
 /* bench/suite.c: `uopjit bench`, the benchmark suite (make bench; make run
- * runs --quick; docs/BENCH.md). It measures, in one run on one machine
- * state:
- *
- *   STREAM copy and triad on each thread count (stream.c), labelled with
- *     the bytes they count;
- *   compile latency per JIT engine (cold, disk-cache hit, memory-cache
- *     dispatch, time to a first result; compile.c and suite_measure.c);
- *   each workload at each size on every runner, checked before timed, with
- *     its traffic-matched copy kernel: sigmoid, gelu (tanh and erf forms),
- *     adam, sumsq (1-D), softmax and layernorm (rows of 1024), the AdamW
- *     step over a model's tensors (suite_adamw.c), the 3x3 convolutions'
- *     backends (conv.c); the peers through bench/cpu_peers.py;
- *
- * then writes the report directory (suite_write.c). */
+ * runs --quick). It measures, in one run on one machine state: STREAM copy
+ * and triad on each thread count (stream.c), labelled with the bytes they
+ * count; compile latency per JIT engine (cold, disk-cache hit, memory-cache
+ * dispatch, time to a first result; compile.c and suite_measure.c); each
+ * workload at each size on every runner, checked before timed, with its
+ * traffic-matched copy kernel (the 1-D programs, the row programs, the
+ * AdamW step over a model's tensors in suite_adamw.c, the 3x3
+ * convolutions' backends in conv.c, the peers through bench/cpu_peers.py);
+ * then it writes the report directory (suite_write.c). The kernel cache is
+ * a private directory for the run, removed afterwards; the AOT kernels are
+ * built at the start (aot.c). A progress line per workload goes to stderr,
+ * overwritten in place on a terminal. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -79,8 +77,6 @@ int suite_wants(const suite_t* s, const char* workload) {
 
 static int show_progress;
 
-/* A progress line per workload to stderr, overwritten in place on a
- * terminal. */
 static void progress(const char* format, ...) __attribute__((format(printf, 1, 2)));
 static void progress(const char* format, ...) {
   va_list args;
@@ -100,18 +96,7 @@ static void first_line_of(const char* command, char* out, size_t size) {
 }
 
 static void read_machine(suite_t* s) {
-  snprintf(s->cpu_model, sizeof s->cpu_model, "unknown CPU");
-  FILE* f = fopen("/proc/cpuinfo", "r");
-  char line[512];
-  while (f && fgets(line, sizeof line, f)) {
-    char* colon = strchr(line, ':');
-    if (strncmp(line, "model name", 10) != 0 || !colon) continue;
-    colon += 1 + strspn(colon + 1, " \t");
-    colon[strcspn(colon, "\n")] = '\0';
-    snprintf(s->cpu_model, sizeof s->cpu_model, "%s", colon);
-    break;
-  }
-  if (f) fclose(f);
+  bench_cpu_model(s->cpu_model, sizeof s->cpu_model);
   s->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
   long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
   snprintf(s->cache_sizes, sizeof s->cache_sizes, "L1d %ld KiB, L2 %ld KiB, L3 %ld KiB", l1 / 1024, l2 / 1024,
@@ -135,10 +120,8 @@ static void read_machine(suite_t* s) {
   if (ctx && uj_engine_available(ctx, UJ_ENGINE_CUDA)) snprintf(s->cuda, sizeof s->cuda, "available");
   else snprintf(s->cuda, sizeof s->cuda, "no device: %s", uj_last_error());
   uj_ctx_free(ctx);
-  FILE* load = fopen("/proc/loadavg", "r");
-  snprintf(s->load_average, sizeof s->load_average, "unknown");
-  if (load && fscanf(load, "%31s", s->load_average) != 1) snprintf(s->load_average, sizeof s->load_average, "?");
-  if (load) fclose(load);
+  if (bench_load_average(s->load_average, sizeof s->load_average) == 0)
+    snprintf(s->load_average, sizeof s->load_average, "?");
   time_t now = time(NULL);
   strftime(s->started, sizeof s->started, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 }
@@ -304,8 +287,6 @@ static int run_suite(suite_t* s, const char* cache_root) {
   return failed;
 }
 
-/* The kernel cache is a private directory for the run, removed afterwards;
- * the AOT kernels are built at the start (aot.c). */
 int bench_suite_main(int argc, char** argv) {
   static suite_t s;
   memset(&s, 0, sizeof s);

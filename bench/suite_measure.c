@@ -3,12 +3,15 @@
  * the workload's traffic-matched copy kernel (traffic.c) timed beside it on
  * each thread count, as the memory limit its rows are a fraction of.
  *
- * Times are bench_time_stats' (median, min, max of the samples). Each
- * runner is timed in alternation with its copy kernel on its own thread
- * count (bench_time_alternating), so that its % of limit compares batches
- * taken at the same moments, the fastest of each side; the copy rows are
- * timed alone. Bytes per call count each array the workload reads once and
- * each it writes once. The references are per kind of workload, below. */
+ *   1-D programs   reference: the program in f64 on the interpreter,
+ *                  rounded to f32; jit rows on 1..N threads,
+ *                  aot, hand and unfused on one (they are single-threaded)
+ *   row programs   reference: the program in f64 (rows.c's error bound)
+ *   AdamW step     the step over every tensor of a model (suite_adamw.c);
+ *                  reference: the hand-written loop's result
+ *
+ * Times are bench_time_stats' (median, min, max of the samples). Bytes per
+ * call count each array the workload reads once and each it writes once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +61,10 @@ typedef struct {
 
 static int copy_call(void* arg) { return traffic_copy(((copy_call_t*)arg)->t); }
 
+/* The copy rows are timed alone. Each runner is timed in alternation with
+ * its copy kernel on its own thread count (bench_time_alternating), so
+ * that its % of limit compares batches taken at the same moments, the
+ * fastest of each side. */
 static int add_copy_row(suite_t* s, const char* workload, const char* shape, const traffic_t* t, double bytes) {
   suite_row_t* row = suite_add_row(s, workload, "copy", "limit", t->n, t->threads);
   if (!row) return 1;
@@ -70,10 +77,6 @@ static int add_copy_row(suite_t* s, const char* workload, const char* shape, con
 }
 
 /* ---- 1-D programs ------------------------------------------------------------------------- */
-
-/* The reference is the program in f64 on the interpreter, rounded to f32;
- * the jit rows run on 1..N threads, aot, hand and unfused on one (they are
- * single-threaded). */
 
 int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n) {
   program_text_t text;
@@ -135,11 +138,6 @@ int suite_measure_1d(suite_t* s, const program_spec_t* spec, int64_t n) {
 }
 
 /* ---- row programs ------------------------------------------------------------------------- */
-
-/* The reference is the program in f64 (rows.c's error bound). The AdamW
- * step, every tensor of a model in one uj_program_run_groups call on the
- * JIT engines and one AOT call or hand loop per tensor, is checked against
- * the hand-written loop's result (suite_adamw.c). */
 
 int suite_measure_rows(suite_t* s, const char* name, int64_t n, int64_t cols) {
   int64_t rows = n / cols;
@@ -249,13 +247,9 @@ static double first_result_ms(const program_spec_t* spec, uj_engine_t engine, in
     setenv("UOPJIT_THREADS", "1", 1);
     uj_ctx_t* ctx = uj_ctx_new();
     uj_program_t* program = NULL;
-    const uj_tensor_t* inputs[BENCH_MAX_IO];
-    uj_tensor_t* outputs[BENCH_MAX_IO];
-    for (int i = 0; i < ws.ninputs; i++) inputs[i] = &ws.inputs[i];
-    for (int o = 0; o < ws.noutputs; o++) outputs[o] = &ws.outputs[o];
     double start = bench_now_ns();
     if (ctx && uj_ctx_set_engine(ctx, engine) == UJ_OK && uj_program_parse(text.source, &program) == UJ_OK &&
-        uj_program_run(ctx, program, UJ_FORWARD, inputs, ws.ninputs, NULL, 0, outputs, ws.noutputs) == UJ_OK)
+        workspace_run(ctx, program, &ws) == UJ_OK)
       ms = (bench_now_ns() - start) / 1e6;
     uj_program_free(program);
     uj_ctx_free(ctx);

@@ -6,18 +6,7 @@
  *                 a Python with matplotlib is found; otherwise report.md
  *                 says why there are none
  *   report.md     the summary, STREAM, compile latency and one table per
- *                 workload, with the derived figures:
- *                   ns/element = median ns per call / elements
- *                   GB/s       = bytes per call / median ns per call
- *                   % of limit = the copy kernel's time / this row's, the
- *                                copy kernel on the row's traffic and
- *                                threads timed in alternation with it:
- *                                the ratio of each one's fastest batch
- *                                (suite_row_t.limit_ratio); rows without
- *                                (peers: medians, all they report) against
- *                                the copy row at the same size and threads
- *                                (one for single-threaded runners)
- *                   x aot      = this median / the AOT kernel's
+ *                 workload, with the derived figures (above write_markdown)
  *
  * The summary (also printed by `uopjit bench`) takes each workload at its
  * largest size on the most threads measured. */
@@ -44,6 +33,17 @@ static void json_string(FILE* f, const char* text) {
 static void json_number(FILE* f, double value) {
   if (value == value && !isinf(value)) fprintf(f, "%.6g", value);
   else fputs("null", f);
+}
+
+/* `, "key": ` and the value: a field of a JSON object after its first. */
+static void json_field_string(FILE* f, const char* key, const char* text) {
+  fprintf(f, ", \"%s\": ", key);
+  json_string(f, text);
+}
+
+static void json_field_number(FILE* f, const char* key, double value) {
+  fprintf(f, ", \"%s\": ", key);
+  json_number(f, value);
 }
 
 /* The copy kernel's row for this row's workload, size and threads (1 for a
@@ -100,18 +100,12 @@ static int write_json(const suite_t* s, const char* path) {
   json_string(f, s->cpu_model);
   fprintf(f, ", \"cores\": %d, \"caches\": ", s->cores);
   json_string(f, s->cache_sizes);
-  fprintf(f, ", \"compiler\": ");
-  json_string(f, s->compiler);
-  fprintf(f, ", \"uopjit_version\": ");
-  json_string(f, uj_version());
-  fprintf(f, ", \"mir\": ");
-  json_string(f, s->mir);
-  fprintf(f, ", \"cuda\": ");
-  json_string(f, s->cuda);
-  fprintf(f, ", \"load_average\": ");
-  json_string(f, s->load_average);
-  fprintf(f, ", \"started\": ");
-  json_string(f, s->started);
+  json_field_string(f, "compiler", s->compiler);
+  json_field_string(f, "uopjit_version", uj_version());
+  json_field_string(f, "mir", s->mir);
+  json_field_string(f, "cuda", s->cuda);
+  json_field_string(f, "load_average", s->load_average);
+  json_field_string(f, "started", s->started);
   fprintf(f, "},\n  \"run\": {\"quick\": %s, \"seconds\": ", s->quick ? "true" : "false");
   json_number(f, s->seconds);
   fprintf(f, ", \"samples\": %d, \"threads\": [", s->samples);
@@ -120,8 +114,7 @@ static int write_json(const suite_t* s, const char* path) {
   for (int k = 0; k < s->nsizes; k++) fprintf(f, "%s%lld", k ? ", " : "", 1LL << s->sizes_log2[k]);
   fprintf(f, "], \"filter\": ");
   json_string(f, s->filter);
-  fprintf(f, ", \"notes\": ");
-  json_string(f, s->notes);
+  json_field_string(f, "notes", s->notes);
   fprintf(f, "},\n  \"stream\": [");
   for (int t = 0, first = 1; t < s->nthreads; t++) {
     if (!s->stream_ok[t]) continue;
@@ -139,12 +132,9 @@ static int write_json(const suite_t* s, const char* path) {
     fprintf(f, "%s\n    {\"workload\": \"%s\", \"engine\": \"%s\", \"ok\": %s, \"cold_ms\": ", c ? "," : "", k->workload,
             k->engine, k->ok ? "true" : "false");
     json_number(f, k->cold_ms);
-    fprintf(f, ", \"disk_hit_ms\": ");
-    json_number(f, k->disk_ms);
-    fprintf(f, ", \"dispatch_us\": ");
-    json_number(f, k->dispatch_us);
-    fprintf(f, ", \"first_result_ms\": ");
-    json_number(f, k->first_result_ms);
+    json_field_number(f, "disk_hit_ms", k->disk_ms);
+    json_field_number(f, "dispatch_us", k->dispatch_us);
+    json_field_number(f, "first_result_ms", k->first_result_ms);
     fprintf(f, ", \"first_result_elements\": %lld}", (long long)k->first_result_elements);
   }
   fprintf(f, "\n  ],\n  \"measurements\": [");
@@ -157,20 +147,13 @@ static int write_json(const suite_t* s, const char* path) {
     fprintf(f, ", \"elements\": %lld, \"dtype\": \"f32\", \"threads\": %d, \"status\": \"%s\", \"samples\": %d",
             (long long)row->elements, row->threads, row->status, row->timing.samples);
     int ok = timed(row), spread = ok && !row->median_only;
-    fprintf(f, ", \"median_ns\": ");
-    json_number(f, ok ? row->timing.median_ns : NAN);
-    fprintf(f, ", \"min_ns\": ");
-    json_number(f, spread ? row->timing.min_ns : NAN);
-    fprintf(f, ", \"max_ns\": ");
-    json_number(f, spread ? row->timing.max_ns : NAN);
-    fprintf(f, ", \"max_error\": ");
-    json_number(f, strcmp(row->kind, "limit") ? row->max_error : NAN);
-    fprintf(f, ", \"bytes\": ");
-    json_number(f, row->bytes);
-    fprintf(f, ", \"flops\": ");
-    json_number(f, row->flops);
-    fprintf(f, ", \"percent_of_limit\": ");
-    json_number(f, percent_of_limit(s, row));
+    json_field_number(f, "median_ns", ok ? row->timing.median_ns : NAN);
+    json_field_number(f, "min_ns", spread ? row->timing.min_ns : NAN);
+    json_field_number(f, "max_ns", spread ? row->timing.max_ns : NAN);
+    json_field_number(f, "max_error", strcmp(row->kind, "limit") ? row->max_error : NAN);
+    json_field_number(f, "bytes", row->bytes);
+    json_field_number(f, "flops", row->flops);
+    json_field_number(f, "percent_of_limit", percent_of_limit(s, row));
     fprintf(f, "}");
   }
   fprintf(f, "\n  ]\n}\n");
@@ -305,6 +288,16 @@ static void workload_table(FILE* f, const suite_t* s, const char* workload) {
   }
 }
 
+/* The derived figures:
+ *   ns/element = median ns per call / elements
+ *   GB/s       = bytes per call / median ns per call
+ *   % of limit = the copy kernel's time / this row's, the copy kernel on
+ *                the row's traffic and threads timed in alternation with
+ *                it: the ratio of each one's fastest batch
+ *                (suite_row_t.limit_ratio); rows without (peers: medians,
+ *                all they report) against the copy row at the same size
+ *                and threads (one for single-threaded runners)
+ *   x aot      = this median / the AOT kernel's */
 static int write_markdown(const suite_t* s, const char* path) {
   FILE* f = fopen(path, "w");
   if (!f) return -1;

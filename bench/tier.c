@@ -4,31 +4,11 @@
  * compiled in the background).
  *
  * For each engine (c first, then mir, then auto) and each thread count, in
- * a fresh, empty cache directory (UOPJIT_CACHE_DIR):
- *
- *   first process   a new process (this program again, --tier-child) makes
- *                   a context on the engine and calls the sigmoid chain on
- *                   2^20 f32 elements back to back: the first call's time
- *                   (its compile included); once 0.5 s have passed since
- *                   the first call began, the per-call time (median of
- *                   samples); and "fast after", the time from the first
- *                   call's start to the end of the first of 3 calls in a
- *                   row that ran within 1.2x of the C engine's per-call
- *                   time (C's own for the C engine, measured first);
- *   second process  another new process on the same cache directory: its
- *                   first and second calls, and the engine that served its
- *                   first call (uj_program_last_run), which says whether
- *                   it started on the fast tier (a C kernel from the disk
- *                   cache).
- *
- * Every engine runs in processes of its own, so no in-memory state of one
- * helps another. Each child checks its first and its last result against
- * the interpreter's before it reports, and reports on one line of stdout.
- * The closing lines compare auto with MIR and C as issue 18 states its
- * targets: first call within 1.5x of MIR's, per call after 0.5 s within
- * 1.2x of C's, the second process on C at its first call (the engine that
- * served it; its time beside C's own second process is printed too, a
- * single call each, which a busy machine moves by tenths of a ms). */
+ * a fresh, empty cache directory (UOPJIT_CACHE_DIR), a first process and a
+ * second one on the same cache (above bench_tier_main). Every engine runs in
+ * processes of its own, so no in-memory state of one helps another. Each
+ * child checks its first and its last result against the interpreter's
+ * before it reports, and reports on one line of stdout. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -66,14 +46,7 @@ typedef struct {
 
 static int tier_call(void* arg) {
   tier_call_t* call = arg;
-  workspace_t* ws = call->ws;
-  const uj_tensor_t* inputs[BENCH_MAX_IO];
-  uj_tensor_t* outputs[BENCH_MAX_IO];
-  for (int i = 0; i < ws->ninputs; i++) inputs[i] = &ws->inputs[i];
-  for (int o = 0; o < ws->noutputs; o++) outputs[o] = &ws->outputs[o];
-  if (uj_program_run(call->ctx, call->program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs, ws->noutputs) ==
-      UJ_OK)
-    return 0;
+  if (workspace_run(call->ctx, call->program, call->ws) == UJ_OK) return 0;
   fprintf(stderr, "bench --tier: %s\n", uj_last_error());
   return -1;
 }
@@ -251,6 +224,27 @@ static int measure_engine(const char* self, const char* root, int e, int threads
   return failed ? -1 : 0;
 }
 
+/*   first process   a new process (this program again, --tier-child) makes
+ *                   a context on the engine and calls the sigmoid chain on
+ *                   2^20 f32 elements back to back: the first call's time
+ *                   (its compile included); once WARM_SECONDS have passed
+ *                   since the first call began, the per-call time (median
+ *                   of samples); and "fast after", the time from the first
+ *                   call's start to the end of the first of FAST_RUN calls
+ *                   in a row that ran within FAST_FACTOR of the C engine's
+ *                   per-call time (C's own for the C engine, measured
+ *                   first);
+ *   second process  another new process on the same cache directory: its
+ *                   first and second calls, and the engine that served its
+ *                   first call (uj_program_last_run), which says whether
+ *                   it started on the fast tier (a C kernel from the disk
+ *                   cache).
+ *
+ * The closing lines compare auto with MIR and C as issue 18 states its
+ * targets: first call within 1.5x of MIR's, per call after 0.5 s within
+ * 1.2x of C's, the second process on C at its first call (the engine that
+ * served it; its time beside C's own second process is printed too, a
+ * single call each, which a busy machine moves noticeably). */
 int bench_tier_main(int argc, char** argv, const program_spec_t* sigmoid) {
   if (strcmp(argv[1], "--tier-child") == 0) return child_main(argc, argv, sigmoid);
   int repeat = 3;

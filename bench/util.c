@@ -3,8 +3,9 @@
  * repeated measurements, machines being noisy), the timing of a call as the
  * median of samples of back-to-back calls (so that short calls are not lost
  * in the clock's resolution), two calls timed in alternation and the ratio
- * of their fastest batches, seeded input values, reading the program files
- * and the private directories that hold the kernel cache while it runs. */
+ * of their fastest batches, seeded input values, the CPU's model and the
+ * load average, reading the program files and the private directories that
+ * hold the kernel cache while it runs. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -36,6 +37,33 @@ double bench_median(const double* values, int count) {
   double m = count % 2 ? sorted[count / 2] : 0.5 * (sorted[count / 2 - 1] + sorted[count / 2]);
   free(sorted);
   return m;
+}
+
+void bench_cpu_model(char* out, size_t size) {
+  snprintf(out, size, "unknown CPU");
+  FILE* f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    char* colon = strchr(line, ':');
+    if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+    colon += 1 + strspn(colon + 1, " \t");
+    colon[strcspn(colon, "\n")] = '\0';
+    snprintf(out, size, "%s", colon);
+    break;
+  }
+  fclose(f);
+}
+
+int bench_load_average(char* out, size_t size) {
+  snprintf(out, size, "unknown");
+  FILE* f = fopen("/proc/loadavg", "r");
+  if (!f) return -1;
+  char first[32];
+  int read = fscanf(f, "%31s", first) == 1;
+  if (read) snprintf(out, size, "%s", first);
+  fclose(f);
+  return read;
 }
 
 char* bench_read_file(const char* path) {

@@ -408,23 +408,24 @@ void runner_close(runner_t* r) {
   r->ctx = NULL;
 }
 
+uj_status_t workspace_run(uj_ctx_t* ctx, uj_program_t* program, workspace_t* ws) {
+  const uj_tensor_t* inputs[BENCH_MAX_IO];
+  uj_tensor_t* outputs[BENCH_MAX_IO];
+  for (int i = 0; i < ws->ninputs; i++) inputs[i] = &ws->inputs[i];
+  for (int o = 0; o < ws->noutputs; o++) outputs[o] = &ws->outputs[o];
+  return uj_program_run(ctx, program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs, ws->noutputs);
+}
+
 int runner_run(runner_t* r, workspace_t* ws) {
   const program_spec_t* spec = ws->text->spec;
   switch (r->kind) {
     case RUNNER_INTERP:
     case RUNNER_MIR:
     case RUNNER_C:
-    case RUNNER_AUTO: {
-      const uj_tensor_t* inputs[BENCH_MAX_IO];
-      uj_tensor_t* outputs[BENCH_MAX_IO];
-      for (int i = 0; i < ws->ninputs; i++) inputs[i] = &ws->inputs[i];
-      for (int o = 0; o < ws->noutputs; o++) outputs[o] = &ws->outputs[o];
-      if (uj_program_run(r->ctx, r->program, UJ_FORWARD, inputs, ws->ninputs, NULL, 0, outputs, ws->noutputs) ==
-          UJ_OK)
-        return 0;
+    case RUNNER_AUTO:
+      if (workspace_run(r->ctx, r->program, ws) == UJ_OK) return 0;
       fprintf(stderr, "bench: %s on %s: %s\n", spec->name, runner_name(r->kind), uj_last_error());
       return -1;
-    }
     case RUNNER_AOT: {
       if (!ws->aot_dims_agree) {
         fprintf(stderr, "bench: %s: the AOT kernel sizes its outputs differently from the library\n", spec->name);

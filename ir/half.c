@@ -5,42 +5,14 @@
  * cases to MIR's integer instructions with branches; tests/test_dtypes_half.c
  * checks every engine against this file and this file against an
  * independent reference, on every f32 pattern).
- * Each conversion computes every case and selects the result, with no
- * branch: a loop of loads and stores in the generated C then vectorizes
- * (a branchy f16 store cost 10 ns an element against 1 for bf16).
  *
- *  bf16 -> f32: the 16 bits are the high half of the f32 (exact; a
- *               signalling NaN gets its quiet bit).
- *  f32 -> bf16: add 0x7fff plus the lowest kept bit, keep the high half:
- *               round to nearest, ties to even, over normals and
- *               subnormals alike; the carry of the largest values reaches
- *               the infinity's exponent. A NaN keeps its sign and high
- *               payload and gets its quiet bit (the add could carry it
- *               into an infinity).
- *  f16 -> f32:  the value is an 11-bit integer significand (the 10
- *               fraction bits, and the implicit 1 unless the exponent e is
- *               0) times 2^(max(e, 1) - 25): one float multiply by that
- *               power of two, exact for normals and subnormals alike, and
- *               computed only from integers and normal floats, so a
- *               flush-to-zero mode cannot change it. Exponent 31 ORs in
- *               the all-ones exponent (the product's fraction bits are
- *               the payload) and a NaN's quiet bit.
- *  f32 -> f16:  normals (from 2^-14) rebias by 127 - 15 and round the
- *               low 13 bits as bf16 does; from 65520 up (half-way from
- *               the largest finite, 65504, to 2^16, and the tie goes to
- *               the even 2^16) the sum reaches 0x7c00 and is clamped there,
- *               the infinity. Below 2^-14 the 24-bit significand m shifts
- *               right to the 2^-24 grid by 126 - exponent, rounding the
- *               same way: add half the shifted-out unit less one plus the
- *               lowest kept bit. The exponent is clamped to [101, 112]
- *               first: 112 is the largest below 2^-14, and from 2^-25 down
- *               (exponent 101 and below) a shift of 25 leaves 0, as
- *               rounding must (2^-25 is half the least subnormal, a tie
- *               to the even 0), while every shift stays under 32.
- *               A NaN keeps its sign and high payload, quiet.
- *  f64 -> half: round to odd f32 first, then to the half: correct, where
- *               going through round-to-nearest f32 could round twice.
- * The public uj_half_to_f64 and uj_half_from_f64 are these too. */
+ * Each conversion computes every case and selects the result, with no
+ * branch: a loop of loads and stores in the generated C then vectorizes,
+ * where a branchy store does not. Rounding is to nearest, ties to even, by
+ * adding half a unit less one plus the lowest kept bit; a NaN keeps its
+ * sign and high payload and gets its quiet bit. The algorithm of each form
+ * is above its function. The public uj_half_to_f64 and uj_half_from_f64
+ * are these too. */
 #include <math.h>
 #include <string.h>
 
@@ -62,18 +34,33 @@ static float float_of(uint32_t u) {
   return x;
 }
 
+/* The 16 bits are the high half of the f32 (exact; a signalling NaN gets
+ * its quiet bit). */
 float ir_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
   return float_of((u & 0x7fffffffu) > 0x7f800000u ? u | 0x00400000u : u);
 }
 
+/* Add 0x7fff plus the lowest kept bit, keep the high half: round to
+ * nearest, ties to even, over normals and subnormals alike; the carry of the
+ * largest values reaches the infinity's exponent. A NaN keeps its sign and
+ * high payload and gets its quiet bit (the add could carry it into an
+ * infinity). */
 uint16_t ir_f32_to_bf16(float x) {
   uint32_t u = bits_of(x);
   uint32_t nan = (u >> 16) | 0x0040u, rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
-/* The selects are arithmetic on 0/1, not conditionals: gcc would thread a
+/* The value is an 11-bit integer significand (the 10 fraction bits, and
+ * the implicit 1 unless the exponent e is 0) times 2^(max(e, 1) - 25): one
+ * float multiply by that power of two, exact for normals and subnormals
+ * alike, and computed only from integers and normal floats, so a
+ * flush-to-zero mode cannot change it. Exponent 31 ORs in the all-ones
+ * exponent (the product's fraction bits are the payload) and a NaN's quiet
+ * bit.
+ *
+ * The selects are arithmetic on 0/1, not conditionals: gcc would thread a
  * conditional into branches that each hold a copy of the float multiply,
  * and it does not make a float operation unconditional again (it could
  * trap), so the loop would not vectorize. */
@@ -85,6 +72,16 @@ float ir_f16_to_f32(uint16_t h) {
   return float_of(sign | finite | special);
 }
 
+/* Normals (from 2^-14) rebias by 127 - 15 and round the low 13 bits as
+ * bf16 does; from 65520 up (half-way from the largest finite, 65504, to
+ * 2^16, and the tie goes to the even 2^16) the sum reaches 0x7c00 and is
+ * clamped there, the infinity. Below 2^-14 the 24-bit significand m shifts
+ * right to the 2^-24 grid by 126 - exponent, rounding the same way: add
+ * half the shifted-out unit less one plus the lowest kept bit. The exponent
+ * is clamped to [101, 112] first: 112 is the largest below 2^-14, and from
+ * 2^-25 down (exponent 101 and below) a shift of 25 leaves 0, as rounding
+ * must (2^-25 is half the least subnormal, a tie to the even 0), while
+ * every shift stays under 32. A NaN keeps its sign and high payload, quiet. */
 uint16_t ir_f32_to_f16(float x) {
   uint32_t u = bits_of(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
@@ -96,6 +93,8 @@ uint16_t ir_f32_to_f16(float x) {
   return (uint16_t)(sign | (a > 0x7f800000u ? nan : a >= 0x38800000u ? normal : subnormal));
 }
 
+/* f64 -> half rounds to odd f32 first, then to the half: correct, where
+ * going through round-to-nearest f32 could round twice. */
 float ir_f64_to_f32_odd(double x) {
   float t = (float)x;
   double back = (double)t;

@@ -179,43 +179,36 @@ ir_expr_t* ir_ex_index(ir_func_t* f, ir_ix_t* ix, uj_dtype_t dtype) {
   return e;
 }
 
-ir_expr_t* ir_ex_unary(ir_func_t* f, uj_unary_op_t op, ir_expr_t* a) {
-  if (!a) return NULL;
-  ir_expr_t* e = ex_new(f, IR_EX_UNARY, a->dtype);
+/* A node with operands x, y, z (a, b, c; NULL past the last) and op; NULL
+ * when out of memory. */
+static ir_expr_t* ex_operands(ir_func_t* f, ir_ex_kind_t kind, uj_dtype_t dtype, int op, ir_expr_t* x, ir_expr_t* y,
+                              ir_expr_t* z) {
+  ir_expr_t* e = ex_new(f, kind, dtype);
   if (e) {
     e->op = op;
-    e->a = a;
+    e->a = x;
+    e->b = y;
+    e->c = z;
   }
   return e;
+}
+
+/* The operand builders pass a failed operand's NULL on. */
+ir_expr_t* ir_ex_unary(ir_func_t* f, uj_unary_op_t op, ir_expr_t* a) {
+  return a ? ex_operands(f, IR_EX_UNARY, a->dtype, op, a, NULL, NULL) : NULL;
 }
 
 ir_expr_t* ir_ex_binary(ir_func_t* f, uj_binary_op_t op, ir_expr_t* a, ir_expr_t* b) {
-  if (!a || !b) return NULL;
-  ir_expr_t* e = ex_new(f, IR_EX_BINARY, a->dtype);
-  if (e) {
-    e->op = op;
-    e->a = a;
-    e->b = b;
-  }
-  return e;
+  return a && b ? ex_operands(f, IR_EX_BINARY, a->dtype, op, a, b, NULL) : NULL;
 }
 
+/* The condition comes first: a = c, b = a, c = b. */
 ir_expr_t* ir_ex_where(ir_func_t* f, ir_expr_t* c, ir_expr_t* a, ir_expr_t* b) {
-  if (!c || !a || !b) return NULL;
-  ir_expr_t* e = ex_new(f, IR_EX_WHERE, a->dtype);
-  if (e) {
-    e->a = c;
-    e->b = a;
-    e->c = b;
-  }
-  return e;
+  return c && a && b ? ex_operands(f, IR_EX_WHERE, a->dtype, 0, c, a, b) : NULL;
 }
 
 ir_expr_t* ir_ex_cast(ir_func_t* f, uj_dtype_t dtype, ir_expr_t* a) {
-  if (!a) return NULL;
-  ir_expr_t* e = ex_new(f, IR_EX_CAST, dtype);
-  if (e) e->a = a;
-  return e;
+  return a ? ex_operands(f, IR_EX_CAST, dtype, 0, a, NULL, NULL) : NULL;
 }
 
 void ir_access_init(ir_access_t* acc, int tensor) {

@@ -1,37 +1,16 @@
 /* ir/print.c: the loop IR as readable C-like text, and the canonical text
- * that ir_hash hashes.
- *
- *   tensors
- *     t0 "x" input 0 f32 [d0_0, d0_1]
- *     t1 temp f32 [d0_0, 1] noalloc
- *     t4 temp f32 [d0_0, d0_1] chain-local
- *   asserts
- *     d1_0 == d0_0  (what: "reindex shape")
- *   block 0
- *     for (i0 = 0; i0 < d0_0; i0++) {
- *       f32 c0 = 0;
- *       for (i1 = 0; i1 < d0_1; i1++) {
- *         c0 += t0[i0, ?(i1 - 1)];
- *       }
- *       t1[i0, 0] = c0;
- *     }
+ * that ir_hash hashes (the form: above ir_print_stream).
  *
  * Algorithm: one walk over the function, writing through a callback
  * (ir/print.h) so that the same code feeds a buffer (ir_print) or the hash
  * (ir_hash) without allocating. A loop prints its carried declarations
  * (reset to the identity of their op), then the inner loop, then its own
  * statements: the order in which they run. Infix operators get parentheses
- * only where precedence or left associativity would otherwise change the tree,
- * so the text reads like C yet different trees never print alike: the hash
- * depends on that. A '?' marks an axis checked at run time.
- *
- * Canonical mode (IR_PRINT_CANONICAL) leaves out tensor names, parameter
- * names and assertion descriptions, and prints bound parameters as their
- * slot ($0): changing only a name keeps the hash. Constants print in the
- * shortest form that reads back to the same value, with a dtype marker
- * (1.5f for f32, 1.5 for f64, 2 for i32). Ids are the raw loop and carried
- * ids. The walk tolerates broken IR (NULL nodes print as "_", unknown kinds
- * by number) because the printer is what one reads when the verifier fails. */
+ * only where precedence or left associativity would otherwise change the
+ * tree, so the text reads like C yet different trees never print alike:
+ * the hash depends on that. The walk tolerates broken IR (NULL nodes print
+ * as "_", unknown kinds by number) because the printer is what one reads
+ * when the verifier fails. */
 #include "print.h"
 
 #include <math.h>
@@ -440,18 +419,19 @@ static void print_accum(printer_t* p, const ir_stmt_t* s) {
       break;
     case UJ_REDUCE_MAX:
     case UJ_REDUCE_MIN:
-      putf(p, "c%d = %s(c%d, ", n, op == UJ_REDUCE_MAX ? "max" : "min", n);
-      print_expr(p, s->value);
-      put(p, ")");
-      break;
     case UJ_REDUCE_ARGMAX:
-    case UJ_REDUCE_ARGMIN:
-      putf(p, "c%d = %s(c%d, ", n, op == UJ_REDUCE_ARGMAX ? "argmax" : "argmin", n);
+    case UJ_REDUCE_ARGMIN: {
+      int arg = ir_reduce_is_arg((uj_reduce_op_t)op);
+      int max = op == UJ_REDUCE_MAX || op == UJ_REDUCE_ARGMAX;
+      putf(p, "c%d = %s%s(c%d, ", n, arg ? "arg" : "", max ? "max" : "min", n);
       print_expr(p, s->value);
-      put(p, ", at ");
-      print_ix(p, s->arg_index);
+      if (arg) {
+        put(p, ", at ");
+        print_ix(p, s->arg_index);
+      }
       put(p, ")");
       break;
+    }
     default:
       putf(p, "c%d ?= ", n);
       print_expr(p, s->value);
@@ -527,6 +507,29 @@ static void print_tensor(printer_t* p, int t) {
   put(p, "\n");
 }
 
+/* The text:
+ *
+ *   tensors
+ *     t0 "x" input 0 f32 [d0_0, d0_1]
+ *     t1 temp f32 [d0_0, 1] noalloc
+ *     t4 temp f32 [d0_0, d0_1] chain-local
+ *   asserts
+ *     d1_0 == d0_0  (what: "reindex shape")
+ *   block 0
+ *     for (i0 = 0; i0 < d0_0; i0++) {
+ *       f32 c0 = 0;
+ *       for (i1 = 0; i1 < d0_1; i1++) {
+ *         c0 += t0[i0, ?(i1 - 1)];
+ *       }
+ *       t1[i0, 0] = c0;
+ *     }
+ *
+ * A '?' marks an axis checked at run time. Canonical mode
+ * (IR_PRINT_CANONICAL) leaves out tensor names, parameter names and
+ * assertion descriptions, and prints bound parameters as their slot ($0):
+ * changing only a name keeps the hash. Constants print in the shortest form
+ * that reads back to the same value, with a dtype marker (1.5f for f32, 1.5
+ * for f64, 2 for i32). Ids are the raw loop and carried ids. */
 void ir_print_stream(const ir_func_t* f, const int64_t* params, int flags, ir_text_write_fn write,
                      void* ctx) {
   printer_t p; /* not an initializer: that would clear `pending` for nothing */

@@ -84,9 +84,9 @@ typedef void (*bk_wino_tile_fn)(const float* const* a, int64_t a_offset, int64_t
  * whole depth, so U streams through once, one vector per step for rows
  * multiply-adds, and every row is at a constant offset from one pointer:
  * with a pointer per row (bk_wino_tile_fn) the 16 pointers do not fit in
- * the registers and are reloaded every step (94 GFLOP/s per core measured,
- * against 117 with the interleaved rows). One function per row count, so
- * that the run of tiles that use a position is computed and no more. */
+ * the registers and are reloaded every step, slower than the interleaved
+ * rows. One function per row count, so that the run of tiles that use a
+ * position is computed and no more. */
 #define BK_WINO_TALL_ROWS 16
 #define BK_WINO_TALL_COLS 16
 typedef void (*bk_wino_tall_fn)(const float* v, int64_t v_chunk, int64_t depth, const float* u, float* out,

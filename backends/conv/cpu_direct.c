@@ -4,27 +4,12 @@
  * The convolution is a product with the sum over (tap, channel), taken as
  * an implicit matrix product: rows are output pixels, columns are filters,
  * and the product kernel of kernel.c computes one tile of `rows` pixels by
- * `cols` filters with its sums in registers from start to end. Per tile:
- *
- *   - a row pointer per (tap, pixel): where that filter tap reads x for that
- *     output pixel, x + ((n*H + ih)*W + iw)*C, or a row of zeros when
- *     (ih, iw) falls in the padding. The kernel then runs over the C
- *     contiguous channels of each, so padding and strides cost nothing in
- *     the inner loop;
- *   - the packed filter panel: w reordered as [K/cols][KH*KW][C][cols] so
- *     that one step of the sum reads `cols` consecutive filters (zeros past
- *     K). Packing costs one pass over w; with a filter_key the packed copy
- *     is kept in the context and reused;
- *   - the bias (or zeros) is the accumulators' starting value.
- *
- * Pixels are numbered over the whole batch (n, oh, ow), so tiles run across
- * row and image boundaries and only the very last tile is partial. Work is
- * ordered as groups of pixels (about 128 KiB of input rows each, kept in
- * L2), then filter panels, then tiles of the group: the panel in use stays
- * in cache while the group's tiles stream past it. The context's threads
- * claim runs of that ordered list (cpu.h, bk_conv_parallel). Partial
- * tiles (the last pixels, or K not a multiple of cols) go through a scratch
- * tile and are copied out, so nothing outside y is ever written. */
+ * `cols` filters with its sums in registers from start to end, from a row
+ * pointer per (tap, pixel) (tile_rows), the packed filter panel
+ * (pack_filter) and the bias (or zeros) as the accumulators' starting
+ * value. Pixels are numbered over the whole batch (n, oh, ow), so tiles run
+ * across row and image boundaries and only the very last tile is partial;
+ * the context's threads claim runs of the ordered work (direct_range). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +32,10 @@ typedef struct {
   int64_t pixels, tiles, panels, group_tiles, groups, taps;
 } direct_job_t;
 
-/* w [K][KH*KW][C] -> wp [K/cols][KH*KW][C][cols], zero past K. Channels run
+/* w [K][KH*KW][C] -> wp [K/cols][KH*KW][C][cols], zero past K, so that one
+ * step of the sum reads `cols` consecutive filters. Packing costs one pass
+ * over w; with a filter_key the packed copy is kept in the context and
+ * reused. Channels run
  * innermost on the read side; a block of 64 of them by `cols` filters is the
  * unit, small enough that the strided writes stay in L1. */
 static void pack_filter(const float* w, const bk_conv_problem_t* p, int cols, float* wp) {
@@ -70,8 +58,12 @@ static void pack_filter(const float* w, const bk_conv_problem_t* p, int cols, fl
     }
 }
 
-/* The row pointers of tile `tile`: a[t*rows + r] for tap t and pixel r. Rows
- * past the last pixel repeat it (their results are dropped). */
+/* The row pointers of tile `tile`: a[t*rows + r] for tap t and pixel r,
+ * where that filter tap reads x for that output pixel,
+ * x + ((n*H + ih)*W + iw)*C, or a row of zeros when (ih, iw) falls in the
+ * padding. The kernel then runs over the C contiguous channels of each, so
+ * padding and strides cost nothing in the inner loop. Rows past the last
+ * pixel repeat it (their results are dropped). */
 static void tile_rows(const direct_job_t* j, int64_t tile, const float** a) {
   const bk_conv_problem_t* p = j->p;
   int rows = j->kern->rows;
@@ -91,7 +83,13 @@ static void tile_rows(const direct_job_t* j, int64_t tile, const float** a) {
   }
 }
 
-/* Work items [begin, end): item i is (group, panel, tile within the group). */
+/* Work items [begin, end): item i is (group, panel, tile within the group).
+ * Groups of pixels span about GROUP_INPUT_BYTES of input rows each (kept in
+ * L2), then filter panels, then tiles of the group: the panel in use stays
+ * in cache while the group's tiles stream past it; the context's threads
+ * claim runs of that ordered list (cpu.h, bk_conv_parallel). Partial tiles
+ * (the last pixels, or K not a multiple of cols) go through a scratch tile
+ * and are copied out, so nothing outside y is ever written. */
 static void direct_range(void* ctx, int slot, int64_t begin, int64_t end) {
   const direct_job_t* j = ctx;
   const bk_conv_problem_t* p = j->p;

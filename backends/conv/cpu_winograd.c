@@ -11,44 +11,8 @@
  *            once per call, or once per filter_key and kept in the context
  *   output   every tile's M [tiles][36][K] -> its 4x4 outputs (+ bias) in y
  *
- * A last tile row or column short of 4 outputs is made of F(e, 3) tiles on
- * a subset of the positions (winograd.h), numbered so that the tiles using
- * a position are one run; each product runs over its position's run only.
- *
- * Memory traffic decides the speed as much as arithmetic: V and M are as
- * large as x and y times 36/16, and U is w times 4. Three schedules:
- *
- *   private  each thread claims blocks of tiles whose V and M fit in L2
- *            and does all three steps per block in scratch of its own;
- *            nothing but x, y and U leaves the core, but every block reads
- *            all of U. Used while U is small: up to 1 MiB (C*K up to about
- *            7000, U stays in L2) on one thread, up to 4 MiB (C = K = 128)
- *            on several, where the alternative moves V and M between cores.
- *            With U in L2 there are about four blocks per thread, so that
- *            a thread the machine holds up leaves its share to the others;
- *            a larger U is read from L3 by every block, so blocks are few.
- *   shared   U is larger: reading it once per thread per block would cost
- *            more than the arithmetic, so all threads work on one block of
- *            many tiles at a time, step by step: the input and output steps
- *            split the tiles; the product splits the rows when every
- *            thread gets four row blocks or more, each thread reading all
- *            of U but only its own rows of V and M, else the 36 x (K / cols)
- *            products, so that U streams through once per block (see
- *            run_shared).
- *   few      a call of at most 16 tiles (14x14 at batch 1) whose U does
- *            not stay in L2: every U element serves those tiles only, so
- *            the products take all of them at once, in the 16 x 16 kernel
- *            of cpu.h (bk_wino_tall_fn) over the whole depth, V laid out
- *            for it (bk_wino_geom_interleave) and U in panels of 16; U
- *            streams through once, each position's rows in one call.
- * The limits come from timing the layers of bench/conv.c on one and two
- * threads.
- *
- * Rounding: the transforms multiply values by up to 5 (B^T) and 8 (A^T)
- * and divide by up to 24 (G), and the terms they add cancel, so the f32
- * result is less accurate than a direct sum; the tested bound is
- * 1e-5 * 9C * max|x| * max|w| per element, against 1e-6 for the direct and
- * reference backends (include/uopjit.h). */
+ * Memory traffic decides the speed as much as arithmetic, so the steps run
+ * in one of three schedules (above schedule_t). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,8 +20,9 @@
 #include "winograd.h"
 
 /* V and M of one block should fit in this much of a core's L2; half as
- * much while U is kept in L2 too (56x56x64: 3% faster than 1 MiB on one
- * thread and on two). */
+ * much while U is kept in L2 too (faster at 56x56x64, on one thread and on
+ * two). The limits below come from timing the layers of bench/conv.c on
+ * one and two threads. */
 #define BLOCK_BYTES (1 << 20)
 #define BLOCK_BYTES_U_IN_L2 (1 << 19)
 /* U up to this size is read by every block (the private schedule), on one
@@ -79,7 +44,7 @@
  * the one in small runs, so that a thread the machine holds up keeps
  * little work from the other. */
 #define ROWS_PER_SLOT 4
-/* The few-tiles schedule (see the file comment) takes calls of
+/* The few-tiles schedule (above schedule_t) takes calls of
  * FEW_TILES_MIN to BK_WINO_TALL_ROWS tiles whose U does not stay in the
  * cores' L2 between calls: on several threads, U larger than
  * PRIVATE_U_BYTES_THREADS; on one thread, any U. Below FEW_TILES_MIN the
@@ -112,6 +77,36 @@ typedef struct {
   int64_t row_parts;   /* shared: the shares the products' rows are split into */
 } wino_job_t;
 
+/* V and M are as large as x and y times 36/16, and U is w times 4. The
+ * schedules (chosen by plan()):
+ *
+ *   private  each thread claims blocks of tiles whose V and M fit in L2
+ *            and does all three steps per block in scratch of its own;
+ *            nothing but x, y and U leaves the core, but every block reads
+ *            all of U. Used while U is small: up to 1 MiB (C*K up to about
+ *            7000, U stays in L2) on one thread, up to 4 MiB (C = K = 128)
+ *            on several, where the alternative moves V and M between cores.
+ *            With U in L2 there are about four blocks per thread, so that
+ *            a thread the machine holds up leaves its share to the others;
+ *            a larger U is read from L3 by every block, so blocks are few.
+ *   shared   U is larger: reading it once per thread per block would cost
+ *            more than the arithmetic, so all threads work on one block of
+ *            many tiles at a time, step by step: the input and output steps
+ *            split the tiles; the product splits the rows when every
+ *            thread gets four row blocks or more, each thread reading all
+ *            of U but only its own rows of V and M, else the 36 x (K / cols)
+ *            products, so that U streams through once per block (see
+ *            run_shared).
+ *   few      a call of at most 16 tiles (14x14 at batch 1) whose U does
+ *            not stay in L2: every U element serves those tiles only, so
+ *            the products take all of them at once, in the 16 x 16 kernel
+ *            of cpu.h (bk_wino_tall_fn) over the whole depth, V laid out
+ *            for it (bk_wino_geom_interleave) and U in panels of 16; U
+ *            streams through once, each position's rows in one call.
+ *
+ * A last tile row or column short of 4 outputs is made of F(e, 3) tiles on
+ * a subset of the positions (winograd.h), numbered so that the tiles using
+ * a position are one run; each product runs over its position's run only. */
 typedef enum { SCHEDULE_PRIVATE, SCHEDULE_SHARED, SCHEDULE_FEW } schedule_t;
 
 /* The rows of position xi in the block of tiles [first, first + count),
@@ -255,7 +250,7 @@ static void filter_transform(const bk_conv_call_t* call, const bk_wino_geom_t* g
   bk_conv_parallel(pool, slots, C, bk_round_up((C + 4 * slots - 1) / (4 * slots), 16), filter_slot, &fj);
 }
 
-/* The schedule and its tiles per block (see the file comment). */
+/* The schedule and its tiles per block (above schedule_t). */
 static schedule_t plan(wino_job_t* j, rt_pool_t* pool, int* slots) {
   int rows = j->kern->rows;
   int64_t tile_bytes = 36 * (j->g.cs + j->g.kp) * (int64_t)sizeof(float);
@@ -368,6 +363,11 @@ static void run_few(wino_job_t* j, rt_pool_t* pool) {
   bk_conv_parallel(pool, bk_conv_slots(pool, tiles, MIN_TILES_PER_SLOT), tiles, 1, shared_output, j);
 }
 
+/* Rounding: the transforms multiply values by up to 5 (B^T) and 8 (A^T)
+ * and divide by up to 24 (G), and the terms they add cancel, so the f32
+ * result is less accurate than a direct sum; the tested bound is
+ * 1e-5 * 9C * max|x| * max|w| per element, against 1e-6 for the direct and
+ * reference backends (include/uopjit.h). */
 static uj_status_t winograd_run(const bk_conv_call_t* call) {
   const bk_conv_problem_t* p = call->p;
   wino_job_t j;

@@ -11,15 +11,7 @@
  *            kept in the context's filter cache (device memory)
  *   input    x -> V [16][T][C], one 4x4 patch per tile and channel
  *   product  M_xi = V_xi U_xi for the 16 positions xi of the tile
- *   output   M -> y (+ bias), 2x2 pixels per tile and filter
- *
- * All four run on the context's stream; V, M (and U without a key) are
- * stream-ordered temporaries, so the call returns once the work is queued.
- *
- * Rounding: B^T and A^T only add and subtract, G halves, so the values
- * grow by at most 4 through each transform; the error stays within the
- * bound documented for cpu_winograd's F(4x4, 3x3), 1e-5 * 9C * max|x| *
- * max|w| per element (include/uopjit.h), which the tests hold it to. */
+ *   output   M -> y (+ bias), 2x2 pixels per tile and filter */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -75,7 +67,14 @@ static uj_status_t filter_transform(const jit_cuda_source_t* mod, const bk_conv_
   return jit_cuda_source_launch(mod, BK_WINO2_FILTER, grid, THREADS, args);
 }
 
-/* The call with the kernels' module in hand. */
+/* The call with the kernels' module in hand. All four kernels run on the
+ * context's stream; V, M (and U without a key) are stream-ordered
+ * temporaries, so the call returns once the work is queued.
+ *
+ * Rounding: B^T and A^T only add and subtract, G halves, so the values
+ * grow by at most 4 through each transform; the error stays within the
+ * bound documented for cpu_winograd's F(4x4, 3x3), 1e-5 * 9C * max|x| *
+ * max|w| per element (include/uopjit.h), which the tests hold it to. */
 static uj_status_t run_with(const bk_conv_call_t* call, const jit_cuda_source_t* mod) {
   const bk_conv_problem_t* p = call->p;
   rt_cuda_ctx_t* cc;

@@ -7,23 +7,9 @@
  * (rt/cuda.c): building needs only cudnn.h (UJ_HAVE_CUDNN). Without the
  * library, a version older than 9 or a GPU, the backend is not available:
  * named, it fails with UJ_ERR_UNSUPPORTED (the library) or UJ_ERR_DEVICE
- * (the driver or device) and the reason; auto passes over it.
- *
- * Per context (the backend's state slot): one cuDNN handle on the
- * context's stream, one workspace in the context's device memory (grown
- * when a call needs more, freed with the context), and per shape the
- * algorithm that cudnnFind*Algorithm timed fastest, asked once per shape
- * and op. Only algorithms with plain FMA math are taken (no TF32 tensor
- * cores), so the results stay within the direct sum's bound, 1e-6 * KH*KW*C
- * * max|x| * max|w| (include/uopjit.h).
- *
- * The bias is added (cudnnAddTensor, cudnnConvolutionBackwardBias) after
- * the convolution is queued: should that call fail, y or dw holds the
- * convolution without it (conv.h says which failures can write).
- *
- * Every failing cuDNN call becomes UJ_ERR_DEVICE (UJ_ERR_OOM for
- * CUDNN_STATUS_ALLOC_FAILED, UJ_ERR_UNSUPPORTED for NOT_SUPPORTED) with
- * "cudnnCall: cudnnGetErrorString's text" in uj_last_error(). */
+ * (the driver or device) and the reason; auto passes over it. Each shape
+ * and op runs the algorithm that cudnnFind*Algorithm timed fastest, asked
+ * once per context (above cudnn_state_t). */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -124,6 +110,9 @@ static uj_status_t available(const bk_conv_problem_t* p) {
   return s != UJ_OK ? s : rt_cuda_device_check();
 }
 
+/* Every failing cuDNN call becomes UJ_ERR_DEVICE (UJ_ERR_OOM for
+ * CUDNN_STATUS_ALLOC_FAILED, UJ_ERR_UNSUPPORTED for NOT_SUPPORTED) with
+ * "cudnnCall: cudnnGetErrorString's text" in uj_last_error(). */
 static uj_status_t ck(cudnnStatus_t r, const char* call) {
   if (r == CUDNN_STATUS_SUCCESS) return UJ_OK;
   uj_status_t s = r == CUDNN_STATUS_ALLOC_FAILED ? UJ_ERR_OOM : r == CUDNN_STATUS_NOT_SUPPORTED ? UJ_ERR_UNSUPPORTED
@@ -142,6 +131,13 @@ typedef struct {
   size_t workspace;
 } memo_t;
 
+/* Per context (the backend's state slot): one cuDNN handle on the
+ * context's stream, one workspace in the context's device memory (grown
+ * when a call needs more, freed with the context), and per shape the
+ * algorithm that cudnnFind*Algorithm timed fastest, asked once per shape
+ * and op. Only algorithms with plain FMA math are taken (no TF32 tensor
+ * cores), so the results stay within the direct sum's bound, 1e-6 * KH*KW*C
+ * * max|x| * max|w| (include/uopjit.h). */
 typedef struct {
   pthread_mutex_t lock; /* one call at a time on the handle */
   rt_cuda_ctx_t* cc;
@@ -307,6 +303,9 @@ static uj_status_t workspace(cudnn_state_t* st, size_t bytes) {
   return s;
 }
 
+/* The bias is added (cudnnAddTensor, cudnnConvolutionBackwardBias) after
+ * the convolution is queued: should that call fail, y or dw holds the
+ * convolution without it (conv.h says which failures can write). */
 static uj_status_t run_locked(const bk_conv_call_t* call, cudnn_state_t* st) {
   const bk_conv_problem_t* p = call->p;
   descs_t d;

@@ -7,24 +7,11 @@
  * right-hand side) and, for each of the rows, broadcasts a[r][c] and
  * multiply-adds it into that row's accumulators. The loads per step are
  * rows + cols/width against rows * cols/width multiply-adds, so the tile is
- * as large as the registers allow:
- *
- *   avx512   6 x 64: 24 accumulators of 16 floats, 4 panel vectors and a
- *            broadcast in 32 registers
- *   avx2     6 x 16: 12 accumulators of 8 floats in 16 registers
- *   generic  the avx2 body for the compiler's default target (SSE2 on
- *            x86-64, NEON on AArch64): correct anywhere, slower
- *
- * cpu_winograd's products have a kernel of their own (bk_wino_tile_fn):
- * 4 x 64 on avx512, for its small tile counts, with a prefetch of the
- * panel it reads next; the 6 x 16 body elsewhere.
- *
- * The accumulators are named variables, not an array, so that the compiler
- * never has a reason to keep them in memory. Variants are separate functions
- * with their own target attribute (the avx2 and generic ones inline one
- * body); which one runs is decided by the CPU's and the OS's support for
- * every feature of its target (bk_conv_kernels), and by UOPJIT_CONV_ISA for
- * a context (cpu.h). */
+ * as large as the registers allow (the sizes: above kernel_table).
+ * Variants are separate functions with their own target attribute, around
+ * bodies inlined into each; which one runs is decided by the CPU's and the
+ * OS's support for every feature of its target (bk_conv_kernels), and by
+ * UOPJIT_CONV_ISA for a context (cpu.h). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +25,10 @@
 #endif
 
 #if BK_X86
-/* One row of an avx512 tile, 64 accumulators in four named vectors (the
- * file comment says why): loaded from or stored to p, or one step of its
- * sum, x times the step's panel vectors b0..b3. */
+/* One row of an avx512 tile, 64 accumulators in four named vectors: loaded
+ * from or stored to p, or one step of its sum, x times the step's panel
+ * vectors b0..b3. The accumulators are named variables, not an array, so
+ * that the compiler never has a reason to keep them in memory. */
 #define ROW_LOAD(p, r0, r1, r2, r3)                            \
   do {                                                         \
     const bk_v16u* row_ = (const bk_v16u*)(p);                 \
@@ -59,9 +47,28 @@
 #endif
 
 #if BK_X86
-BK_TARGET_AVX512 static void tile_avx512(
-    int ntaps, const float* const* a, int64_t a_offset, int64_t depth, const float* b, int64_t b_tap,
-    const float* init, int accumulate, float* out, int64_t ldo) {
+/* step(r, row r's four accumulators) for each row r < rows of tile64_body,
+ * the steps being row r loaded from or stored to out, or one step c of its
+ * sum with its row pointer a<r>. */
+#define TILE64_ROWS(step)                      \
+  step(0, c00, c01, c02, c03);                 \
+  step(1, c10, c11, c12, c13);                 \
+  step(2, c20, c21, c22, c23);                 \
+  step(3, c30, c31, c32, c33);                 \
+  if (rows > 4) step(4, c40, c41, c42, c43);   \
+  if (rows > 5) step(5, c50, c51, c52, c53)
+#define LOAD_ROW(r, r0, r1, r2, r3) ROW_LOAD(out + r * ldo, r0, r1, r2, r3)
+#define FMA_ROW(r, r0, r1, r2, r3) ROW_FMA(a##r[c], r0, r1, r2, r3)
+#define STORE_ROW(r, r0, r1, r2, r3) ROW_STORE(out + r * ldo, r0, r1, r2, r3)
+
+/* The avx512 tiles: `rows` (4 or 6, a constant in each caller, so that the
+ * rows past it compile away) x 64 accumulators, over ntaps taps of rows
+ * row pointers each, from init (or 0) or out; with a prefetch of the
+ * panel read next, one line per step, where the caller has one. */
+static inline __attribute__((always_inline)) void tile64_body(const int rows, int ntaps, const float* const* a,
+                                                              int64_t a_offset, int64_t depth, const float* b,
+                                                              int64_t b_tap, const float* init, int accumulate,
+                                                              float* out, int64_t ldo, const float* prefetch) {
   bk_v16 i0 = {0}, i1 = {0}, i2 = {0}, i3 = {0};
   if (init) {
     i0 = *(const bk_v16u*)(init + 0);
@@ -76,79 +83,40 @@ BK_TARGET_AVX512 static void tile_avx512(
   bk_v16 c40 = i0, c41 = i1, c42 = i2, c43 = i3;
   bk_v16 c50 = i0, c51 = i1, c52 = i2, c53 = i3;
   if (accumulate) {
-    ROW_LOAD(out, c00, c01, c02, c03);
-    ROW_LOAD(out + ldo, c10, c11, c12, c13);
-    ROW_LOAD(out + 2 * ldo, c20, c21, c22, c23);
-    ROW_LOAD(out + 3 * ldo, c30, c31, c32, c33);
-    ROW_LOAD(out + 4 * ldo, c40, c41, c42, c43);
-    ROW_LOAD(out + 5 * ldo, c50, c51, c52, c53);
+    TILE64_ROWS(LOAD_ROW);
   }
   for (int t = 0; t < ntaps; t++) {
-    const float* restrict a0 = a[6 * t + 0] + a_offset;
-    const float* restrict a1 = a[6 * t + 1] + a_offset;
-    const float* restrict a2 = a[6 * t + 2] + a_offset;
-    const float* restrict a3 = a[6 * t + 3] + a_offset;
-    const float* restrict a4 = a[6 * t + 4] + a_offset;
-    const float* restrict a5 = a[6 * t + 5] + a_offset;
+    const float* restrict a0 = a[rows * t + 0] + a_offset;
+    const float* restrict a1 = a[rows * t + 1] + a_offset;
+    const float* restrict a2 = a[rows * t + 2] + a_offset;
+    const float* restrict a3 = a[rows * t + 3] + a_offset;
+    const float* restrict a4 = rows > 4 ? a[rows * t + 4] + a_offset : NULL;
+    const float* restrict a5 = rows > 5 ? a[rows * t + 5] + a_offset : NULL;
     const float* restrict bp = b + (int64_t)t * b_tap;
     for (int64_t c = 0; c < depth; c++, bp += 64) {
+      if (prefetch) __builtin_prefetch(prefetch + 16 * c, 0, 2);
       bk_v16 b0 = *(const bk_v16u*)(bp + 0), b1 = *(const bk_v16u*)(bp + 16);
       bk_v16 b2 = *(const bk_v16u*)(bp + 32), b3 = *(const bk_v16u*)(bp + 48);
-      ROW_FMA(a0[c], c00, c01, c02, c03);
-      ROW_FMA(a1[c], c10, c11, c12, c13);
-      ROW_FMA(a2[c], c20, c21, c22, c23);
-      ROW_FMA(a3[c], c30, c31, c32, c33);
-      ROW_FMA(a4[c], c40, c41, c42, c43);
-      ROW_FMA(a5[c], c50, c51, c52, c53);
+      TILE64_ROWS(FMA_ROW);
     }
   }
-  ROW_STORE(out, c00, c01, c02, c03);
-  ROW_STORE(out + ldo, c10, c11, c12, c13);
-  ROW_STORE(out + 2 * ldo, c20, c21, c22, c23);
-  ROW_STORE(out + 3 * ldo, c30, c31, c32, c33);
-  ROW_STORE(out + 4 * ldo, c40, c41, c42, c43);
-  ROW_STORE(out + 5 * ldo, c50, c51, c52, c53);
+  TILE64_ROWS(STORE_ROW);
 }
-#endif
 
-#if BK_X86
+BK_TARGET_AVX512 static void tile_avx512(
+    int ntaps, const float* const* a, int64_t a_offset, int64_t depth, const float* b, int64_t b_tap,
+    const float* init, int accumulate, float* out, int64_t ldo) {
+  tile64_body(6, ntaps, a, a_offset, depth, b, b_tap, init, accumulate, out, ldo, NULL);
+}
+
 /* Winograd's product (cpu.h, bk_wino_tile_fn): 4 x 64, so that the small
  * tile counts of late layers (4 tiles per image at 7x7, 16 at 14x14) fill
  * whole tiles; 16 accumulators are still enough to keep both FMA units
- * busy (as fast as 6 x 64 when the operands are in L1, measured). The
- * prefetch, one line per step, costs a load slot where the FMAs leave
- * plenty. */
+ * busy. The prefetch costs a load slot where the FMAs leave plenty. */
 BK_TARGET_AVX512 static void wino_avx512(
     const float* const* a, int64_t a_offset, int64_t depth, const float* b, int accumulate, float* out, int64_t ldo,
     const float* prefetch) {
-  bk_v16 c00 = {0}, c01 = {0}, c02 = {0}, c03 = {0};
-  bk_v16 c10 = {0}, c11 = {0}, c12 = {0}, c13 = {0};
-  bk_v16 c20 = {0}, c21 = {0}, c22 = {0}, c23 = {0};
-  bk_v16 c30 = {0}, c31 = {0}, c32 = {0}, c33 = {0};
-  if (accumulate) {
-    ROW_LOAD(out, c00, c01, c02, c03);
-    ROW_LOAD(out + ldo, c10, c11, c12, c13);
-    ROW_LOAD(out + 2 * ldo, c20, c21, c22, c23);
-    ROW_LOAD(out + 3 * ldo, c30, c31, c32, c33);
-  }
-  const float* restrict a0 = a[0] + a_offset;
-  const float* restrict a1 = a[1] + a_offset;
-  const float* restrict a2 = a[2] + a_offset;
-  const float* restrict a3 = a[3] + a_offset;
-  const float* restrict bp = b;
-  for (int64_t c = 0; c < depth; c++, bp += 64) {
-    if (prefetch) __builtin_prefetch(prefetch + 16 * c, 0, 2);
-    bk_v16 b0 = *(const bk_v16u*)(bp + 0), b1 = *(const bk_v16u*)(bp + 16);
-    bk_v16 b2 = *(const bk_v16u*)(bp + 32), b3 = *(const bk_v16u*)(bp + 48);
-    ROW_FMA(a0[c], c00, c01, c02, c03);
-    ROW_FMA(a1[c], c10, c11, c12, c13);
-    ROW_FMA(a2[c], c20, c21, c22, c23);
-    ROW_FMA(a3[c], c30, c31, c32, c33);
-  }
-  ROW_STORE(out, c00, c01, c02, c03);
-  ROW_STORE(out + ldo, c10, c11, c12, c13);
-  ROW_STORE(out + 2 * ldo, c20, c21, c22, c23);
-  ROW_STORE(out + 3 * ldo, c30, c31, c32, c33);
+  tile64_body(4, 1, a, a_offset, depth, b, 0, NULL, accumulate, out, ldo, prefetch);
 }
 #endif
 
@@ -261,7 +229,13 @@ static void tile_generic(int ntaps, const float* const* a, int64_t a_offset, int
 
 _Static_assert(6 * 64 <= BK_CONV_TILE_MAX && 6 * 16 <= BK_CONV_TILE_MAX, "a tile larger than BK_CONV_TILE_MAX");
 
-/* Fastest first; bk_conv_kernels() skips those the CPU lacks. */
+/* Fastest first; bk_conv_kernels() skips those the CPU lacks:
+ *
+ *   avx512   6 x 64: 24 accumulators of 16 floats, 4 panel vectors and a
+ *            broadcast in 32 registers
+ *   avx2     6 x 16: 12 accumulators of 8 floats in 16 registers
+ *   generic  the avx2 body for the compiler's default target (SSE2 on
+ *            x86-64, NEON on AArch64): correct anywhere, slower */
 static const bk_conv_kernel_t kernel_table[] = {
 #if BK_X86
     {"avx512", 6, 64, tile_avx512},
@@ -323,6 +297,10 @@ static void wino_generic(const float* const* a, int64_t a_offset, int64_t depth,
   tile_v8_body(1, a, a_offset, depth, b, 0, NULL, accumulate, out, ldo);
 }
 
+/* cpu_winograd's products have a kernel of their own (bk_wino_tile_fn):
+ * 4 x 64 on avx512, for its small tile counts, with a prefetch of the
+ * panel it reads next, and the tall kernel for calls with few tiles; the
+ * 6 x 16 body elsewhere. */
 static const bk_wino_kernel_t wino_table[] = {
 #if BK_X86
     {"avx512", 4, 64, wino_avx512, tall_avx512},

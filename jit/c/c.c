@@ -1,25 +1,14 @@
 /* jit/c/c.c: the C engine: IR -> C source (jit/c/c_emit.c) -> the system
- * compiler -> a shared object -> dlopen.
+ * compiler -> a shared object -> dlopen; jit/blocks.c runs the loaded
+ * blocks.
  *
  * A kernel is found in the context's in-memory cache or the disk cache
- * (jit/cache/cache.c) by its key text: engine and emitter version (a checksum of
- * the emitter's source files, from the Makefile), compiler identity and
- * flags, CPU, and the canonical IR with the $params folded in. Sizes are not part of
- * the key; they are arguments. (jit/memo.c keeps a per-program memo in front
- * of this, so a repeated call does not rebuild the key.)
- *
- * The compiler runs as `cc -O3 -march=native ...` through posix_spawn (no
- * shell) on source that holds nothing of the user's text. Its output is read
- * into memory, stored in the disk cache, and loaded from that memory; a disk
- * hit hands back the bytes the cache read and verified. Either way the bytes
- * are copied into a private, sealed memory file that is dlopen'ed through
- * /proc/self/fd, so what runs is exactly what was compiled or verified: no
- * path that another process could change, replace or remove in between (a
- * concurrent `uopjit cache clear`, a damaged file). A disk entry that
- * verifies but will not load is compiled again, and the fresh object
- * replaces it. jit/blocks.c runs the loaded blocks. In the memory cache
- * a kernel costs the pages its object maps (read from the loader's program
- * headers) plus its tables; evicting it unloads the object. */
+ * (jit/cache/cache.c) by its key text (key_text), else compiled
+ * (build_kernel). The compiler runs as `cc -O3 -march=native ...` through
+ * posix_spawn (no shell) on source that holds nothing of the user's text.
+ * Its output is read into memory, stored in the disk cache and loaded from
+ * that memory (load_image), so what runs is exactly what was compiled or
+ * verified. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -51,8 +40,8 @@ typedef struct {
  * __gmon_start__, ...) cost a symbol lookup each at dlopen and which a
  * kernel of plain loops never needs; -z noseparate-code puts code and
  * read-only data in one segment, two mappings fewer. The object shrinks
- * from about 15 KiB to 5 KiB (less to read and checksum) and dlopen from
- * about 14 to 8 us. RELRO stays on.
+ * to about a third (less to read and checksum) and dlopen takes less
+ * time. RELRO stays on.
  *
  * -mprefer-vector-width=512: on a CPU with AVX-512, gcc otherwise keeps to
  * 256-bit vectors. The inline math (exp's polynomial, the divide of a
@@ -490,7 +479,10 @@ static void* open_private(int fd, char* name, size_t cap, const char** why) {
 }
 
 /* The kernel for f from a shared object's bytes (verified by the disk cache
- * or just compiled); the bytes are the caller's still. */
+ * or just compiled); the bytes are the caller's still. They are copied into
+ * a private, sealed memory file that is dlopen'ed through /proc/self/fd:
+ * no path that another process could change, replace or remove in between
+ * (a concurrent `uopjit cache clear`, a damaged file). */
 static uj_status_t load_image(const char* bytes, size_t size, const ir_func_t* f, c_kernel_t** out) {
   c_kernel_t* k = calloc(1, sizeof *k);
   if (!k) return rt_error(UJ_ERR_OOM, "engine c: out of memory allocating a kernel (%zu bytes)", sizeof *k);
@@ -579,6 +571,11 @@ static void remove_dir(const char* dir) {
   rmdir(dir);
 }
 
+/* The key: engine and emitter version (a checksum of the emitter's source
+ * files, from the Makefile), compiler identity and flags, CPU, and the
+ * canonical IR with the $params folded in. Sizes are not part of it; they
+ * are arguments. (jit/memo.c keeps a per-program memo in front of the
+ * cache, so a repeated call does not rebuild the key.) */
 static char* key_text(jit_state_t* js, const ir_func_t* f, const int64_t* params) {
   char* ir = ir_print(f, params, IR_PRINT_CANONICAL);
   if (!ir) return NULL;
@@ -612,9 +609,11 @@ typedef struct {
   const char* key;
 } c_build_t;
 
-/* A cache miss: the disk cache's verified shared object, else a compile
- * whose output is stored in the disk cache (a failed store only costs a
- * compile later) and loaded from memory. */
+/* A cache miss: the disk cache's verified shared object (a disk hit hands
+ * back the bytes the cache read and verified), else a compile whose output
+ * is stored in the disk cache (a failed store only costs a compile later)
+ * and loaded from memory. A disk entry that verifies but will not load is
+ * compiled again, and the fresh object replaces it. */
 static uj_status_t build_kernel(void* arg, void** value) {
   const c_build_t* b = arg;
   jit_cache_t* cache = b->js->cache;
@@ -654,6 +653,10 @@ static uj_status_t build_kernel(void* arg, void** value) {
 }
 
 /* ---- what a loaded kernel costs in the memory cache ---- */
+
+/* In the memory cache a kernel costs the pages its object maps (read from
+ * the loader's program headers) plus its tables; evicting it unloads the
+ * object. */
 
 typedef struct {
   ElfW(Addr) base; /* the object's load address, from its link map */

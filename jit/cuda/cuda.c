@@ -1,26 +1,15 @@
 /* jit/cuda/cuda.c: the CUDA engine: IR -> CUDA C (jit/cuda/cuda_emit.c) -> NVRTC ->
  * a cubin for the device's sm_XX -> cuModuleLoadData -> one cuLaunchKernel
  * per block, or per row chain (jit/cuda/cuda_launch.c), all on the
- * context's stream.
+ * context's stream; and the same path for hand-written sources (the CUDA
+ * convolution backend's).
  *
  * NVRTC compiles straight to a cubin for the device's architecture (no PTX
  * for the driver to JIT, so no PTX-version mismatch between NVRTC and the
- * driver). Only a device newer than every architecture this NVRTC knows
- * gets PTX for the newest one, which its driver compiles forward. The
- * kernel is found in the context's memory cache or the disk cache
- * (jit/cache/cache.c, payload "cubin" or "ptx") by its key text: engine, NVRTC
- * version, architecture, options and the CUDA source itself, so that a
- * change of the emitter can never reuse an old cubin. A disk hit hands
- * back the very bytes the cache verified, loaded from memory; an image that
- * verifies but does not load is compiled again, and the store replaces it.
- * (jit/memo.c keeps a per-program memo in front, so a repeated call does not
- * emit again.)
- *
- * Launches: 256 threads per CUDA block; which kernels, their grids and
- * modes follow from the sizes of the run (jit/cuda/cuda_launch.c, which
- * evaluates the loops' extents on the host from the same index expressions
- * the kernels evaluate); a REDUCE kernel's mode 2 gets the context's
- * reduction scratch for its partials. */
+ * driver); only a device newer than every architecture this NVRTC knows
+ * gets PTX (pick_arch). A kernel is found in the context's memory cache or
+ * the disk cache (jit/cache/cache.c, payload "cubin" or "ptx") by its key
+ * text (key_text), else compiled and stored (build_loaded). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +110,9 @@ static uj_status_t device_target(uj_ctx_t* ctx, rt_cuda_ctx_t** cc, const rt_nvr
   return pick_arch(*nv, 10 * (*cc)->sm_major + (*cc)->sm_minor, arch, ptx);
 }
 
+/* The cache key: engine, NVRTC version, architecture, options and the CUDA
+ * source itself, so that a change of the emitter can never reuse an old
+ * cubin. */
 static char* key_text(const rt_nvrtc_t* nv, int arch, int ptx, const char* source) {
   rt_buf_t b = {0};
   rt_buf_printf(&b, "engine cuda\nnvrtc %d.%d\narch %s_%d\noptions", nv->major, nv->minor, ptx ? "compute" : "sm",
@@ -232,10 +224,28 @@ static void kernel_free(void* p) {
   free(k);
 }
 
-/* Loads the image and finds every block's kernel; takes the module
- * description over (m is emptied) when it succeeds, and leaves it to the
- * caller when it fails (the caller may try another image). */
-static uj_status_t load(rt_cuda_ctx_t* cc, jit_cu_module_t* m, const char* image, jit_cuda_kernel_t** out) {
+/* A cache miss, for the engine's kernels (module set) and for hand-written
+ * sources (names set): the image (image_for), loaded into the context. */
+typedef struct {
+  jit_state_t* js;
+  const rt_nvrtc_t* nv;
+  rt_cuda_ctx_t* cc;
+  ir_hash_t h;
+  const char* key;
+  const char* source;
+  int arch, ptx;
+  jit_cu_module_t* module;
+  const char* const* names;
+  int nnames;
+} cu_build_t;
+
+/* Loads the image and finds every block's kernel (a jit_cuda_kernel_t);
+ * takes the module description b->module over (emptied) when it succeeds,
+ * and leaves it to the caller when it fails (the caller may try another
+ * image). */
+static uj_status_t load_kernel(const cu_build_t* b, const char* image, void** out) {
+  rt_cuda_ctx_t* cc = b->cc;
+  jit_cu_module_t* m = b->module;
   jit_cuda_kernel_t* k = calloc(1, sizeof *k);
   /* fns[b]: uj_block_<b>; fns[nblocks + b]: uj_chain_<b> */
   if (!k || !(k->fns = calloc(2 * (size_t)m->nblocks + 1, sizeof *k->fns))) {
@@ -290,45 +300,43 @@ static uj_status_t image_for(jit_state_t* js, const rt_nvrtc_t* nv, ir_hash_t h,
   return s;
 }
 
-/* A cache miss, for the engine's kernels (module set) and for hand-written
- * sources (names set): the image (image_for), loaded into the context. */
-typedef struct {
-  jit_state_t* js;
-  const rt_nvrtc_t* nv;
-  rt_cuda_ctx_t* cc;
-  ir_hash_t h;
-  const char* key;
-  const char* source;
-  int arch, ptx;
-  jit_cu_module_t* module;
-  const char* const* names;
-  int nnames;
-} cu_build_t;
+/* Loads an image for a cache miss into *out: load_kernel or load_source. */
+typedef uj_status_t (*cu_load_fn)(const cu_build_t* b, const char* image, void** out);
+
+/* A cache miss: b's image (image_for), loaded by load into *out (left NULL
+ * on failure), *size its bytes. A disk hit hands back the very bytes the
+ * cache verified; an image that verifies but does not load is compiled
+ * again, and the store replaces it. */
+static uj_status_t build_loaded(const cu_build_t* b, cu_load_fn load, void** out, size_t* size) {
+  char* image = NULL;
+  int from_disk = 0;
+  *out = NULL;
+  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, size, &from_disk);
+  if (s == UJ_OK) s = load(b, image, out);
+  if (s != UJ_OK && from_disk) { /* verified yet not loadable: compile afresh */
+    free(image);
+    image = NULL;
+    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, size, &from_disk);
+    if (s == UJ_OK) s = load(b, image, out);
+  }
+  free(image);
+  return s;
+}
 
 /* A loaded module's cost in the memory cache: its image (the driver keeps
  * the code, host side and on the device, in proportion to it) plus the
  * host-side tables. */
 static uj_status_t build_kernel(void* arg, void** value, size_t* bytes) {
-  const cu_build_t* b = arg;
-  char* image = NULL;
   size_t size = 0;
-  jit_cuda_kernel_t* k = NULL;
-  int from_disk = 0;
-  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, &size, &from_disk);
-  if (s == UJ_OK) s = load(b->cc, b->module, image, &k);
-  if (s != UJ_OK && from_disk) { /* verified yet not loadable: compile afresh */
-    free(image);
-    image = NULL;
-    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, &size, &from_disk);
-    if (s == UJ_OK) s = load(b->cc, b->module, image, &k);
-  }
-  free(image);
+  uj_status_t s = build_loaded(arg, load_kernel, value, &size);
+  const jit_cuda_kernel_t* k = *value;
   if (s == UJ_OK)
     *bytes = size + sizeof *k + ((size_t)k->m.nblocks + 1) * (sizeof *k->fns + sizeof *k->m.kernels);
-  *value = k;
   return s;
 }
 
+/* jit/memo.c keeps a per-program memo in front of this, so that a repeated
+ * call does not emit again. */
 uj_status_t jit_cuda_get(uj_ctx_t* ctx, jit_state_t* js, const ir_func_t* f, const int64_t* params,
                          jit_cache_entry_t** out) {
   *out = NULL;
@@ -400,6 +408,11 @@ static uj_status_t place_chain_local(rt_cuda_ctx_t* cc, const jit_cu_module_t* m
   return s;
 }
 
+/* 256 threads per CUDA block; which kernels, their grids and modes follow
+ * from the sizes of the run (jit/cuda/cuda_launch.c, which evaluates the
+ * loops' extents on the host from the same index expressions the kernels
+ * evaluate); a REDUCE kernel's mode 2 gets the context's reduction scratch
+ * for its partials. */
 uj_status_t jit_cuda_launch(uj_ctx_t* ctx, const jit_cuda_kernel_t* k, const ir_func_t* f, const ir_buffer_t* buf,
                             const int64_t* params) {
   rt_cuda_ctx_t* cc = k->cc;
@@ -499,8 +512,9 @@ static char* source_key(const rt_nvrtc_t* nv, int arch, int ptx, const char* sou
   return rt_buf_take(&b);
 }
 
-/* Loads image as a hand-written module and finds its kernels. */
-static uj_status_t load_source(const cu_build_t* b, const char* image, jit_cuda_source_t** out) {
+/* Loads image as a hand-written module (a jit_cuda_source_t) and finds its
+ * kernels. */
+static uj_status_t load_source(const cu_build_t* b, const char* image, void** out) {
   jit_cuda_source_t* m = calloc(1, sizeof *m + (size_t)b->nnames * sizeof(CUfunction));
   if (!m)
     return rt_error(UJ_ERR_OOM, "out of memory allocating a module of %d kernels (%zu bytes)", b->nnames,
@@ -527,21 +541,9 @@ static uj_status_t load_source(const cu_build_t* b, const char* image, jit_cuda_
 
 static uj_status_t build_source(void* arg, void** value, size_t* bytes) {
   const cu_build_t* b = arg;
-  char* image = NULL;
   size_t size = 0;
-  jit_cuda_source_t* m = NULL;
-  int from_disk = 0;
-  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, &size, &from_disk);
-  if (s == UJ_OK) s = load_source(b, image, &m);
-  if (s != UJ_OK && from_disk) { /* verified yet not loadable: compile afresh */
-    free(image);
-    image = NULL;
-    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, &size, &from_disk);
-    if (s == UJ_OK) s = load_source(b, image, &m);
-  }
-  free(image);
-  if (s == UJ_OK) *bytes = size + sizeof *m + (size_t)b->nnames * sizeof(CUfunction); /* as build_kernel */
-  *value = m;
+  uj_status_t s = build_loaded(b, load_source, value, &size);
+  if (s == UJ_OK) *bytes = size + sizeof(jit_cuda_source_t) + (size_t)b->nnames * sizeof(CUfunction); /* as build_kernel */
   return s;
 }
 

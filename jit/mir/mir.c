@@ -4,42 +4,15 @@
  * Kernels are kept in the context's in-memory cache (jit/cache/cache.c) under a
  * key text of the engine, MIR's API version, the optimization level and the
  * canonical IR with the $params folded in; sizes are arguments. There is no
- * disk cache: generating a kernel takes well under a millisecond.
+ * disk cache: generating a kernel is cheap.
  *
- * MIR contexts. MIR keeps every module it was given until MIR_finish, so a
- * long-running process that compiles many kernels would grow without bound
- * in one context. Kernels are therefore generated into a "generation": a
- * MIR context that takes at most MODULES_PER_CONTEXT modules and is then
- * retired; a retired generation is finished once the last kernel generated
- * in it is freed. Generations belong to the process, not to a uopjit
- * context: setting one up costs about as much as a compile, and a new
- * uopjit context should not pay it again.
- *
- * Memory. Each generation has its own allocator (jit/mir/mir_alloc.c), which
- * keeps the blocks MIR frees for the next function it compiles. In the
- * memory cache a kernel costs what its generation's allocator grew by while
- * generating it (the module MIR keeps, the generator's peak) plus a
- * MODULES_PER_CONTEXT-th of what setting the context up took; machine code
- * is packed into pages shared by the context's kernels and is not counted.
- * Evicting a kernel returns its share once its whole generation is evicted
- * (the generation is finished then): a kernel kept in use keeps its
- * generation's memory, at most MODULES_PER_CONTEXT kernels' worth.
- *
- * Errors. MIR reports errors through a function that must not return (its
- * default exits the process). Ours records the message and longjmps back to
- * the compile that called MIR, which returns UJ_ERR_COMPILE. MIR cannot
- * finish a context holding a half-built module, so a generation an error
- * left in that state is abandoned rather than finished; only a bug in the
- * lowering makes MIR report an error at all.
- *
- * Threads. A MIR context is not thread-safe: compiles, and the release of
- * kernels, run under one process-wide lock. Generated code is plain machine
- * code and runs on any thread.
- *
- * Optimization level. Each uopjit context has its own (uj_ctx_set_mir_level,
- * UOPJIT_MIR_LEVEL by default, 2 when neither says): it is part of the
- * kernel's key, and set on the generation's MIR context before each
- * compile, so contexts of different levels share generations. */
+ * MIR keeps every module it was given until MIR_finish, so kernels are
+ * generated into "generations": MIR contexts that take a bounded number of
+ * modules each and are finished once their last kernel is freed (above
+ * generation_t). MIR's errors longjmp back to the compile that called it
+ * (on_mir_error). A MIR context is not thread-safe: compiles, and the
+ * release of kernels, run under one process-wide lock (mir_lock); generated
+ * code is plain machine code and runs on any thread. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,6 +51,14 @@ uj_status_t jit_mir_provoke_error(void) {
 #include <mir-gen.h>
 #include <setjmp.h>
 
+/* MIR keeps every module it was given until MIR_finish, so a long-running
+ * process that compiles many kernels would grow without bound in one
+ * context. Kernels are therefore generated into a "generation": a MIR
+ * context that takes at most MODULES_PER_CONTEXT modules and is then
+ * retired; a retired generation is finished once the last kernel generated
+ * in it is freed. Generations belong to the process, not to a uopjit
+ * context: setting one up costs about as much as a compile, and a new
+ * uopjit context should not pay it again. */
 #define MODULES_PER_CONTEXT 64
 
 typedef struct {
@@ -119,6 +100,12 @@ int jit_mir_available(void) { return 1; }
 static _Thread_local jmp_buf* error_jump;
 static _Thread_local char error_text[512];
 
+/* MIR reports errors through a function that must not return (its default
+ * exits the process). This one records the message and longjmps back to the
+ * compile that called MIR, which returns UJ_ERR_COMPILE. MIR cannot finish
+ * a context holding a half-built module, so a generation an error left in
+ * that state is abandoned rather than finished; only a bug in the lowering
+ * makes MIR report an error at all. */
 static void MIR_NO_RETURN on_mir_error(MIR_error_type_t type, const char* format, ...) {
   va_list ap;
   va_start(ap, format);
@@ -183,6 +170,10 @@ static void kernel_free(void* p) {
 
 /* ---- compiling ---- */
 
+/* The optimization level is each uopjit context's own
+ * (uj_ctx_set_mir_level, UOPJIT_MIR_LEVEL by default, 2 when neither says):
+ * it is part of the key, and set on the generation's MIR context before
+ * each compile, so contexts of different levels share generations. */
 static char* key_text(const ir_func_t* f, const int64_t* params, int level) {
   char* ir = ir_print(f, params, IR_PRINT_CANONICAL);
   if (!ir) return NULL;
@@ -213,7 +204,17 @@ static generation_t* current_generation(void) {
 }
 
 /* Generates f into the current generation: the kernel and its cost in
- * the memory cache (see the top of this file), or an error. */
+ * the memory cache, or an error.
+ *
+ * Each generation has its own allocator (jit/mir/mir_alloc.c), which keeps
+ * the blocks MIR frees for the next function it compiles. A kernel costs
+ * what its generation's allocator grew by while generating it (the module
+ * MIR keeps, the generator's peak) plus a MODULES_PER_CONTEXT-th of what
+ * setting the context up took; machine code is packed into pages shared by
+ * the context's kernels and is not counted. Evicting a kernel returns its
+ * share once its whole generation is evicted (the generation is finished
+ * then): a kernel kept in use keeps its generation's memory, at most
+ * MODULES_PER_CONTEXT kernels' worth. */
 static uj_status_t generate(const ir_func_t* f, const int64_t* params, int level, mir_kernel_t** out,
                             size_t* bytes) {
   /* volatile: read after a longjmp */
@@ -235,7 +236,7 @@ static uj_status_t generate(const ir_func_t* f, const int64_t* params, int level
   g->modules++;
   size_t held_before = jit_mir_pool_held(g->pool);
   if (setjmp(jb) == 0) {
-    MIR_gen_set_optimize_level(g->ctx, (unsigned)level); /* the context's: see the top of this file */
+    MIR_gen_set_optimize_level(g->ctx, (unsigned)level); /* the uopjit context's: see key_text */
     MIR_module_t module = jit_mir_lower(g->ctx, f, params, name, funcs);
     if (!module) {
       oom = 1;
