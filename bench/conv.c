@@ -33,6 +33,17 @@ static const layer_t layers[] = {{56, 64}, {28, 128}, {14, 256}, {7, 512}};
 static const int batches[] = {1, 8};
 enum { NLAYERS = sizeof layers / sizeof layers[0], NBATCHES = sizeof batches / sizeof batches[0] };
 
+/* How much a table measures: the full one, or --quick's first look (batch
+ * 1 only, fewer and shorter samples, ref timed by its checking run). */
+typedef struct {
+  int samples;      /* per row, at most SAMPLES */
+  double sample_ns; /* each sample at least this long */
+  int nbatches;     /* the first this many of batches[] */
+  int ref_runs;     /* ref's timed runs at batch 1; 0: its checking run */
+} conv_plan_t;
+static const conv_plan_t full_plan = {SAMPLES, SAMPLE_NS, NBATCHES, REF_RUNS_BATCH1};
+static const conv_plan_t quick_plan = {3, SAMPLE_NS / 3, 1, 0};
+
 /* The rows of one layer at one batch. */
 typedef enum { ROW_REF, ROW_DIRECT, ROW_WINOGRAD, ROW_WINOGRAD_NO_KEY, NROWS } row_kind_t;
 static const char* const row_backend[NROWS] = {"ref", "cpu_direct", "cpu_winograd", "cpu_winograd"};
@@ -102,20 +113,21 @@ static int run_once(uj_ctx_t* ctx, workload_t* wl, row_kind_t kind, uj_tensor_t*
   return s == UJ_OK ? 0 : -1;
 }
 
-/* Calls per sample for a row: enough to fill SAMPLE_NS, judged from one call. */
-static int calls_per_sample(uj_ctx_t* ctx, workload_t* wl, row_kind_t kind) {
+/* Calls per sample for a row: enough to fill sample_ns, judged from one call. */
+static int calls_per_sample(uj_ctx_t* ctx, workload_t* wl, row_kind_t kind, double sample_ns) {
   double t0 = bench_now_ns();
   if (run_once(ctx, wl, kind, &wl->y) != 0) return -1;
   double elapsed = bench_now_ns() - t0;
-  return elapsed >= SAMPLE_NS ? 1 : (int)(SAMPLE_NS / fmax(elapsed, 1.0)) + 1;
+  return elapsed >= sample_ns ? 1 : (int)(sample_ns / fmax(elapsed, 1.0)) + 1;
 }
 
 /* Median milliseconds per call of the rows [first, last] that have calls[k]
- * > 0, over SAMPLES samples taken round-robin: a machine whose load changes
+ * > 0, over nsamples samples taken round-robin: a machine whose load changes
  * during the run then slows each of them alike and their ratio holds. */
-static void time_rows(uj_ctx_t* ctx, workload_t* wl, const int* calls, cell_t* cells, int first, int last) {
+static void time_rows(uj_ctx_t* ctx, workload_t* wl, const int* calls, cell_t* cells, int first, int last,
+                      int nsamples) {
   double samples[NROWS][SAMPLES];
-  for (int s = 0; s < SAMPLES; s++)
+  for (int s = 0; s < nsamples; s++)
     for (int k = first; k <= last; k++) {
       if (calls[k] <= 0) continue;
       double t0 = bench_now_ns();
@@ -123,7 +135,7 @@ static void time_rows(uj_ctx_t* ctx, workload_t* wl, const int* calls, cell_t* c
       samples[k][s] = (bench_now_ns() - t0) / calls[k] * 1e-6;
     }
   for (int k = first; k <= last; k++)
-    if (calls[k] > 0 && cells[k].ok) cells[k].ms = bench_median(samples[k], SAMPLES);
+    if (calls[k] > 0 && cells[k].ok) cells[k].ms = bench_median(samples[k], nsamples);
 }
 
 /* Largest |y - ref| over the backend's bound (tolerances as include/uopjit.h:
@@ -148,7 +160,7 @@ static double worst_error(const workload_t* wl, row_kind_t kind) {
  * change in the machine's load touches both. ref is too slow at batch 8 to
  * sample: it is timed by the median of REF_RUNS_BATCH1 runs at batch 1 and
  * by its one checking run at batch 8 (the table says which). */
-static void measure(uj_ctx_t* ctx, const layer_t* l, int batch, cell_t* cells) {
+static void measure(uj_ctx_t* ctx, const layer_t* l, int batch, const conv_plan_t* plan, cell_t* cells) {
   workload_t wl;
   memset(&wl, 0, sizeof wl);
   for (int k = 0; k < NROWS; k++) cells[k] = (cell_t){0, 0, 0, "failed"};
@@ -161,15 +173,15 @@ static void measure(uj_ctx_t* ctx, const layer_t* l, int batch, cell_t* cells) {
   if (run_once(ctx, &wl, ROW_REF, &wl.ref_y) == 0) {
     double first_ms = (bench_now_ns() - t0) * 1e-6; /* includes the MIR compile on the first layer */
     cells[ROW_REF] = (cell_t){1, first_ms, 0, "1 run"};
-    if (batch == 1) {
+    if (batch == 1 && plan->ref_runs > 0) {
       double runs[REF_RUNS_BATCH1];
       int ok = 1;
-      for (int r = 0; r < REF_RUNS_BATCH1 && ok; r++) {
+      for (int r = 0; r < plan->ref_runs && ok; r++) {
         t0 = bench_now_ns();
         ok = run_once(ctx, &wl, ROW_REF, &wl.y) == 0;
         runs[r] = (bench_now_ns() - t0) * 1e-6;
       }
-      if (ok) cells[ROW_REF] = (cell_t){1, bench_median(runs, REF_RUNS_BATCH1), 0, "median of 3 runs"};
+      if (ok) cells[ROW_REF] = (cell_t){1, bench_median(runs, plan->ref_runs), 0, "median of 3 runs"};
     }
   }
   int calls[NROWS] = {0};
@@ -181,14 +193,14 @@ static void measure(uj_ctx_t* ctx, const layer_t* l, int batch, cell_t* cells) {
       cells[k].note = "MISMATCH";
       continue;
     }
-    calls[k] = calls_per_sample(ctx, &wl, (row_kind_t)k);
+    calls[k] = calls_per_sample(ctx, &wl, (row_kind_t)k, plan->sample_ns);
     cells[k].ok = calls[k] > 0;
     cells[k].note = k == ROW_WINOGRAD_NO_KEY ? "no key, median" : "median";
   }
   /* the pair the target compares by turns; the "no key" row after them,
    * since its own copy of U would push the kept one out of the caches */
-  time_rows(ctx, &wl, calls, cells, ROW_DIRECT, ROW_WINOGRAD);
-  time_rows(ctx, &wl, calls, cells, ROW_WINOGRAD_NO_KEY, ROW_WINOGRAD_NO_KEY);
+  time_rows(ctx, &wl, calls, cells, ROW_DIRECT, ROW_WINOGRAD, plan->samples);
+  time_rows(ctx, &wl, calls, cells, ROW_WINOGRAD_NO_KEY, ROW_WINOGRAD_NO_KEY, plan->samples);
   uj_conv2d_forget(ctx, wl.filter_key);
   workload_free(&wl);
 }
@@ -197,7 +209,7 @@ static void measure(uj_ctx_t* ctx, const layer_t* l, int batch, cell_t* cells) {
  * threads (0: every core), every backend on the same threads. Returns 0,
  * or 1 when a row failed. "x direct" is cpu_direct's time over the row's
  * (above 1: faster). */
-static int conv_table(int threads) {
+static int conv_table(int threads, const conv_plan_t* plan) {
   char value[16];
   if (threads > 0) {
     snprintf(value, sizeof value, "%d", threads);
@@ -208,11 +220,11 @@ static int conv_table(int threads) {
   uj_ctx_t* ctx = uj_ctx_new();
   if (!ctx) return 1;
   static cell_t cells[NBATCHES][NLAYERS][NROWS];
-  for (int b = 0; b < NBATCHES; b++)
+  for (int b = 0; b < plan->nbatches; b++)
     for (int l = 0; l < NLAYERS; l++) {
       if (isatty(2)) fprintf(stderr, "\rbench conv: %s, batch %d, %dx%dx%d ...\033[K", threads ? value : "all threads",
                              batches[b], layers[l].hw, layers[l].hw, layers[l].channels);
-      measure(ctx, &layers[l], batches[b], cells[b][l]);
+      measure(ctx, &layers[l], batches[b], plan, cells[b][l]);
     }
   if (isatty(2)) fprintf(stderr, "\r\033[K");
 
@@ -222,7 +234,7 @@ static int conv_table(int threads) {
   printf("%-16s %5s  %-22s %10s %9s %9s %8s\n", "layer", "batch", "backend", "ms", "GFLOP/s", "x direct", "err");
   int status = 0, wino_met = 0, wino_rows = 0, ref_met = 0, ref_rows = 0;
   double wino_min = INFINITY, ref_min = INFINITY;
-  for (int b = 0; b < NBATCHES; b++)
+  for (int b = 0; b < plan->nbatches; b++)
     for (int l = 0; l < NLAYERS; l++) {
       const cell_t* row = cells[b][l];
       char name[32];
@@ -269,7 +281,7 @@ int bench_conv_layer(int layer, int batch, int threads, bench_conv_row_t* rows, 
   uj_ctx_t* ctx = uj_ctx_new();
   if (!ctx) return -1;
   cell_t cells[NROWS];
-  measure(ctx, &layers[layer], batch, cells);
+  measure(ctx, &layers[layer], batch, &full_plan, cells);
   const layer_t* l = &layers[layer];
   snprintf(shape, shape_size, "%dx%dx%d->%d, batch %d", l->hw, l->hw, l->channels, l->channels, batch);
   for (int k = 0; k < NROWS; k++)
@@ -283,29 +295,37 @@ int bench_conv_layer(int layer, int batch, int threads, bench_conv_row_t* rows, 
 
 int bench_conv_main(int argc, char** argv) {
   int threads = -1; /* both tables */
+  const conv_plan_t* plan = &full_plan;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
       threads = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--quick")) {
+      plan = &quick_plan;
     } else {
-      fprintf(stderr, "usage: bench --conv [--threads N]\n");
+      fprintf(stderr, "usage: bench --conv [--quick] [--threads N]\n");
       return 2;
     }
   }
   unsetenv("UOPJIT_CONV_BACKEND");
   unsetenv("UOPJIT_CONV_ISA");
   char* saved = getenv("UOPJIT_THREADS") ? strdup(getenv("UOPJIT_THREADS")) : NULL;
-  printf("\n== convolution: 3x3 filters, stride 1, padding 1, f32, NHWC\n");
+  printf("\n== convolution: 3x3 filters, stride 1, padding 1, f32, NHWC%s\n",
+         plan == &quick_plan ? " (--quick: batch 1, every core, short samples)" : "");
   printf("cpu_direct and cpu_winograd keep their filter packing/transform (a filter_key) except in the\n");
-  printf("\"no key\" rows. Times: medians of %d samples of >= %.0f ms; cpu_direct and cpu_winograd are\n", SAMPLES,
-         SAMPLE_NS * 1e-6);
-  printf("sampled by turns, \"no key\" after them. ref: median of %d runs at batch 1, its one checking run\n",
-         REF_RUNS_BATCH1);
-  printf("at batch 8 (seconds per call there). \"x direct\" = cpu_direct's time / the row's. \"err\" =\n");
+  printf("\"no key\" rows. Times: medians of %d samples of >= %.0f ms; cpu_direct and cpu_winograd are\n",
+         plan->samples, plan->sample_ns * 1e-6);
+  if (plan->ref_runs > 0)
+    printf("sampled by turns, \"no key\" after them. ref: median of %d runs at batch 1, its one checking run\n"
+           "at batch 8 (seconds per call there). \"x direct\" = cpu_direct's time / the row's. \"err\" =\n",
+           plan->ref_runs);
+  else
+    printf("sampled by turns, \"no key\" after them. ref: its one checking run.\n"
+           "\"x direct\" = cpu_direct's time / the row's. \"err\" =\n");
   printf("largest |y - ref| / the documented bound (1e-6, Winograd 1e-5, times 9C max|x| max|w|, plus\n");
   printf("ref's own 1e-6): <= 1 passes.\n");
   printf("Every backend, ref included, runs on the table's threads (ref's loops split over the batch).\n");
-  int status = conv_table(threads > 0 ? threads : 0);
-  if (threads < 0 && conv_table(1) != 0) status = 1;
+  int status = conv_table(threads > 0 ? threads : 0, plan);
+  if (threads < 0 && plan != &quick_plan && conv_table(1, plan) != 0) status = 1;
   if (bench_conv_gpu() != 0) status = 1;
   if (saved) setenv("UOPJIT_THREADS", saved, 1);
   else unsetenv("UOPJIT_THREADS");

@@ -3,7 +3,7 @@
  * bias, backward data and filter, f32 and f64) ends with "check: ok
  * max_rel_err=<value>" and status 0; the timing line; and its errors: an
  * unknown backend or one outside its capability (status 1, the library's
- * message), malformed options (status 2).
+ * message), malformed options (status 2); and `bench --conv --quick`.
  *
  * The binary under test sits next to this test's directory
  * (build/tests/test_cli_conv runs build/uopjit); every test skips when it is
@@ -82,14 +82,14 @@ static void slurp(const char* path, char* text, size_t cap) {
   fclose(f);
 }
 
-/* Runs `uopjit conv ARGS...` (NULL-terminated). */
-static void run_conv(outcome_t* o, ...) {
+/* Runs `uopjit COMMAND ARGS...` (NULL-terminated); run_conv for conv. */
+static void run_command(outcome_t* o, char* command, ...) {
   char* argv[40];
   int argc = 0;
   argv[argc++] = tool;
-  argv[argc++] = "conv";
+  argv[argc++] = command;
   va_list ap;
-  va_start(ap, o);
+  va_start(ap, command);
   for (char* a = va_arg(ap, char*); a && argc < 39; a = va_arg(ap, char*)) argv[argc++] = a;
   va_end(ap);
   argv[argc] = NULL;
@@ -110,6 +110,8 @@ static void run_conv(outcome_t* o, ...) {
   slurp(out_path, o->out, sizeof o->out);
   slurp(err_path, o->err, sizeof o->err);
 }
+
+#define run_conv(o, ...) run_command(o, "conv", __VA_ARGS__)
 
 /* The last line of text (without its newline). */
 static const char* last_line(char* text) {
@@ -205,6 +207,32 @@ TEST(errors) {
   CHECK(o.status == 1 && strstr(o.err, "too large to address: [1,2097152,2097152,1048576] (y, f32)"));
   run_conv(&o, "--check", "--c", NULL);
   CHECK(o.status == 2 && strstr(o.err, "missing value after") != NULL);
+}
+
+/* How many times needle occurs in text. */
+static int count_in(const char* text, const char* needle) {
+  int n = 0;
+  for (const char* at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) n++;
+  return n;
+}
+
+/* `bench --conv --quick`: one table (every core, batch 1) of the four
+ * layers, every backend's row checked against ref ("err" at most 1), and
+ * its targets; a bad option is a usage error. The full tables are make
+ * bench's. */
+TEST(bench_conv_quick) {
+  NEED_TOOL();
+  outcome_t o;
+  run_command(&o, "bench", "--conv", "--quick", NULL);
+  CHECK(o.status == 0);
+  CHECK(strstr(o.out, "(--quick: batch 1, every core") != NULL);
+  CHECK(count_in(o.out, "targets, this table:") == 1);
+  CHECK(count_in(o.out, "cpu_winograd (no key)") == 4);
+  CHECK(count_in(o.out, "(1 run)") == 4); /* ref's rows: batch 1 only, timed by the checking run */
+  CHECK(strstr(o.out, "MISMATCH") == NULL && strstr(o.out, "failed") == NULL);
+  if (o.status != 0) printf("  stdout: %s\n  stderr: %s\n", o.out, o.err);
+  run_command(&o, "bench", "--conv", "--sideways", NULL);
+  CHECK(o.status == 2 && strstr(o.err, "usage: bench --conv [--quick] [--threads N]") != NULL);
 }
 
 TEST_MAIN()
