@@ -193,6 +193,11 @@ $(BUILD)/obj/jit/batch_math.o: override CFLAGS += -O3 -fno-math-errno
 CONV_CFLAGS := -ffp-contract=fast $(if $(filter 1,$(DEBUG)),,-O3)
 $(BUILD)/obj/backends/conv/%.o: override CFLAGS += $(CONV_CFLAGS)
 
+# The tests' own code is compiled once and run once, and their time goes
+# to the library and the kernels they call: -O1 builds the test programs
+# in about four fifths of -O2's time. (Sanitizer builds use -O1 already.)
+$(BUILD)/obj/tests/%.o: override CFLAGS += -O1
+
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
