@@ -15,8 +15,13 @@
  * program on a new context with the same directory, runs it on the same
  * data (from the seed) and writes its cache counts and its output to the
  * file. The child must have loaded the kernel from disk (a disk hit, no
- * store: nothing compiled) and got the same answer bit for bit. */
+ * store: nothing compiled) and got the same answer bit for bit.
+ *
+ * Contexts of one process that miss the same kernel at once (C, and CUDA
+ * compiled with NVRTC) compile it once: one stores it, the others load it
+ * from the disk cache. */
 #include <ftw.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -475,6 +480,109 @@ static void race_test(race_kind_t kind) {
 TEST(disk_entry_deleted_after_check) { race_test(RACE_DELETE); }
 TEST(disk_entry_replaced_after_check) { race_test(RACE_REPLACE); }
 TEST(disk_entry_verified_but_not_loadable) { race_test(RACE_UNLOADABLE); }
+
+/* ---- one compile for contexts that miss at once ------------------------------------------ */
+
+/* Threads on contexts of their own that share a disk cache run (C) or
+ * compile for sm_90 (CUDA, with NVRTC) the same new kernel at the same
+ * moment: one compiles and stores it, the others wait for that and load
+ * it from the disk (jit/cache/claim.c). Counted by the contexts' caches:
+ * one store in all (every compile stores), and a disk hit for each other
+ * context. */
+enum { SHARERS = 6, SHARED_N = 64 };
+
+typedef struct {
+  uj_ctx_t* ctx;
+  uj_program_t* p;
+  pthread_barrier_t* start;
+  int cuda; /* compile for the GPU instead of running */
+  uj_status_t s;
+  int reused;
+  float y[SHARED_N];
+} sharer_t;
+
+static void* share_one(void* arg) {
+  sharer_t* t = arg;
+  float x[SHARED_N];
+  for (int i = 0; i < SHARED_N; i++) x[i] = (float)i * 0.5f;
+  uj_tensor_t tx = {x, UJ_F32, UJ_CPU, 1, {SHARED_N}}, ty = {t->y, UJ_F32, UJ_CPU, 1, {SHARED_N}};
+  const uj_tensor_t* in[] = {&tx};
+  uj_tensor_t* out[] = {&ty};
+  pthread_barrier_wait(t->start);
+  if (t->cuda) {
+    int kernels = 0;
+    t->s = uj_program_compile_cuda(t->ctx, t->p, UJ_FORWARD, in, 1, NULL, 0, "sm_90", &kernels, &t->reused);
+  } else {
+    t->s = uj_program_run(t->ctx, t->p, UJ_FORWARD, in, 1, NULL, 0, out, 1);
+  }
+  return NULL;
+}
+
+static void contexts_share_one_compile(int cuda) {
+  char dir[] = "/tmp/uopjit-sharers-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  uj_program_t* p = NULL;
+  CHECK(uj_program_parse("y = x*1.75 - 0.125", &p) == UJ_OK);
+  if (!cuda) { /* the C engine keeps the compiler's identity in the disk cache too: stored now, not in the race */
+    uj_ctx_t* first = uj_ctx_new();
+    uj_program_t* other = NULL;
+    float one = 1, two = 0;
+    uj_tensor_t tx = {&one, UJ_F32, UJ_CPU, 0, {0}}, ty = {&two, UJ_F32, UJ_CPU, 0, {0}};
+    const uj_tensor_t* in[] = {&tx};
+    uj_tensor_t* out[] = {&ty};
+    CHECK(first && uj_ctx_set_cache_dir(first, dir) == UJ_OK && uj_ctx_set_engine(first, UJ_ENGINE_C) == UJ_OK &&
+          uj_program_parse("y = x + 1", &other) == UJ_OK &&
+          uj_program_run(first, other, UJ_FORWARD, in, 1, NULL, 0, out, 1) == UJ_OK && two == 2);
+    uj_program_free(other), uj_ctx_free(first);
+  }
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, SHARERS);
+  sharer_t t[SHARERS];
+  pthread_t threads[SHARERS];
+  int made = 0;
+  for (int i = 0; i < SHARERS; i++) {
+    t[i] = (sharer_t){uj_ctx_new(), p, &start, cuda, UJ_OK, 0, {0}};
+    CHECK(t[i].ctx && uj_ctx_set_cache_dir(t[i].ctx, dir) == UJ_OK &&
+          (cuda || uj_ctx_set_engine(t[i].ctx, UJ_ENGINE_C) == UJ_OK));
+  }
+  for (int i = 0; i < SHARERS && p; i++) made += pthread_create(&threads[i], NULL, share_one, &t[i]) == 0;
+  CHECK(made == SHARERS || !p);
+  for (int i = 0; i < made; i++) pthread_join(threads[i], NULL);
+  int64_t stores = 0, hits = 0, reused = 0;
+  for (int i = 0; i < SHARERS; i++) {
+    CHECK(t[i].s == UJ_OK);
+    if (t[i].s != UJ_OK) printf("  context %d: %s: %s\n", i, uj_status_str(t[i].s), uj_last_error());
+    for (int k = 0; !cuda && k < SHARED_N; k++) CHECK(t[i].y[k] == (float)k * 0.5f * 1.75f - 0.125f);
+    jit_cache_counts_t c = counts_of(t[i].ctx);
+    stores += c.disk_stores, hits += c.disk_hits, reused += t[i].reused;
+    uj_ctx_free(t[i].ctx);
+  }
+  printf("  %s: %d contexts at once: %lld compiled and stored, %lld loaded from the disk\n", cuda ? "cuda" : "c",
+         SHARERS, (long long)stores, (long long)hits);
+  CHECK(stores == 1);
+  CHECK(hits >= SHARERS - 1);
+  CHECK(!cuda || reused == SHARERS - 1);
+  pthread_barrier_destroy(&start);
+  uj_program_free(p);
+  remove_tree(dir);
+}
+
+TEST(contexts_missing_a_kernel_at_once_compile_it_once) {
+  SKIP_IF(c_engine_slot() < 0, "the C engine is not available");
+  contexts_share_one_compile(0);
+}
+
+TEST(contexts_compiling_for_the_gpu_at_once_compile_once) {
+  uj_ctx_t* probe = uj_ctx_new();
+  uj_program_t* p = NULL;
+  int kernels = 0, reused = 0;
+  uj_status_t s = probe && uj_program_parse("y = x", &p) == UJ_OK && uj_ctx_set_cache_dir(probe, NULL) == UJ_OK
+                      ? uj_program_compile_cuda(probe, p, UJ_FORWARD, NULL, 0, NULL, 0, "sm_90", &kernels, &reused)
+                      : UJ_ERR_OOM;
+  uj_program_free(p), uj_ctx_free(probe);
+  SKIP_IF(s == UJ_ERR_UNSUPPORTED, "no NVRTC");
+  contexts_share_one_compile(1);
+}
 
 int main(int argc, char** argv) {
   if (argc >= 5 && !strcmp(argv[1], "--child")) return child_main(argv);

@@ -609,29 +609,11 @@ typedef struct {
   const char* key;
 } c_build_t;
 
-/* A cache miss: the disk cache's verified shared object (a disk hit hands
- * back the bytes the cache read and verified), else a compile whose output
- * is stored in the disk cache (a failed store only costs a compile later)
- * and loaded from memory. A disk entry that verifies but will not load is
- * compiled again, and the fresh object replaces it. */
-static uj_status_t build_kernel(void* arg, void** value) {
+/* jit_disk_get_or_build's build: the kernel's C source compiled, and the
+ * shared object's bytes. */
+static uj_status_t compile_bytes(void* arg, char** bytes, size_t* size) {
   const c_build_t* b = arg;
-  jit_cache_t* cache = b->js->cache;
-  c_kernel_t* k = NULL;
-  char* bytes = NULL;
-  size_t size = 0;
   uj_status_t s;
-  if (jit_disk_load_bytes(cache, b->h, b->key, "so", &bytes, &size) == UJ_OK) {
-    s = load_image(bytes, size, b->f, &k);
-    free(bytes);
-    bytes = NULL;
-    if (s == UJ_OK) {
-      *value = k;
-      return UJ_OK;
-    }
-    /* verified yet not loadable (written by another build of the loader,
-     * say): compile, and the store below replaces the entry */
-  }
   char* source = jit_c_emit(b->f, b->params, JIT_C_FOLD_PARAMS, NULL);
   char dir[4000], why[1024];
   if (!source) s = rt_error(UJ_ERR_OOM, "engine c: out of memory writing the C source of %d blocks", b->f->nblocks);
@@ -639,15 +621,36 @@ static uj_status_t build_kernel(void* arg, void** value) {
     s = rt_error(UJ_ERR_IO, "engine c: %s", why);
   else {
     char so[4096];
-    if ((s = compile(source, dir, so, sizeof so)) == UJ_OK) {
-      if (!(bytes = read_file(so, &size))) s = rt_error(UJ_ERR_IO, "cannot read the compiled %s", so);
-      if (s == UJ_OK && jit_disk_enabled(cache)) jit_disk_store(cache, b->h, b->key, "so", bytes, size, NULL, 0);
-      if (s == UJ_OK) s = load_image(bytes, size, b->f, &k);
-      free(bytes);
-    }
+    if ((s = compile(source, dir, so, sizeof so)) == UJ_OK && !(*bytes = read_file(so, size)))
+      s = rt_error(UJ_ERR_IO, "cannot read the compiled %s", so);
     remove_dir(dir);
   }
   free(source);
+  return s;
+}
+
+/* A cache miss: the disk cache's verified shared object (a disk hit hands
+ * back the bytes the cache read and verified), else a compile whose output
+ * is stored in the disk cache (a failed store only costs a compile later;
+ * jit_disk_get_or_build, which also lets one context of the process
+ * compile a kernel that several miss at once) and loaded from memory. A
+ * disk entry that verifies but will not load (written by another build of
+ * the loader, say) is compiled again, and the fresh object replaces it. */
+static uj_status_t build_kernel(void* arg, void** value) {
+  c_build_t* b = arg;
+  jit_cache_t* cache = b->js->cache;
+  c_kernel_t* k = NULL;
+  char* bytes = NULL;
+  size_t size = 0;
+  int from_disk = 0;
+  uj_status_t s = jit_disk_get_or_build(cache, b->h, b->key, "so", 1, compile_bytes, b, &bytes, &size, &from_disk);
+  if (s == UJ_OK) s = load_image(bytes, size, b->f, &k);
+  if (s != UJ_OK && from_disk) {
+    free(bytes);
+    s = jit_disk_get_or_build(cache, b->h, b->key, "so", 0, compile_bytes, b, &bytes, &size, &from_disk);
+    if (s == UJ_OK) s = load_image(bytes, size, b->f, &k);
+  }
+  free(bytes);
   *value = k;
   return s;
 }

@@ -147,6 +147,32 @@ static int arch_number(const char* arch, int* number) {
   return 1;
 }
 
+typedef struct {
+  const rt_nvrtc_t* nv;
+  const char* source;
+  int arch, ptx;
+} nvrtc_job_t;
+
+/* jit_disk_get_or_build's build: NVRTC's image of the job's source. */
+static uj_status_t compile_job(void* arg, char** image, size_t* size) {
+  const nvrtc_job_t* j = arg;
+  return nvrtc_compile(j->nv, j->source, j->arch, j->ptx, image, size);
+}
+
+/* The module image (cubin, or PTX for a device newer than NVRTC knows) for
+ * source under key: with use_disk, the disk cache's verified copy (the
+ * bytes it checked, never the file again) when it has one, *from_disk then
+ * 1; else NVRTC's, which is then stored (a failed store only costs a
+ * compile later, and replaces an entry that would not load), one context
+ * of the process compiling a key at a time (jit_disk_get_or_build). */
+static uj_status_t image_for(jit_state_t* js, const rt_nvrtc_t* nv, ir_hash_t h, const char* key,
+                             const char* source, int arch, int ptx, int use_disk, char** image, size_t* size,
+                             int* from_disk) {
+  nvrtc_job_t job = {nv, source, arch, ptx};
+  return jit_disk_get_or_build(js->cache, h, key, ptx ? "ptx" : "cubin", use_disk, compile_job, &job, image, size,
+                               from_disk);
+}
+
 /* "sm_XX" as a number NVRTC knows. */
 static uj_status_t parse_arch(const rt_nvrtc_t* nv, const char* arch, int* number) {
   if (!arch || !arch_number(arch, number))
@@ -187,14 +213,10 @@ uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int6
   size_t size = 0;
   if (!key) s = rt_error(UJ_ERR_OOM, "engine cuda: out of memory printing the kernel's key text");
   ir_hash_t h = key ? ir_hash_bytes(key, strlen(key)) : (ir_hash_t){0, 0};
-  /* a verified cubin for exactly this key was compiled by this NVRTC before */
-  int found = s == UJ_OK && jit_disk_enabled(js->cache) &&
-              jit_disk_load_bytes(js->cache, h, key, "cubin", &image, &size) == UJ_OK;
-  if (s == UJ_OK && !found) {
-    s = nvrtc_compile(nv, m.source, number, 0, &image, &size);
-    /* a later run on such a device finds it on disk */
-    if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, "cubin", image, size, NULL, 0);
-  }
+  /* found: a verified cubin for exactly this key was compiled by this NVRTC
+   * before; else it is compiled and stored, for a later run on such a device */
+  int found = 0;
+  if (s == UJ_OK) s = image_for(js, nv, h, key, m.source, number, 0, 1, &image, &size, &found);
   if (s == UJ_OK && reused) *reused = found;
   if (s == UJ_OK && kernels) *kernels = kernel_count(&m);
   free(image);
@@ -284,21 +306,6 @@ static uj_status_t load_kernel(const cu_build_t* b, const char* image, void** ou
   return UJ_OK;
 }
 
-/* The module image (cubin, or PTX for a device newer than NVRTC knows) for
- * source under key: with use_disk, the disk cache's verified copy (the
- * bytes it checked, never the file again) when it has one, *from_disk then
- * 1; else NVRTC's, which is then stored (a failed store only costs a
- * compile later, and replaces an entry that would not load). */
-static uj_status_t image_for(jit_state_t* js, const rt_nvrtc_t* nv, ir_hash_t h, const char* key,
-                             const char* source, int arch, int ptx, int use_disk, char** image, size_t* size,
-                             int* from_disk) {
-  const char* ext = ptx ? "ptx" : "cubin";
-  *from_disk = use_disk && jit_disk_load_bytes(js->cache, h, key, ext, image, size) == UJ_OK;
-  if (*from_disk) return UJ_OK;
-  uj_status_t s = nvrtc_compile(nv, source, arch, ptx, image, size);
-  if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, ext, *image, *size, NULL, 0);
-  return s;
-}
 
 /* Loads an image for a cache miss into *out: load_kernel or load_source. */
 typedef uj_status_t (*cu_load_fn)(const cu_build_t* b, const char* image, void** out);
@@ -600,11 +607,8 @@ uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const
   ir_hash_t h = ir_hash_bytes(key, strlen(key));
   char* image = NULL;
   size_t size = 0;
-  int found = jit_disk_enabled(js->cache) && jit_disk_load_bytes(js->cache, h, key, "cubin", &image, &size) == UJ_OK;
-  if (!found) {
-    s = nvrtc_compile(nv, source, number, 0, &image, &size);
-    if (s == UJ_OK && jit_disk_enabled(js->cache)) jit_disk_store(js->cache, h, key, "cubin", image, size, NULL, 0);
-  }
+  int found = 0;
+  s = image_for(js, nv, h, key, source, number, 0, 1, &image, &size, &found);
   if (s == UJ_OK && reused) *reused = found;
   free(image);
   free(key);
