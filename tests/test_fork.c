@@ -30,11 +30,15 @@
  *   the fork right after the first call has queued a background C compile.
  *
  * A child that hangs is the bug this file tests for, so a hang must fail
- * rather than block the suite: every child arms alarm() first (SIGALRM
- * kills it), and the parent waits with a deadline of its own and kills the
- * child past it. Children leave with _exit: exit() would run the harness's
+ * rather than block the suite: every child arms alarm() first (its
+ * handler prints where the child hung and exits), and the parent waits
+ * with a deadline of its own and kills the child past it. Children leave with _exit: exit() would run the harness's
  * and the sanitizers' exit-time work a second time. */
 #include <dirent.h>
+#include <execinfo.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -87,7 +91,8 @@ enum {
   CHILD_FORK,            /* fork() in the child */
   CHILD_GRANDCHILD,      /* the grandchild failed */
   CHILD_POOL_RESULT,     /* rt_pool_run visited an index other than once */
-  CHILD_POOL_SERIAL      /* rt_pool_run ran every chunk on the calling thread */
+  CHILD_POOL_SERIAL,     /* rt_pool_run ran every chunk on the calling thread */
+  CHILD_HUNG             /* the alarm rang: the child printed its stack (child_hung) */
 };
 
 static float xs[N], ys[N];
@@ -199,13 +204,43 @@ static int child_succeeded(pid_t pid, const char* what) {
   return 0;
 }
 
+/* A child that hangs says where before it dies: the alarm's handler
+ * prints the stack of the child's first thread, the one that runs the
+ * steps (an alarm taken by another thread is passed on to it). Under ASan
+ * the sanitizer prints it symbolized; elsewhere glibc's backtrace, as
+ * binary+offset for addr2line (warmed up by fork_child, so that the
+ * handler loads nothing). */
+static pthread_t child_main;
+
+static void child_hung(int sig) {
+  if (!pthread_equal(pthread_self(), child_main)) {
+    pthread_kill(child_main, sig);
+    return;
+  }
+  static const char say[] = "  child: hung; the stack of its steps when the alarm rang:\n";
+  if (write(2, say, sizeof say - 1) < 0) _exit(CHILD_HUNG);
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_print_stack_trace();
+#else
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+#endif
+  _exit(CHILD_HUNG);
+}
+
 /* fork() with stdio flushed first, so that nothing buffered is written twice;
  * the child arms its alarm before anything else. */
 static pid_t fork_child(void) {
+  void* warm[1];
+  backtrace(warm, 1);
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
-  if (pid == 0) alarm(CHILD_SECONDS);
+  if (pid == 0) {
+    child_main = pthread_self();
+    signal(SIGALRM, child_hung);
+    alarm(CHILD_SECONDS);
+  }
   return pid;
 }
 
