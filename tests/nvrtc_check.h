@@ -25,8 +25,8 @@
  * the engine's compile is made for a sample (a test binary's first
  * OR_CUDA_FULL_FIRST sources and one in OR_CUDA_FULL_EVERY by hash), and
  * every source goes into batches that NVRTC checks in one compile each
- * (jit_cuda_check_sources: to PTX, the front end's and the code
- * generator's verdict), at the end of each test or when a batch is full;
+ * (jit_cuda_check_sources: the front end's verdict), at the end of each
+ * test or when a batch is full;
  * a failure names the source and the file and line that made it. A source
  * that passed (either way) with the same NVRTC leaves a mark in the test's
  * kernel cache (make test's build/test-cache) and is not compiled again;

@@ -57,7 +57,8 @@ uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const
                                         const char* arch, int* reused);
 
 /* For tests (jit/cuda/cuda_check.c): the sources, each a module the
- * engine generates, checked in one NVRTC compile to PTX for compute_<arch>;
+ * engine generates, checked by NVRTC's front end in one compile for
+ * compute_<arch>;
  * UJ_OK when all compile. Else UJ_ERR_COMPILE with the log of the first
  * that fails alone (*failing its index; -1 when none does alone), or
  * UJ_ERR_UNSUPPORTED without NVRTC. */

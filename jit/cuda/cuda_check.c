@@ -5,14 +5,15 @@
  * NVRTC's cost is per kernel: its optimizer and the assembler (ptxas) take
  * about a tenth of a second per kernel at the engine's settings, so that
  * checking each of the few thousand modules a test run makes, one compile
- * each, took most of `make test`'s time. The check here asks what a
- * source error would show: the front end's and the code generator's
- * verdict, to PTX, unoptimized (-G), on all the sources at once, each in a
- * namespace of its own (without `extern "C"`, so that equal kernel names
- * do not collide; its macros undefined after it). When the batch fails,
- * each source is compiled alone the same way to name the first that fails
- * and give its log. The engine's own compile (uj_program_compile_cuda) is
- * what the tests take for a sample of the sources. */
+ * each, took most of `make test`'s time. The check here asks what an
+ * emitter's mistake shows: the front end's verdict (-fdevice-syntax-only:
+ * parsing, names, types, overloads; half the cost of generating PTX
+ * unoptimized), on all the sources at once, each in a namespace of its own
+ * (without `extern "C"`, so that equal kernel names do not collide; its
+ * macros undefined after it). When the batch fails, each source is
+ * checked alone the same way to name the first that fails and give its
+ * log. The code generator and the assembler are the engine's own compile
+ * (uj_program_compile_cuda), which the tests make for a sample. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +23,16 @@
 
 #ifdef UJ_HAVE_CUDA
 
-/* NVRTC on text for compute_<arch>, unoptimized; UJ_ERR_COMPILE with the
+/* NVRTC's front end on text for compute_<arch>; UJ_ERR_COMPILE with the
  * log's start when it fails. */
-static uj_status_t compile_ptx(const rt_nvrtc_t* nv, const char* text, int arch) {
+static uj_status_t check_front_end(const rt_nvrtc_t* nv, const char* text, int arch) {
   nvrtcProgram prog;
   uj_status_t s = rt_nvrtc_check(nv->nvrtcCreateProgram(&prog, text, "uopjit-check.cu", 0, NULL, NULL),
                                  "nvrtcCreateProgram");
   if (s != UJ_OK) return s;
   char arch_option[48];
   snprintf(arch_option, sizeof arch_option, "--gpu-architecture=compute_%d", arch);
-  const char* options[] = {arch_option, "-G", "-default-device", "--fmad=false"};
+  const char* options[] = {arch_option, "-fdevice-syntax-only", "-default-device", "--fmad=false"};
   nvrtcResult r = nv->nvrtcCompileProgram(prog, (int)(sizeof options / sizeof *options), options);
   if (r != NVRTC_SUCCESS) s = rt_nvrtc_compile_failed(prog, r, arch_option);
   nv->nvrtcDestroyProgram(&prog);
@@ -84,13 +85,13 @@ uj_status_t jit_cuda_check_sources(const char* const* sources, int count, int ar
       free(text);
       return rt_error(UJ_ERR_OOM, "out of memory joining %d CUDA sources for a check", count);
     }
-  uj_status_t s = compile_ptx(nv, text, arch);
+  uj_status_t s = check_front_end(nv, text, arch);
   free(text);
   if (s != UJ_ERR_COMPILE) return s;
   char batch_error[800];
   snprintf(batch_error, sizeof batch_error, "%s", uj_last_error());
   for (int k = 0; k < count; k++) {
-    s = compile_ptx(nv, sources[k], arch);
+    s = check_front_end(nv, sources[k], arch);
     if (s != UJ_OK) {
       *failing = k;
       return s;
