@@ -2,18 +2,17 @@
  *
  * Contexts keep memory caches of their own and share the disk cache. When
  * threads on several contexts miss the same kernel at once, each would
- * compile it (a tenth of a second and more, in the system compiler or
- * NVRTC). Instead the first claims the key and builds; the others wait for
+ * compile it, in the system compiler or NVRTC, the slowest step of a call.
+ * Instead the first claims the key and builds; the others wait for
  * its claim to end, then find its object in the disk cache
  * (jit_disk_get_or_build). Only builds that store to a disk cache claim:
  * without one a waiter would find nothing and compile all the same.
  *
  * The claims are a short list under one process-wide lock, with one
- * condition variable that every release broadcasts: builds are few and
- * long, so a waiter woken for another key costs nothing. fork(): the lock
- * is held across it (rt_fork_guard); a child drops the claims of the
- * parent's threads, which it does not have, and makes the condition
- * variable anew (claims_here). */
+ * condition variable that every release broadcasts (builds are few and
+ * long: a waiter woken for another key costs nothing). fork(): the lock is
+ * held across it (rt_fork_guard); a child drops its parent's claims and
+ * makes the condition variable anew (claims_here). */
 #include <stdlib.h>
 
 #include "cache_impl.h"

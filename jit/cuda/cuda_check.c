@@ -2,18 +2,16 @@
  * compile, for the tests' check that every kernel they make compiles for
  * the GPU on machines without one.
  *
- * NVRTC's cost is per kernel: its optimizer and the assembler (ptxas) take
- * about a tenth of a second per kernel at the engine's settings, so that
- * checking each of the few thousand modules a test run makes, one compile
- * each, took most of `make test`'s time. The check here asks what an
- * emitter's mistake shows: the front end's verdict (-fdevice-syntax-only:
- * parsing, names, types, overloads; half the cost of generating PTX
- * unoptimized), on all the sources at once, each in a namespace of its own
- * (without `extern "C"`, so that equal kernel names do not collide; its
- * macros undefined after it). When the batch fails, each source is
- * checked alone the same way to name the first that fails and give its
- * log. The code generator and the assembler are the engine's own compile
- * (uj_program_compile_cuda), which the tests make for a sample. */
+ * NVRTC's optimizer and assembler are most of a compile's cost, which over
+ * the few thousand modules of a test run, one compile each, was most of
+ * `make test`'s time. The check here asks what an emitter's mistake
+ * shows: the front end's verdict (-fdevice-syntax-only: parsing, names,
+ * types, overloads), on all the sources at once, each in a namespace of
+ * its own (without `extern "C"`, so that equal kernel names do not
+ * collide; its macros undefined after it). When the batch fails, each
+ * source is checked alone the same way to name the first that fails and
+ * give its log. The code generator and the assembler are the engine's own
+ * compile (uj_program_compile_cuda), which the tests make for a sample. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
