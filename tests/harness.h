@@ -24,6 +24,29 @@ typedef struct {
   harness_fn fn;
 } harness_test_t;
 
+/* Which sanitizer instruments this build, 1 or 0: gcc says so with
+ * __SANITIZE_ADDRESS__ / __SANITIZE_THREAD__, clang with __has_feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HARNESS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARNESS_ASAN 1
+#endif
+#endif
+#ifndef HARNESS_ASAN
+#define HARNESS_ASAN 0
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define HARNESS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HARNESS_TSAN 1
+#endif
+#endif
+#ifndef HARNESS_TSAN
+#define HARNESS_TSAN 0
+#endif
+
 #define HARNESS_MAX_TESTS 512
 static harness_test_t harness_tests[HARNESS_MAX_TESTS];
 static int harness_count;

@@ -36,16 +36,7 @@
 /* ASan keeps freed memory in quarantine and TSan keeps shadow memory and
  * the history of every freed block: under either, RSS says nothing of what
  * the cache holds, and only the cache's own accounting is checked. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef UNDER_SANITIZER
-#define UNDER_SANITIZER 0
-#endif
+#define UNDER_SANITIZER (HARNESS_ASAN || HARNESS_TSAN)
 
 /* ---- the table ------------------------------------------------------------------------- */
 

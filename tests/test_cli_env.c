@@ -124,7 +124,7 @@ TEST(the_done_when_shape_is_refused_naming_the_bytes) {
 
 TEST(a_run_beyond_the_address_space_limit_is_refused) {
   NEED_CLI();
-#ifdef __SANITIZE_ADDRESS__
+#if HARNESS_ASAN
   SKIP_IF(1, "AddressSanitizer's shadow memory needs more address space than the limit leaves");
 #endif
   /* 4e8 f32 elements in and out, and their f64 copies for --check:

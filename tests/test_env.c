@@ -356,7 +356,7 @@ TEST(a_compiler_that_does_not_run_is_named) {
 
 /* ---- out of memory ----------------------------------------------------------------------------- */
 
-#ifdef __SANITIZE_ADDRESS__
+#if HARNESS_ASAN
 /* AddressSanitizer stops the process on an allocation it cannot serve
  * unless told to fail it as the C library does, which is what is tested. */
 const char* __asan_default_options(void);

@@ -36,9 +36,6 @@
  * and the sanitizers' exit-time work a second time. */
 #include <dirent.h>
 #include <execinfo.h>
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/common_interface_defs.h>
-#endif
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,6 +49,9 @@
 #include "../jit/tier.h"
 #include "../rt/rt.h"
 #include "harness.h"
+#if HARNESS_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 /* ThreadSanitizer cannot follow a child of a multi-threaded fork that
  * starts threads: by default it kills such a child, and with
@@ -60,14 +60,7 @@
  * vanished threads, whose handles the C library hands out again). That is
  * so for any program, so under TSan the tests whose children start threads
  * are skipped; those whose children only free still run. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifdef UNDER_TSAN
+#if HARNESS_TSAN
 #define SKIP_UNDER_TSAN() SKIP_IF(1, "the child starts threads, which ThreadSanitizer cannot follow after a fork")
 #else
 #define SKIP_UNDER_TSAN() ((void)0)
@@ -82,18 +75,7 @@
  * program under ASan, so there the tiered test forks with the background
  * compiles paused (jit_tier_pause); the race of a fork with a running
  * compile is tested by every other build. */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifdef UNDER_ASAN
-enum { PAUSE_TIER_AT_FORK = 1 };
-#else
-enum { PAUSE_TIER_AT_FORK = 0 };
-#endif
+enum { PAUSE_TIER_AT_FORK = HARNESS_ASAN };
 
 enum {
   N = 1 << 20,          /* elements: far more than the 2 x 16k a run needs to be split */
@@ -243,7 +225,7 @@ static void child_hung(int sig) {
   }
   static const char say[] = "  child: hung; the stack of its steps when the alarm rang:\n";
   if (write(2, say, sizeof say - 1) < 0) _exit(CHILD_HUNG);
-#if defined(__SANITIZE_ADDRESS__)
+#if HARNESS_ASAN
   __sanitizer_print_stack_trace();
 #else
   void* frames[64];
@@ -348,7 +330,7 @@ TEST(fork_child_runs_compiles_and_frees) {
  * state's locks. The child abandons the parent's JIT state and makes its
  * own; freeing the context must not join the parent's compile threads.
  * The child's thread count is not checked: its tier starts threads of its
- * own. Under ASan the compiles are paused at the fork (UNDER_ASAN). */
+ * own. Under ASan the compiles are paused at the fork (PAUSE_TIER_AT_FORK). */
 TEST(fork_tiered_child_runs_compiles_and_frees) {
   SKIP_UNDER_TSAN();
   uj_ctx_t* probe = uj_ctx_new();
