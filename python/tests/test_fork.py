@@ -81,7 +81,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def run_script(engine, cache_dir, child_seconds=CHILD_SECONDS):
-    env = dict(os.environ, UOPJIT_CACHE_DIR=str(cache_dir))
+    # the library's default tier count (make test's suite runs with another)
+    env = dict(os.environ, UOPJIT_CACHE_DIR=str(cache_dir), UOPJIT_TIER="1")
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(uopjit.__file__))]
                                         + [p for p in [env.get("PYTHONPATH")] if p])
     try:

@@ -1,5 +1,11 @@
 """Kernel and evaluate against NumPy in float64: elementwise chains, Adam in
 place, broadcasting, reductions, dtypes of numbers, copied inputs."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -124,6 +130,49 @@ def test_every_cpu_engine(rng, engine):
     k = uopjit.Kernel(SIGMOID, engine=engine, threads=1)
     close(k(x=x, a=0.5, b=-1.0), 1 / (1 + np.exp(-(0.5 * x - 1.0))), 1e-13)
     assert k.last_run()["engine"] == engine
+
+
+# A program of its own, with a cache directory of its own, so that the C
+# kernel cannot already be on disk (it would then serve from the first call).
+LOOP_SCRIPT = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    import uopjit
+
+    k = uopjit.Kernel("y = x * x * 0.25 - x / 3 + 1.5")
+    x = np.random.default_rng(int(sys.argv[1])).standard_normal(4096).astype(np.float32)
+    want = x * x * np.float32(0.25) - x / np.float32(3) + np.float32(1.5)
+    seen, worst = [], 0.0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        y = k(x=x)
+        run = k.last_run()
+        seen.append(run["engine"])
+        worst = max(worst, float(np.max(np.abs(y - want) / np.abs(want))))
+        if run["engine"] == "c":
+            break
+        time.sleep(0.01)
+    print(json.dumps({"seen": seen, "tier": run["tier"], "worst": worst}))
+""")
+
+
+def test_auto_moves_a_kernel_called_in_a_loop_to_c(tmp_path, rng):
+    # Tiering as a training loop meets it: the first calls on MIR, then, once
+    # the background compile is done, on C, with C's results. Any tier count
+    # (UOPJIT_TIER) will do.
+    if not (uopjit.engine_available("mir") and uopjit.engine_available("c")):
+        pytest.skip("tiering needs the MIR and C engines")
+    env = dict(os.environ, UOPJIT_CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(uopjit.__file__))]
+                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    seed = int(rng.integers(1 << 30))
+    done = subprocess.run([sys.executable, "-c", LOOP_SCRIPT, str(seed)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["seen"][0] == "mir" and got["seen"][-1] == "c", got
+    assert set(got["seen"]) == {"mir", "c"} and got["tier"] == "ready", got
+    assert got["worst"] <= 1e-6, got
 
 
 def test_one_kernel_follows_changing_shapes_and_dtypes(rng):
