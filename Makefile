@@ -269,7 +269,13 @@ endif
 SCRIPT_TESTS := $(BUILD)/tests/test_install $(BUILD)/tests/test_python $(BUILD)/tests/test_docs \
                 $(if $(filter 1,$(DEBUG)),$(BUILD)/tests/test_fuzz_replay)
 TESTS += $(SCRIPT_TESTS)
-TEST_RESULTS = $(TESTS:=.result)
+# The longest tests run first (a cold run's CPU time, longest first), so
+# that a parallel run does not end on one of them running alone while the
+# other cores idle; the rest follow in name order.
+SLOW_TESTS := test_differential test_python test_optim_half test_math_ops test_grad test_uops \
+              test_engines_reduce test_cache_memory test_passes_random test_threads_parse test_docs
+SLOW_RESULTS = $(foreach t,$(SLOW_TESTS),$(filter %/$(t).result,$(TESTS:=.result)))
+TEST_RESULTS = $(SLOW_RESULTS) $(filter-out $(SLOW_RESULTS),$(TESTS:=.result))
 # The binaries are only prerequisites of their results; keep them.
 .SECONDARY: $(TESTS)
 TEST_ENV := UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
