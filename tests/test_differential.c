@@ -42,7 +42,9 @@
  *
  * Programs are run in batches: UOPJIT_DIFF_BATCH (default 8) programs
  * make one parsed program or one uop program (so one kernel per engine),
- * each with its own inputs and outputs. A batch fails when any of its
+ * each with its own inputs and outputs. The C engine, whose compile of a
+ * batch costs a second or two, runs half of them (a uop and a text batch
+ * in every four; UJ_TEST_C_EVERY=1: all), the other engines every one. A batch fails when any of its
  * programs does; the failure prints the batch's source (or its uop listing)
  * and the line to run it alone.
  *
@@ -630,17 +632,23 @@ TEST(random_programs_on_every_engine) {
   int programs = env_int("UOPJIT_DIFF_PROGRAMS", 200), batch = env_int("UOPJIT_DIFF_BATCH", 8);
   uint64_t seed = (uint64_t)strtoull(getenv("UOPJIT_DIFF_SEED") ? getenv("UOPJIT_DIFF_SEED") : "1", NULL, 0);
   if (batch < 1) batch = 1;
-  int batches = 0, failed = 0;
+  int batches = 0, failed = 0, on_c = 0;
   for (int done = 0; done < programs; done += batch, batches++) {
     uint64_t s = seed + (uint64_t)batches;
     HARNESS_SEED(s);
     int count = programs - done < batch ? programs - done : batch;
+    /* C on half the batches, in pairs, since batches alternate between
+     * the two generators: batches 0 and 1 (a uop and a text batch), 4 and
+     * 5, ...; every batch with UJ_TEST_C_EVERY=1 */
+    df_c_off = or_c_every() > 1 && (batches / 2) % 2 == 1;
+    on_c += !df_c_off;
     if (!run_batch(s, count)) failed++;
   }
+  df_c_off = 0;
   char stats[512];
   df_stats_line(stats, sizeof stats);
-  printf("  %d programs in %d batches from seed %llu: %d batches failed; elements compared: %s\n", programs,
-         batches, (unsigned long long)seed, failed, stats);
+  printf("  %d programs in %d batches from seed %llu (%d of them on C): %d batches failed; elements compared: %s\n",
+         programs, batches, (unsigned long long)seed, on_c, failed, stats);
 }
 
 TEST_MAIN()
