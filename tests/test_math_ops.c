@@ -72,9 +72,9 @@ static void fill_sweep(uj_tensor_t* x) {
 
 /* Runs src (y = f(x) or y = f(a, b)) on every configuration and holds each
  * result to the reference ref within bound ulps. The reference is worked
- * out once for all configurations: for some inputs (fmod of far-apart
- * binades, tan of huge arguments) the C library's double function costs
- * more than a configuration's whole run. */
+ * out once for all configurations: the C library's double functions on
+ * the whole range (fmod of far-apart binades, tan of huge arguments) were
+ * most of this test's own time when each configuration called them. */
 static void check_sweep(const char* src, int nargs, double (*ref1)(double), double (*ref2)(double, double), double bound,
                         uint64_t seed) {
   uj_program_t* p = NULL;
