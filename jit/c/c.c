@@ -609,7 +609,7 @@ typedef struct {
   const char* key;
 } c_build_t;
 
-/* jit_disk_get_or_build's build: the kernel's C source compiled, and the
+/* jit_disk_get_build_load's build: the kernel's C source compiled, and the
  * shared object's bytes. */
 static uj_status_t compile_bytes(void* arg, char** bytes, size_t* size) {
   const c_build_t* b = arg;
@@ -629,30 +629,24 @@ static uj_status_t compile_bytes(void* arg, char** bytes, size_t* size) {
   return s;
 }
 
-/* A cache miss: the disk cache's verified shared object (a disk hit hands
- * back the bytes the cache read and verified), else a compile whose output
- * is stored in the disk cache (a failed store only costs a compile later;
- * jit_disk_get_or_build, which also lets one context of the process
- * compile a kernel that several miss at once) and loaded from memory. A
- * disk entry that verifies but will not load (written by another build of
- * the loader, say) is compiled again, and the fresh object replaces it. */
-static uj_status_t build_kernel(void* arg, void** value) {
-  c_build_t* b = arg;
-  jit_cache_t* cache = b->js->cache;
+/* jit_disk_get_build_load's load: the shared object loaded from memory. */
+static uj_status_t load_built(void* arg, const char* bytes, size_t size, void** out) {
+  const c_build_t* b = arg;
   c_kernel_t* k = NULL;
-  char* bytes = NULL;
-  size_t size = 0;
-  int from_disk = 0;
-  uj_status_t s = jit_disk_get_or_build(cache, b->h, b->key, "so", 1, compile_bytes, b, &bytes, &size, &from_disk);
-  if (s == UJ_OK) s = load_image(bytes, size, b->f, &k);
-  if (s != UJ_OK && from_disk) {
-    free(bytes);
-    s = jit_disk_get_or_build(cache, b->h, b->key, "so", 0, compile_bytes, b, &bytes, &size, &from_disk);
-    if (s == UJ_OK) s = load_image(bytes, size, b->f, &k);
-  }
-  free(bytes);
-  *value = k;
+  uj_status_t s = load_image(bytes, size, b->f, &k);
+  *out = k;
   return s;
+}
+
+/* A cache miss: the disk cache's verified shared object, else a compile
+ * stored in the disk cache (a failed store only costs a compile later),
+ * loaded from memory; jit_disk_get_build_load lets one context of the
+ * process compile a kernel that several miss at once, and compiles again
+ * an entry that verifies but will not load. */
+static uj_status_t build_kernel(void* arg, void** value) {
+  const c_build_t* b = arg;
+  size_t size = 0;
+  return jit_disk_get_build_load(b->js->cache, b->h, b->key, "so", compile_bytes, load_built, arg, value, &size);
 }
 
 /* ---- what a loaded kernel costs in the memory cache ---- */

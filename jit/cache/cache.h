@@ -142,16 +142,24 @@ uj_status_t jit_disk_store(jit_cache_t* c, ir_hash_t key, const char* key_text, 
 uj_status_t jit_disk_load_bytes(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
                                 char** bytes, size_t* size);
 
-/* What a cache miss of the C or CUDA engine gets (jit/cache/claim.c): with
- * use_disk, the disk cache's verified bytes for key (*from_disk 1); else
- * what build makes, stored to the disk cache. Among this process's
- * contexts one thread at a time builds a key: another that misses it
- * meanwhile waits, then takes the stored bytes. *bytes is malloc'ed; on
- * failure NULL, with build's status. */
+/* What a cache miss of the C or CUDA engine gets (jit/cache/claim.c): the
+ * disk cache's verified bytes for key (*from_disk 1), else what build
+ * makes, stored to the disk cache. Among this process's contexts one
+ * thread at a time builds a key: another that misses it meanwhile waits,
+ * then takes the stored bytes. *bytes is malloc'ed; on failure NULL, with
+ * build's status. */
 typedef uj_status_t (*jit_disk_build_fn)(void* arg, char** bytes, size_t* size);
 uj_status_t jit_disk_get_or_build(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                                  int use_disk, jit_disk_build_fn build, void* arg, char** bytes, size_t* size,
-                                  int* from_disk);
+                                  jit_disk_build_fn build, void* arg, char** bytes, size_t* size, int* from_disk);
+
+/* jit_disk_get_or_build's bytes handed to load, which makes the engine's
+ * kernel (*out, NULL on failure). Bytes from the disk that verify but will
+ * not load (written by another build of the loader, say) are built afresh,
+ * the new bytes replacing the entry. *size: the loaded bytes' size. */
+typedef uj_status_t (*jit_disk_load_fn)(void* arg, const char* bytes, size_t size, void** out);
+uj_status_t jit_disk_get_build_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                                    jit_disk_build_fn build, jit_disk_load_fn load, void* arg, void** out,
+                                    size_t* size);
 
 /* For tests: when not NULL, called with an entry's payload path right after
  * a disk load verified the entry and before the caller uses it: the moment

@@ -83,9 +83,9 @@ static void release(ir_hash_t key) {
   pthread_mutex_unlock(&builds.lock);
 }
 
-uj_status_t jit_disk_get_or_build(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
-                                  int use_disk, jit_disk_build_fn build, void* arg, char** bytes, size_t* size,
-                                  int* from_disk) {
+/* jit_disk_get_or_build, the disk cache looked in first unless use_disk is 0. */
+static uj_status_t get_or_build(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext, int use_disk,
+                                jit_disk_build_fn build, void* arg, char** bytes, size_t* size, int* from_disk) {
   *from_disk = 0;
   *bytes = NULL;
   *size = 0;
@@ -100,5 +100,27 @@ uj_status_t jit_disk_get_or_build(jit_cache_t* c, ir_hash_t key, const char* key
   uj_status_t s = build(arg, bytes, size);
   if (s == UJ_OK && disk) jit_disk_store(c, key, key_text, ext, *bytes, *size, NULL, 0);
   if (disk) release(key);
+  return s;
+}
+
+uj_status_t jit_disk_get_or_build(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                                  jit_disk_build_fn build, void* arg, char** bytes, size_t* size, int* from_disk) {
+  return get_or_build(c, key, key_text, ext, 1, build, arg, bytes, size, from_disk);
+}
+
+uj_status_t jit_disk_get_build_load(jit_cache_t* c, ir_hash_t key, const char* key_text, const char* ext,
+                                    jit_disk_build_fn build, jit_disk_load_fn load, void* arg, void** out,
+                                    size_t* size) {
+  char* bytes = NULL;
+  int from_disk = 0;
+  *out = NULL;
+  uj_status_t s = get_or_build(c, key, key_text, ext, 1, build, arg, &bytes, size, &from_disk);
+  if (s == UJ_OK) s = load(arg, bytes, *size, out);
+  if (s != UJ_OK && from_disk) { /* verified yet not loadable: build afresh */
+    free(bytes);
+    s = get_or_build(c, key, key_text, ext, 0, build, arg, &bytes, size, &from_disk);
+    if (s == UJ_OK) s = load(arg, bytes, *size, out);
+  }
+  free(bytes);
   return s;
 }

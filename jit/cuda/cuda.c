@@ -9,7 +9,7 @@
  * driver); only a device newer than every architecture this NVRTC knows
  * gets PTX (pick_arch). A kernel is found in the context's memory cache or
  * the disk cache (jit/cache/cache.c, payload "cubin" or "ptx") by its key
- * text (key_text), else compiled and stored (build_loaded). */
+ * text (key_text), else compiled and stored (jit_disk_get_build_load). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,30 +147,38 @@ static int arch_number(const char* arch, int* number) {
   return 1;
 }
 
+/* A compile, and for a cache miss the kernels' or the hand-written
+ * source's load (module or names set) into the context. */
 typedef struct {
+  jit_state_t* js;
   const rt_nvrtc_t* nv;
+  rt_cuda_ctx_t* cc;
+  ir_hash_t h;
+  const char* key;
   const char* source;
   int arch, ptx;
-} nvrtc_job_t;
+  jit_cu_module_t* module;
+  const char* const* names;
+  int nnames;
+} cu_build_t;
 
-/* jit_disk_get_or_build's build: NVRTC's image of the job's source. */
+static const char* image_ext(int ptx) { return ptx ? "ptx" : "cubin"; }
+
+/* The disk cache's build: NVRTC's image of the source. */
 static uj_status_t compile_job(void* arg, char** image, size_t* size) {
-  const nvrtc_job_t* j = arg;
+  const cu_build_t* j = arg;
   return nvrtc_compile(j->nv, j->source, j->arch, j->ptx, image, size);
 }
 
 /* The module image (cubin, or PTX for a device newer than NVRTC knows) for
- * source under key: with use_disk, the disk cache's verified copy (the
- * bytes it checked, never the file again) when it has one, *from_disk then
- * 1; else NVRTC's, which is then stored (a failed store only costs a
- * compile later, and replaces an entry that would not load), one context
- * of the process compiling a key at a time (jit_disk_get_or_build). */
+ * source under key: the disk cache's verified copy (the bytes it checked,
+ * never the file again) when it has one, *from_disk then 1; else NVRTC's,
+ * which is then stored (a failed store only costs a compile later), one
+ * context of the process compiling a key at a time (jit_disk_get_or_build). */
 static uj_status_t image_for(jit_state_t* js, const rt_nvrtc_t* nv, ir_hash_t h, const char* key,
-                             const char* source, int arch, int ptx, int use_disk, char** image, size_t* size,
-                             int* from_disk) {
-  nvrtc_job_t job = {nv, source, arch, ptx};
-  return jit_disk_get_or_build(js->cache, h, key, ptx ? "ptx" : "cubin", use_disk, compile_job, &job, image, size,
-                               from_disk);
+                             const char* source, int arch, int ptx, char** image, size_t* size, int* from_disk) {
+  cu_build_t job = {.js = js, .nv = nv, .source = source, .arch = arch, .ptx = ptx};
+  return jit_disk_get_or_build(js->cache, h, key, image_ext(ptx), compile_job, &job, image, size, from_disk);
 }
 
 /* "sm_XX" as a number NVRTC knows. */
@@ -216,7 +224,7 @@ uj_status_t jit_cuda_compile_for(jit_state_t* js, const ir_func_t* f, const int6
   /* found: a verified cubin for exactly this key was compiled by this NVRTC
    * before; else it is compiled and stored, for a later run on such a device */
   int found = 0;
-  if (s == UJ_OK) s = image_for(js, nv, h, key, m.source, number, 0, 1, &image, &size, &found);
+  if (s == UJ_OK) s = image_for(js, nv, h, key, m.source, number, 0, &image, &size, &found);
   if (s == UJ_OK && reused) *reused = found;
   if (s == UJ_OK && kernels) *kernels = kernel_count(&m);
   free(image);
@@ -246,26 +254,14 @@ static void kernel_free(void* p) {
   free(k);
 }
 
-/* A cache miss, for the engine's kernels (module set) and for hand-written
- * sources (names set): the image (image_for), loaded into the context. */
-typedef struct {
-  jit_state_t* js;
-  const rt_nvrtc_t* nv;
-  rt_cuda_ctx_t* cc;
-  ir_hash_t h;
-  const char* key;
-  const char* source;
-  int arch, ptx;
-  jit_cu_module_t* module;
-  const char* const* names;
-  int nnames;
-} cu_build_t;
 
 /* Loads the image and finds every block's kernel (a jit_cuda_kernel_t);
  * takes the module description b->module over (emptied) when it succeeds,
  * and leaves it to the caller when it fails (the caller may try another
  * image). */
-static uj_status_t load_kernel(const cu_build_t* b, const char* image, void** out) {
+static uj_status_t load_kernel(void* arg, const char* image, size_t size, void** out) {
+  const cu_build_t* b = arg;
+  (void)size;
   rt_cuda_ctx_t* cc = b->cc;
   jit_cu_module_t* m = b->module;
   jit_cuda_kernel_t* k = calloc(1, sizeof *k);
@@ -307,35 +303,14 @@ static uj_status_t load_kernel(const cu_build_t* b, const char* image, void** ou
 }
 
 
-/* Loads an image for a cache miss into *out: load_kernel or load_source. */
-typedef uj_status_t (*cu_load_fn)(const cu_build_t* b, const char* image, void** out);
-
-/* A cache miss: b's image (image_for), loaded by load into *out (left NULL
- * on failure), *size its bytes. A disk hit hands back the very bytes the
- * cache verified; an image that verifies but does not load is compiled
- * again, and the store replaces it. */
-static uj_status_t build_loaded(const cu_build_t* b, cu_load_fn load, void** out, size_t* size) {
-  char* image = NULL;
-  int from_disk = 0;
-  *out = NULL;
-  uj_status_t s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 1, &image, size, &from_disk);
-  if (s == UJ_OK) s = load(b, image, out);
-  if (s != UJ_OK && from_disk) { /* verified yet not loadable: compile afresh */
-    free(image);
-    image = NULL;
-    s = image_for(b->js, b->nv, b->h, b->key, b->source, b->arch, b->ptx, 0, &image, size, &from_disk);
-    if (s == UJ_OK) s = load(b, image, out);
-  }
-  free(image);
-  return s;
-}
-
 /* A loaded module's cost in the memory cache: its image (the driver keeps
  * the code, host side and on the device, in proportion to it) plus the
  * host-side tables. */
 static uj_status_t build_kernel(void* arg, void** value, size_t* bytes) {
+  const cu_build_t* b = arg;
   size_t size = 0;
-  uj_status_t s = build_loaded(arg, load_kernel, value, &size);
+  uj_status_t s =
+      jit_disk_get_build_load(b->js->cache, b->h, b->key, image_ext(b->ptx), compile_job, load_kernel, arg, value, &size);
   const jit_cuda_kernel_t* k = *value;
   if (s == UJ_OK)
     *bytes = size + sizeof *k + ((size_t)k->m.nblocks + 1) * (sizeof *k->fns + sizeof *k->m.kernels);
@@ -521,7 +496,9 @@ static char* source_key(const rt_nvrtc_t* nv, int arch, int ptx, const char* sou
 
 /* Loads image as a hand-written module (a jit_cuda_source_t) and finds its
  * kernels. */
-static uj_status_t load_source(const cu_build_t* b, const char* image, void** out) {
+static uj_status_t load_source(void* arg, const char* image, size_t size, void** out) {
+  const cu_build_t* b = arg;
+  (void)size;
   jit_cuda_source_t* m = calloc(1, sizeof *m + (size_t)b->nnames * sizeof(CUfunction));
   if (!m)
     return rt_error(UJ_ERR_OOM, "out of memory allocating a module of %d kernels (%zu bytes)", b->nnames,
@@ -549,7 +526,8 @@ static uj_status_t load_source(const cu_build_t* b, const char* image, void** ou
 static uj_status_t build_source(void* arg, void** value, size_t* bytes) {
   const cu_build_t* b = arg;
   size_t size = 0;
-  uj_status_t s = build_loaded(b, load_source, value, &size);
+  uj_status_t s =
+      jit_disk_get_build_load(b->js->cache, b->h, b->key, image_ext(b->ptx), compile_job, load_source, arg, value, &size);
   if (s == UJ_OK) *bytes = size + sizeof(jit_cuda_source_t) + (size_t)b->nnames * sizeof(CUfunction); /* as build_kernel */
   return s;
 }
@@ -608,7 +586,7 @@ uj_status_t jit_cuda_source_compile_for(uj_ctx_t* ctx, const char* source, const
   char* image = NULL;
   size_t size = 0;
   int found = 0;
-  s = image_for(js, nv, h, key, source, number, 0, 1, &image, &size, &found);
+  s = image_for(js, nv, h, key, source, number, 0, &image, &size, &found);
   if (s == UJ_OK && reused) *reused = found;
   free(image);
   free(key);
